@@ -1,0 +1,136 @@
+//! Compiles contracts/ (catalog, subsystems, profiles) into static tables. Any contract error
+//! fails the build with a message naming the file and the entry.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+fn main() {
+    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+    let contracts = manifest.join("../../contracts");
+    for rel in [
+        "operations/catalog.v1.yaml",
+        "subsystems.v1.yaml",
+        "profiles",
+    ] {
+        println!("cargo:rerun-if-changed={}", contracts.join(rel).display());
+    }
+    if let Ok(dir) = std::fs::read_dir(contracts.join("profiles")) {
+        for e in dir.flatten() {
+            println!("cargo:rerun-if-changed={}", e.path().display());
+        }
+    }
+    let feature_enabled = |f: &str| {
+        let var = format!("CARGO_FEATURE_{}", f.to_uppercase().replace('-', "_"));
+        std::env::var_os(var).is_some()
+    };
+    let reg = match vox_contracts::load_and_compile(&contracts, &feature_enabled) {
+        Ok(reg) => reg,
+        Err(e) => {
+            eprintln!("error: contracts: {e}");
+            std::process::exit(1);
+        }
+    };
+    for w in &reg.warnings {
+        println!("cargo:warning=contracts: {w}");
+    }
+
+    let mut out = String::new();
+    let words = reg.tools.len().div_ceil(64).max(1);
+    writeln!(out, "/// Number of `u64` words in a [`ToolSet`].").unwrap();
+    writeln!(out, "pub const TOOL_WORDS: usize = {words};").unwrap();
+    writeln!(
+        out,
+        "/// Every catalog tool, sorted by name; `index` is the position."
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "pub static TOOL_REGISTRY: [ToolEntry; {}] = [",
+        reg.tools.len()
+    )
+    .unwrap();
+    for (i, t) in reg.tools.iter().enumerate() {
+        let r = &t.row;
+        writeln!(
+            out,
+            "  ToolEntry {{ index: {i}, name: {:?}, title: {:?}, description: {:?}, lane: {:?}, requires: &{:?}, requires_mask: {}, exposure: Exposure::{:?}, side_effect_class: SideEffectClass::{:?}, http_read_role_eligible: {}, read_role_always_denied: {}, feature: {:?}, built: {} }},",
+            r.name, r.title, r.description, r.lane, r.requires, t.requires_mask, r.exposure,
+            r.side_effect_class, r.http_read_role_eligible,
+            vox_contracts::read_role_always_denied(&r.name), r.feature, t.built
+        )
+        .unwrap();
+    }
+    writeln!(out, "];").unwrap();
+
+    writeln!(
+        out,
+        "/// Every subsystem in contract order; a subsystem's bit is its position."
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "pub static SUBSYSTEMS: [SubsystemEntry; {}] = [",
+        reg.subsystems.len()
+    )
+    .unwrap();
+    let bit = |id: &str| reg.subsystems.iter().position(|s| s.id == id).unwrap();
+    for s in &reg.subsystems {
+        let deps: u32 = s.depends_on.iter().map(|d| 1u32 << bit(d)).sum();
+        writeln!(
+            out,
+            "  SubsystemEntry {{ id: {:?}, description: {:?}, depends_mask: {deps}, boot_steps: &{:?} }},",
+            s.id, s.description, s.boot_steps
+        )
+        .unwrap();
+    }
+    writeln!(out, "];").unwrap();
+
+    writeln!(
+        out,
+        "/// Boot steps in the fixed order, with their subsystem's index."
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "pub static BOOT_STEPS: [BootStepEntry; {}] = [",
+        reg.boot_steps.len()
+    )
+    .unwrap();
+    for (name, owner) in &reg.boot_steps {
+        writeln!(
+            out,
+            "  BootStepEntry {{ name: {name:?}, subsystem: {owner} }},"
+        )
+        .unwrap();
+    }
+    writeln!(out, "];").unwrap();
+
+    writeln!(
+        out,
+        "/// Every manifest profile, sorted by id (`dev` is synthesized)."
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "pub static PROFILES: [ProfileEntry; {}] = [",
+        reg.profiles.len()
+    )
+    .unwrap();
+    for p in &reg.profiles {
+        let mut set = vec![0u64; words];
+        for &i in &p.tools {
+            set[i / 64] |= 1 << (i % 64);
+        }
+        let rel = p.path.strip_prefix(&contracts).unwrap_or(&p.path);
+        writeln!(
+            out,
+            "  ProfileEntry {{ id: {:?}, description: {:?}, manifest: {:?}, tools: ToolSet({set:?}), requires_mask: {}, closure_mask: {}, max_exposure: Exposure::{:?}, axis_surfaces: &{:?} }},",
+            p.id, p.description, format!("contracts/{}", rel.display()), p.requires_mask, p.closure_mask, p.max_exposure, p.axis_surfaces
+        )
+        .unwrap();
+    }
+    writeln!(out, "];").unwrap();
+
+    let dest = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("registry_gen.rs");
+    std::fs::write(dest, out).unwrap();
+}

@@ -1,0 +1,218 @@
+//! The one authorization decision, used by every transport.
+
+use crate::{
+    Exposure, ProfileSet, SUBSYSTEMS, SubsystemMask, TOOL_REGISTRY, ToolEntry, tool_by_name,
+};
+use serde_json::{Value, json};
+
+/// Which token a caller presented. Local transports (stdio, the daemon socket) are `Write`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    Write,
+    Read,
+}
+
+/// What the decision needs to know about a caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Caller {
+    /// Judged from the socket's peer address only, never from forwarded headers.
+    pub loopback: bool,
+    pub role: Role,
+}
+
+impl Caller {
+    /// A local caller with full rights (stdio MCP, the daemon socket).
+    pub const LOCAL: Caller = Caller {
+        loopback: true,
+        role: Role::Write,
+    };
+}
+
+/// The stable denial codes of the capability-profiles spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DenialCode {
+    ToolNotInProfile,
+    SubsystemNotBooted,
+    ExposureDenied,
+    InsufficientRole,
+    ProfileUnknown,
+    ProfileMismatch,
+    /// A name that is in no registry, under `dev` (a named profile answers `tool_not_in_profile`).
+    UnknownTool,
+}
+
+impl DenialCode {
+    /// The snake_case wire code.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DenialCode::ToolNotInProfile => "tool_not_in_profile",
+            DenialCode::SubsystemNotBooted => "subsystem_not_booted",
+            DenialCode::ExposureDenied => "exposure_denied",
+            DenialCode::InsufficientRole => "insufficient_role",
+            DenialCode::ProfileUnknown => "profile_unknown",
+            DenialCode::ProfileMismatch => "profile_mismatch",
+            DenialCode::UnknownTool => "unknown_tool",
+        }
+    }
+    /// The HTTP status that goes with the code.
+    pub fn http_status(self) -> u16 {
+        match self {
+            DenialCode::ToolNotInProfile | DenialCode::UnknownTool => 404,
+            DenialCode::SubsystemNotBooted => 503,
+            DenialCode::ExposureDenied | DenialCode::InsufficientRole => 403,
+            DenialCode::ProfileUnknown => 400,
+            DenialCode::ProfileMismatch => 409,
+        }
+    }
+}
+
+/// A refused call, rendered in the one JSON shape every transport uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    pub code: DenialCode,
+    pub message: String,
+    pub subsystem: Option<&'static str>,
+}
+
+impl Denial {
+    /// Builds a denial without a subsystem.
+    pub fn new(code: DenialCode, message: impl Into<String>) -> Self {
+        Denial {
+            code,
+            message: message.into(),
+            subsystem: None,
+        }
+    }
+    /// `{"error":{"code":…,"message":…,"subsystem":…}}` (subsystem only when there is one).
+    pub fn to_json(&self) -> Value {
+        let mut error = json!({"code": self.code.as_str(), "message": self.message});
+        if let Some(s) = self.subsystem {
+            error["subsystem"] = json!(s);
+        }
+        json!({ "error": error })
+    }
+}
+
+impl std::fmt::Display for Denial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code.as_str(), self.message)
+    }
+}
+
+impl std::error::Error for Denial {}
+
+/// Decides whether `caller` may call `name` under `profile` with the `booted` subsystems.
+///
+/// The order is fixed by the spec: membership → internal off loopback → operator for the read
+/// role → read-role eligibility → booted subsystems.
+#[inline]
+pub fn authorize_tool(
+    profile: &ProfileSet,
+    name: &str,
+    caller: Caller,
+    booted: SubsystemMask,
+) -> Result<&'static ToolEntry, Denial> {
+    let Some(tool) = tool_by_name(name) else {
+        let code = if profile.is_dev() {
+            DenialCode::UnknownTool
+        } else {
+            DenialCode::ToolNotInProfile
+        };
+        let message = if profile.is_dev() {
+            format!("unknown tool {name}")
+        } else {
+            format!(
+                "tool {name} is not served by profile {}",
+                profile.canonical()
+            )
+        };
+        return Err(Denial::new(code, message));
+    };
+    authorize_entry(profile, tool, caller, booted).map(|()| tool)
+}
+
+fn authorize_entry(
+    profile: &ProfileSet,
+    tool: &'static ToolEntry,
+    caller: Caller,
+    booted: SubsystemMask,
+) -> Result<(), Denial> {
+    if !profile.tools().contains(tool.index) {
+        let why = if tool.built {
+            format!(
+                "tool {} is not in profile {}",
+                tool.name,
+                profile.canonical()
+            )
+        } else {
+            format!(
+                "tool {} needs cargo feature {} which this build lacks",
+                tool.name,
+                tool.feature.unwrap_or("?")
+            )
+        };
+        return Err(Denial::new(DenialCode::ToolNotInProfile, why));
+    }
+    if tool.exposure == Exposure::Internal && !caller.loopback {
+        return Err(Denial::new(
+            DenialCode::ExposureDenied,
+            format!(
+                "tool {} is internal and only served to loopback callers",
+                tool.name
+            ),
+        ));
+    }
+    if caller.role == Role::Read {
+        if tool.exposure >= Exposure::Operator {
+            return Err(Denial::new(
+                DenialCode::ExposureDenied,
+                format!(
+                    "tool {} has {} exposure; the read token cannot call it",
+                    tool.name,
+                    tool.exposure.as_str()
+                ),
+            ));
+        }
+        if !tool.http_read_role_eligible || tool.read_role_always_denied {
+            return Err(Denial::new(
+                DenialCode::InsufficientRole,
+                format!("tool {} is not available to the read role", tool.name),
+            ));
+        }
+    }
+    let missing = tool.requires_mask & !booted;
+    if missing != 0 {
+        // Name the first missing subsystem in the tool's own `requires` order.
+        let sub = tool
+            .requires
+            .iter()
+            .copied()
+            .find(|id| {
+                SUBSYSTEMS
+                    .iter()
+                    .position(|s| s.id == *id)
+                    .is_some_and(|b| missing & (1 << b) != 0)
+            })
+            .unwrap_or("?");
+        return Err(Denial {
+            code: DenialCode::SubsystemNotBooted,
+            message: format!(
+                "tool {} requires subsystem {sub}, which is not running",
+                tool.name
+            ),
+            subsystem: Some(sub),
+        });
+    }
+    Ok(())
+}
+
+/// The tools a caller would be allowed to call: exactly those [`authorize_tool`] accepts.
+pub fn visible_tools(
+    profile: &ProfileSet,
+    caller: Caller,
+    booted: SubsystemMask,
+) -> impl Iterator<Item = &'static ToolEntry> + '_ {
+    TOOL_REGISTRY
+        .iter()
+        .filter(move |t| authorize_entry(profile, t, caller, booted).is_ok())
+}

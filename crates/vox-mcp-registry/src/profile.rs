@@ -1,0 +1,140 @@
+//! Profile selection and composition: union of tools and closures, maximum exposure, canonical ids.
+
+use crate::{Exposure, PROFILES, SubsystemMask, ToolSet, all_subsystems_mask, profile_entry};
+
+/// The synthesized profile that serves everything.
+pub const DEV: &str = "dev";
+
+/// A `--profile` / `VOX_PROFILE` value that names no manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProfileError {
+    Unknown { id: String },
+    Empty,
+}
+
+impl std::error::Error for ProfileError {}
+
+impl std::fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProfileError::Unknown { id } => {
+                let known: Vec<&str> = std::iter::once(DEV)
+                    .chain(PROFILES.iter().map(|p| p.id))
+                    .collect();
+                write!(f, "unknown profile `{id}` (known: {})", known.join(", "))
+            }
+            ProfileError::Empty => write!(f, "empty profile list"),
+        }
+    }
+}
+
+/// A composed, canonical set of profiles: the slice of the surface a server serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileSet {
+    ids: Vec<&'static str>,
+    canonical: String,
+    tools: ToolSet,
+    requires_mask: SubsystemMask,
+    closure_mask: SubsystemMask,
+    max_exposure: Exposure,
+}
+
+impl ProfileSet {
+    /// The synthesized `dev` profile: every built tool, every subsystem, exposure up to internal.
+    pub fn dev() -> Self {
+        ProfileSet {
+            ids: vec![DEV],
+            canonical: DEV.to_owned(),
+            tools: ToolSet::all_built(),
+            requires_mask: all_subsystems_mask(),
+            closure_mask: all_subsystems_mask(),
+            max_exposure: Exposure::Internal,
+        }
+    }
+
+    /// Parses a comma-separated list of profile ids and composes them.
+    pub fn parse(spec: &str) -> Result<Self, ProfileError> {
+        let ids: Vec<&str> = spec
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        if ids.is_empty() {
+            return Err(ProfileError::Empty);
+        }
+        Self::compose(&ids)
+    }
+
+    /// Composes profiles by id; any list containing `dev` is `dev`.
+    pub fn compose(ids: &[&str]) -> Result<Self, ProfileError> {
+        let mut entries = Vec::with_capacity(ids.len());
+        let mut dev = false;
+        for id in ids {
+            if *id == DEV {
+                dev = true;
+            } else {
+                entries.push(profile_entry(id).ok_or_else(|| ProfileError::Unknown {
+                    id: (*id).to_owned(),
+                })?);
+            }
+        }
+        if dev {
+            return Ok(Self::dev());
+        }
+        if entries.is_empty() {
+            return Err(ProfileError::Empty);
+        }
+        entries.sort_by_key(|e| e.id);
+        entries.dedup_by_key(|e| e.id);
+        let mut set = ProfileSet {
+            ids: entries.iter().map(|e| e.id).collect(),
+            canonical: String::new(),
+            tools: ToolSet::default(),
+            requires_mask: 0,
+            closure_mask: 0,
+            max_exposure: Exposure::Public,
+        };
+        for e in &entries {
+            set.tools.union_with(&e.tools);
+            set.requires_mask |= e.requires_mask;
+            set.closure_mask |= e.closure_mask;
+            set.max_exposure = set.max_exposure.max(e.max_exposure);
+        }
+        // Feature-gated tools stay in manifests but are served only when built.
+        let built = ToolSet::all_built();
+        for (w, b) in set.tools.0.iter_mut().zip(built.0.iter()) {
+            *w &= b;
+        }
+        set.canonical = set.ids.join(",");
+        Ok(set)
+    }
+
+    /// The canonical form: sorted, de-duplicated ids joined by `,` (or `dev`).
+    pub fn canonical(&self) -> &str {
+        &self.canonical
+    }
+    /// The composed profile ids.
+    pub fn ids(&self) -> &[&'static str] {
+        &self.ids
+    }
+    /// Whether this is the synthesized `dev` profile.
+    pub fn is_dev(&self) -> bool {
+        self.ids == [DEV]
+    }
+    /// The tools the profile serves (before per-caller and boot checks).
+    pub fn tools(&self) -> &ToolSet {
+        &self.tools
+    }
+    /// The subsystems the manifests require.
+    pub fn requires_mask(&self) -> SubsystemMask {
+        self.requires_mask
+    }
+    /// `requires` plus every transitive dependency: what the daemon boots.
+    pub fn closure_mask(&self) -> SubsystemMask {
+        self.closure_mask
+    }
+    /// The highest exposure any composed profile allows.
+    pub fn max_exposure(&self) -> Exposure {
+        self.max_exposure
+    }
+}
