@@ -1,0 +1,112 @@
+//! The persisted attention ledger: one row per tool call the orchestrator served.
+
+use crate::{Store, StoreError};
+use rusqlite::params;
+use serde::Serialize;
+
+/// One served call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AttentionEvent {
+    pub ts: i64,
+    pub agent: String,
+    pub tool: String,
+    pub outcome: String,
+    pub latency_us: i64,
+    pub tokens: i64,
+}
+
+/// Totals for one tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSummary {
+    pub tool: String,
+    pub calls: i64,
+    pub errors: i64,
+    pub mean_latency_us: f64,
+    pub tokens: i64,
+}
+
+/// Estimated tokens for one day and agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CostRow {
+    pub day: String,
+    pub agent: String,
+    pub calls: i64,
+    pub tokens: i64,
+}
+
+impl Store {
+    /// Appends events in one transaction.
+    pub fn attention_append(&self, events: &[AttentionEvent]) -> Result<(), StoreError> {
+        let mut c = self.conn();
+        let tx = c.transaction().map_err(|e| self.err(e))?;
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT INTO attention_events (ts, agent, tool, outcome, latency_us, tokens) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .map_err(|e| self.err(e))?;
+            for e in events {
+                stmt.execute(params![
+                    e.ts,
+                    e.agent,
+                    e.tool,
+                    e.outcome,
+                    e.latency_us,
+                    e.tokens
+                ])
+                .map_err(|e| self.err(e))?;
+            }
+        }
+        tx.commit().map_err(|e| self.err(e))
+    }
+
+    /// Per-tool totals since `since_ms`, most called first.
+    pub fn attention_summary(&self, since_ms: i64) -> Result<Vec<ToolSummary>, StoreError> {
+        let c = self.conn();
+        let mut stmt = c
+            .prepare(
+                "SELECT tool, COUNT(*), SUM(outcome != 'ok'), AVG(latency_us), SUM(tokens)
+                 FROM attention_events WHERE ts >= ?1 GROUP BY tool ORDER BY COUNT(*) DESC, tool",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([since_ms], |r| {
+                Ok(ToolSummary {
+                    tool: r.get(0)?,
+                    calls: r.get(1)?,
+                    errors: r.get(2)?,
+                    mean_latency_us: r.get(3)?,
+                    tokens: r.get(4)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Estimated tokens per UTC day and agent since `since_ms`, newest day first.
+    pub fn cost_history(
+        &self,
+        since_ms: i64,
+        agent: Option<&str>,
+    ) -> Result<Vec<CostRow>, StoreError> {
+        let c = self.conn();
+        let mut stmt = c
+            .prepare(
+                "SELECT date(ts / 1000, 'unixepoch') AS day, agent, COUNT(*), SUM(tokens)
+                 FROM attention_events WHERE ts >= ?1 AND (?2 IS NULL OR agent = ?2)
+                 GROUP BY day, agent ORDER BY day DESC, agent",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![since_ms, agent], |r| {
+                Ok(CostRow {
+                    day: r.get(0)?,
+                    agent: r.get(1)?,
+                    calls: r.get(2)?,
+                    tokens: r.get(3)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+}

@@ -1,0 +1,125 @@
+//! The workspace journey store: one SQLite file (WAL) per workspace, at
+//! `<workspace>/.vox/journey.db`, with versioned migrations and typed repositories.
+//!
+//! Every write is a single statement or a transaction, committed before the call returns, so
+//! what a tool acknowledged survives a daemon restart. Several processes may open the same file.
+
+mod attention;
+mod kb;
+mod memory;
+mod migrations;
+mod sessions;
+
+pub use attention::{AttentionEvent, CostRow, ToolSummary};
+pub use kb::{KbDocument, KbSummary};
+pub use memory::Memory;
+pub use sessions::{FileSessions, Session, SessionMessage, SessionStatus, SessionStore};
+
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+/// A store error, naming the database file.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("journey store {path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("journey store {path}: cannot create directory: {source}")]
+    Dir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "journey store {path}: schema version {found} is newer than this build knows ({known})"
+    )]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("session files {path}: {message}")]
+    Files { path: PathBuf, message: String },
+}
+
+/// The journey store of one workspace.
+pub struct Store {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl Store {
+    /// Opens (creating if needed) the store at `path` and applies pending migrations.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Dir {
+                path: dir.to_owned(),
+                source,
+            })?;
+        }
+        let err = |source| StoreError::Sqlite {
+            path: path.to_owned(),
+            source,
+        };
+        let mut conn = Connection::open(path).map_err(err)?;
+        // WAL lets readers in other processes proceed while we write; NORMAL sync is durable
+        // across process crashes (the WAL is fsynced at checkpoints) and much faster than FULL.
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(err)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(err)?;
+        migrations::apply(&mut conn, path)?;
+        Ok(Store {
+            path: path.to_owned(),
+            conn: Mutex::new(conn),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version after migrations.
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        let c = self.conn();
+        migrations::current_version(&c).map_err(|e| self.err(e))
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave SQLite inconsistent (transactions roll
+        // back on drop), so a poisoned lock is safe to reuse.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn err(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,170 @@
+use serde_json::json;
+use vox_store::*;
+
+fn open() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join(".vox/journey.db")).unwrap();
+    (dir, store)
+}
+
+#[test]
+fn memories_survive_reopening_the_file() {
+    let (dir, store) = open();
+    store
+        .memory_put("deploy/target", "staging", &["ops".into()])
+        .unwrap();
+    drop(store);
+    let store = Store::open(&dir.path().join(".vox/journey.db")).unwrap();
+    let m = store.memory_get("deploy/target").unwrap().unwrap();
+    assert_eq!(m.value, "staging");
+    assert_eq!(m.tags, ["ops"]);
+    assert_eq!(store.schema_version().unwrap(), 1);
+}
+
+#[test]
+fn memory_overwrite_keeps_created_at_and_list_filters() {
+    let (_d, store) = open();
+    let (first, replaced) = store.memory_put("a/1", "x", &[]).unwrap();
+    assert!(!replaced);
+    let (second, replaced) = store.memory_put("a/1", "y", &["t".into()]).unwrap();
+    assert!(replaced);
+    assert_eq!(first.created_at, second.created_at);
+    store.memory_put("a/2", "z", &[]).unwrap();
+    store.memory_put("b/1", "w", &["t".into()]).unwrap();
+    let keys = |v: Vec<Memory>| v.into_iter().map(|m| m.key).collect::<Vec<_>>();
+    assert_eq!(
+        keys(store.memory_list(Some("a/"), None, None, 10).unwrap()),
+        ["a/1", "a/2"]
+    );
+    assert_eq!(
+        keys(store.memory_list(None, Some("t"), None, 10).unwrap()),
+        ["a/1", "b/1"]
+    );
+    assert_eq!(
+        keys(store.memory_list(None, None, Some("a/2"), 10).unwrap()),
+        ["b/1"]
+    );
+    assert!(store.memory_delete("a/1").unwrap());
+    assert!(!store.memory_delete("a/1").unwrap());
+}
+
+#[test]
+fn a_too_new_schema_is_refused_and_left_alone() {
+    let (dir, store) = open();
+    store.memory_put("k", "v", &[]).unwrap();
+    drop(store);
+    let path = dir.path().join(".vox/journey.db");
+    let c = rusqlite_version_bump(&path);
+    assert_eq!(c, 99);
+    let err = Store::open(&path).unwrap_err().to_string();
+    assert!(err.contains("newer than this build"), "{err}");
+}
+
+fn rusqlite_version_bump(path: &std::path::Path) -> i64 {
+    // Simulate a file written by a newer build.
+    let conn = rusqlite_conn(path);
+    conn.pragma_update(None, "user_version", 99).unwrap();
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap()
+}
+
+fn rusqlite_conn(path: &std::path::Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(path).unwrap()
+}
+
+fn exercise_sessions(s: &dyn SessionStore) {
+    let a = s.create("first", &json!({"agent": "x"})).unwrap();
+    let b = s.create("second", &json!({})).unwrap();
+    s.append(&a.id, "user", "hello").unwrap();
+    let m2 = s.append(&a.id, "assistant", "hi").unwrap();
+    assert_eq!(m2.seq, 2);
+    let (got, msgs) = s.get(&a.id, 1).unwrap().unwrap();
+    assert_eq!(got.message_count, 2);
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0].content, "hi");
+    let closed = s.close(&a.id, Some("done")).unwrap();
+    assert_eq!(closed.status, SessionStatus::Closed);
+    assert!(matches!(
+        s.append(&a.id, "user", "late"),
+        Err(StoreError::Conflict(_))
+    ));
+    assert!(matches!(s.close(&a.id, None), Err(StoreError::Conflict(_))));
+    assert!(matches!(
+        s.append("s_0000", "user", "x"),
+        Err(StoreError::NotFound(_))
+    ));
+    let open: Vec<String> = s
+        .list(Some(SessionStatus::Open), 10)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(open, [b.id.clone()]);
+    assert_eq!(s.list(None, 10).unwrap().len(), 2);
+    assert!(s.get("../../etc/passwd", 5).unwrap().is_none());
+}
+
+#[test]
+fn sqlite_sessions_behave() {
+    let (_d, store) = open();
+    exercise_sessions(&store);
+}
+
+#[test]
+fn file_sessions_behave_like_sqlite_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = FileSessions::open(&dir.path().join("sessions")).unwrap();
+    exercise_sessions(&files);
+}
+
+#[test]
+fn kb_upsert_replaces_by_source_and_skips_unchanged() {
+    let (_d, store) = open();
+    let (id, changed) = store.kb_upsert("a", "file:a.md", "one", "h1").unwrap();
+    assert!(changed);
+    assert_eq!(
+        store.kb_upsert("a", "file:a.md", "one", "h1").unwrap(),
+        (id, false)
+    );
+    assert_eq!(
+        store.kb_upsert("a", "file:a.md", "two", "h2").unwrap(),
+        (id, true)
+    );
+    assert_eq!(store.kb_get(id).unwrap().unwrap().content, "two");
+    assert_eq!(store.kb_list(None, 10).unwrap()[0].bytes, 3);
+    assert!(store.kb_delete(id).unwrap());
+    assert!(store.kb_all().unwrap().is_empty());
+}
+
+#[test]
+fn attention_ledger_summarises() {
+    let (_d, store) = open();
+    let ev = |tool: &str, outcome: &str| AttentionEvent {
+        ts: now_ms(),
+        agent: "a".into(),
+        tool: tool.into(),
+        outcome: outcome.into(),
+        latency_us: 10,
+        tokens: 5,
+    };
+    store
+        .attention_append(&[ev("t1", "ok"), ev("t1", "error"), ev("t2", "ok")])
+        .unwrap();
+    let s = store.attention_summary(0).unwrap();
+    assert_eq!(
+        (s[0].tool.as_str(), s[0].calls, s[0].errors, s[0].tokens),
+        ("t1", 2, 1, 10)
+    );
+    let c = store.cost_history(0, None).unwrap();
+    assert_eq!((c[0].calls, c[0].tokens), (3, 15));
+}
+
+#[test]
+fn opening_under_a_file_fails_with_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("blocker"), "x").unwrap();
+    let err = Store::open(&dir.path().join("blocker/journey.db"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("blocker"), "{err}");
+}
