@@ -73,6 +73,35 @@ pub trait SessionStore: Send + Sync {
     fn close(&self, id: &str, summary: Option<&str>) -> Result<Session, StoreError>;
 }
 
+impl<T: SessionStore + ?Sized> SessionStore for std::sync::Arc<T> {
+    fn backend(&self) -> &'static str {
+        (**self).backend()
+    }
+    fn create(&self, title: &str, metadata: &Value) -> Result<Session, StoreError> {
+        (**self).create(title, metadata)
+    }
+    fn get(
+        &self,
+        id: &str,
+        last: usize,
+    ) -> Result<Option<(Session, Vec<SessionMessage>)>, StoreError> {
+        (**self).get(id, last)
+    }
+    fn list(
+        &self,
+        status: Option<SessionStatus>,
+        limit: usize,
+    ) -> Result<Vec<Session>, StoreError> {
+        (**self).list(status, limit)
+    }
+    fn append(&self, id: &str, role: &str, content: &str) -> Result<SessionMessage, StoreError> {
+        (**self).append(id, role, content)
+    }
+    fn close(&self, id: &str, summary: Option<&str>) -> Result<Session, StoreError> {
+        (**self).close(id, summary)
+    }
+}
+
 /// A fresh session id: `s_` and 16 hex digits from the process's random hasher keys and time.
 pub fn new_session_id() -> String {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();

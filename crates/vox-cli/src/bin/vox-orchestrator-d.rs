@@ -1,0 +1,61 @@
+//! `vox-orchestrator-d`: the workspace daemon in the foreground.
+
+use clap::Parser;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use vox_orchestrator::Workspace;
+use vox_orchestrator::daemon::Daemon;
+
+/// The vox orchestrator daemon: one per workspace, on <workspace>/.vox/orchestrator.sock.
+#[derive(Parser)]
+#[command(version)]
+struct Args {
+    /// Workspace directory (default: VOX_WORKSPACE, else the nearest ancestor with .vox or .git).
+    #[arg(long)]
+    workspace: Option<PathBuf>,
+    /// Capability profile ids, comma-separated (default: VOX_PROFILE, ~/.vox/config.toml, dev).
+    #[arg(long)]
+    profile: Option<String>,
+}
+
+fn main() -> ExitCode {
+    vox_cli::init_logging("info");
+    let args = Args::parse();
+    let (profile, _) = match vox_cli::config::select_profile(args.profile.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let ws = match Workspace::resolve(args.workspace.as_deref()) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    rt.block_on(async move {
+        match Daemon::start(ws, profile) {
+            Ok(d) => {
+                d.run().await;
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}

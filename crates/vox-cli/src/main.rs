@@ -1,0 +1,370 @@
+//! `vox`: the MCP orchestrator's command line.
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use vox_cli::config::{self, select_profile};
+use vox_mcp_registry::{PROFILES, ProfileSet, subsystem_names};
+use vox_orchestrator::Workspace;
+use vox_orchestrator::client::{adopt_or_spawn, connect_and_ping};
+
+const BUNDLES: &str = include_str!("../../../contracts/bundles/catalog.toml");
+
+#[derive(Parser)]
+#[command(
+    name = "vox",
+    version,
+    about = "vox: one MCP tool surface for AI agents, sliced by capability profiles"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve MCP on stdio, adopting or spawning the workspace daemon.
+    Mcp {
+        /// Capability profile ids, comma-separated (default: VOX_PROFILE, ~/.vox/config.toml, dev).
+        #[arg(long)]
+        profile: Option<String>,
+        /// Workspace directory (default: VOX_WORKSPACE, else the nearest ancestor with .vox or .git).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+    },
+    /// Inspect capability profiles.
+    Profile {
+        #[command(subcommand)]
+        command: ProfileCommand,
+    },
+    /// Plugin bundles and the profiles they select.
+    Bundle {
+        #[command(subcommand)]
+        command: BundleCommand,
+    },
+    /// Start, stop or inspect the workspace daemon.
+    Daemon {
+        #[command(subcommand)]
+        command: DaemonCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ProfileCommand {
+    /// Every profile with its description.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// The composed profile: tools, subsystem closure, max exposure.
+    Show {
+        /// Profile ids, comma-separated.
+        ids: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum BundleCommand {
+    /// Every bundle and its profile.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the bundle's profile as VOX_PROFILE into ~/.vox/config.toml (if it declares one).
+    Apply { bundle: String },
+}
+
+#[derive(Subcommand)]
+enum DaemonCommand {
+    /// Start (or adopt) the daemon for the workspace and profile.
+    Start {
+        #[arg(long)]
+        profile: Option<String>,
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+    },
+    /// Ask the workspace daemon to stop.
+    Stop {
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+    },
+    /// Ping the workspace daemon and show its boot report.
+    Status {
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    vox_cli::init_logging("warn");
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Mcp { profile, workspace } => mcp(profile, workspace),
+        Command::Profile { command } => profile_cmd(command),
+        Command::Bundle { command } => bundle_cmd(command),
+        Command::Daemon { command } => daemon_cmd(command),
+    }
+}
+
+/// Exit code 2 for a usage error such as `profile_unknown`.
+fn profile_or_exit(flag: Option<&str>) -> Result<ProfileSet, ExitCode> {
+    select_profile(flag).map(|(p, _)| p).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    })
+}
+
+fn mcp(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> {
+    use rmcp::ServiceExt;
+    let profile = match profile_or_exit(profile.as_deref()) {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
+    let ws = Workspace::resolve(workspace.as_deref())?;
+    runtime()?.block_on(async move {
+        let adapter = match vox_mcp::StdioAdapter::connect(
+            ws,
+            profile.canonical().to_owned(),
+            vox_cli::daemon_exe(),
+        )
+        .await
+        {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        };
+        let service = adapter
+            .serve(rmcp::transport::stdio())
+            .await
+            .context("MCP session failed to start")?;
+        service
+            .waiting()
+            .await
+            .context("MCP session ended with an error")?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn profile_json(p: &ProfileSet) -> Value {
+    json!({
+        "profile": p.canonical(),
+        "ids": p.ids(),
+        "max_exposure": p.max_exposure().as_str(),
+        "requires": subsystem_names(p.requires_mask()),
+        "subsystem_closure": subsystem_names(p.closure_mask()),
+        "tools": p.tools().iter().map(|t| json!({
+            "name": t.name, "lane": t.lane, "exposure": t.exposure.as_str(),
+            "side_effect_class": t.side_effect_class.as_str(), "requires": t.requires,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn profile_cmd(cmd: ProfileCommand) -> Result<ExitCode> {
+    match cmd {
+        ProfileCommand::List { json } => {
+            let mut rows = vec![
+                json!({"id": "dev", "description": "Every tool (synthesized; the default)", "tools": ProfileSet::dev().tools().iter().count(), "max_exposure": "internal"}),
+            ];
+            for p in PROFILES.iter() {
+                let set = ProfileSet::parse(p.id).expect("manifest profiles compose");
+                rows.push(json!({"id": p.id, "description": p.description, "tools": set.tools().iter().count(), "max_exposure": p.max_exposure.as_str()}));
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                for r in rows {
+                    println!(
+                        "{:<18} {:>3} tools  {:<9} {}",
+                        r["id"].as_str().unwrap_or(""),
+                        r["tools"],
+                        r["max_exposure"].as_str().unwrap_or(""),
+                        r["description"].as_str().unwrap_or("")
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ProfileCommand::Show { ids, json } => {
+            let p = match profile_or_exit(Some(&ids)) {
+                Ok(p) => p,
+                Err(code) => return Ok(code),
+            };
+            let v = profile_json(&p);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                println!("profile:           {}", p.canonical());
+                println!("max exposure:      {}", p.max_exposure().as_str());
+                println!(
+                    "requires:          {}",
+                    subsystem_names(p.requires_mask()).join(", ")
+                );
+                println!(
+                    "subsystem closure: {}",
+                    subsystem_names(p.closure_mask()).join(", ")
+                );
+                println!("tools ({}):", p.tools().iter().count());
+                for t in p.tools().iter() {
+                    println!(
+                        "  {:<26} {:<10} {:<9} {}",
+                        t.name,
+                        t.lane,
+                        t.exposure.as_str(),
+                        t.side_effect_class.as_str()
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn bundle_cmd(cmd: BundleCommand) -> Result<ExitCode> {
+    let catalog = vox_contracts::parse_bundles(BUNDLES)
+        .map_err(|e| anyhow::anyhow!("bundle catalog: {e}"))?;
+    match cmd {
+        BundleCommand::List { json } => {
+            if json {
+                let rows: Vec<Value> = catalog.bundles.iter().map(|(id, b)| json!({"id": id, "profile": b.profile, "description": b.description})).collect();
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                for (id, b) in &catalog.bundles {
+                    println!(
+                        "{:<16} {:<30} {}",
+                        id,
+                        b.profile.as_deref().unwrap_or("(leaves profile alone)"),
+                        b.description
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        BundleCommand::Apply { bundle } => {
+            let Some(b) = catalog.bundles.get(&bundle) else {
+                let known: Vec<&str> = catalog.bundles.keys().map(String::as_str).collect();
+                bail!("unknown bundle `{bundle}` (known: {})", known.join(", "));
+            };
+            match &b.profile {
+                Some(spec) => {
+                    let p = ProfileSet::parse(spec)
+                        .map_err(|e| anyhow::anyhow!("bundle {bundle}: {e}"))?;
+                    let path = config::write_profile(p.canonical())?;
+                    println!(
+                        "{bundle}: VOX_PROFILE = \"{}\" written to {}",
+                        p.canonical(),
+                        path.display()
+                    );
+                }
+                None => println!(
+                    "{bundle}: declares no profile; {} left unchanged",
+                    config::config_path().display()
+                ),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn daemon_cmd(cmd: DaemonCommand) -> Result<ExitCode> {
+    let rt = runtime()?;
+    match cmd {
+        DaemonCommand::Start { profile, workspace } => {
+            let profile = match profile_or_exit(profile.as_deref()) {
+                Ok(p) => p,
+                Err(code) => return Ok(code),
+            };
+            let ws = Workspace::resolve(workspace.as_deref())?;
+            let ping = rt.block_on(adopt_or_spawn(
+                &ws,
+                profile.canonical(),
+                &vox_cli::daemon_exe(),
+                None,
+            ));
+            match ping {
+                Ok((_, ping)) => {
+                    println!("{ping}");
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+        DaemonCommand::Stop { workspace } => {
+            let ws = Workspace::resolve(workspace.as_deref())?;
+            rt.block_on(async {
+                let Some((c, ping)) = connect_and_ping(&ws, None).await else {
+                    println!("no daemon runs for {}", ws.root.display());
+                    return Ok(ExitCode::SUCCESS);
+                };
+                c.call("orch.shutdown", json!({})).await?;
+                // Wait until the socket is gone so a following start does not race the old daemon.
+                for _ in 0..1000 {
+                    if !ws.socket_path().exists() && !ws.daemon_info_path().exists() {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
+                println!("stopped daemon pid {}", ping["pid"]);
+                Ok(ExitCode::SUCCESS)
+            })
+        }
+        DaemonCommand::Status { workspace, json } => {
+            let ws = Workspace::resolve(workspace.as_deref())?;
+            rt.block_on(async {
+                let Some((c, ping)) = connect_and_ping(&ws, None).await else {
+                    eprintln!("no daemon runs for {}", ws.root.display());
+                    return Ok(ExitCode::FAILURE);
+                };
+                let report = c.call("orch.boot_report", json!({})).await?;
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(
+                            &json!({"ping": ping, "boot_report": report})
+                        )?
+                    );
+                } else {
+                    println!(
+                        "daemon pid {} profile {} workspace {}",
+                        ping["pid"], ping["profile"], ping["workspace"]
+                    );
+                    println!("booted: {}", report["booted"]);
+                    if let Some(f) = report["failed"].as_object().filter(|f| !f.is_empty()) {
+                        for (s, why) in f {
+                            println!("failed: {s}: {}", why.as_str().unwrap_or(""));
+                        }
+                    }
+                }
+                Ok(ExitCode::SUCCESS)
+            })
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! The stdio MCP adapter: an rmcp `ServerHandler` that forwards `tools/list` and `tools/call`
+//! to the workspace daemon over its socket. rmcp speaks both wire eras (the 2025 `initialize`
+//! handshake and 2026-07-28 `server/discover`); this adapter never branches on the era.
+//!
+//! The daemon owns all state and makes every decision; the adapter only translates. When the
+//! daemon dies, the call that finds out reports it, and the next call adopts or respawns one.
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::Arc;
+use vox_orchestrator::Workspace;
+use vox_orchestrator::client::{AdoptError, ClientError, DaemonClient, adopt_or_spawn};
+
+/// The adapter's state: which daemon to talk to, and the live connection if any.
+pub struct StdioAdapter {
+    ws: Workspace,
+    profile: String,
+    daemon_exe: PathBuf,
+    client: tokio::sync::Mutex<Option<Arc<DaemonClient>>>,
+}
+
+impl StdioAdapter {
+    /// Adopts (or spawns) the daemon for `profile` now, so a mismatch is reported before the
+    /// client's first request and the first `tools/list` needs no spawn.
+    pub async fn connect(
+        ws: Workspace,
+        profile: String,
+        daemon_exe: PathBuf,
+    ) -> Result<Self, AdoptError> {
+        let (client, _ping) = adopt_or_spawn(&ws, &profile, &daemon_exe, None).await?;
+        Ok(StdioAdapter {
+            ws,
+            profile,
+            daemon_exe,
+            client: tokio::sync::Mutex::new(Some(Arc::new(client))),
+        })
+    }
+
+    /// The live connection, adopting or respawning the daemon when there is none.
+    async fn client(&self) -> Result<Arc<DaemonClient>, McpError> {
+        let mut slot = self.client.lock().await;
+        if let Some(c) = slot.as_ref().filter(|c| c.is_alive()) {
+            return Ok(c.clone());
+        }
+        let (c, _) = adopt_or_spawn(&self.ws, &self.profile, &self.daemon_exe, None)
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let c = Arc::new(c);
+        *slot = Some(c.clone());
+        Ok(c)
+    }
+
+    /// Forgets a dead connection and says so; the next call reconnects.
+    async fn lost(&self, e: ClientError) -> CallToolResult {
+        *self.client.lock().await = None;
+        CallToolResult::structured_error(json!({"error": {
+            "code": "daemon_unavailable",
+            "message": format!("{e}; the next call adopts or respawns the workspace daemon"),
+        }}))
+    }
+}
+
+impl ServerHandler for StdioAdapter {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        );
+        info.server_info = Implementation::new("vox", env!("CARGO_PKG_VERSION"));
+        info.with_instructions(format!(
+            "vox orchestrator for workspace {} under capability profile `{}`.",
+            self.ws.root.display(),
+            self.profile
+        ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let client = self.client().await?;
+        let answer = match client.call("orch.list_tools", json!({})).await {
+            Ok(a) => a,
+            Err(e) => {
+                *self.client.lock().await = None;
+                return Err(McpError::internal_error(e.to_string(), None));
+            }
+        };
+        let tools: Vec<Tool> = serde_json::from_value(
+            answer.get("tools").cloned().unwrap_or(Value::Null),
+        )
+        .map_err(|e| McpError::internal_error(format!("daemon sent malformed tools: {e}"), None))?;
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let existing = self.client.lock().await.clone();
+        if let Some(c) = existing.as_ref().filter(|c| !c.is_alive()) {
+            let _ = c;
+            return Ok(self
+                .lost(ClientError::Disconnected(
+                    "the workspace daemon exited".into(),
+                ))
+                .await
+                .into());
+        }
+        let client = self.client().await?;
+        let agent = context
+            .peer
+            .peer_info()
+            .map(|i| format!("stdio:{}", i.client_info.name))
+            .unwrap_or_else(|| "stdio".into());
+        let params = json!({
+            "name": request.name,
+            "arguments": request.arguments.map(Value::Object).unwrap_or(Value::Null),
+            "agent": agent,
+        });
+        let answer = tokio::select! {
+            a = client.call("orch.tool_call", params) => a,
+            _ = context.ct.cancelled() => {
+                return Err(McpError::internal_error("request cancelled", None));
+            }
+        };
+        let answer = match answer {
+            Ok(a) => a,
+            Err(e @ ClientError::Disconnected(_)) => return Ok(self.lost(e).await.into()),
+            Err(e) => return Err(McpError::internal_error(e.to_string(), None)),
+        };
+        let structured = answer.get("structured").cloned().unwrap_or(Value::Null);
+        if answer.get("outcome").and_then(Value::as_str) == Some("unknown_tool") {
+            // An unknown tool is a protocol error in MCP, not a tool result.
+            let message = structured["error"]["message"]
+                .as_str()
+                .unwrap_or("unknown tool")
+                .to_owned();
+            return Err(McpError::invalid_params(message, Some(structured)));
+        }
+        let result = if answer
+            .get("is_error")
+            .and_then(Value::as_bool)
+            .unwrap_or(true)
+        {
+            CallToolResult::structured_error(structured)
+        } else {
+            CallToolResult::structured(structured)
+        };
+        Ok(result.into())
+    }
+}

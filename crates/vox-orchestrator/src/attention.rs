@@ -1,0 +1,199 @@
+//! Attention and budgets: what the orchestrator served to each agent in the current window,
+//! an estimated token budget per agent scaled by trust, and trust overrides.
+//!
+//! DB-free by design (the `attention` profile boots no store). When the store is up, events are
+//! also appended to the ledger for `vox_attention_summary` and `vox_cost_history`, in batches
+//! off the call path.
+
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Mutex;
+use vox_store::{AttentionEvent, now_ms};
+
+/// How many recent events the window keeps in memory.
+pub const HISTORY_CAP: usize = 1000;
+
+/// A trust level; it scales an agent's token budget.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Trust {
+    Low,
+    Normal,
+    High,
+}
+
+impl Trust {
+    fn factor(self) -> f64 {
+        match self {
+            Trust::Low => 0.5,
+            Trust::Normal => 1.0,
+            Trust::High => 2.0,
+        }
+    }
+}
+
+/// An active trust override.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrustOverride {
+    pub level: Trust,
+    pub reason: Option<String>,
+    pub until_ms: i64,
+}
+
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+struct Usage {
+    calls: u64,
+    errors: u64,
+    tokens: u64,
+}
+
+#[derive(Debug)]
+struct Window {
+    started_ms: i64,
+    events: VecDeque<AttentionEvent>,
+    usage: BTreeMap<String, Usage>,
+    overrides: BTreeMap<String, TrustOverride>,
+    /// Not yet written to the store.
+    pending: Vec<AttentionEvent>,
+}
+
+/// The attention subsystem's state.
+#[derive(Debug)]
+pub struct Attention {
+    budget_tokens: u64,
+    persist: bool,
+    window: Mutex<Window>,
+}
+
+/// Tokens a result costs a model, estimated as one per four bytes of JSON.
+pub fn estimate_tokens(bytes: usize) -> u64 {
+    bytes.div_ceil(4) as u64
+}
+
+impl Attention {
+    /// `budget_tokens` per agent per window; `persist` when the store is up.
+    pub fn new(budget_tokens: u64, persist: bool) -> Self {
+        Attention {
+            budget_tokens,
+            persist,
+            window: Mutex::new(Window {
+                started_ms: now_ms(),
+                events: VecDeque::new(),
+                usage: BTreeMap::new(),
+                overrides: BTreeMap::new(),
+                pending: Vec::new(),
+            }),
+        }
+    }
+
+    fn window(&self) -> std::sync::MutexGuard<'_, Window> {
+        self.window.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records one served call.
+    pub fn record(&self, event: AttentionEvent) {
+        let mut w = self.window();
+        let u = w.usage.entry(event.agent.clone()).or_default();
+        u.calls += 1;
+        u.tokens += event.tokens as u64;
+        if event.outcome != "ok" {
+            u.errors += 1;
+        }
+        if self.persist {
+            w.pending.push(event.clone());
+        }
+        if w.events.len() == HISTORY_CAP {
+            w.events.pop_front();
+        }
+        w.events.push_back(event);
+    }
+
+    /// Takes the events not yet persisted.
+    pub fn take_pending(&self) -> Vec<AttentionEvent> {
+        std::mem::take(&mut self.window().pending)
+    }
+
+    /// Most recent first, optionally for one agent or tool.
+    pub fn history(
+        &self,
+        agent: Option<&str>,
+        tool: Option<&str>,
+        limit: usize,
+    ) -> serde_json::Value {
+        let w = self.window();
+        let events: Vec<&AttentionEvent> = w
+            .events
+            .iter()
+            .rev()
+            .filter(|e| agent.is_none_or(|a| e.agent == a) && tool.is_none_or(|t| e.tool == t))
+            .take(limit)
+            .collect();
+        serde_json::json!({ "window_started_ms": w.started_ms, "events": events })
+    }
+
+    /// Starts a new window; overrides survive (they have their own expiry).
+    pub fn reset(&self) -> serde_json::Value {
+        let mut w = self.window();
+        let cleared = w.events.len();
+        w.events.clear();
+        w.usage.clear();
+        w.started_ms = now_ms();
+        serde_json::json!({ "cleared_events": cleared, "window_started_ms": w.started_ms })
+    }
+
+    /// Budget per agent in the current window.
+    pub fn budget_status(&self, agent: Option<&str>) -> serde_json::Value {
+        let mut w = self.window();
+        let now = now_ms();
+        w.overrides.retain(|_, o| o.until_ms > now);
+        let mut agents = Vec::new();
+        let mut names: Vec<String> = w.usage.keys().cloned().collect();
+        names.extend(w.overrides.keys().cloned());
+        names.sort();
+        names.dedup();
+        for name in names.into_iter().filter(|n| agent.is_none_or(|a| a == n)) {
+            let u = w.usage.get(&name).copied().unwrap_or_default();
+            let trust = w.overrides.get(&name).map_or(Trust::Normal, |o| o.level);
+            let budget = (self.budget_tokens as f64 * trust.factor()) as u64;
+            agents.push(serde_json::json!({
+                "agent": name, "trust": trust, "calls": u.calls, "errors": u.errors,
+                "tokens_used": u.tokens, "token_budget": budget,
+                "tokens_remaining": budget.saturating_sub(u.tokens), "over_budget": u.tokens > budget,
+            }));
+        }
+        serde_json::json!({
+            "window_started_ms": w.started_ms,
+            "default_token_budget": self.budget_tokens,
+            "agents": agents,
+            "overrides": w.overrides,
+        })
+    }
+
+    /// Sets (or with `level = None`, clears) an agent's trust override.
+    pub fn override_trust(
+        &self,
+        agent: &str,
+        level: Option<Trust>,
+        ttl_secs: u64,
+        reason: Option<String>,
+    ) -> serde_json::Value {
+        let mut w = self.window();
+        match level {
+            Some(level) => {
+                let o = TrustOverride {
+                    level,
+                    reason,
+                    until_ms: now_ms().saturating_add((ttl_secs as i64).saturating_mul(1000)),
+                };
+                w.overrides.insert(agent.to_owned(), o.clone());
+                serde_json::json!({ "agent": agent, "override": o })
+            }
+            None => {
+                let removed = w.overrides.remove(agent).is_some();
+                serde_json::json!({ "agent": agent, "cleared": removed })
+            }
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! Boot: run the active profile's closure of subsystems, in the contract's fixed step order,
+//! degrading instead of aborting when a step fails.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::Instant;
+use vox_mcp_registry::{BOOT_STEPS, ProfileSet, SUBSYSTEMS, SubsystemMask};
+
+/// What happened to one boot step.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct StepReport {
+    pub step: &'static str,
+    pub subsystem: &'static str,
+    /// `ok`, `failed` or `skipped`.
+    pub status: &'static str,
+    pub detail: String,
+    pub micros: u64,
+}
+
+/// The daemon's boot report (`orch.boot_report`).
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct BootReport {
+    pub profile: String,
+    /// Subsystems that are up, in contract order.
+    pub booted: Vec<&'static str>,
+    /// Subsystem → why it is down.
+    pub failed: BTreeMap<&'static str, String>,
+    pub steps: Vec<StepReport>,
+    pub total_micros: u64,
+    #[serde(skip)]
+    pub booted_mask: SubsystemMask,
+}
+
+impl BootReport {
+    /// Whether every subsystem the profile requires failed (the daemon then exits non-zero).
+    pub fn all_required_failed(&self, profile: &ProfileSet) -> bool {
+        let required = profile.requires_mask();
+        required != 0 && required & self.booted_mask == 0
+    }
+}
+
+/// Runs the boot steps. `run_step(step, subsystem)` does the work and returns a detail line;
+/// an `Err` marks the subsystem failed.
+pub fn boot(
+    profile: &ProfileSet,
+    mut run_step: impl FnMut(&'static str, &'static str) -> Result<String, String>,
+) -> BootReport {
+    let started = Instant::now();
+    let closure = profile.closure_mask();
+    let mut report = BootReport {
+        profile: profile.canonical().to_owned(),
+        ..BootReport::default()
+    };
+    let mut failed_mask: SubsystemMask = 0;
+    let mut started_mask: SubsystemMask = 0;
+    for step in BOOT_STEPS.iter() {
+        let bit = 1u32 << step.subsystem;
+        if closure & bit == 0 {
+            continue;
+        }
+        let sub = &SUBSYSTEMS[step.subsystem];
+        let t = Instant::now();
+        let mut record = |status, detail: String| {
+            report.steps.push(StepReport {
+                step: step.name,
+                subsystem: sub.id,
+                status,
+                detail,
+                micros: t.elapsed().as_micros() as u64,
+            })
+        };
+        if failed_mask & bit != 0 {
+            record("skipped", "subsystem already failed".into());
+            continue;
+        }
+        // Named profiles do not start dependents of a failed subsystem; dev still does (its
+        // subsystems have fallbacks, e.g. sessions persist to files without the store).
+        let failed_deps = sub.depends_mask & failed_mask;
+        if failed_deps != 0 && !profile.is_dev() {
+            let dep = vox_mcp_registry::subsystem_names(failed_deps)[0];
+            let why = format!("dependency {dep} failed");
+            report.failed.insert(sub.id, why.clone());
+            failed_mask |= bit;
+            record("skipped", why);
+            continue;
+        }
+        match run_step(step.name, sub.id) {
+            Ok(detail) => {
+                started_mask |= bit;
+                record("ok", detail);
+            }
+            Err(e) => {
+                report.failed.insert(sub.id, e.clone());
+                failed_mask |= bit;
+                record("failed", e);
+            }
+        }
+    }
+    report.booted_mask = started_mask & !failed_mask;
+    report.booted = vox_mcp_registry::subsystem_names(report.booted_mask);
+    report.total_micros = started.elapsed().as_micros() as u64;
+    report
+}

@@ -1,0 +1,279 @@
+//! The daemon client: a multiplexed connection to the socket, and adoption (ping, else spawn
+//! under a lock) with the profile check.
+
+use crate::rpc::{Line, read_line_bounded};
+use crate::{MAX_MESSAGE_BYTES, Workspace};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::sync::{mpsc, oneshot};
+
+/// A failed RPC.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClientError {
+    /// The connection is gone (the daemon died or closed it).
+    #[error("daemon connection lost: {0}")]
+    Disconnected(String),
+    /// The daemon answered with a JSON-RPC error.
+    #[error("daemon error {code}: {message}")]
+    Rpc { code: i64, message: String },
+}
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, ClientError>>>>>;
+
+/// One connection to the daemon; calls may run concurrently.
+pub struct DaemonClient {
+    writer: tokio::sync::Mutex<OwnedWriteHalf>,
+    pending: Pending,
+    next_id: AtomicU64,
+    alive: Arc<AtomicBool>,
+}
+
+impl DaemonClient {
+    /// Connects; `notifications` receives daemon-initiated frames (`method`, no `id`).
+    pub async fn connect(
+        socket: &Path,
+        notifications: Option<mpsc::UnboundedSender<Value>>,
+    ) -> std::io::Result<Self> {
+        let stream = UnixStream::connect(socket).await?;
+        let (read, write) = stream.into_split();
+        let pending: Pending = Arc::default();
+        let alive = Arc::new(AtomicBool::new(true));
+        let (p, a) = (pending.clone(), alive.clone());
+        tokio::spawn(async move {
+            let mut reader = BufReader::with_capacity(64 * 1024, read);
+            let why = loop {
+                match read_line_bounded(&mut reader, MAX_MESSAGE_BYTES).await {
+                    Ok(Line::Data(line)) => {
+                        let Ok(frame) = serde_json::from_slice::<Value>(&line) else {
+                            continue;
+                        };
+                        match frame.get("id").and_then(Value::as_u64) {
+                            Some(id) => {
+                                let waiter =
+                                    p.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                                if let Some(w) = waiter {
+                                    let _ = w.send(decode(frame));
+                                }
+                            }
+                            None if frame.get("method").is_some() => {
+                                if let Some(n) = &notifications {
+                                    let _ = n.send(frame);
+                                }
+                            }
+                            None => {}
+                        }
+                    }
+                    Ok(Line::TooLong(n)) => tracing::warn!("daemon sent a {n} byte line; dropped"),
+                    Ok(Line::Eof) => break "the daemon closed the connection".to_owned(),
+                    Err(e) => break e.to_string(),
+                }
+            };
+            a.store(false, Ordering::SeqCst);
+            for (_, w) in p.lock().unwrap_or_else(|e| e.into_inner()).drain() {
+                let _ = w.send(Err(ClientError::Disconnected(why.clone())));
+            }
+        });
+        Ok(DaemonClient {
+            writer: tokio::sync::Mutex::new(write),
+            pending,
+            next_id: AtomicU64::new(1),
+            alive,
+        })
+    }
+
+    /// Whether the connection is still up.
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::SeqCst)
+    }
+
+    /// Sends a request and waits for its answer.
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        if !self.is_alive() {
+            return Err(ClientError::Disconnected(
+                "the daemon closed the connection".into(),
+            ));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, tx);
+        let mut bytes = serde_json::to_vec(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        )
+        .map_err(|e| ClientError::Disconnected(e.to_string()))?;
+        bytes.push(b'\n');
+        let written = self.writer.lock().await.write_all(&bytes).await;
+        if let Err(e) = written {
+            self.pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id);
+            self.alive.store(false, Ordering::SeqCst);
+            return Err(ClientError::Disconnected(e.to_string()));
+        }
+        rx.await.unwrap_or_else(|_| {
+            Err(ClientError::Disconnected(
+                "the daemon closed the connection".into(),
+            ))
+        })
+    }
+}
+
+fn decode(frame: Value) -> Result<Value, ClientError> {
+    if let Some(e) = frame.get("error") {
+        return Err(ClientError::Rpc {
+            code: e.get("code").and_then(Value::as_i64).unwrap_or(0),
+            message: e
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+        });
+    }
+    Ok(frame.get("result").cloned().unwrap_or(Value::Null))
+}
+
+/// Why a client could not get a daemon for its profile.
+#[derive(Debug, thiserror::Error)]
+pub enum AdoptError {
+    /// A daemon runs for this workspace with another profile (`profile_mismatch`, 409).
+    #[error(
+        "profile_mismatch: the daemon for {workspace} serves profile `{running}`, not `{requested}`; stop it (`vox daemon stop`) or request its profile"
+    )]
+    ProfileMismatch {
+        workspace: String,
+        running: String,
+        requested: String,
+    },
+    #[error("cannot start the daemon: {0}")]
+    Spawn(String),
+    #[error("{0}")]
+    Io(String),
+}
+
+/// Connects to the running daemon and pings it.
+pub async fn connect_and_ping(
+    ws: &Workspace,
+    notifications: Option<mpsc::UnboundedSender<Value>>,
+) -> Option<(DaemonClient, Value)> {
+    let client = DaemonClient::connect(&ws.socket_path(), notifications)
+        .await
+        .ok()?;
+    let ping = tokio::time::timeout(Duration::from_secs(5), client.call("orch.ping", json!({})))
+        .await
+        .ok()?
+        .ok()?;
+    Some((client, ping))
+}
+
+fn check_profile(ws: &Workspace, ping: &Value, requested: &str) -> Result<(), AdoptError> {
+    // A daemon that predates profiles reports none: it counts as dev.
+    let running = ping.get("profile").and_then(Value::as_str).unwrap_or("dev");
+    if running != requested {
+        return Err(AdoptError::ProfileMismatch {
+            workspace: ws.root.display().to_string(),
+            running: running.to_owned(),
+            requested: requested.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Adopts the workspace daemon if it serves `profile`, or spawns `daemon_exe` and waits for it.
+/// An exclusive lock around "ping, else spawn" makes concurrent clients end on one daemon.
+pub async fn adopt_or_spawn(
+    ws: &Workspace,
+    profile: &str,
+    daemon_exe: &Path,
+    notifications: Option<mpsc::UnboundedSender<Value>>,
+) -> Result<(DaemonClient, Value), AdoptError> {
+    if let Some((c, ping)) = connect_and_ping(ws, notifications.clone()).await {
+        check_profile(ws, &ping, profile)?;
+        return Ok((c, ping));
+    }
+    std::fs::create_dir_all(&ws.vox_dir)
+        .map_err(|e| AdoptError::Io(format!("cannot create {}: {e}", ws.vox_dir.display())))?;
+    let lock_path = ws.spawn_lock_path();
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| AdoptError::Io(format!("cannot open {}: {e}", lock_path.display())))?;
+    let lock = tokio::task::spawn_blocking(move || lock.lock().map(|()| lock))
+        .await
+        .map_err(|e| AdoptError::Io(e.to_string()))?
+        .map_err(|e| AdoptError::Io(format!("cannot lock {}: {e}", lock_path.display())))?;
+    // Someone may have spawned it while we waited for the lock.
+    if let Some((c, ping)) = connect_and_ping(ws, notifications.clone()).await {
+        drop(lock);
+        check_profile(ws, &ping, profile)?;
+        return Ok((c, ping));
+    }
+    let result = spawn_and_wait(ws, profile, daemon_exe, notifications).await;
+    drop(lock);
+    let (c, ping) = result?;
+    check_profile(ws, &ping, profile)?;
+    Ok((c, ping))
+}
+
+async fn spawn_and_wait(
+    ws: &Workspace,
+    profile: &str,
+    daemon_exe: &Path,
+    notifications: Option<mpsc::UnboundedSender<Value>>,
+) -> Result<(DaemonClient, Value), AdoptError> {
+    use std::os::unix::process::CommandExt;
+    let log_path = ws.daemon_log_path();
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|e| AdoptError::Spawn(format!("cannot open {}: {e}", log_path.display())))?;
+    let mut child = std::process::Command::new(daemon_exe)
+        .arg("--workspace")
+        .arg(&ws.root)
+        .arg("--profile")
+        .arg(profile)
+        .env_remove("VOX_PROFILE")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        // Its own process group: the daemon outlives the client and its terminal's signals.
+        .process_group(0)
+        .spawn()
+        .map_err(|e| AdoptError::Spawn(format!("{}: {e}", daemon_exe.display())))?;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some((c, ping)) = connect_and_ping(ws, notifications.clone()).await {
+            // Reap in the background so the exited daemon does not linger as a zombie.
+            std::thread::spawn(move || child.wait());
+            return Ok((c, ping));
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(5).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            return Err(AdoptError::Spawn(format!(
+                "the daemon exited ({status}): {}",
+                tail.join(" | ")
+            )));
+        }
+        if Instant::now() > deadline {
+            return Err(AdoptError::Spawn(format!(
+                "no answer on {} after 15 s",
+                ws.socket_path().display()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}

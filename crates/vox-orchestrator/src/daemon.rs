@@ -1,0 +1,158 @@
+//! The daemon's life: one per workspace (an exclusive lock held while it runs), boot, the
+//! socket (mode 0600) beside its pid/profile file, and a graceful stop.
+
+use crate::rpc::{self, InFlight};
+use crate::tools::attention::flush_pending;
+use crate::{Orchestrator, Workspace};
+use std::fs::File;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::UnixListener;
+use tokio::sync::watch;
+use vox_mcp_registry::ProfileSet;
+
+/// Why the daemon could not start or run.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("{0}")]
+    Setup(String),
+    #[error("a daemon already runs for workspace {workspace} ({info})")]
+    AlreadyRunning { workspace: String, info: String },
+    #[error("every subsystem profile `{profile}` requires failed: {failures}")]
+    AllRequiredFailed { profile: String, failures: String },
+}
+
+/// A daemon that owns its workspace: the lock is released when this is dropped.
+pub struct Daemon {
+    orch: Arc<Orchestrator>,
+    listener: UnixListener,
+    _lock: File,
+}
+
+impl Daemon {
+    /// Takes the workspace lock, boots, and binds the socket. Must run inside a tokio runtime.
+    pub fn start(ws: Workspace, profile: ProfileSet) -> Result<Self, DaemonError> {
+        std::fs::create_dir_all(&ws.vox_dir).map_err(|e| {
+            DaemonError::Setup(format!("cannot create {}: {e}", ws.vox_dir.display()))
+        })?;
+        let lock_path = ws.daemon_lock_path();
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| DaemonError::Setup(format!("cannot open {}: {e}", lock_path.display())))?;
+        if lock.try_lock().is_err() {
+            let info =
+                std::fs::read_to_string(ws.daemon_info_path()).unwrap_or_else(|_| "no info".into());
+            return Err(DaemonError::AlreadyRunning {
+                workspace: ws.root.display().to_string(),
+                info: info.trim().to_owned(),
+            });
+        }
+        let orch = Orchestrator::boot(ws.clone(), profile.clone()).map_err(DaemonError::Setup)?;
+        let report = orch.boot_report();
+        for (sub, why) in &report.failed {
+            tracing::warn!(subsystem = sub, "subsystem down: {why}");
+        }
+        if report.all_required_failed(&profile) {
+            let failures = report
+                .failed
+                .iter()
+                .map(|(s, w)| format!("{s}: {w}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(DaemonError::AllRequiredFailed {
+                profile: profile.canonical().to_owned(),
+                failures,
+            });
+        }
+        let socket = ws.socket_path();
+        // We hold the lock, so a socket file left here belongs to a dead daemon.
+        let _ = std::fs::remove_file(&socket);
+        let listener = UnixListener::bind(&socket)
+            .map_err(|e| DaemonError::Setup(format!("cannot bind {}: {e}", socket.display())))?;
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| DaemonError::Setup(format!("cannot chmod {}: {e}", socket.display())))?;
+        let info = serde_json::json!({
+            "pid": std::process::id(),
+            "profile": profile.canonical(),
+            "socket": socket,
+            "started_at_ms": vox_store::now_ms(),
+        });
+        std::fs::write(ws.daemon_info_path(), format!("{info}\n")).map_err(|e| {
+            DaemonError::Setup(format!(
+                "cannot write {}: {e}",
+                ws.daemon_info_path().display()
+            ))
+        })?;
+        tracing::info!(
+            profile = profile.canonical(),
+            booted = ?report.booted,
+            micros = report.total_micros,
+            "daemon listening on {}",
+            socket.display()
+        );
+        Ok(Daemon {
+            orch: Arc::new(orch),
+            listener,
+            _lock: lock,
+        })
+    }
+
+    /// The booted orchestrator.
+    pub fn orchestrator(&self) -> &Arc<Orchestrator> {
+        &self.orch
+    }
+
+    /// Serves until `orch.shutdown`, SIGTERM or SIGINT; lets in-flight calls finish (up to
+    /// 10 s), flushes the attention ledger, and removes the socket and info file.
+    pub async fn run(self) {
+        let (stop_tx, mut stop_rx) = watch::channel(false);
+        let in_flight = InFlight::default();
+        let ctx = self.orch.ctx().clone();
+        let flusher = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(500));
+            loop {
+                tick.tick().await;
+                let c = ctx.clone();
+                let _ = tokio::task::spawn_blocking(move || flush_pending(&c)).await;
+            }
+        });
+        let signals = stop_tx.clone();
+        tokio::spawn(async move {
+            use tokio::signal::unix::{SignalKind, signal};
+            let (Ok(mut term), Ok(mut int)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) else {
+                return;
+            };
+            tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+            let _ = signals.send(true);
+        });
+        let server = tokio::spawn(rpc::serve(
+            self.listener,
+            self.orch.clone(),
+            stop_tx,
+            in_flight.clone(),
+        ));
+        let _ = stop_rx.wait_for(|s| *s).await;
+        let _ = server.await;
+        let ws = self.orch.workspace().clone();
+        let _ = std::fs::remove_file(ws.socket_path());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        // Our own `orch.shutdown` request counts as one until its answer is sent.
+        while in_flight.count() > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        flusher.abort();
+        let ctx = self.orch.ctx().clone();
+        let _ = tokio::task::spawn_blocking(move || flush_pending(&ctx)).await;
+        let _ = std::fs::remove_file(ws.daemon_info_path());
+        // Give the writer tasks a moment to deliver the last answers.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        tracing::info!("daemon stopped");
+    }
+}

@@ -1,0 +1,378 @@
+//! `Orchestrator`: the booted subsystems, the handler table, and the one call path.
+
+use crate::MAX_MESSAGE_BYTES;
+use crate::attention::{Attention, estimate_tokens};
+use crate::boot::{self, BootReport};
+use crate::tools::{self, HandlerEntry};
+use crate::workspace::Workspace;
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use vox_mcp_registry::{
+    Caller, Denial, ProfileSet, SideEffectClass, TOOL_REGISTRY, ToolEntry, authorize_tool,
+    visible_tools,
+};
+use vox_store::{AttentionEvent, FileSessions, SessionStore, Store, StoreError, now_ms};
+
+/// A handler's failure, returned to the client as a tool result with `isError: true`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    #[error("{0}")]
+    InvalidArguments(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ToolError {
+    /// The stable snake_case code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ToolError::InvalidArguments(_) => "invalid_arguments",
+            ToolError::NotFound(_) => "not_found",
+            ToolError::Conflict(_) => "conflict",
+            ToolError::Unavailable(_) => "unavailable",
+            ToolError::Internal(_) => "internal",
+        }
+    }
+    /// The one error shape: `{"error":{"code":…,"message":…}}`.
+    pub fn to_json(&self) -> Value {
+        json!({"error": {"code": self.code(), "message": self.to_string()}})
+    }
+}
+
+impl From<StoreError> for ToolError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(m) => ToolError::NotFound(m),
+            StoreError::Conflict(m) => ToolError::Conflict(m),
+            other => ToolError::Internal(other.to_string()),
+        }
+    }
+}
+
+/// The outcome of one call, before any transport encodes it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutcome {
+    Ok(Value),
+    Denied(Denial),
+    Failed(ToolError),
+}
+
+impl ToolOutcome {
+    /// `ok`, the denial code, or the tool error code.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ToolOutcome::Ok(_) => "ok",
+            ToolOutcome::Denied(d) => d.code.as_str(),
+            ToolOutcome::Failed(e) => e.code(),
+        }
+    }
+    /// The structured content: the value, or the one error shape.
+    pub fn to_json(&self) -> Value {
+        match self {
+            ToolOutcome::Ok(v) => v.clone(),
+            ToolOutcome::Denied(d) => d.to_json(),
+            ToolOutcome::Failed(e) => e.to_json(),
+        }
+    }
+    /// Whether a client should see `isError: true`.
+    pub fn is_error(&self) -> bool {
+        !matches!(self, ToolOutcome::Ok(_))
+    }
+}
+
+/// What a client sees of a tool (MCP field names).
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolDescriptor {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    #[serde(rename = "inputSchema")]
+    pub input_schema: Value,
+    pub annotations: Value,
+    #[serde(rename = "_meta")]
+    pub meta: Value,
+    #[serde(skip)]
+    pub index: usize,
+}
+
+/// The booted subsystems a handler may use. Built once at boot, then read-only.
+pub struct Ctx {
+    pub workspace: Workspace,
+    pub profile: ProfileSet,
+    pub store: Option<Arc<Store>>,
+    pub sessions: Option<Box<dyn SessionStore>>,
+    pub attention: Option<Attention>,
+    pub boot: BootReport,
+}
+
+impl Ctx {
+    /// The store, or the error a handler returns without it.
+    pub fn store(&self) -> Result<&Store, ToolError> {
+        self.store
+            .as_deref()
+            .ok_or_else(|| ToolError::Unavailable("the journey store is not running".into()))
+    }
+}
+
+/// The orchestrator of one workspace under one profile.
+pub struct Orchestrator {
+    ctx: Arc<Ctx>,
+    handlers: Arc<Vec<Option<HandlerEntry>>>,
+    descriptors: Vec<ToolDescriptor>,
+    timeout: Duration,
+}
+
+fn annotations(t: &ToolEntry) -> Value {
+    let (read_only, destructive, idempotent, open_world) = match t.side_effect_class {
+        SideEffectClass::ReadOnly => (true, false, true, false),
+        SideEffectClass::WritesState | SideEffectClass::WritesFiles => (false, false, false, false),
+        SideEffectClass::SpawnsProcess => (false, true, false, false),
+        SideEffectClass::Network => (false, false, false, true),
+        SideEffectClass::Destructive => (false, true, true, false),
+    };
+    json!({
+        "title": t.title, "readOnlyHint": read_only, "destructiveHint": destructive,
+        "idempotentHint": idempotent, "openWorldHint": open_world,
+    })
+}
+
+/// The handler table, indexed like `TOOL_REGISTRY`. Errors name every catalog row without a
+/// handler and every handler without a catalog row.
+pub fn handler_table() -> Result<Vec<Option<HandlerEntry>>, String> {
+    let mut table: Vec<Option<HandlerEntry>> = TOOL_REGISTRY.iter().map(|_| None).collect();
+    let mut problems = Vec::new();
+    for (name, entry) in tools::handlers() {
+        match vox_mcp_registry::tool_by_name(name) {
+            Some(t) => table[t.index] = Some(entry),
+            None => problems.push(format!("handler {name} has no catalog row")),
+        }
+    }
+    for t in TOOL_REGISTRY.iter().filter(|t| t.built) {
+        if table[t.index].is_none() {
+            problems.push(format!("catalog tool {} has no handler", t.name));
+        }
+    }
+    if problems.is_empty() {
+        Ok(table)
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+impl Orchestrator {
+    /// Boots the profile's subsystems for `workspace`.
+    pub fn boot(workspace: Workspace, profile: ProfileSet) -> Result<Self, String> {
+        let handlers = handler_table()?;
+        let mut ctx = Ctx {
+            workspace,
+            profile: profile.clone(),
+            store: None,
+            sessions: None,
+            attention: None,
+            boot: BootReport::default(),
+        };
+        let report = boot::boot(&profile, |step, _sub| run_step(&mut ctx, step));
+        ctx.boot = report;
+        let descriptors = TOOL_REGISTRY
+            .iter()
+            .filter_map(|t| {
+                let h = handlers[t.index].as_ref()?;
+                Some(ToolDescriptor {
+                    name: t.name,
+                    title: t.title,
+                    description: t.description,
+                    input_schema: h.schema.clone(),
+                    annotations: annotations(t),
+                    meta: json!({
+                        "vox_exposure": t.exposure.as_str(),
+                        "vox_side_effect_class": t.side_effect_class.as_str(),
+                        "vox_requires": t.requires,
+                        "vox_lane": t.lane,
+                    }),
+                    index: t.index,
+                })
+            })
+            .collect();
+        let timeout_ms = std::env::var("VOX_TOOL_TIMEOUT_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(30_000);
+        Ok(Orchestrator {
+            ctx: Arc::new(ctx),
+            handlers: Arc::new(handlers),
+            descriptors,
+            timeout: Duration::from_millis(timeout_ms),
+        })
+    }
+
+    /// The boot report.
+    pub fn boot_report(&self) -> &BootReport {
+        &self.ctx.boot
+    }
+    /// The active profile.
+    pub fn profile(&self) -> &ProfileSet {
+        &self.ctx.profile
+    }
+    /// The workspace.
+    pub fn workspace(&self) -> &Workspace {
+        &self.ctx.workspace
+    }
+    /// The shared context (for flushing attention on shutdown).
+    pub fn ctx(&self) -> &Arc<Ctx> {
+        &self.ctx
+    }
+
+    /// Exactly the tools `caller` could call, in name order.
+    pub fn list_tools(&self, caller: Caller) -> Vec<&ToolDescriptor> {
+        let mut d = self.descriptors.iter().peekable();
+        visible_tools(&self.ctx.profile, caller, self.ctx.boot.booted_mask)
+            .filter_map(|t| {
+                while d.peek().is_some_and(|x| x.index < t.index) {
+                    d.next();
+                }
+                d.peek().filter(|x| x.index == t.index).copied()
+            })
+            .collect()
+    }
+
+    /// Authorizes, dispatches with a deadline, caps the result, and records attention.
+    pub async fn call(&self, name: &str, args: Value, caller: Caller, agent: &str) -> ToolOutcome {
+        let started = Instant::now();
+        let outcome = self.dispatch(name, args, caller).await;
+        if let Some(att) = &self.ctx.attention {
+            let bytes = match &outcome {
+                ToolOutcome::Ok(v) => serde_json::to_vec(v).map(|b| b.len()).unwrap_or(0),
+                _ => 0,
+            };
+            att.record(AttentionEvent {
+                ts: now_ms(),
+                agent: agent.to_owned(),
+                tool: name.chars().take(128).collect(),
+                outcome: outcome.label().to_owned(),
+                latency_us: started.elapsed().as_micros() as i64,
+                tokens: estimate_tokens(bytes) as i64,
+            });
+        }
+        outcome
+    }
+
+    async fn dispatch(&self, name: &str, args: Value, caller: Caller) -> ToolOutcome {
+        let tool = match authorize_tool(&self.ctx.profile, name, caller, self.ctx.boot.booted_mask)
+        {
+            Ok(t) => t,
+            Err(d) => return ToolOutcome::Denied(d),
+        };
+        let args = match args {
+            Value::Null => json!({}),
+            Value::Object(_) => args,
+            other => {
+                return ToolOutcome::Failed(ToolError::InvalidArguments(format!(
+                    "arguments must be a JSON object, got {}",
+                    json_kind(&other)
+                )));
+            }
+        };
+        let ctx = self.ctx.clone();
+        let handlers = self.handlers.clone();
+        let index = tool.index;
+        // Handlers are synchronous (SQLite, tantivy, git); run them off the async workers.
+        let job = tokio::task::spawn_blocking(move || match &handlers[index] {
+            Some(h) => (h.call)(&ctx, args),
+            None => Err(ToolError::Internal("no handler".into())),
+        });
+        let result = match tokio::time::timeout(self.timeout, job).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(join)) => Err(ToolError::Internal(format!("tool {name} panicked: {join}"))),
+            Err(_) => Err(ToolError::Unavailable(format!(
+                "tool {name} did not finish within {} ms",
+                self.timeout.as_millis()
+            ))),
+        };
+        match result {
+            Ok(v) => cap_result(name, v),
+            Err(e) => ToolOutcome::Failed(e),
+        }
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A result larger than the message cap would flood a model's context: refuse it, saying so.
+fn cap_result(name: &str, v: Value) -> ToolOutcome {
+    let len = serde_json::to_vec(&v).map(|b| b.len()).unwrap_or(0);
+    if len > MAX_MESSAGE_BYTES / 2 {
+        return ToolOutcome::Failed(ToolError::Unavailable(format!(
+            "tool {name} produced {len} bytes, above the {} byte result cap; narrow the request (limit, path, line range)",
+            MAX_MESSAGE_BYTES / 2
+        )));
+    }
+    ToolOutcome::Ok(v)
+}
+
+/// One boot step's work. Subsystems without tools in this build only declare themselves ready.
+fn run_step(ctx: &mut Ctx, step: &str) -> Result<String, String> {
+    match step {
+        "db" => {
+            let path = ctx.workspace.db_path();
+            let store = Store::open(&path).map_err(|e| e.to_string())?;
+            let v = store.schema_version().map_err(|e| e.to_string())?;
+            ctx.store = Some(Arc::new(store));
+            Ok(format!("{} (schema {v})", path.display()))
+        }
+        "routing_preferences" => Ok(if ctx.store.is_some() {
+            "routing preferences from the store".into()
+        } else {
+            "scorer defaults (no store)".into()
+        }),
+        "sessions" => match &ctx.store {
+            Some(store) => {
+                ctx.sessions = Some(Box::new(store.clone()));
+                Ok("sqlite".into())
+            }
+            None => {
+                let dir = ctx.workspace.session_files_dir();
+                let files = FileSessions::open(&dir).map_err(|e| e.to_string())?;
+                ctx.sessions = Some(Box::new(files));
+                Ok(format!(
+                    "file persistence at {} (store unavailable)",
+                    dir.display()
+                ))
+            }
+        },
+        "memory" => Ok(if ctx.store.is_some() {
+            "store-backed".into()
+        } else {
+            "no store: memory tools stay down".into()
+        }),
+        "agent_fleet" => match std::env::var("VOX_MCP_AGENT_FLEET").as_deref() {
+            Ok("0") | Ok("false") | Ok("off") => Err("disabled by VOX_MCP_AGENT_FLEET".into()),
+            _ => Ok("ready (no agents configured)".into()),
+        },
+        "attention_calibration" => {
+            let budget = std::env::var("VOX_ATTENTION_BUDGET_TOKENS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(200_000);
+            ctx.attention = Some(Attention::new(budget, ctx.store.is_some()));
+            Ok(format!("token budget {budget} per agent"))
+        }
+        _ => Ok("ready".into()),
+    }
+}

@@ -1,0 +1,222 @@
+//! The daemon socket protocol: newline-delimited JSON-RPC 2.0 over a Unix socket.
+//!
+//! Requests are answered concurrently and may complete out of order; frames without an `id`
+//! travelling daemon → client are notifications. Lines are bounded by [`MAX_MESSAGE_BYTES`]:
+//! a longer line gets an error answer and is discarded, and the connection keeps working.
+
+use crate::{MAX_MESSAGE_BYTES, Orchestrator, PROTOCOL_VERSION};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{mpsc, watch};
+use vox_mcp_registry::Caller;
+
+/// JSON-RPC error codes used on the socket.
+pub mod codes {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+}
+
+/// One line read with a size bound.
+pub enum Line {
+    Data(Vec<u8>),
+    TooLong(usize),
+    Eof,
+}
+
+/// Reads one `\n`-terminated line of at most `max` bytes; longer lines are consumed and
+/// reported as [`Line::TooLong`] so the stream stays in sync.
+pub async fn read_line_bounded<R: AsyncBufRead + Unpin>(
+    r: &mut R,
+    max: usize,
+) -> std::io::Result<Line> {
+    let mut buf = Vec::new();
+    let mut overflow = 0usize;
+    loop {
+        let chunk = r.fill_buf().await?;
+        if chunk.is_empty() {
+            return Ok(if overflow > 0 {
+                Line::TooLong(overflow)
+            } else if buf.is_empty() {
+                Line::Eof
+            } else {
+                Line::Data(buf)
+            });
+        }
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        if overflow == 0 && buf.len() + take <= max + 1 {
+            buf.extend_from_slice(&chunk[..take]);
+        } else {
+            overflow = overflow.max(buf.len()) + take;
+            buf.clear();
+        }
+        r.consume(take);
+        if done {
+            if overflow > 0 {
+                return Ok(Line::TooLong(overflow));
+            }
+            buf.pop();
+            return Ok(Line::Data(buf));
+        }
+    }
+}
+
+fn error_frame(id: Value, code: i64, message: impl Into<String>) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
+}
+
+/// Tracks requests in flight so shutdown can let them finish.
+#[derive(Clone, Default)]
+pub struct InFlight(Arc<()>);
+
+impl InFlight {
+    /// Requests currently being answered.
+    pub fn count(&self) -> usize {
+        Arc::strong_count(&self.0) - 1
+    }
+}
+
+/// Accepts connections until `stop` turns true; `stop_tx` lets `orch.shutdown` ask for it.
+pub async fn serve(
+    listener: UnixListener,
+    orch: Arc<Orchestrator>,
+    stop_tx: watch::Sender<bool>,
+    in_flight: InFlight,
+) {
+    let mut stop = stop_tx.subscribe();
+    let stop_tx = Arc::new(stop_tx);
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    tokio::spawn(connection(stream, orch.clone(), stop_tx.clone(), in_flight.clone()));
+                }
+                Err(e) => tracing::warn!("accept failed: {e}"),
+            },
+        }
+    }
+}
+
+async fn connection(
+    stream: UnixStream,
+    orch: Arc<Orchestrator>,
+    stop: Arc<watch::Sender<bool>>,
+    in_flight: InFlight,
+) {
+    let (read, mut write) = stream.into_split();
+    let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+    let writer = tokio::spawn(async move {
+        while let Some(frame) = rx.recv().await {
+            let mut bytes = serde_json::to_vec(&frame).unwrap_or_default();
+            bytes.push(b'\n');
+            if write.write_all(&bytes).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut reader = BufReader::with_capacity(64 * 1024, read);
+    loop {
+        let line = match read_line_bounded(&mut reader, MAX_MESSAGE_BYTES).await {
+            Ok(Line::Data(l)) => l,
+            Ok(Line::TooLong(n)) => {
+                let _ = tx.send(error_frame(
+                    Value::Null,
+                    codes::INVALID_REQUEST,
+                    format!("message of {n} bytes exceeds the {MAX_MESSAGE_BYTES} byte limit"),
+                ));
+                continue;
+            }
+            Ok(Line::Eof) | Err(_) => break,
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let req: Value = match serde_json::from_slice(&line) {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = tx.send(error_frame(
+                    Value::Null,
+                    codes::PARSE_ERROR,
+                    format!("malformed JSON: {e}"),
+                ));
+                continue;
+            }
+        };
+        let tx = tx.clone();
+        let orch = orch.clone();
+        let stop = stop.clone();
+        let guard = in_flight.clone();
+        tokio::spawn(async move {
+            let _guard = guard;
+            if let Some(frame) = handle(&orch, req, &stop).await {
+                let _ = tx.send(frame);
+            }
+        });
+    }
+    drop(tx);
+    let _ = writer.await;
+}
+
+/// Answers one request; `None` for notifications.
+async fn handle(orch: &Orchestrator, req: Value, stop: &watch::Sender<bool>) -> Option<Value> {
+    let id = req.get("id").cloned();
+    let Some(method) = req.get("method").and_then(Value::as_str) else {
+        return Some(error_frame(
+            id.unwrap_or(Value::Null),
+            codes::INVALID_REQUEST,
+            "missing `method`",
+        ));
+    };
+    let id = id?;
+    let params = req.get("params").cloned().unwrap_or(Value::Null);
+    let result = match method {
+        "orch.ping" => Ok(ping(orch)),
+        "orch.boot_report" => Ok(serde_json::to_value(orch.boot_report()).unwrap_or_default()),
+        "orch.list_tools" => Ok(json!({"tools": orch.list_tools(Caller::LOCAL)})),
+        "orch.tool_call" => tool_call(orch, params).await,
+        "orch.shutdown" => {
+            let _ = stop.send(true);
+            Ok(json!({"stopping": true}))
+        }
+        other => Err((codes::METHOD_NOT_FOUND, format!("unknown method {other}"))),
+    };
+    Some(match result {
+        Ok(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),
+        Err((code, message)) => error_frame(id, code, message),
+    })
+}
+
+/// `orch.ping`'s answer.
+pub fn ping(orch: &Orchestrator) -> Value {
+    json!({
+        "profile": orch.profile().canonical(),
+        "protocol_version": PROTOCOL_VERSION,
+        "workspace_id": orch.workspace().id,
+        "workspace": orch.workspace().root,
+        "pid": std::process::id(),
+        "version": env!("CARGO_PKG_VERSION"),
+    })
+}
+
+async fn tool_call(orch: &Orchestrator, params: Value) -> Result<Value, (i64, String)> {
+    let name = params.get("name").and_then(Value::as_str).ok_or((
+        codes::INVALID_PARAMS,
+        "orch.tool_call needs a string `name`".to_owned(),
+    ))?;
+    let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+    let agent = params
+        .get("agent")
+        .and_then(Value::as_str)
+        .unwrap_or("socket");
+    let outcome = orch.call(name, args, Caller::LOCAL, agent).await;
+    Ok(
+        json!({"is_error": outcome.is_error(), "outcome": outcome.label(), "structured": outcome.to_json()}),
+    )
+}

@@ -1,0 +1,124 @@
+//! Attention and budgets: `vox_attention_*`, `vox_budget_status`, `vox_trust_override`, and the
+//! store-backed `vox_attention_summary` and `vox_cost_history`.
+
+use super::{HandlerEntry, bounded, typed};
+use crate::attention::{Attention, Trust};
+use crate::orchestrator::{Ctx, ToolError};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+fn attention(ctx: &Ctx) -> Result<&Attention, ToolError> {
+    ctx.attention
+        .as_ref()
+        .ok_or_else(|| ToolError::Unavailable("the attention subsystem is not running".into()))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct HistoryArgs {
+    /// Only this agent's calls.
+    agent: Option<String>,
+    /// Only calls of this tool.
+    tool: Option<String>,
+    /// Most events (default 50, at most 1000).
+    limit: Option<u32>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct BudgetArgs {
+    /// Only this agent.
+    agent: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TrustArgs {
+    /// The agent whose trust changes.
+    agent: String,
+    /// `low`, `normal` or `high`; absent clears the override.
+    level: Option<Trust>,
+    /// How long the override lasts (default 3600 s, at most 7 days).
+    ttl_secs: Option<u64>,
+    /// Why, for the audit trail.
+    reason: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SinceArgs {
+    /// Look back this many days (default 7, at most 365).
+    days: Option<u32>,
+    /// Only this agent (cost history only).
+    agent: Option<String>,
+}
+
+fn history(ctx: &Ctx, a: HistoryArgs) -> Result<Value, ToolError> {
+    let limit = a.limit.unwrap_or(50).clamp(1, 1000) as usize;
+    Ok(attention(ctx)?.history(a.agent.as_deref(), a.tool.as_deref(), limit))
+}
+
+fn reset(ctx: &Ctx, _a: NoArgs) -> Result<Value, ToolError> {
+    Ok(attention(ctx)?.reset())
+}
+
+fn budget(ctx: &Ctx, a: BudgetArgs) -> Result<Value, ToolError> {
+    Ok(attention(ctx)?.budget_status(a.agent.as_deref()))
+}
+
+fn trust(ctx: &Ctx, a: TrustArgs) -> Result<Value, ToolError> {
+    bounded("agent", &a.agent, 256)?;
+    let ttl = a.ttl_secs.unwrap_or(3600).min(7 * 86_400);
+    Ok(attention(ctx)?.override_trust(&a.agent, a.level, ttl, a.reason))
+}
+
+fn since_ms(days: Option<u32>) -> i64 {
+    let days = days.unwrap_or(7).clamp(1, 365) as i64;
+    vox_store::now_ms() - days * 86_400_000
+}
+
+/// Persist pending events first so the answer includes the calls just made.
+fn flush(ctx: &Ctx) -> Result<(), ToolError> {
+    let att = attention(ctx)?;
+    let pending = att.take_pending();
+    if !pending.is_empty() {
+        ctx.store()?.attention_append(&pending)?;
+    }
+    Ok(())
+}
+
+fn summary(ctx: &Ctx, a: SinceArgs) -> Result<Value, ToolError> {
+    flush(ctx)?;
+    Ok(json!({"tools": ctx.store()?.attention_summary(since_ms(a.days))?}))
+}
+
+fn cost(ctx: &Ctx, a: SinceArgs) -> Result<Value, ToolError> {
+    flush(ctx)?;
+    Ok(json!({"days": ctx.store()?.cost_history(since_ms(a.days), a.agent.as_deref())?}))
+}
+
+pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
+    vec![
+        ("vox_attention_history", typed(history)),
+        ("vox_attention_reset", typed(reset)),
+        ("vox_budget_status", typed(budget)),
+        ("vox_trust_override", typed(trust)),
+        ("vox_attention_summary", typed(summary)),
+        ("vox_cost_history", typed(cost)),
+    ]
+}
+
+/// Writes pending attention events to the store (called periodically and at shutdown).
+pub fn flush_pending(ctx: &Ctx) {
+    if ctx.store.is_some()
+        && ctx.attention.is_some()
+        && let Err(e) = flush(ctx)
+    {
+        tracing::warn!("attention ledger flush failed: {e}");
+    }
+}

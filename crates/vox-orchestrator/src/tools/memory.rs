@@ -1,0 +1,113 @@
+//! `vox_memory_*`: durable key/value memories.
+
+use super::{HandlerEntry, bounded, typed};
+use crate::orchestrator::{Ctx, ToolError};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const MAX_KEY: usize = 512;
+const MAX_VALUE: usize = 256 * 1024;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct StoreArgs {
+    /// The key, e.g. `project/deploy-target` (at most 512 bytes).
+    key: String,
+    /// The text to remember (at most 256 KiB).
+    value: String,
+    /// Optional tags for filtering.
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct KeyArgs {
+    /// The exact key.
+    key: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {
+    /// Only keys starting with this prefix.
+    prefix: Option<String>,
+    /// Only memories with this tag.
+    tag: Option<String>,
+    /// The `next_cursor` of a previous page.
+    cursor: Option<String>,
+    /// Page size (default 50, at most 500).
+    limit: Option<u32>,
+}
+
+fn store(ctx: &Ctx, a: StoreArgs) -> Result<Value, ToolError> {
+    bounded("key", &a.key, MAX_KEY)?;
+    if a.value.len() > MAX_VALUE {
+        return Err(ToolError::InvalidArguments(format!(
+            "`value` is {} bytes; the limit is {MAX_VALUE}",
+            a.value.len()
+        )));
+    }
+    if a.tags.len() > 32 || a.tags.iter().any(|t| t.is_empty() || t.len() > 64) {
+        return Err(ToolError::InvalidArguments(
+            "`tags`: at most 32 tags of 1 to 64 bytes".into(),
+        ));
+    }
+    let (m, replaced) = ctx.store()?.memory_put(&a.key, &a.value, &a.tags)?;
+    Ok(json!({"stored": true, "replaced": replaced, "key": m.key, "updated_at": m.updated_at}))
+}
+
+fn recall(ctx: &Ctx, a: KeyArgs) -> Result<Value, ToolError> {
+    bounded("key", &a.key, MAX_KEY)?;
+    Ok(match ctx.store()?.memory_get(&a.key)? {
+        Some(m) => json!({"found": true, "memory": m}),
+        None => json!({"found": false, "key": a.key}),
+    })
+}
+
+fn list(ctx: &Ctx, a: ListArgs) -> Result<Value, ToolError> {
+    let limit = a.limit.unwrap_or(50).clamp(1, 500) as usize;
+    let mut page = ctx.store()?.memory_list(
+        a.prefix.as_deref(),
+        a.tag.as_deref(),
+        a.cursor.as_deref(),
+        limit + 1,
+    )?;
+    let next = (page.len() > limit).then(|| {
+        page.truncate(limit);
+        page.last().map(|m| m.key.clone())
+    });
+    Ok(json!({"memories": page, "next_cursor": next.flatten()}))
+}
+
+fn forget(ctx: &Ctx, a: KeyArgs) -> Result<Value, ToolError> {
+    bounded("key", &a.key, MAX_KEY)?;
+    let removed = ctx.store()?.memory_delete(&a.key)?;
+    Ok(json!({"forgotten": removed, "key": a.key}))
+}
+
+pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
+    vec![
+        ("vox_memory_store", typed(store)),
+        ("vox_memory_recall", typed(recall)),
+        ("vox_memory_list", typed(list)),
+        ("vox_memory_forget", typed(forget)),
+        ("vox_memory_search", typed(search)),
+    ]
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    /// Words to look for in keys, values and tags.
+    query: String,
+    /// Most results (default 10, at most 100).
+    limit: Option<u32>,
+}
+
+fn search(_ctx: &Ctx, _a: SearchArgs) -> Result<Value, ToolError> {
+    Err(ToolError::Unavailable(
+        "memory search index not wired yet".into(),
+    ))
+}
