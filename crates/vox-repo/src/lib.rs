@@ -405,6 +405,14 @@ impl Repo {
         };
         let out = git.run(workspace, &["rev-parse", "--show-toplevel"], 64 * 1024)?;
         if !out.success || out.overflowed {
+            // A repository owned by another user is a repository git refuses to read; say so
+            // rather than claim there is none.
+            if out.stderr.contains("dubious ownership") {
+                return Err(RepoError::Git {
+                    command: "rev-parse".to_owned(),
+                    stderr: out.stderr,
+                });
+            }
             return Err(not_a_repo());
         }
         let mut raw = out.stdout;
@@ -472,12 +480,11 @@ impl Repo {
         skip: usize,
     ) -> Result<Vec<Commit>> {
         let path = path.map(normalize_path).transpose()?;
+        // "HEAD" is our own constant, so it needs no resolution up front; that saves one git
+        // process on the most common call. An unborn HEAD is told apart only if log fails.
         let start = match rev {
             Some(rev) => self.resolve_commit(rev)?,
-            None => match self.head()? {
-                Some(sha) => sha,
-                None => return Ok(Vec::new()),
-            },
+            None => "HEAD".to_owned(),
         };
         let limit = limit.min(MAX_LOG_LIMIT);
         if limit == 0 {
@@ -494,7 +501,16 @@ impl Repo {
             "--".to_owned(),
         ];
         args.extend(path.filter(|p| !p.is_empty()));
-        let out = self.run_ok(&args, OUTPUT_CAP)?;
+        let out = self.git.run(&self.root, &args, OUTPUT_CAP)?;
+        if !out.success && !out.overflowed {
+            if rev.is_none() && self.head()?.is_none() {
+                return Ok(Vec::new());
+            }
+            return Err(RepoError::Git {
+                command: "log".to_owned(),
+                stderr: out.stderr,
+            });
+        }
         if out.overflowed {
             // 200 commits cannot fill 16 MiB unless subjects are absurd; parse what is whole.
             let fields = parse::nul_records(parse::complete_records(&out.stdout));
@@ -918,9 +934,13 @@ fn select_lines(
     let lines = if data.is_empty() { 0 } else { starts.len() };
     let total_lines = (!cut_short).then_some(lines);
     if start > lines.max(1) && !(cut_short && lines == 0) {
-        return Err(RepoError::InvalidLineRange(format!(
-            "start_line {start} is past the end of the file ({lines} lines)"
-        )));
+        return Err(RepoError::InvalidLineRange(if cut_short {
+            format!(
+                "start_line {start} is past the {lines} lines readable in the first {OUTPUT_CAP} bytes"
+            )
+        } else {
+            format!("start_line {start} is past the end of the file ({lines} lines)")
+        }));
     }
     if lines == 0 {
         return Ok(Selection {

@@ -479,6 +479,7 @@ fn paths_escaping_the_repository_are_rejected() {
     }
 }
 
+#[cfg(unix)]
 #[test]
 fn a_committed_symlink_is_read_as_its_target_text_not_followed() {
     let t = TestRepo::new();
@@ -952,6 +953,28 @@ fn repository_config_cannot_run_programs_or_change_output() {
     ] {
         t.git(&["config", key, value]);
     }
+    // A commit carrying a signature, so that log.showSignature would really start gpg.program.
+    let raw = t.git(&["cat-file", "commit", "HEAD"]);
+    let (headers, message) = raw.split_once("\n\n").expect("commit object");
+    let signed = format!(
+        "{headers}\ngpgsig -----BEGIN PGP SIGNATURE-----\n \n iQEzBAABCAAdFiEE\n -----END PGP SIGNATURE-----\n\n{message}\n"
+    );
+    let mut child = t
+        .command()
+        .args(["hash-object", "-t", "commit", "-w", "--stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("hash-object");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(signed.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("hash-object");
+    let signed_sha = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    t.git(&["update-ref", "refs/heads/main", &signed_sha]);
     t.write(".gitattributes", "*.md diff=evil\n");
     t.write("README.md", "changed\n");
     t.write("untracked.txt", "u\n");
@@ -983,6 +1006,10 @@ fn repository_config_cannot_run_programs_or_change_output() {
         1
     );
     repo.file(None, "README.md", None, None, 100).expect("file");
+    assert_eq!(
+        repo.show("HEAD", 1000).expect("show").commit.sha,
+        signed_sha
+    );
 
     let ran = marker.exists();
     let _ = std::fs::remove_file(&marker);
