@@ -7,6 +7,8 @@
 //!
 //! Paths, both accepted and returned, are relative to the repository root.
 
+#![warn(missing_docs)]
+
 mod git;
 mod parse;
 mod validate;
