@@ -368,6 +368,13 @@ mod tests {
     }
 
     #[test]
+    fn output_cut_at_the_cap_keeps_only_whole_records() {
+        assert_eq!(complete_records(b"a\0bb\0partial"), b"a\0bb\0");
+        assert_eq!(complete_records(b"partial"), b"");
+        assert_eq!(nul_records(b"a\0\0b\0"), ["a", "", "b"]);
+    }
+
+    #[test]
     fn numstat_reads_renames_and_binaries() {
         let out = b"1\t2\tplain\0-\t-\tbin.dat\x000\t0\t\0old name\0new name\0";
         let (files, dropped) = parse_numstat(out, 10).unwrap();

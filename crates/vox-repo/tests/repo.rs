@@ -287,6 +287,27 @@ fn status_reports_merge_conflicts() {
     );
 }
 
+#[test]
+fn status_and_diff_stop_listing_at_their_caps_and_say_so() {
+    let t = TestRepo::new();
+    t.write("seed.txt", "s\n");
+    t.commit_all("seed");
+    let count = vox_repo::MAX_STATUS_ENTRIES.max(vox_repo::MAX_DIFF_FILES) + 1;
+    for i in 0..count {
+        t.write(&format!("many/f{i:05}.txt"), "x\n");
+    }
+    let repo = t.repo();
+    // Untracked files inside a new directory collapse to one entry with the normal mode...
+    assert_eq!(repo.status().expect("status").entries.len(), 1);
+    t.git(&["add", "many"]);
+    let status = repo.status().expect("status");
+    assert_eq!(status.entries.len(), vox_repo::MAX_STATUS_ENTRIES);
+    assert!(status.truncated);
+    let diff = repo.diff(DiffTarget::Staged, None, 1000).expect("diff");
+    assert_eq!(diff.files.len(), vox_repo::MAX_DIFF_FILES);
+    assert!(diff.files_truncated && diff.truncated);
+}
+
 // ---------------------------------------------------------------- log
 
 #[test]
@@ -1023,6 +1044,33 @@ fn a_git_command_past_its_deadline_is_reported_as_a_timeout() {
     let err = repo.status().expect_err("timeout");
     assert_eq!(err.code(), "git_timeout");
     assert!(err.to_string().contains("timed out"));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_hanging_git_is_killed_at_the_deadline() {
+    let (t, _, _) = sample_repo();
+    // Opening a FIFO with no writer blocks forever; git opens the attributes file for a diff.
+    let fifo = t.path().join(".git/attributes-fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    t.git(&[
+        "config",
+        "core.attributesFile",
+        fifo.to_str().expect("utf8"),
+    ]);
+    t.write("README.md", "changed\n");
+    let repo = t.repo().with_timeout(Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let err = repo
+        .diff(DiffTarget::WorkingTree, None, 1000)
+        .expect_err("hang");
+    assert_eq!(err.code(), "git_timeout", "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
 }
 
 #[test]
