@@ -6,7 +6,7 @@ use tantivy::schema::{Field, STORED, STRING, Schema, TEXT, Value};
 use tantivy::snippet::{Snippet, SnippetGenerator};
 use tantivy::{Index, TantivyDocument, Term, doc};
 
-use crate::util::{cap_query, clamp_limit, stable_top_docs, truncate_chars};
+use crate::util::{cap_query, clamp_limit, lenient_query, stable_top_docs, truncate_chars};
 use crate::writer::LazyWriter;
 use crate::{Result, SearchError};
 
@@ -129,9 +129,8 @@ impl DocIndex {
         if query.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
-        // Syntax problems are dropped on purpose: the lenient parse keeps what it understood.
-        let (parsed, _syntax_errors) = self.parser.parse_query_lenient(query);
         let searcher = self.store.reader().searcher();
+        let parsed = lenient_query(&self.parser, &searcher, query);
         let f = self.fields;
         let hits = stable_top_docs(&searcher, &*parsed, limit, |address| {
             let doc: TantivyDocument = searcher.doc(address)?;

@@ -55,6 +55,17 @@ impl SearchError {
             SearchError::Root { .. } => "search_root_unreadable",
         }
     }
+
+    /// True when the caller's input was at fault (bad id, glob or kind), as opposed to an
+    /// index or file-system failure: map it to an invalid-arguments tool error.
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(
+            self,
+            SearchError::InvalidId { .. }
+                | SearchError::InvalidGlob { .. }
+                | SearchError::UnknownKind { .. }
+        )
+    }
 }
 
 /// The result type of this crate.

@@ -1,9 +1,7 @@
 //! Helpers shared by the two indexes: input caps, identifier splitting, deterministic top-k.
 
-use std::cmp::Ordering;
-
 use tantivy::collector::TopDocs;
-use tantivy::query::Query;
+use tantivy::query::{EmptyQuery, EnableScoring, Query, QueryParser};
 use tantivy::{DocAddress, Score, Searcher};
 
 use crate::Result;
@@ -88,6 +86,28 @@ pub fn query_words(query: &str) -> Vec<String> {
     words
 }
 
+/// Parses user query text without ever failing: syntax errors are dropped by tantivy's lenient
+/// parser, and if what it kept still cannot run (an exists query `field:*` on a field that is
+/// unknown or not a fast field only fails when its weight is built) the query falls back to its
+/// plain words, which always parse to term and phrase queries.
+pub fn lenient_query(parser: &QueryParser, searcher: &Searcher, text: &str) -> Box<dyn Query> {
+    let runnable = |query: &dyn Query| {
+        query
+            .weight(EnableScoring::disabled_from_searcher(searcher))
+            .is_ok()
+    };
+    let (parsed, _syntax_errors) = parser.parse_query_lenient(text);
+    if runnable(&*parsed) {
+        return parsed;
+    }
+    let (plain, _syntax_errors) = parser.parse_query_lenient(&query_words(text).join(" "));
+    if runnable(&*plain) {
+        plain
+    } else {
+        Box::new(EmptyQuery)
+    }
+}
+
 /// Runs `query` and returns the best `limit` hits ordered by score descending, then by the key
 /// `key_of` gives each document ascending, so equal scores come back in the same order whatever
 /// the segment layout. The top-k is widened until no document tied with the last kept one is
@@ -120,11 +140,7 @@ pub fn stable_top_docs<K: Ord>(
         }
         keyed.push((score, key_of(address)?, address));
     }
-    keyed.sort_by(|a, b| {
-        b.0.partial_cmp(&a.0)
-            .unwrap_or(Ordering::Equal)
-            .then_with(|| a.1.cmp(&b.1))
-    });
+    keyed.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     keyed.truncate(limit);
     Ok(keyed)
 }

@@ -13,11 +13,13 @@ use serde::Serialize;
 use tantivy::query::{
     BooleanQuery, ConstScoreQuery, Occur, Query, QueryParser, TermQuery, TermSetQuery,
 };
-use tantivy::schema::{Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TEXT, Value};
+use tantivy::schema::{Field, IndexRecordOption, STORED, STRING, Schema, TEXT, Value};
 use tantivy::{Index, IndexWriter, TantivyDocument, Term, doc};
 
 use crate::declarations::{self, Declaration, KINDS};
-use crate::util::{cap_query, clamp_limit, query_words, split_identifier, stable_top_docs};
+use crate::util::{
+    cap_query, clamp_limit, lenient_query, query_words, split_identifier, stable_top_docs,
+};
 use crate::writer::LazyWriter;
 use crate::{Result, SearchError};
 
@@ -180,7 +182,8 @@ impl WorkspaceIndex {
                 return Ok(Vec::new());
             }
             let f = state.fields;
-            let (parsed, _syntax_errors) = state.text_parser.parse_query_lenient(query);
+            let searcher = state.store.reader().searcher();
+            let parsed = lenient_query(&state.text_parser, &searcher, query);
             let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![
                 (Occur::Must, parsed),
                 (Occur::Must, filter(term_query(f.doc_kind, DOC_FILE))),
@@ -200,7 +203,6 @@ impl WorkspaceIndex {
                 clauses.push((Occur::Must, filter(Box::new(TermSetQuery::new(terms)))));
             }
             let query = BooleanQuery::new(clauses);
-            let searcher = state.store.reader().searcher();
             stable_top_docs(&searcher, &query, limit, |address| {
                 let doc: TantivyDocument = searcher.doc(address)?;
                 Ok(stored_str(&doc, f.path))
@@ -373,7 +375,7 @@ impl State {
             name: builder.add_text_field("name", STORED),
             name_words: builder.add_text_field("name_words", TEXT),
             decl_kind: builder.add_text_field("decl_kind", STRING | STORED),
-            line: builder.add_u64_field("line", INDEXED | STORED),
+            line: builder.add_u64_field("line", STORED),
             signature: builder.add_text_field("signature", STORED),
         };
         let index = Index::create_in_ram(builder.build());

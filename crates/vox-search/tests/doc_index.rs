@@ -61,6 +61,7 @@ fn upsert_many_with_an_invalid_id_writes_nothing() {
         .unwrap_err();
     assert!(matches!(err, SearchError::InvalidId { .. }), "{err}");
     assert_eq!(err.code(), "search_invalid_id");
+    assert!(err.is_invalid_input());
     assert_eq!(index.len(), 0);
 }
 
@@ -207,4 +208,32 @@ fn concurrent_writers_and_readers_do_not_lose_documents() {
         handle.join().unwrap();
     }
     assert_eq!(index.len(), 40);
+}
+
+#[test]
+fn random_query_syntax_never_errors() {
+    let index = DocIndex::new().unwrap();
+    index
+        .upsert("a", "alpha beta", "gamma delta alpha")
+        .unwrap();
+    index
+        .upsert("b", "beta", "epsilon \"quoted\" text")
+        .unwrap();
+    const PIECES: &[&str] = &[
+        "(", ")", "[", "]", "{", "}", ":", "\"", "'", "*", "~", "^", "+", "-", "!", " ", "AND",
+        "OR", "NOT", "TO", "IN", "title", "body", "id", "alpha", "beta", "é", "\\", "/", "<", ">",
+        "=", ",", ".", "0", "9", "2.5", "\u{0}", "🙂",
+    ];
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    for _ in 0..3_000 {
+        let mut query = String::new();
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+        let len = (state >> 59) as usize; // 0..32 pieces
+        for _ in 0..len {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+            query.push_str(PIECES[(state >> 33) as usize % PIECES.len()]);
+        }
+        let result = index.search(&query, 10);
+        assert!(result.is_ok(), "query {query:?} failed: {result:?}");
+    }
 }

@@ -190,6 +190,7 @@ fn missing_root_is_an_error_naming_it() {
     let index = WorkspaceIndex::new("/definitely/not/here".into());
     let err = index.refresh().unwrap_err();
     assert_eq!(err.code(), "search_root_unreadable");
+    assert!(!err.is_invalid_input());
     assert!(err.to_string().contains("/definitely/not/here"), "{err}");
 }
 
@@ -210,6 +211,14 @@ fn malformed_text_queries_are_searched_leniently() {
         assert!(result.is_ok(), "query {query:?} failed: {result:?}");
     }
     assert_eq!(index.search_text("\"inside", 10, None).unwrap().len(), 1);
+    // An exists query on a field that cannot run falls back to the plain words.
+    assert_eq!(
+        index
+            .search_text("nofield:* inside", 10, None)
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[test]
