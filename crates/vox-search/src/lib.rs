@@ -11,6 +11,8 @@
 //! for its syntax, and capped in length; result counts are capped at [`MAX_LIMIT`]. Equal
 //! scores come back in a stable order.
 
+#![warn(missing_docs)]
+
 mod declarations;
 mod doc_index;
 mod error;

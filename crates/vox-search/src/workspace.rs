@@ -137,6 +137,8 @@ struct State {
 /// serialised internally.
 pub struct WorkspaceIndex {
     root: PathBuf,
+    /// [`MAX_FILES`] outside unit tests, which lower it to exercise the cap cheaply.
+    max_files: usize,
     state: Mutex<Option<State>>,
 }
 
@@ -145,6 +147,7 @@ impl WorkspaceIndex {
     pub fn new(root: PathBuf) -> Self {
         WorkspaceIndex {
             root,
+            max_files: MAX_FILES,
             state: Mutex::new(None),
         }
     }
@@ -355,7 +358,7 @@ impl WorkspaceIndex {
             Some(state) => state,
             None => guard.insert(State::new()?),
         };
-        let outcome = state.refresh(&self.root);
+        let outcome = state.refresh(&self.root, self.max_files);
         if outcome.is_err() {
             // The index was rolled back but may disagree with the file table; rebuild next time.
             *guard = None;
@@ -390,7 +393,7 @@ impl State {
         })
     }
 
-    fn refresh(&mut self, root: &Path) -> Result<RefreshStats> {
+    fn refresh(&mut self, root: &Path, max_files: usize) -> Result<RefreshStats> {
         let started = Instant::now();
         check_root(root)?;
         let mut stats = RefreshStats {
@@ -414,7 +417,7 @@ impl State {
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 continue;
             }
-            if walked >= MAX_FILES {
+            if walked >= max_files {
                 stats.truncated = true;
                 break;
             }
@@ -699,5 +702,37 @@ impl PathGlob {
         } else {
             self.matcher.is_match(path)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_cap_keeps_the_first_files_in_name_order_and_reports_truncation() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["e", "a", "d", "b", "c"] {
+            fs::write(dir.path().join(format!("{name}.txt")), "capped\n").unwrap();
+        }
+        let mut index = WorkspaceIndex::new(dir.path().to_path_buf());
+        index.max_files = 3;
+        let stats = index.refresh().unwrap();
+        assert!(stats.truncated);
+        assert_eq!(stats.files, 3);
+        let hits = index.search_text("capped", 10, None).unwrap();
+        let paths: Vec<&str> = hits.iter().map(|h| h.path.as_str()).collect();
+        assert_eq!(paths, ["a.txt", "b.txt", "c.txt"]);
+    }
+
+    #[test]
+    fn relative_paths_are_slash_separated_and_reject_the_root_itself() {
+        let root = Path::new("/ws");
+        assert_eq!(
+            relative_path(root, Path::new("/ws/src/deep/a.rs")).as_deref(),
+            Some("src/deep/a.rs")
+        );
+        assert_eq!(relative_path(root, root), None);
+        assert_eq!(relative_path(root, Path::new("/elsewhere/a.rs")), None);
     }
 }

@@ -85,3 +85,51 @@ impl LazyWriter {
         self.writer.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tantivy::doc;
+    use tantivy::schema::{Schema, TEXT};
+
+    use super::*;
+
+    fn has_writer(store: &LazyWriter) -> bool {
+        store.lock().is_some()
+    }
+
+    #[test]
+    fn writer_is_created_on_first_write_only_and_reused() {
+        let mut builder = Schema::builder();
+        let text = builder.add_text_field("text", TEXT);
+        let store = LazyWriter::new(Index::create_in_ram(builder.build())).unwrap();
+        assert!(
+            !has_writer(&store),
+            "an unwritten index must not hold a writer"
+        );
+        assert_eq!(store.reader().searcher().num_docs(), 0);
+        store
+            .write(|w| {
+                w.add_document(doc!(text => "one"))?;
+                Ok(())
+            })
+            .unwrap();
+        assert!(has_writer(&store));
+        assert_eq!(store.reader().searcher().num_docs(), 1, "visible on return");
+    }
+
+    #[test]
+    fn failed_edit_is_rolled_back_and_not_committed_later() {
+        let mut builder = Schema::builder();
+        let text = builder.add_text_field("text", TEXT);
+        let store = LazyWriter::new(Index::create_in_ram(builder.build())).unwrap();
+        let failed: Result<()> = store.write(|w| {
+            w.add_document(doc!(text => "half"))?;
+            Err(crate::SearchError::InvalidId {
+                reason: "test failure".into(),
+            })
+        });
+        assert!(failed.is_err());
+        store.write(|_| Ok(())).unwrap();
+        assert_eq!(store.reader().searcher().num_docs(), 0);
+    }
+}
