@@ -365,3 +365,52 @@ fn odd_declaration_queries_do_not_fail() {
         );
     }
 }
+
+#[cfg(unix)] // non-UTF-8 file names cannot be created on Windows
+#[test]
+fn latin1_content_is_searchable_and_non_utf8_names_are_skipped() {
+    use std::os::unix::ffi::OsStrExt;
+    let (dir, index) = workspace();
+    // "café crème" in Latin-1: invalid UTF-8, still text.
+    fs::write(dir.path().join("latin1.txt"), b"caf\xe9 cr\xe8me needle\n").unwrap();
+    let odd_name = std::ffi::OsStr::from_bytes(b"bad\xffname.txt");
+    fs::write(dir.path().join(odd_name), "needle\n").unwrap();
+    let stats = index.refresh().unwrap();
+    assert_eq!((stats.files, stats.skipped), (1, 1));
+    assert_eq!(
+        paths(&index.search_text("needle", 10, None).unwrap()),
+        ["latin1.txt"]
+    );
+}
+
+#[test]
+fn concurrent_searches_and_edits_do_not_fail() {
+    let (dir, index) = workspace();
+    let index = std::sync::Arc::new(index);
+    write(dir.path(), "base.rs", "fn shared_name() {}\n");
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let index = std::sync::Arc::clone(&index);
+            let root = dir.path().to_path_buf();
+            std::thread::spawn(move || {
+                for i in 0..5 {
+                    write(&root, &format!("t{t}/f{i}.rs"), "fn shared_name() {}\n");
+                    index.search_text("shared_name", 10, None).unwrap();
+                    index.search_declarations("shared_name", None, 10).unwrap();
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    let stats = index.refresh().unwrap();
+    assert_eq!(stats.files, 21);
+    assert_eq!(
+        index
+            .search_declarations("shared_name", None, 100)
+            .unwrap()
+            .len(),
+        21
+    );
+}
