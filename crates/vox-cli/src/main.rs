@@ -325,12 +325,14 @@ fn daemon_cmd(cmd: DaemonCommand) -> Result<ExitCode> {
                     return Ok(ExitCode::SUCCESS);
                 };
                 c.call("orch.shutdown", json!({})).await?;
-                // Wait until the socket is gone so a following start does not race the old daemon.
-                for _ in 0..1000 {
-                    if !ws.socket_path().exists() && !ws.daemon_info_path().exists() {
-                        break;
-                    }
-                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                // Return once the process is gone, so a following start does not race it.
+                if !vox_orchestrator::client::wait_until_stopped(
+                    &ws,
+                    std::time::Duration::from_secs(15),
+                )
+                .await
+                {
+                    bail!("daemon pid {} did not stop within 15 s", ping["pid"]);
                 }
                 println!("stopped daemon pid {}", ping["pid"]);
                 Ok(ExitCode::SUCCESS)

@@ -219,11 +219,46 @@ pub async fn adopt_or_spawn(
         check_profile(ws, &ping, profile)?;
         return Ok((c, ping));
     }
+    // A daemon that is shutting down keeps its lock until it exits: wait for that before
+    // spawning, or the new daemon would find the workspace taken.
+    if !wait_until_stopped(ws, Duration::from_secs(10)).await {
+        drop(lock);
+        return Err(AdoptError::Spawn(format!(
+            "a daemon holds {} but does not answer on {}",
+            ws.daemon_lock_path().display(),
+            ws.socket_path().display()
+        )));
+    }
     let result = spawn_and_wait(ws, profile, daemon_exe, notifications).await;
     drop(lock);
     let (c, ping) = result?;
     check_profile(ws, &ping, profile)?;
     Ok((c, ping))
+}
+
+/// Whether no daemon holds the workspace lock (the lock dies with the daemon process).
+pub fn daemon_stopped(ws: &Workspace) -> bool {
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .open(ws.daemon_lock_path())
+    {
+        Ok(f) => f.try_lock().is_ok(),
+        Err(_) => true,
+    }
+}
+
+/// Polls [`daemon_stopped`] until it holds or `limit` passes.
+pub async fn wait_until_stopped(ws: &Workspace, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if daemon_stopped(ws) {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
 }
 
 async fn spawn_and_wait(

@@ -110,6 +110,7 @@ pub struct Ctx {
     pub store: Option<Arc<Store>>,
     pub sessions: Option<Box<dyn SessionStore>>,
     pub attention: Option<Attention>,
+    pub search: Option<crate::tools::search::Search>,
     pub boot: BootReport,
 }
 
@@ -177,6 +178,7 @@ impl Orchestrator {
             store: None,
             sessions: None,
             attention: None,
+            search: None,
             boot: BootReport::default(),
         };
         let report = boot::boot(&profile, |step, _sub| run_step(&mut ctx, step));
@@ -356,6 +358,10 @@ fn run_step(ctx: &mut Ctx, step: &str) -> Result<String, String> {
                 ))
             }
         },
+        "search_index" => {
+            ctx.search = Some(crate::tools::search::Search::new(&ctx.workspace.root));
+            Ok("indexes build on first query".into())
+        }
         "memory" => Ok(if ctx.store.is_some() {
             "store-backed".into()
         } else {
@@ -374,5 +380,24 @@ fn run_step(ctx: &mut Ctx, step: &str) -> Result<String, String> {
             Ok(format!("token budget {budget} per agent"))
         }
         _ => Ok("ready".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_catalog_tool_has_a_handler_and_every_handler_a_row() {
+        let table = handler_table().expect("catalog and handlers agree");
+        assert_eq!(table.len(), TOOL_REGISTRY.len());
+    }
+
+    #[test]
+    fn handler_schemas_are_plain_object_schemas() {
+        for (name, h) in crate::tools::handlers() {
+            assert_eq!(h.schema["type"], "object", "{name}");
+            assert!(h.schema.get("$schema").is_none(), "{name}");
+        }
     }
 }

@@ -7,6 +7,7 @@
 use crate::{MAX_MESSAGE_BYTES, Orchestrator, PROTOCOL_VERSION};
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, watch};
@@ -71,14 +72,28 @@ fn error_frame(id: Value, code: i64, message: impl Into<String>) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
 }
 
-/// Tracks requests in flight so shutdown can let them finish.
+/// Counts requests in flight so shutdown can let them finish.
 #[derive(Clone, Default)]
-pub struct InFlight(Arc<()>);
+pub struct InFlight(Arc<AtomicUsize>);
+
+/// One request in flight; dropping it ends it.
+pub struct InFlightGuard(Arc<AtomicUsize>);
 
 impl InFlight {
     /// Requests currently being answered.
     pub fn count(&self) -> usize {
-        Arc::strong_count(&self.0) - 1
+        self.0.load(Ordering::SeqCst)
+    }
+    /// Marks one request as started.
+    pub fn enter(&self) -> InFlightGuard {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        InFlightGuard(self.0.clone())
+    }
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -152,7 +167,7 @@ async fn connection(
         let tx = tx.clone();
         let orch = orch.clone();
         let stop = stop.clone();
-        let guard = in_flight.clone();
+        let guard = in_flight.enter();
         tokio::spawn(async move {
             let _guard = guard;
             if let Some(frame) = handle(&orch, req, &stop).await {

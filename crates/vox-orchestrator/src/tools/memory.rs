@@ -55,6 +55,7 @@ fn store(ctx: &Ctx, a: StoreArgs) -> Result<Value, ToolError> {
         ));
     }
     let (m, replaced) = ctx.store()?.memory_put(&a.key, &a.value, &a.tags)?;
+    super::search::memory_indexed(ctx, &a.key, Some((&a.value, &a.tags)))?;
     Ok(json!({"stored": true, "replaced": replaced, "key": m.key, "updated_at": m.updated_at}))
 }
 
@@ -84,6 +85,9 @@ fn list(ctx: &Ctx, a: ListArgs) -> Result<Value, ToolError> {
 fn forget(ctx: &Ctx, a: KeyArgs) -> Result<Value, ToolError> {
     bounded("key", &a.key, MAX_KEY)?;
     let removed = ctx.store()?.memory_delete(&a.key)?;
+    if removed {
+        super::search::memory_indexed(ctx, &a.key, None)?;
+    }
     Ok(json!({"forgotten": removed, "key": a.key}))
 }
 
@@ -106,8 +110,6 @@ struct SearchArgs {
     limit: Option<u32>,
 }
 
-fn search(_ctx: &Ctx, _a: SearchArgs) -> Result<Value, ToolError> {
-    Err(ToolError::Unavailable(
-        "memory search index not wired yet".into(),
-    ))
+fn search(ctx: &Ctx, a: SearchArgs) -> Result<Value, ToolError> {
+    super::search::memory_search(ctx, &a.query, a.limit.unwrap_or(10).clamp(1, 100) as usize)
 }

@@ -4,6 +4,8 @@
 pub mod attention;
 mod daemon;
 mod memory;
+mod repo;
+pub mod search;
 mod sessions;
 
 use crate::orchestrator::{Ctx, ToolError};
@@ -50,11 +52,6 @@ fn typed<A: DeserializeOwned + JsonSchema + 'static>(
     }
 }
 
-/// Serializes a handler's typed result.
-fn to_json<T: serde::Serialize>(v: T) -> Result<Value, ToolError> {
-    serde_json::to_value(v).map_err(|e| ToolError::Internal(e.to_string()))
-}
-
 /// Checks a bounded, non-empty string argument.
 fn bounded(name: &str, v: &str, max: usize) -> Result<(), ToolError> {
     if v.trim().is_empty() {
@@ -78,5 +75,7 @@ pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     all.extend(sessions::handlers());
     all.extend(attention::handlers());
     all.extend(daemon::handlers());
+    all.extend(search::handlers());
+    all.extend(repo::handlers());
     all
 }

@@ -1,0 +1,330 @@
+//! End to end: the real `vox mcp` and `vox-orchestrator-d` binaries driven by the rmcp client.
+
+mod common;
+use common::*;
+use serde_json::json;
+use std::collections::BTreeSet;
+
+#[tokio::test]
+async fn knowledge_profile_lists_exactly_its_slice_with_meta_and_schemas() {
+    let ws = Ws::new();
+    let c = ws.client(&["--profile", "knowledge"]).await;
+    let listed = tools(&c).await;
+    let names: Vec<String> = listed.iter().map(|t| t.name.to_string()).collect();
+    assert_eq!(names, registry_slice("knowledge"));
+    assert!(names.contains(&"vox_memory_recall".to_owned()));
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.starts_with("vox_repo_") || n.starts_with("vox_attention"))
+    );
+    for t in &listed {
+        let meta = t.meta.as_ref().expect("_meta");
+        assert!(
+            meta.get("vox_exposure").is_some()
+                && meta.get("vox_side_effect_class").is_some()
+                && meta.get("vox_requires").is_some(),
+            "{}",
+            t.name
+        );
+        assert_eq!(
+            t.input_schema.get("type").and_then(|v| v.as_str()),
+            Some("object"),
+            "{}",
+            t.name
+        );
+        let ann = t.annotations.as_ref().expect("annotations");
+        let read_only = meta["vox_side_effect_class"] == "read_only";
+        assert_eq!(ann.read_only_hint, Some(read_only), "{}", t.name);
+    }
+    let store = listed
+        .iter()
+        .find(|t| t.name == "vox_memory_store")
+        .unwrap();
+    let required = store
+        .input_schema
+        .get("required")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(required, json!(["key", "value"]));
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn modern_era_discover_serves_the_same_slice() {
+    let ws = Ws::new();
+    let c = ws.modern_client(&["--profile", "repo-read"]).await;
+    assert_eq!(tool_names(&c).await, registry_slice("repo-read"));
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn composed_profile_is_canonical_and_the_union() {
+    let ws = Ws::new();
+    let c = ws.client(&["--profile", "repo-read,attention"]).await;
+    let names: BTreeSet<String> = tool_names(&c).await.into_iter().collect();
+    let expected: BTreeSet<String> = registry_slice("attention")
+        .into_iter()
+        .chain(registry_slice("repo-read"))
+        .collect();
+    assert_eq!(names, expected);
+    assert_eq!(ws.daemon_status()["ping"]["profile"], "attention,repo-read");
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn tool_outside_the_profile_is_denied_with_the_one_shape() {
+    let ws = Ws::new();
+    let c = ws.client(&["--profile", "knowledge"]).await;
+    let e = err(&c, "vox_repo_log", json!({})).await;
+    assert_eq!(e["code"], "tool_not_in_profile");
+    assert!(e["message"].as_str().unwrap().contains("vox_repo_log"));
+    // A non-registry name under a named profile is also tool_not_in_profile.
+    assert_eq!(
+        err(&c, "my_workspace_tool", json!({})).await["code"],
+        "tool_not_in_profile"
+    );
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn unknown_tool_under_dev_is_a_protocol_error() {
+    let ws = Ws::new();
+    let c = ws.client(&[]).await;
+    let r = c
+        .call_tool(rmcp::model::CallToolRequestParams::new("vox_no_such_tool"))
+        .await;
+    assert!(r.is_err(), "{r:?}");
+    // Internal tools are served to loopback callers under dev.
+    assert_eq!(ok(&c, "vox_boot_report", json!({})).await["profile"], "dev");
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn wrong_argument_types_name_the_argument() {
+    let ws = Ws::new();
+    let c = ws.client(&["--profile", "knowledge"]).await;
+    let e = err(&c, "vox_memory_store", json!({"key": 5, "value": "v"})).await;
+    assert_eq!(e["code"], "invalid_arguments");
+    assert!(e["message"].as_str().unwrap().contains("key"), "{e}");
+    let e = err(
+        &c,
+        "vox_memory_store",
+        json!({"key": "k", "value": "v", "colour": "red"}),
+    )
+    .await;
+    assert!(e["message"].as_str().unwrap().contains("colour"), "{e}");
+    let e = err(&c, "vox_memory_recall", json!({})).await;
+    assert!(e["message"].as_str().unwrap().contains("key"), "{e}");
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn memories_and_sessions_survive_a_daemon_restart() {
+    let ws = Ws::new();
+    let c = ws.client(&["--profile", "knowledge"]).await;
+    ok(
+        &c,
+        "vox_memory_store",
+        json!({"key": "deploy/target", "value": "staging cluster", "tags": ["ops"]}),
+    )
+    .await;
+    let s = ok(&c, "vox_session_create", json!({"title": "release"})).await;
+    let id = s["session"]["id"].as_str().unwrap().to_owned();
+    ok(
+        &c,
+        "vox_session_append",
+        json!({"id": id, "role": "user", "content": "ship it"}),
+    )
+    .await;
+    c.cancel().await.unwrap();
+    let pid_before = ws.daemon_status()["ping"]["pid"].clone();
+    ws.stop_daemon();
+
+    let c = ws.client(&["--profile", "knowledge"]).await;
+    assert_ne!(
+        ws.daemon_status()["ping"]["pid"],
+        pid_before,
+        "a new daemon was spawned"
+    );
+    let r = ok(&c, "vox_memory_recall", json!({"key": "deploy/target"})).await;
+    assert_eq!(r["found"], true);
+    assert_eq!(r["memory"]["value"], "staging cluster");
+    let g = ok(&c, "vox_session_get", json!({"id": id})).await;
+    assert_eq!(g["messages"][0]["content"], "ship it");
+    let found = ok(&c, "vox_memory_search", json!({"query": "staging"})).await;
+    assert_eq!(found["results"][0]["key"], "deploy/target");
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn concurrent_clients_adopt_one_daemon() {
+    let ws = Ws::new();
+    let (a, b, c) = tokio::join!(
+        ws.client(&["--profile", "knowledge"]),
+        ws.client(&["--profile", "knowledge"]),
+        ws.client(&["--profile", "knowledge"])
+    );
+    for client in [&a, &b, &c] {
+        assert_eq!(tool_names(client).await, registry_slice("knowledge"));
+    }
+    let log = std::fs::read_to_string(ws.vox_dir().join("daemon.log")).unwrap_or_default();
+    assert!(!log.contains("already runs"), "{log}");
+    // Every client talks to the same daemon: a memory written by one is read by another.
+    ok(
+        &a,
+        "vox_memory_store",
+        json!({"key": "k", "value": "from a"}),
+    )
+    .await;
+    assert_eq!(
+        ok(&c, "vox_memory_recall", json!({"key": "k"})).await["memory"]["value"],
+        "from a"
+    );
+    for client in [a, b, c] {
+        client.cancel().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_client_with_another_profile_gets_profile_mismatch() {
+    let ws = Ws::new();
+    let c = ws.client(&["--profile", "knowledge"]).await;
+    let out = ws
+        .mcp_command(&["--profile", "attention"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("profile_mismatch") && stderr.contains("knowledge"),
+        "{stderr}"
+    );
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn unknown_profile_exits_non_zero_with_profile_unknown() {
+    let ws = Ws::new();
+    let out = ws.vox(&["mcp", "--profile", "knowledge,nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("profile_unknown"));
+    let out = std::process::Command::new(DAEMON)
+        .args(["--profile", "nope", "--workspace"])
+        .arg(ws.root())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("profile_unknown"));
+}
+
+#[tokio::test]
+async fn named_profile_degrades_when_the_store_fails() {
+    let ws = Ws::new();
+    std::fs::write(ws.root().join("not-a-dir"), "x").unwrap();
+    let bad = ws.root().join("not-a-dir/journey.db");
+    let ws = ws.with_env("VOX_DB_PATH", bad.to_str().unwrap());
+    let c = ws.client(&["--profile", "knowledge"]).await;
+    let names = tool_names(&c).await;
+    assert_eq!(
+        names,
+        ["vox_search_structural", "vox_search_text"],
+        "only tools whose subsystems are up"
+    );
+    let e = err(&c, "vox_memory_recall", json!({"key": "k"})).await;
+    assert_eq!(e["code"], "subsystem_not_booted");
+    assert_eq!(e["subsystem"], "memory");
+    let report = &ws.daemon_status()["boot_report"];
+    assert_eq!(report["failed"]["memory"], "dependency db failed");
+    assert_eq!(report["failed"]["sessions"], "dependency db failed");
+    assert!(
+        report["failed"]["db"]
+            .as_str()
+            .unwrap()
+            .contains("not-a-dir")
+    );
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn dev_keeps_sessions_on_files_when_the_store_fails() {
+    let ws = Ws::new();
+    std::fs::write(ws.root().join("blocker"), "x").unwrap();
+    let bad = ws.root().join("blocker/journey.db");
+    let ws = ws.with_env("VOX_DB_PATH", bad.to_str().unwrap());
+    let c = ws.client(&[]).await;
+    let names = tool_names(&c).await;
+    assert!(names.contains(&"vox_session_create".to_owned()));
+    assert!(!names.contains(&"vox_memory_store".to_owned()));
+    let s = ok(&c, "vox_session_create", json!({"title": "offline"})).await;
+    let id = s["session"]["id"].as_str().unwrap();
+    assert!(
+        ws.vox_dir()
+            .join("sessions")
+            .join(format!("{id}.json"))
+            .exists()
+    );
+    assert_eq!(
+        ok(&c, "vox_session_list", json!({})).await["backend"],
+        "files"
+    );
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn daemon_exits_non_zero_when_every_required_subsystem_fails() {
+    let ws = Ws::new();
+    std::fs::write(ws.root().join("blocker"), "x").unwrap();
+    let out = std::process::Command::new(DAEMON)
+        .args(["--profile", "research", "--workspace"])
+        .arg(ws.root())
+        .env("VOX_DB_PATH", ws.root().join("blocker/journey.db"))
+        .env("VOX_HOME", ws.home.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("research") && stderr.contains("dependency db failed"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn a_dead_daemon_is_reported_once_then_respawned() {
+    let ws = Ws::new();
+    let c = ws.client(&["--profile", "knowledge"]).await;
+    ok(&c, "vox_memory_store", json!({"key": "k", "value": "v"})).await;
+    let pid = ws.daemon_status()["ping"]["pid"].as_u64().unwrap();
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let e = err(&c, "vox_memory_recall", json!({"key": "k"})).await;
+    assert_eq!(e["code"], "daemon_unavailable");
+    let r = ok(&c, "vox_memory_recall", json!({"key": "k"})).await;
+    assert_eq!(
+        r["memory"]["value"], "v",
+        "the acknowledged write survived the crash"
+    );
+    assert_ne!(ws.daemon_status()["ping"]["pid"].as_u64().unwrap(), pid);
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_unusable_vox_directory_is_a_clear_error() {
+    let ws = Ws::new();
+    std::fs::write(ws.root().join(".vox"), "a file, not a directory").unwrap();
+    let out = ws
+        .mcp_command(&["--profile", "knowledge"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(".vox"), "{stderr}");
+}

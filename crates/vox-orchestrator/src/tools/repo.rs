@@ -1,0 +1,179 @@
+//! `vox_repo_*`: read-only views of the workspace's git repository (no subsystem needed).
+
+use super::{HandlerEntry, typed};
+use crate::orchestrator::{Ctx, ToolError};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use vox_repo::{DiffTarget, Repo, RepoError};
+
+/// Patches and files are capped so one call cannot flood a model's context.
+const MAX_PATCH: usize = 256 * 1024;
+const MAX_FILE: usize = 512 * 1024;
+
+fn repo_err(e: RepoError) -> ToolError {
+    if e.is_invalid_input() {
+        ToolError::InvalidArguments(e.to_string())
+    } else if matches!(e, RepoError::NotARepository(_)) {
+        ToolError::NotFound(e.to_string())
+    } else {
+        ToolError::Unavailable(e.to_string())
+    }
+}
+
+fn repo(ctx: &Ctx) -> Result<Repo, ToolError> {
+    Repo::discover(&ctx.workspace.root).map_err(repo_err)
+}
+
+fn to_value<T: serde::Serialize>(v: T) -> Result<Value, ToolError> {
+    serde_json::to_value(v).map_err(|e| ToolError::Internal(e.to_string()))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LogArgs {
+    /// Start revision (default HEAD): a branch, tag or commit.
+    rev: Option<String>,
+    /// Only commits touching this repository-relative path.
+    path: Option<String>,
+    /// Page size (default 20, at most 200).
+    limit: Option<u32>,
+    /// Commits to skip (for paging).
+    skip: Option<u32>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct DiffArgs {
+    /// `working_tree` (unstaged, the default), `staged`, or `revisions` (with `from`, `to`).
+    target: Option<DiffKind>,
+    /// Old side for `revisions`.
+    from: Option<String>,
+    /// New side for `revisions` (default: the working tree).
+    to: Option<String>,
+    /// Only this repository-relative path.
+    path: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum DiffKind {
+    WorkingTree,
+    Staged,
+    Revisions,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ShowArgs {
+    /// The commit (default HEAD).
+    rev: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TreeArgs {
+    /// Revision (default HEAD).
+    rev: Option<String>,
+    /// Directory (default the root).
+    path: Option<String>,
+    /// List every file below, not only direct entries.
+    #[serde(default)]
+    recursive: bool,
+    /// Most entries (default 500, at most 5000).
+    limit: Option<u32>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct FileArgs {
+    /// Repository-relative file path.
+    path: String,
+    /// Revision (default HEAD).
+    rev: Option<String>,
+    /// First line (1-based, inclusive).
+    start_line: Option<u32>,
+    /// Last line (inclusive).
+    end_line: Option<u32>,
+}
+
+fn status(ctx: &Ctx, _a: NoArgs) -> Result<Value, ToolError> {
+    to_value(repo(ctx)?.status().map_err(repo_err)?)
+}
+
+fn log(ctx: &Ctx, a: LogArgs) -> Result<Value, ToolError> {
+    let limit = a.limit.unwrap_or(20).clamp(1, 200) as usize;
+    let commits = repo(ctx)?
+        .log(
+            a.rev.as_deref(),
+            a.path.as_deref(),
+            limit,
+            a.skip.unwrap_or(0) as usize,
+        )
+        .map_err(repo_err)?;
+    Ok(json!({"commits": commits}))
+}
+
+fn diff(ctx: &Ctx, a: DiffArgs) -> Result<Value, ToolError> {
+    let target = match a.target.unwrap_or(DiffKind::WorkingTree) {
+        DiffKind::WorkingTree => DiffTarget::WorkingTree,
+        DiffKind::Staged => DiffTarget::Staged,
+        DiffKind::Revisions => DiffTarget::Revisions {
+            from: a.from.ok_or_else(|| {
+                ToolError::InvalidArguments("`from` is required when target is `revisions`".into())
+            })?,
+            to: a.to,
+        },
+    };
+    to_value(
+        repo(ctx)?
+            .diff(target, a.path.as_deref(), MAX_PATCH)
+            .map_err(repo_err)?,
+    )
+}
+
+fn show(ctx: &Ctx, a: ShowArgs) -> Result<Value, ToolError> {
+    to_value(
+        repo(ctx)?
+            .show(a.rev.as_deref().unwrap_or("HEAD"), MAX_PATCH)
+            .map_err(repo_err)?,
+    )
+}
+
+fn tree(ctx: &Ctx, a: TreeArgs) -> Result<Value, ToolError> {
+    let limit = a.limit.unwrap_or(500).clamp(1, 5000) as usize;
+    to_value(
+        repo(ctx)?
+            .tree(a.rev.as_deref(), a.path.as_deref(), a.recursive, limit)
+            .map_err(repo_err)?,
+    )
+}
+
+fn file(ctx: &Ctx, a: FileArgs) -> Result<Value, ToolError> {
+    to_value(
+        repo(ctx)?
+            .file(
+                a.rev.as_deref(),
+                &a.path,
+                a.start_line.map(|n| n as usize),
+                a.end_line.map(|n| n as usize),
+                MAX_FILE,
+            )
+            .map_err(repo_err)?,
+    )
+}
+
+pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
+    vec![
+        ("vox_repo_status", typed(status)),
+        ("vox_repo_log", typed(log)),
+        ("vox_repo_diff", typed(diff)),
+        ("vox_repo_show", typed(show)),
+        ("vox_repo_tree", typed(tree)),
+        ("vox_repo_file", typed(file)),
+    ]
+}

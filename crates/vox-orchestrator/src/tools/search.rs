@@ -1,0 +1,416 @@
+//! The search_index subsystem's tools: `vox_kb_*`, `vox_search_*`, `vox_knowledge_query`, and
+//! the index behind `vox_memory_search`.
+//!
+//! The store is the source of truth; the tantivy indexes live in RAM and are built from it on
+//! first use, then kept current by every write (which also goes through the built index, so a
+//! write racing the first build cannot be missed).
+
+use super::{HandlerEntry, bounded, typed};
+use crate::orchestrator::{Ctx, ToolError};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::path::{Component, Path};
+use std::sync::{Arc, Mutex};
+use vox_search::{DocIndex, SearchError, WorkspaceIndex};
+
+/// The search_index subsystem's state.
+pub struct Search {
+    workspace: WorkspaceIndex,
+    kb: Mutex<Option<Arc<DocIndex>>>,
+    memory: Mutex<Option<Arc<DocIndex>>>,
+}
+
+impl Search {
+    /// Nothing is indexed until the first query.
+    pub fn new(root: &Path) -> Self {
+        Search {
+            workspace: WorkspaceIndex::new(root.to_path_buf()),
+            kb: Mutex::new(None),
+            memory: Mutex::new(None),
+        }
+    }
+}
+
+fn search_err(e: SearchError) -> ToolError {
+    if e.is_invalid_input() {
+        ToolError::InvalidArguments(e.to_string())
+    } else {
+        ToolError::Internal(e.to_string())
+    }
+}
+
+fn search(ctx: &Ctx) -> Result<&Search, ToolError> {
+    ctx.search
+        .as_ref()
+        .ok_or_else(|| ToolError::Unavailable("the search_index subsystem is not running".into()))
+}
+
+fn lazy_index(
+    slot: &Mutex<Option<Arc<DocIndex>>>,
+    docs: impl FnOnce() -> Result<Vec<(String, String, String)>, ToolError>,
+) -> Result<Arc<DocIndex>, ToolError> {
+    let mut guard = slot.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(ix) = guard.as_ref() {
+        return Ok(ix.clone());
+    }
+    let ix = DocIndex::new().map_err(search_err)?;
+    ix.upsert_many(docs()?).map_err(search_err)?;
+    let ix = Arc::new(ix);
+    *guard = Some(ix.clone());
+    Ok(ix)
+}
+
+fn kb_index(ctx: &Ctx) -> Result<Arc<DocIndex>, ToolError> {
+    let store = ctx.store()?;
+    lazy_index(&search(ctx)?.kb, || {
+        Ok(store
+            .kb_all()?
+            .into_iter()
+            .map(|d| (d.id.to_string(), d.title, d.content))
+            .collect())
+    })
+}
+
+fn memory_doc(key: &str, value: &str, tags: &[String]) -> (String, String, String) {
+    (
+        key.to_owned(),
+        key.to_owned(),
+        format!("{value}\n{}", tags.join(" ")),
+    )
+}
+
+/// The memory index (built from the store on first use).
+pub fn memory_index(ctx: &Ctx) -> Result<Arc<DocIndex>, ToolError> {
+    let store = ctx.store()?;
+    lazy_index(&search(ctx)?.memory, || {
+        Ok(store
+            .memory_all()?
+            .iter()
+            .map(|m| memory_doc(&m.key, &m.value, &m.tags))
+            .collect())
+    })
+}
+
+/// Keeps the memory index current after a store write, if the index exists.
+pub fn memory_indexed(
+    ctx: &Ctx,
+    key: &str,
+    value: Option<(&str, &[String])>,
+) -> Result<(), ToolError> {
+    if ctx.search.is_none() {
+        return Ok(());
+    }
+    let ix = memory_index(ctx)?;
+    match value {
+        Some((v, tags)) => {
+            let (id, title, body) = memory_doc(key, v, tags);
+            ix.upsert(&id, &title, &body).map_err(search_err)
+        }
+        None => ix.delete(key).map_err(search_err),
+    }
+}
+
+fn limit(v: Option<u32>, default: u32, max: u32) -> usize {
+    v.unwrap_or(default).clamp(1, max) as usize
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct IngestArgs {
+    /// Text to add as one document (give `text` or `path`, not both).
+    text: Option<String>,
+    /// A workspace-relative file or glob such as `docs/**/*.md` (respects .gitignore).
+    path: Option<String>,
+    /// Title for a text document (default: its first line).
+    title: Option<String>,
+    /// A stable source name for a text document; ingesting the same source again replaces it.
+    source: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct QueryArgs {
+    /// What to look for (words; quotes for phrases).
+    query: String,
+    /// Most results (default 10, at most 100).
+    limit: Option<u32>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct KbListArgs {
+    /// The `next_cursor` of a previous page.
+    cursor: Option<i64>,
+    /// Page size (default 50, at most 500).
+    limit: Option<u32>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct KbDeleteArgs {
+    /// The document id from `vox_kb_list` or `vox_kb_query`.
+    id: i64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TextSearchArgs {
+    /// Words to find in workspace files.
+    query: String,
+    /// Only files whose workspace-relative path matches this glob, e.g. `src/**/*.rs`.
+    path_glob: Option<String>,
+    /// Most files (default 20, at most 100).
+    limit: Option<u32>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct StructuralArgs {
+    /// A declaration name or part of one, e.g. `parse_config` or `Config`.
+    query: String,
+    /// Only this kind: function, struct, enum, trait, type, class, interface, module, const...
+    kind: Option<String>,
+    /// Most declarations (default 20, at most 100).
+    limit: Option<u32>,
+}
+
+const MAX_DOC: usize = 1024 * 1024;
+const MAX_FILES: usize = 1000;
+
+fn sha256_hex(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn ingest(ctx: &Ctx, a: IngestArgs) -> Result<Value, ToolError> {
+    let store = ctx.store()?;
+    let ix = kb_index(ctx)?;
+    let mut docs = Vec::new();
+    match (a.text, a.path) {
+        (Some(text), None) => {
+            bounded("text", &text, MAX_DOC)?;
+            let hash = sha256_hex(&text);
+            let source = a.source.unwrap_or_else(|| format!("text:{}", &hash[..16]));
+            bounded("source", &source, 1024)?;
+            let title = a.title.unwrap_or_else(|| {
+                text.lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .chars()
+                    .take(80)
+                    .collect()
+            });
+            docs.push((title, source, text, hash));
+        }
+        (None, Some(pattern)) => {
+            for (rel, text) in workspace_files(&ctx.workspace.root, &pattern)? {
+                let hash = sha256_hex(&text);
+                docs.push((rel.clone(), format!("file:{rel}"), text, hash));
+            }
+            if docs.is_empty() {
+                return Err(ToolError::NotFound(format!(
+                    "no text file in the workspace matches `{pattern}`"
+                )));
+            }
+        }
+        _ => {
+            return Err(ToolError::InvalidArguments(
+                "give exactly one of `text` or `path`".into(),
+            ));
+        }
+    }
+    let mut out = Vec::new();
+    for (title, source, text, hash) in docs {
+        let (id, changed) = store.kb_upsert(&title, &source, &text, &hash)?;
+        if changed {
+            ix.upsert(&id.to_string(), &title, &text)
+                .map_err(search_err)?;
+        }
+        out.push(json!({"id": id, "title": title, "source": source, "bytes": text.len(), "changed": changed}));
+    }
+    Ok(json!({"ingested": out.len(), "documents": out}))
+}
+
+/// Text files under the workspace matching a relative path or glob, honouring .gitignore.
+fn workspace_files(root: &Path, pattern: &str) -> Result<Vec<(String, String)>, ToolError> {
+    bounded("path", pattern, 1024)?;
+    let p = Path::new(pattern);
+    if p.is_absolute() || p.components().any(|c| matches!(c, Component::ParentDir)) {
+        return Err(ToolError::InvalidArguments(format!(
+            "`path` must stay inside the workspace: `{pattern}`"
+        )));
+    }
+    let glob = globset::Glob::new(pattern)
+        .map_err(|e| ToolError::InvalidArguments(format!("invalid glob `{pattern}`: {e}")))?
+        .compile_matcher();
+    let mut files = Vec::new();
+    // .gitignore applies even when the workspace is not (yet) a git repository.
+    let walker = ignore::WalkBuilder::new(root)
+        .require_git(false)
+        .filter_entry(|e| {
+            !matches!(
+                e.file_name().to_str(),
+                Some(".git" | ".vox" | "target" | "node_modules")
+            )
+        })
+        .build();
+    for entry in walker.flatten() {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let Ok(rel) = entry.path().strip_prefix(root) else {
+            continue;
+        };
+        let rel = rel.to_string_lossy().replace('\\', "/");
+        if !(glob.is_match(&rel) || rel == pattern) {
+            continue;
+        }
+        if entry
+            .metadata()
+            .map(|m| m.len() as usize > MAX_DOC)
+            .unwrap_or(true)
+        {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(entry.path()) else {
+            continue;
+        };
+        if bytes.iter().take(8192).any(|&b| b == 0) {
+            continue;
+        }
+        files.push((rel, String::from_utf8_lossy(&bytes).into_owned()));
+        if files.len() > MAX_FILES {
+            return Err(ToolError::InvalidArguments(format!(
+                "`{pattern}` matches more than {MAX_FILES} files; narrow it"
+            )));
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+fn kb_query(ctx: &Ctx, a: QueryArgs) -> Result<Value, ToolError> {
+    bounded("query", &a.query, 1000)?;
+    let hits = kb_index(ctx)?
+        .search(&a.query, limit(a.limit, 10, 100))
+        .map_err(search_err)?;
+    let store = ctx.store()?;
+    let mut results = Vec::new();
+    for h in hits {
+        let Ok(id) = h.id.parse::<i64>() else {
+            continue;
+        };
+        if let Some(d) = store.kb_get(id)? {
+            results.push(json!({"id": id, "title": d.title, "source": d.source, "score": h.score, "snippet": h.snippet}));
+        }
+    }
+    Ok(json!({"results": results}))
+}
+
+fn kb_list(ctx: &Ctx, a: KbListArgs) -> Result<Value, ToolError> {
+    let n = limit(a.limit, 50, 500);
+    let mut page = ctx.store()?.kb_list(a.cursor, n + 1)?;
+    let next = if page.len() > n {
+        page.truncate(n);
+        page.last().map(|d| d.id)
+    } else {
+        None
+    };
+    Ok(json!({"documents": page, "next_cursor": next}))
+}
+
+fn kb_delete(ctx: &Ctx, a: KbDeleteArgs) -> Result<Value, ToolError> {
+    let ix = kb_index(ctx)?;
+    if !ctx.store()?.kb_delete(a.id)? {
+        return Err(ToolError::NotFound(format!(
+            "no knowledge-base document with id {}",
+            a.id
+        )));
+    }
+    ix.delete(&a.id.to_string()).map_err(search_err)?;
+    Ok(json!({"deleted": true, "id": a.id}))
+}
+
+fn text(ctx: &Ctx, a: TextSearchArgs) -> Result<Value, ToolError> {
+    bounded("query", &a.query, 1000)?;
+    let hits = search(ctx)?
+        .workspace
+        .search_text(&a.query, limit(a.limit, 20, 100), a.path_glob.as_deref())
+        .map_err(search_err)?;
+    Ok(json!({"files": hits}))
+}
+
+fn structural(ctx: &Ctx, a: StructuralArgs) -> Result<Value, ToolError> {
+    bounded("query", &a.query, 256)?;
+    let hits = search(ctx)?
+        .workspace
+        .search_declarations(&a.query, a.kind.as_deref(), limit(a.limit, 20, 100))
+        .map_err(search_err)?;
+    Ok(json!({"declarations": hits}))
+}
+
+/// Memory search through the memory index.
+pub fn memory_search(ctx: &Ctx, query: &str, n: usize) -> Result<Value, ToolError> {
+    bounded("query", query, 1000)?;
+    let hits = memory_index(ctx)?.search(query, n).map_err(search_err)?;
+    let store = ctx.store()?;
+    let mut results = Vec::new();
+    for h in hits {
+        if let Some(m) = store.memory_get(&h.id)? {
+            results.push(json!({"key": m.key, "value": m.value, "tags": m.tags, "score": h.score, "snippet": h.snippet}));
+        }
+    }
+    Ok(json!({"results": results}))
+}
+
+fn knowledge(ctx: &Ctx, a: QueryArgs) -> Result<Value, ToolError> {
+    bounded("query", &a.query, 1000)?;
+    let n = limit(a.limit, 10, 100);
+    let store = ctx.store()?;
+    // BM25 scores of two indexes are not on one scale: normalise each list by its best score,
+    // then merge; ties keep a stable order (kb before memory, then id).
+    let mut answers = Vec::new();
+    let kb = kb_index(ctx)?.search(&a.query, n).map_err(search_err)?;
+    let kb_top = kb.first().map_or(1.0, |h| h.score.max(f32::EPSILON));
+    for h in kb {
+        let Ok(id) = h.id.parse::<i64>() else {
+            continue;
+        };
+        if let Some(d) = store.kb_get(id)? {
+            answers.push((h.score / kb_top, 0, json!({"source": "kb", "id": id, "title": d.title, "origin": d.source, "score": h.score, "snippet": h.snippet})));
+        }
+    }
+    let mem = memory_index(ctx)?.search(&a.query, n).map_err(search_err)?;
+    let mem_top = mem.first().map_or(1.0, |h| h.score.max(f32::EPSILON));
+    for h in mem {
+        if let Some(m) = store.memory_get(&h.id)? {
+            answers.push((h.score / mem_top, 1, json!({"source": "memory", "id": m.key, "title": m.key, "score": h.score, "snippet": h.snippet, "value": m.value})));
+        }
+    }
+    answers.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    answers.truncate(n);
+    let answers: Vec<Value> = answers
+        .into_iter()
+        .map(|(rel, _, mut v)| {
+            v["relevance"] = json!(rel);
+            v
+        })
+        .collect();
+    Ok(json!({"query": a.query, "best": answers.first().cloned(), "answers": answers}))
+}
+
+pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
+    vec![
+        ("vox_kb_ingest", typed(ingest)),
+        ("vox_kb_query", typed(kb_query)),
+        ("vox_kb_list", typed(kb_list)),
+        ("vox_kb_delete", typed(kb_delete)),
+        ("vox_search_text", typed(text)),
+        ("vox_search_structural", typed(structural)),
+        ("vox_knowledge_query", typed(knowledge)),
+    ]
+}
