@@ -103,10 +103,7 @@ impl ToolSet {
 /// Looks a catalog tool up by exact name.
 #[inline]
 pub fn tool_by_name(name: &str) -> Option<&'static ToolEntry> {
-    TOOL_REGISTRY
-        .binary_search_by(|t| t.name.cmp(name))
-        .ok()
-        .map(|i| &TOOL_REGISTRY[i])
+    tool_index(name).map(|i| &TOOL_REGISTRY[i])
 }
 
 /// The index (bit) of a subsystem by id.

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The project's test command: formatting, every crate's tests (unit, property, snapshot and
+# end-to-end with the real binaries and the rmcp client), then the official Python MCP SDK
+# against the real `vox mcp`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+cargo fmt --all -- --check
+cargo nextest run --workspace --no-fail-fast
+
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import mcp' 2>/dev/null; then
+  python3 -m venv .venv
+  .venv/bin/pip install --quiet 'mcp==2.3.0'
+fi
+cargo build --quiet --bin vox --bin vox-orchestrator-d
+.venv/bin/python tests/python/test_stdio_e2e.py target/debug/vox
