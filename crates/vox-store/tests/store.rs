@@ -99,7 +99,7 @@ fn exercise_sessions(s: &dyn SessionStore) {
         .into_iter()
         .map(|s| s.id)
         .collect();
-    assert_eq!(open, [b.id.clone()]);
+    assert_eq!(open, std::slice::from_ref(&b.id));
     assert_eq!(s.list(None, 10).unwrap().len(), 2);
     assert!(s.get("../../etc/passwd", 5).unwrap().is_none());
 }
