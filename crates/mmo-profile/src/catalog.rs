@@ -415,3 +415,57 @@ pub fn resolve(fragment: Option<(&str, &str)>) -> Result<Catalog, Rejected> {
         Err(Rejected(d.into_sorted()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_catalog_is_valid_and_holds_the_spec_keys() {
+        let mut d = Diags::default();
+        let frag = parse_fragment(BUILTIN_FILE, BUILTIN_CATALOG, &mut d).unwrap();
+        let c = Catalog::default().overlay(frag, BUILTIN_FILE, &mut d);
+        assert!(d.is_empty(), "{:?}", d.into_sorted());
+        for key in [
+            "codex_chatgpt_builtin__gpt_5_6_terra",
+            "opencode_zen_anthropic_messages__claude_sonnet_5",
+            "opencode_go_openai_chat__deepseek_v4_pro",
+        ] {
+            assert!(c.models.contains_key(key), "{key}");
+            assert!(c.default_group(key).is_some(), "{key} has a resource group");
+        }
+    }
+
+    #[test]
+    fn overlay_replaces_entries_whole_by_key() {
+        let mut d = Diags::default();
+        let frag = parse_fragment(
+            "catalog.toml",
+            "schema_version = 8\n[resource_groups.opencode_go]\ncapacity = 9\n",
+            &mut d,
+        )
+        .unwrap();
+        let c = Catalog::builtin().overlay(frag, "catalog.toml", &mut d);
+        assert!(d.is_empty());
+        assert_eq!(c.resource_groups["opencode_go"].capacity, 9);
+        assert_eq!(
+            c.resource_groups["opencode_go"].description, "",
+            "no field-level merge"
+        );
+    }
+
+    #[test]
+    fn route_outside_its_namespace_is_rejected() {
+        let mut d = Diags::default();
+        let text = "schema_version = 8\n[routes.other_chat]\nnamespace = \"local\"\ndriver = \"catalog_only\"\ntransports = [\"responses\"]\ninput_modalities = [\"text\"]\noutput_modalities = [\"text\"]\nbackends = [\"mcp\"]\nresource_group = \"opencode_go\"\n";
+        parse_fragment("catalog.toml", text, &mut d);
+        let items = d.into_sorted();
+        assert!(
+            items
+                .iter()
+                .any(|x| x.rule == "catalog_route_namespace"
+                    && x.path == "routes.other_chat.namespace"),
+            "{items:?}"
+        );
+    }
+}

@@ -136,7 +136,11 @@ pub fn validate(
     let ceilings = ceilings::derive(&profile, &|g| {
         catalog.resource_groups.get(g).map(|r| r.capacity)
     });
-    check_ceilings(&profile, &ceilings, &catalog, &mut d);
+    // A role whose binding failed has no resource group, so the derivation would undercount and
+    // report ceilings that are only a symptom of the binding error already reported.
+    if profile.agents.values().all(|a| a.resource_group.is_some()) {
+        check_ceilings(&profile, &ceilings, &catalog, &mut d);
+    }
     profile.coordination.native_max_concurrent_threads =
         Some(ceilings.native_max_concurrent_threads);
     for (name, a) in profile.agents.iter_mut() {
