@@ -231,16 +231,21 @@ impl Store {
         for d in [&staging, &packs, &profiles] {
             fs::create_dir_all(d).map_err(|e| io_err(d, "store_write", e))?;
         }
+        self.sweep_trash(&staging);
         let final_dir = packs.join(&digest);
-        if !final_dir.join("record.json").exists() {
+        // Reuse an existing copy only if its bytes are exactly this content; copies only ever
+        // appear or disappear by rename, but verifying costs little and guards the invariant.
+        let reusable = Pack::load(&final_dir.join("pack"))
+            .is_ok_and(|p| p.content_digest() == digest)
+            && final_dir.join("record.json").is_file();
+        if !reusable {
             let stage = staging.join(format!("{digest}-{}", unique_suffix()));
             self.stage_pack(&stage, &pack, &id, &digest)?;
             // Validate the staged copy itself: what is swapped in is exactly what was checked.
             let staged = Pack::load(&stage.join("pack"))?;
             self.validate(&staged, &[])?;
             if final_dir.exists() {
-                // A crashed earlier attempt left an incomplete copy; it was never linked.
-                fs::remove_dir_all(&final_dir).map_err(|e| io_err(&final_dir, "store_write", e))?;
+                self.discard(&staging, &final_dir)?;
             }
             fs::rename(&stage, &final_dir).map_err(|e| io_err(&final_dir, "store_write", e))?;
         }
@@ -253,7 +258,7 @@ impl Store {
             .map_err(|e| io_err(&profiles, "store_write", e))?;
         if let Some((old, _)) = previous {
             // The old copy is unreachable now; running sessions use snapshots, never packs.
-            let _ = fs::remove_dir_all(packs.join(old.content_sha256));
+            let _ = self.discard(&staging, &packs.join(old.content_sha256));
         }
         Ok(InstallOutcome {
             profile_id: id,
@@ -264,6 +269,32 @@ impl Store {
                 "installed"
             },
         })
+    }
+
+    /// Remove a directory without ever exposing a half-deleted copy under its name: it is
+    /// renamed into the staging area first, so a kill mid-delete leaves only unread trash.
+    fn discard(&self, staging: &Path, dir: &Path) -> Result<(), Rejected> {
+        fs::create_dir_all(staging).map_err(|e| io_err(staging, "store_write", e))?;
+        let trash = staging.join(format!("trash-{}", unique_suffix()));
+        match fs::rename(dir, &trash) {
+            Ok(()) => {
+                let _ = fs::remove_dir_all(&trash);
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_err(dir, "store_write", e)),
+        }
+    }
+
+    /// Best-effort removal of trash left by killed processes (never read, so racing is harmless).
+    fn sweep_trash(&self, staging: &Path) {
+        if let Ok(rd) = fs::read_dir(staging) {
+            for e in rd.flatten() {
+                if e.file_name().to_string_lossy().starts_with("trash-") {
+                    let _ = fs::remove_dir_all(e.path());
+                }
+            }
+        }
     }
 
     fn stage_pack(
@@ -414,7 +445,10 @@ impl Store {
         };
         let link = self.dirs.profile_link(id);
         fs::remove_file(&link).map_err(|e| io_err(&link, "store_write", e))?;
-        let _ = fs::remove_dir_all(self.dirs.data.join("packs").join(&r.content_sha256));
+        let _ = self.discard(
+            &self.dirs.data.join("staging"),
+            &self.dirs.data.join("packs").join(&r.content_sha256),
+        );
         if self
             .active()
             .ok()
