@@ -250,3 +250,42 @@ fn oversized_instructions_exceed_the_agents_md_limit() {
     let err = compile(&pack, &v).unwrap_err();
     assert!(err.has_rule("agents_md_too_large"), "{err}");
 }
+
+#[test]
+fn twenty_role_pack_validates_and_compiles() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_wide_pack(tmp.path(), 20);
+    let pack = Pack::load(tmp.path()).unwrap();
+    let v = validate(&pack, &registry(), &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(v.profile.agents.len(), 20);
+    // chatgpt 6 - root 1 = 5 mini slots of 6; zen 4 of 6; go 4 of 7: 13 workers + root.
+    assert_eq!(v.ceilings.max_active_agents.derived, Some(14));
+    let (s, _) = compile(&pack, &v).unwrap();
+    assert_eq!(
+        s.files
+            .keys()
+            .filter(|k| k.ends_with("/output-schema.json"))
+            .count(),
+        19
+    );
+}
+
+#[test]
+fn native_roles_become_custom_agents_in_the_root_home() {
+    let s = build(&example("hybrid-audit"), &[]);
+    insta::assert_snapshot!(
+        "hybrid_audit_scout_native_agent",
+        text(&s, "roles/auditor_lead/codex-home/agents/audit-scout.toml")
+    );
+    let root = text(&s, "roles/auditor_lead/codex-home/config.toml");
+    assert!(
+        root.contains("[agents]\nmax_depth = 1\nmax_threads = 3\n"),
+        "{root}"
+    );
+    assert!(
+        !s.files
+            .keys()
+            .any(|k| k.contains("agents/") && k.contains("auditor.toml")),
+        "MCP-only roles are not native agents"
+    );
+}

@@ -1099,3 +1099,41 @@ fn value_type_errors_never_panic_on_any_field() {
         assert!(err.has_rule("toml_wrong_type"), "{key}: {err}");
     }
 }
+
+#[test]
+fn toml_syntax_error_names_the_file_and_line() {
+    let r = check(
+        |_| {},
+        |d| fs::write(d.join("profile.toml"), "schema_version = 8\nid = \"x\n").unwrap(),
+    );
+    let err = r.unwrap_err();
+    let d = err
+        .0
+        .iter()
+        .find(|d| d.rule == "toml_syntax")
+        .unwrap_or_else(|| panic!("{err}"));
+    assert_eq!(d.file, "profile.toml");
+    assert!(d.message.contains("line 2"), "{}", d.message);
+}
+
+#[test]
+fn catalog_syntax_error_names_the_catalog_file() {
+    expect(
+        check(
+            |_| {},
+            |d| fs::write(d.join("catalog.toml"), "schema_version = \n").unwrap(),
+        ),
+        "catalog.toml",
+        "",
+        "toml_syntax",
+    );
+}
+
+profile_rule!(
+    catalog_reference_must_be_catalog_toml,
+    "catalog",
+    "pack_ref_location",
+    |t| {
+        set(t, "catalog", "agents/cat.toml");
+    }
+);

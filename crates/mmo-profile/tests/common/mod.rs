@@ -85,3 +85,49 @@ pub fn check(
     let pack = Pack::load(&dir)?;
     validate(&pack, &registry(), &[])
 }
+
+/// A valid pack with `roles` roles (one root and `roles - 1` leaves spread over three routes),
+/// used by the compile benchmark and its test.
+pub fn write_wide_pack(dir: &Path, roles: usize) {
+    let models = [
+        "opencode_go_openai_chat__deepseek_v4_pro",
+        "opencode_zen_anthropic_messages__claude_sonnet_5",
+        "codex_chatgpt_builtin__gpt_5_6_terra_mini",
+    ];
+    let mut t = String::from(
+        "schema_version = 8\nid = \"wide\"\nversion = \"8.0.0\"\ndisplay_name = \"Wide\"\ndescription = \"Benchmark pack\"\nmaturity = \"lab\"\nroot = \"lead\"\n\n[coordination]\nmax_children_per_agent = 8\n\n[agents.lead]\nkind = \"root\"\nmodel = \"codex_chatgpt_builtin__gpt_5_6_terra\"\ninstructions = \"agents/lead.md\"\n",
+    );
+    let names: Vec<String> = (1..roles).map(|i| format!("worker_{i:02}")).collect();
+    t.push_str(&format!(
+        "can_spawn = [{}]\n",
+        names
+            .iter()
+            .map(|n| format!("\"{n}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    for (i, n) in names.iter().enumerate() {
+        t.push_str(&format!(
+            "\n[agents.lead.controls.{n}]\nactions = [\"inspect\", \"stop\"]\n\n[agents.{n}]\ndescription = \"Worker {i}\"\nmodel = \"{}\"\nallowed_task_kinds = [\"analysis\", \"review\"]\ncontract_enforcement = \"strict\"\noutput_contract = \"contracts/result.json\"\ninstructions = \"agents/worker.md\"\n",
+            models[i % models.len()]
+        ));
+    }
+    fs::create_dir_all(dir.join("agents")).unwrap();
+    fs::create_dir_all(dir.join("contracts")).unwrap();
+    fs::write(dir.join("profile.toml"), t).unwrap();
+    fs::write(
+        dir.join("agents/lead.md"),
+        "Coordinate the workers.\n".repeat(40),
+    )
+    .unwrap();
+    fs::write(
+        dir.join("agents/worker.md"),
+        "Do the scoped work and report evidence.\n".repeat(40),
+    )
+    .unwrap();
+    fs::write(
+        dir.join("contracts/result.json"),
+        r#"{"type":"object","additionalProperties":false,"required":["status","evidence"],"properties":{"status":{"enum":["done","blocked"]},"evidence":{"type":"array","items":{"type":"object","required":["command","exit_code"],"properties":{"command":{"type":"string"},"exit_code":{"type":"integer"}}}},"at":{"type":"string","format":"date-time"}}}"#,
+    )
+    .unwrap();
+}
