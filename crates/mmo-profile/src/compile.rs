@@ -456,8 +456,12 @@ fn codex_config(p: &Profile, name: &str, a: &Agent, v: &Validated, any_capable: 
         let co = &p.coordination;
         let mut agents = Table::new();
         agents.insert(
-            "max_threads".into(),
+            "max_concurrent_threads_per_session".into(),
             Value::Integer(i64::from(co.native_max_concurrent_threads.unwrap_or(0))),
+        );
+        agents.insert(
+            "interrupt_message".into(),
+            Value::Boolean(co.native_interrupt_message),
         );
         // Without nested delegation a native subagent cannot spawn again.
         let depth = if co.native_nested_delegation {

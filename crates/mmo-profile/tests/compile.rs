@@ -279,7 +279,7 @@ fn native_roles_become_custom_agents_in_the_root_home() {
     );
     let root = text(&s, "roles/auditor_lead/codex-home/config.toml");
     assert!(
-        root.contains("[agents]\nmax_depth = 1\nmax_threads = 3\n"),
+        root.contains("[agents]\ninterrupt_message = true\nmax_concurrent_threads_per_session = 3\nmax_depth = 1\n"),
         "{root}"
     );
     assert!(

@@ -1137,3 +1137,33 @@ profile_rule!(
         set(t, "catalog", "agents/cat.toml");
     }
 );
+
+#[test]
+fn every_single_byte_deletion_of_profile_toml_is_diagnosed_without_panicking() {
+    // Exhaustive over positions rather than random: each truncated or spliced file must yield
+    // either a valid pack or diagnostics that all name a file; a panic fails the test.
+    let text = toml::to_string(&base_profile()).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("pack");
+    write_pack(&dir, &base_profile());
+    let registry = registry();
+    let mut rejected = 0;
+    for i in (0..text.len()).filter(|i| text.is_char_boundary(*i) && text.is_char_boundary(i + 1)) {
+        let mut broken = text.clone();
+        broken.remove(i);
+        fs::write(dir.join("profile.toml"), &broken).unwrap();
+        let pack = mmo_profile::pack::Pack::load(&dir).unwrap();
+        if let Err(e) = mmo_profile::validate::validate(&pack, &registry, &[]) {
+            rejected += 1;
+            assert!(
+                e.0.iter().all(|d| !d.file.is_empty() && !d.rule.is_empty()),
+                "{e}"
+            );
+        }
+    }
+    assert!(
+        rejected > text.len() / 2,
+        "most deletions break something ({rejected} of {})",
+        text.len()
+    );
+}
