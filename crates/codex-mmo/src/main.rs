@@ -5,6 +5,7 @@ use mmo_profile::catalog::{self, Catalog};
 use mmo_profile::store::{Dirs, Store};
 use mmo_profile::{Rejected, diag::Diagnostic};
 use serde_json::{Value, json};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -130,28 +131,34 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(out) => {
             if want_json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&out.json).unwrap_or_default()
-                );
+                emit(&serde_json::to_string_pretty(&out.json).unwrap_or_default());
             } else {
-                println!("{}", out.text.trim_end());
+                emit(out.text.trim_end());
             }
             ExitCode::SUCCESS
         }
         Err(Rejected(problems)) => {
             if want_json {
                 let v = json!({ "ok": false, "problems": problems });
-                println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+                emit(&serde_json::to_string_pretty(&v).unwrap_or_default());
             } else {
-                eprintln!("error: {} problem(s)", problems.len());
+                let mut text = format!("error: {} problem(s)\n", problems.len());
                 for p in &problems {
-                    eprintln!("  {p}");
+                    text.push_str(&format!("  {p}\n"));
                 }
+                // A closed stderr must not turn a rejection into a panic.
+                let _ = std::io::stderr().lock().write_all(text.as_bytes());
             }
             ExitCode::from(1)
         }
     }
+}
+
+/// Print to stdout; a closed pipe (`codex-mmo catalog list | head`) ends output quietly
+/// instead of panicking like `println!` would.
+fn emit(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{text}").and_then(|_| out.flush());
 }
 
 fn store() -> Result<Store, Rejected> {

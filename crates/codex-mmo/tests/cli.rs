@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 const BIN: &str = env!("CARGO_BIN_EXE_codex-mmo");
 /// Must match the golden in mmo-profile's tests: the CLI adds nothing machine-specific.
 const REVIEW_PAIR_ADDRESS: &str =
-    "2efe66d8ba7a7ba5e55e6687706e96e4306e03a016ae6ce3b747629fb7c1d823";
+    "8bd817d18660975497787927ebd9268f008e4f03ec9c7273bba88709984a537e";
 
 fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -415,4 +415,20 @@ fn killed_install_never_leaves_a_half_written_pack() {
         let show = env.json(&["profile", "show", "build-squad", "--json"]);
         assert_eq!(show["record"]["content_sha256"], digest.as_str());
     }
+}
+
+#[test]
+fn closed_stdout_pipe_does_not_panic() {
+    let env = Env::new();
+    let mut child = env
+        .cmd(&["catalog", "list"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close our end before the child writes, as `| head -0` would.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

@@ -483,7 +483,10 @@ fn parse_agent(a: &Tbl, co: &Coordination, d: &mut Diags) -> Agent {
             "backends cannot be empty; leave it out for the profile-derived default",
         );
     }
-    if !backends_declared {
+    if !backends_declared && kind == "root" {
+        // The root runs in its own app-server host; no worker backend applies to it.
+        backends = Vec::new();
+    } else if !backends_declared {
         backends = match co.orchestration.as_str() {
             "native" => vec!["native".into()],
             "hybrid" => vec!["mcp".into(), "native".into()],
