@@ -233,10 +233,72 @@ fn check(s: &Value, ptr: &str, root: bool, out: &mut Vec<SchemaProblem>) {
 }
 
 /// A checked contract, ready to validate instances.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Contract {
-    schema: Value,
-    patterns: HashMap<String, Regex>,
+    // Boxed so the addresses of its nodes, which key `patterns`, never move with the Contract.
+    schema: Box<Value>,
+    patterns: HashMap<usize, Regex>,
+}
+
+/// A JSON pointer built lazily: segments are linked on the stack and rendered only when an
+/// error is reported, so validating a valid instance allocates no pointer strings.
+#[derive(Clone, Copy)]
+struct Ptr<'a> {
+    parent: Option<&'a Ptr<'a>>,
+    seg: Seg<'a>,
+}
+
+#[derive(Clone, Copy)]
+enum Seg<'a> {
+    Root,
+    Key(&'a str),
+    Index(usize),
+}
+
+impl<'a> Ptr<'a> {
+    const ROOT: Ptr<'static> = Ptr {
+        parent: None,
+        seg: Seg::Root,
+    };
+    fn key<'b>(&'b self, k: &'b str) -> Ptr<'b> {
+        Ptr {
+            parent: Some(self),
+            seg: Seg::Key(k),
+        }
+    }
+    fn idx<'b>(&'b self, i: usize) -> Ptr<'b> {
+        Ptr {
+            parent: Some(self),
+            seg: Seg::Index(i),
+        }
+    }
+    fn render(&self) -> String {
+        let mut segs = Vec::new();
+        let mut cur = Some(self);
+        while let Some(p) = cur {
+            match p.seg {
+                Seg::Root => {}
+                Seg::Key(k) => segs.push(esc(k)),
+                Seg::Index(i) => segs.push(i.to_string()),
+            }
+            cur = p.parent;
+        }
+        segs.iter().rev().map(|s| format!("/{s}")).collect()
+    }
+}
+
+fn node_id(v: &Value) -> usize {
+    v as *const Value as usize
+}
+
+impl Clone for Contract {
+    // Patterns are keyed by node address, so a clone must re-key them for its own nodes.
+    fn clone(&self) -> Self {
+        let schema = Box::new((*self.schema).clone());
+        let mut patterns = HashMap::new();
+        collect_patterns(&schema, &mut patterns);
+        Contract { schema, patterns }
+    }
 }
 
 impl Contract {
@@ -246,6 +308,7 @@ impl Contract {
         if !problems.is_empty() {
             return Err(problems);
         }
+        let schema = Box::new(schema);
         let mut patterns = HashMap::new();
         collect_patterns(&schema, &mut patterns);
         Ok(Contract { schema, patterns })
@@ -259,28 +322,28 @@ impl Contract {
     /// Validate an instance; returns every failing keyword (empty = valid).
     pub fn validate(&self, instance: &Value) -> Vec<InstanceError> {
         let mut out = Vec::new();
-        self.walk(&self.schema, "", instance, "", &mut out);
+        self.walk(&self.schema, Ptr::ROOT, instance, Ptr::ROOT, &mut out);
         out
     }
 
     /// Whether an instance is valid.
     pub fn is_valid(&self, instance: &Value) -> bool {
         let mut out = Vec::new();
-        self.walk(&self.schema, "", instance, "", &mut out);
+        self.walk(&self.schema, Ptr::ROOT, instance, Ptr::ROOT, &mut out);
         out.is_empty()
     }
 
-    fn ok(&self, s: &Value, sp: &str, v: &Value, ip: &str) -> bool {
+    fn ok(&self, s: &Value, sp: Ptr<'_>, v: &Value, ip: Ptr<'_>) -> bool {
         let mut tmp = Vec::new();
         self.walk(s, sp, v, ip, &mut tmp);
         tmp.is_empty()
     }
 
-    fn walk(&self, s: &Value, sp: &str, v: &Value, ip: &str, out: &mut Vec<InstanceError>) {
+    fn walk(&self, s: &Value, sp: Ptr<'_>, v: &Value, ip: Ptr<'_>, out: &mut Vec<InstanceError>) {
         let fail = |out: &mut Vec<InstanceError>, kw: &str, m: String| {
             out.push(InstanceError {
-                instance_pointer: ip.to_string(),
-                schema_pointer: format!("{sp}/{kw}"),
+                instance_pointer: ip.render(),
+                schema_pointer: sp.key(kw).render(),
                 message: m,
             })
         };
@@ -288,8 +351,8 @@ impl Contract {
             Value::Bool(true) => return,
             Value::Bool(false) => {
                 out.push(InstanceError {
-                    instance_pointer: ip.into(),
-                    schema_pointer: sp.into(),
+                    instance_pointer: ip.render(),
+                    schema_pointer: sp.render(),
                     message: "no value is allowed here".into(),
                 });
                 return;
@@ -343,7 +406,7 @@ impl Contract {
                     fail(out, "maxLength", format!("{n} characters is more than {m}"));
                 }
                 if o.contains_key("pattern")
-                    && let Some(re) = self.patterns.get(&format!("{sp}/pattern"))
+                    && let Some(re) = self.patterns.get(&node_id(s))
                     && !re.is_match(st)
                 {
                     fail(out, "pattern", format!("does not match /{}/", re.as_str()));
@@ -394,7 +457,7 @@ impl Contract {
                 }
                 if let Some(items) = o.get("items") {
                     for (i, x) in a.iter().enumerate() {
-                        self.walk(items, &format!("{sp}/items"), x, &format!("{ip}/{i}"), out);
+                        self.walk(items, sp.key("items"), x, ip.idx(i), out);
                     }
                 }
             }
@@ -408,18 +471,19 @@ impl Contract {
                 }
                 let props = o.get("properties").and_then(Value::as_object);
                 for (k, x) in m {
-                    let child = format!("{ip}/{}", esc(k));
+                    let child = ip.key(k);
                     if let Some(ps) = props.and_then(|p| p.get(k)) {
-                        self.walk(ps, &format!("{sp}/properties/{}", esc(k)), x, &child, out);
+                        let props_ptr = sp.key("properties");
+                        self.walk(ps, props_ptr.key(k), x, child, out);
                     } else if let Some(ap) = o.get("additionalProperties") {
                         if ap == &Value::Bool(false) {
                             out.push(InstanceError {
-                                instance_pointer: child,
-                                schema_pointer: format!("{sp}/additionalProperties"),
+                                instance_pointer: child.render(),
+                                schema_pointer: sp.key("additionalProperties").render(),
                                 message: format!("property `{k}` is not allowed"),
                             });
                         } else {
-                            self.walk(ap, &format!("{sp}/additionalProperties"), x, &child, out);
+                            self.walk(ap, sp.key("additionalProperties"), x, child, out);
                         }
                     }
                 }
@@ -428,14 +492,15 @@ impl Contract {
         }
         if let Some(Value::Array(all)) = o.get("allOf") {
             for (i, sub) in all.iter().enumerate() {
-                self.walk(sub, &format!("{sp}/allOf/{i}"), v, ip, out);
+                let all_ptr = sp.key("allOf");
+                self.walk(sub, all_ptr.idx(i), v, ip, out);
             }
         }
         if let Some(Value::Array(any)) = o.get("anyOf")
             && !any
                 .iter()
                 .enumerate()
-                .any(|(i, sub)| self.ok(sub, &format!("{sp}/anyOf/{i}"), v, ip))
+                .any(|(i, sub)| self.ok(sub, sp.key("anyOf").idx(i), v, ip))
         {
             fail(out, "anyOf", "matches none of the alternatives".into());
         }
@@ -443,7 +508,7 @@ impl Contract {
             let n = one
                 .iter()
                 .enumerate()
-                .filter(|(i, sub)| self.ok(sub, &format!("{sp}/oneOf/{i}"), v, ip))
+                .filter(|(i, sub)| self.ok(sub, sp.key("oneOf").idx(*i), v, ip))
                 .count();
             if n != 1 {
                 fail(
@@ -454,51 +519,48 @@ impl Contract {
             }
         }
         if let Some(not) = o.get("not")
-            && self.ok(not, &format!("{sp}/not"), v, ip)
+            && self.ok(not, sp.key("not"), v, ip)
         {
             fail(out, "not", "matches a schema it must not match".into());
         }
         if let Some(cond) = o.get("if") {
-            if self.ok(cond, &format!("{sp}/if"), v, ip) {
+            if self.ok(cond, sp.key("if"), v, ip) {
                 if let Some(t) = o.get("then") {
-                    self.walk(t, &format!("{sp}/then"), v, ip, out);
+                    self.walk(t, sp.key("then"), v, ip, out);
                 }
             } else if let Some(e) = o.get("else") {
-                self.walk(e, &format!("{sp}/else"), v, ip, out);
+                self.walk(e, sp.key("else"), v, ip, out);
             }
         }
     }
 }
 
-fn collect_patterns(s: &Value, map: &mut HashMap<String, Regex>) {
-    fn go(s: &Value, sp: &str, map: &mut HashMap<String, Regex>) {
-        let Some(o) = s.as_object() else { return };
-        if let Some(re) = o
-            .get("pattern")
-            .and_then(Value::as_str)
-            .and_then(|p| Regex::new(p).ok())
-        {
-            map.insert(format!("{sp}/pattern"), re);
+fn collect_patterns(s: &Value, map: &mut HashMap<usize, Regex>) {
+    let Some(o) = s.as_object() else { return };
+    if let Some(re) = o
+        .get("pattern")
+        .and_then(Value::as_str)
+        .and_then(|p| Regex::new(p).ok())
+    {
+        map.insert(node_id(s), re);
+    }
+    for k in ["additionalProperties", "items", "not", "if", "then", "else"] {
+        if let Some(sub) = o.get(k) {
+            collect_patterns(sub, map);
         }
-        for k in ["additionalProperties", "items", "not", "if", "then", "else"] {
-            if let Some(sub) = o.get(k) {
-                go(sub, &format!("{sp}/{k}"), map);
-            }
+    }
+    if let Some(props) = o.get("properties").and_then(Value::as_object) {
+        for sub in props.values() {
+            collect_patterns(sub, map);
         }
-        if let Some(props) = o.get("properties").and_then(Value::as_object) {
-            for (k, sub) in props {
-                go(sub, &format!("{sp}/properties/{}", esc(k)), map);
-            }
-        }
-        for k in ["oneOf", "anyOf", "allOf"] {
-            if let Some(a) = o.get(k).and_then(Value::as_array) {
-                for (i, sub) in a.iter().enumerate() {
-                    go(sub, &format!("{sp}/{k}/{i}"), map);
-                }
+    }
+    for k in ["oneOf", "anyOf", "allOf"] {
+        if let Some(a) = o.get(k).and_then(Value::as_array) {
+            for sub in a {
+                collect_patterns(sub, map);
             }
         }
     }
-    go(s, "", map);
 }
 
 fn has_type(v: &Value, t: &str) -> bool {

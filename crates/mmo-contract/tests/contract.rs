@@ -184,3 +184,21 @@ fn projection_keeps_required_shape_and_drops_validation_only_keywords() {
     assert!(p.is_valid(&answer));
     assert!(contract(original).is_valid(&answer));
 }
+
+#[test]
+fn cloned_and_moved_contracts_still_enforce_patterns() {
+    let original = contract(
+        json!({"type":"object","properties":{"h":{"pattern":"^[0-9a-f]+$"}},"pattern":"unused-on-objects"}),
+    );
+    let cloned = original.clone();
+    let moved = [original];
+    for c in [&cloned, &moved[0]] {
+        assert!(!c.is_valid(&json!({"h":"XYZ"})));
+        assert!(c.is_valid(&json!({"h":"abc"})));
+    }
+    let root = Box::new(contract(json!({"type":"string","pattern":"^a"})));
+    assert!(
+        !root.is_valid(&json!("b")),
+        "a root-level pattern survives moving the contract"
+    );
+}
