@@ -239,12 +239,12 @@ fn invalid_pack_lists_every_problem_with_file_path_and_rule() {
     let (_, err) = env.fail(&["profile", "validate", p(&dir)]);
     assert!(
         err.contains(
-            "profile.toml: schema_version: [toml_wrong_type] expected an integer, found boolean"
+            "profile.toml:1: schema_version: [toml_wrong_type] expected an integer, found boolean"
         ),
         "{err}"
     );
     assert!(
-        err.contains("profile.toml: agents.reviewer.max_active: [toml_wrong_type]"),
+        err.contains("profile.toml:40: agents.reviewer.max_active: [toml_wrong_type]"),
         "{err}"
     );
     let (out, _) = env.fail(&["profile", "validate", p(&dir), "--json"]);
@@ -345,7 +345,7 @@ fn tool_mcp_registry_errors_name_the_operator_file() {
     .unwrap();
     let (_, err) = env.fail(&["profile", "validate", p(&example("build-squad"))]);
     assert!(
-        err.contains("mmo_mesh.toml: id: [tool_mcp_reserved]"),
+        err.contains("mmo_mesh.toml:1: id: [tool_mcp_reserved]"),
         "{err}"
     );
 }

@@ -8,6 +8,9 @@ use std::fmt;
 pub struct Diagnostic {
     /// Path of the file relative to the pack (or absolute for operator files).
     pub file: String,
+    /// 1-based line of the key (or of its deepest existing ancestor), when it can be located.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
     /// TOML key path (`agents.lead.model`) or JSON pointer (`/properties/x`); empty for the file itself.
     pub path: String,
     /// Stable snake_case rule id; tests and tools match on it, so never rename one.
@@ -18,15 +21,14 @@ pub struct Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() {
-            write!(f, "{}: [{}] {}", self.file, self.rule, self.message)
-        } else {
-            write!(
-                f,
-                "{}: {}: [{}] {}",
-                self.file, self.path, self.rule, self.message
-            )
+        match self.line {
+            Some(l) => write!(f, "{}:{l}: ", self.file)?,
+            None => write!(f, "{}: ", self.file)?,
         }
+        if !self.path.is_empty() {
+            write!(f, "{}: ", self.path)?;
+        }
+        write!(f, "[{}] {}", self.rule, self.message)
     }
 }
 
@@ -47,6 +49,7 @@ impl Diags {
     ) {
         self.items.push(Diagnostic {
             file: file.into(),
+            line: None,
             path: path.into(),
             rule,
             message: message.into(),
@@ -68,6 +71,17 @@ impl Diags {
         self.items.sort();
         self.items.dedup();
         self.items
+    }
+
+    /// Fill in line numbers for problems in `file`, whose text is `text`.
+    pub fn attach_lines(&mut self, file: &str, text: &str) {
+        for d in self
+            .items
+            .iter_mut()
+            .filter(|d| d.file == file && d.line.is_none())
+        {
+            d.line = crate::locate::line_of(text, &d.path);
+        }
     }
 
     /// Add everything from another accumulator.

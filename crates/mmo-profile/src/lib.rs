@@ -4,6 +4,7 @@
 pub mod catalog;
 pub mod ceilings;
 pub mod diag;
+pub mod locate;
 pub mod model;
 pub mod pack;
 pub mod parse;

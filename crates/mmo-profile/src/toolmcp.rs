@@ -77,6 +77,7 @@ impl Registry {
             if let Some(s) = parse_server(&file, &stem, &text, &mut d) {
                 reg.servers.insert(s.id.clone(), s);
             }
+            d.attach_lines(&file, &text);
         }
         if d.is_empty() {
             Ok(reg)

@@ -149,6 +149,11 @@ pub fn validate(
         }
     }
 
+    for f in ["profile.toml", "smoke.toml", "catalog.toml"] {
+        if let Some(t) = pack.text(f) {
+            d.attach_lines(f, t);
+        }
+    }
     if d.is_empty() {
         Ok(Validated {
             profile,
