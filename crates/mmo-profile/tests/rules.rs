@@ -1167,3 +1167,469 @@ fn every_single_byte_deletion_of_profile_toml_is_diagnosed_without_panicking() {
         text.len()
     );
 }
+
+// --- the remaining enums, ranges and graph rules ---------------------------------------------
+profile_rule!(
+    agent_kind_is_an_enum,
+    "agents.writer.kind",
+    "agent_kind",
+    |t| {
+        set(t, "agents.writer.kind", "leaf");
+    }
+);
+profile_rule!(
+    agent_permissions_is_an_enum,
+    "agents.writer.permissions",
+    "agent_permissions",
+    |t| {
+        set(t, "agents.writer.permissions", "full-access");
+    }
+);
+profile_rule!(
+    agent_trust_is_an_enum,
+    "agents.writer.trust",
+    "agent_trust",
+    |t| {
+        set(t, "agents.writer.trust", "paranoid");
+    }
+);
+profile_rule!(
+    agent_verification_is_an_enum,
+    "agents.writer.verification",
+    "agent_verification",
+    |t| {
+        set(t, "agents.writer.verification", "never");
+    }
+);
+profile_rule!(
+    agent_reasoning_is_an_enum,
+    "agents.writer.reasoning",
+    "agent_reasoning",
+    |t| {
+        set(t, "agents.writer.reasoning", "extreme");
+    }
+);
+profile_rule!(
+    agent_execution_mode_is_an_enum,
+    "agents.writer.execution_mode",
+    "agent_execution_mode",
+    |t| {
+        set(t, "agents.writer.execution_mode", "loop");
+    }
+);
+profile_rule!(
+    agent_web_search_is_an_enum,
+    "agents.writer.web_search",
+    "agent_web_search",
+    |t| {
+        set(t, "agents.writer.web_search", "google");
+    }
+);
+profile_rule!(
+    agent_approval_policy_is_an_enum,
+    "agents.writer.approval_policy",
+    "agent_approval_policy",
+    |t| {
+        set(t, "agents.writer.approval_policy", "always");
+    }
+);
+profile_rule!(
+    agent_contract_enforcement_is_an_enum,
+    "agents.writer.contract_enforcement",
+    "agent_contract_enforcement",
+    |t| {
+        set(t, "agents.writer.contract_enforcement", "hard");
+    }
+);
+profile_rule!(
+    agent_backend_is_an_enum,
+    "agents.writer.backends[0]",
+    "agent_backend",
+    |t| {
+        set(t, "agents.writer.backends", strs(&["grpc"]));
+    }
+);
+profile_rule!(
+    agent_modality_is_an_enum,
+    "agents.writer.requires_modalities[1]",
+    "agent_modality",
+    |t| {
+        set(
+            t,
+            "agents.writer.requires_modalities",
+            strs(&["text", "smell"]),
+        );
+    }
+);
+profile_rule!(
+    agent_max_active_has_a_range,
+    "agents.writer.max_active",
+    "agent_range",
+    |t| {
+        set(t, "agents.writer.max_active", 0);
+    }
+);
+profile_rule!(
+    coordination_max_active_agents_has_a_range,
+    "coordination.max_active_agents",
+    "coordination_range",
+    |t| {
+        set(t, "coordination.max_active_agents", 0);
+    }
+);
+profile_rule!(
+    result_visibility_is_an_enum,
+    "coordination.result_visibility",
+    "coordination_result_visibility",
+    |t| {
+        set(t, "coordination.result_visibility", "world");
+    }
+);
+profile_rule!(
+    write_conflict_policy_is_reject_only,
+    "coordination.write_conflict_policy",
+    "coordination_write_conflict_policy",
+    |t| {
+        set(t, "coordination.write_conflict_policy", "merge");
+    }
+);
+profile_rule!(
+    role_id_must_be_snake_case,
+    "agents.Writer",
+    "agent_id_format",
+    |t| {
+        let w = t["agents"]["writer"].clone();
+        set(t, "agents.Writer", w);
+        remove(t, "agents.writer");
+        set(
+            t,
+            "agents.lead.can_spawn",
+            strs(&["reviewer", "Writer", "locator"]),
+        );
+    }
+);
+profile_rule!(
+    role_cannot_control_itself,
+    "agents.lead.controls.lead",
+    "control_self",
+    |t| {
+        set(t, "agents.lead.controls.lead.actions", strs(&["inspect"]));
+    }
+);
+profile_rule!(
+    control_needs_at_least_one_action,
+    "agents.lead.controls.reviewer.actions",
+    "control_actions_empty",
+    |t| {
+        set(t, "agents.lead.controls.reviewer.actions", strs(&[]));
+    }
+);
+profile_rule!(
+    role_cannot_spawn_itself_when_ancestors_are_rejected,
+    "agents.writer.can_spawn[0]",
+    "spawn_self",
+    |t| {
+        set(t, "agents.writer.can_spawn", strs(&["writer"]));
+    }
+);
+profile_rule!(
+    root_takes_no_backends,
+    "agents.lead.backends",
+    "root_backends",
+    |t| {
+        set(t, "agents.lead.backends", strs(&["mcp"]));
+    }
+);
+profile_rule!(
+    required_output_modality_must_be_produced,
+    "agents.writer.requires_output_modalities",
+    "model_output_modality",
+    |t| {
+        set(
+            t,
+            "agents.writer.requires_output_modalities",
+            strs(&["text", "image"]),
+        );
+    }
+);
+profile_rule!(
+    route_must_carry_required_output_modality,
+    "agents.writer.requires_output_modalities",
+    "route_output_modality",
+    |t| {
+        set(
+            t,
+            "agents.writer.requires_output_modalities",
+            strs(&["text", "image"]),
+        );
+    }
+);
+profile_rule!(
+    empty_tool_grant_is_rejected,
+    "agents.reviewer.tool_mcp_servers.search.enabled_tools",
+    "tool_mcp_empty_grant",
+    |t| {
+        set(
+            t,
+            "agents.reviewer.tool_mcp_servers.search.enabled_tools",
+            strs(&[]),
+        );
+    }
+);
+
+#[test]
+fn route_without_the_responses_transport_is_rejected() {
+    let frag = "schema_version = 8\n[routes.opencode_go_openai_chat]\nnamespace = \"opencode_go\"\ndriver = \"openai_chat\"\ntransports = [\"chat_completions\"]\ninput_modalities = [\"text\"]\noutput_modalities = [\"text\"]\nbackends = [\"mcp\"]\nresource_group = \"opencode_go\"\nbase_url = \"http://127.0.0.1:9/v1\"\n";
+    expect(
+        check(|_| {}, |d| fs::write(d.join("catalog.toml"), frag).unwrap()),
+        "profile.toml",
+        "agents.writer.model",
+        "route_transport_incomplete",
+    );
+}
+
+#[test]
+fn oversized_member_is_rejected() {
+    layout("README.md", "pack_file_too_large", |d| {
+        fs::write(d.join("README.md"), vec![b'x'; 1024 * 1024 + 1]).unwrap()
+    });
+}
+
+#[test]
+fn non_utf8_member_is_rejected() {
+    layout("LICENSE", "pack_not_utf8", |d| {
+        fs::write(d.join("LICENSE"), [0xff, 0xfe, 0x00]).unwrap()
+    });
+}
+
+#[test]
+fn handwritten_generated_files_are_rejected() {
+    layout("agents/AGENTS.md", "pack_generated_file", |d| {
+        fs::write(d.join("agents/AGENTS.md"), "x").unwrap()
+    });
+    layout("agents/SKILL.md", "pack_generated_file", |d| {
+        fs::write(d.join("agents/SKILL.md"), "x").unwrap()
+    });
+}
+
+#[test]
+fn pack_must_be_a_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("profile.toml");
+    fs::write(&file, "x").unwrap();
+    let err = mmo_profile::pack::Pack::load(&file).unwrap_err();
+    assert!(err.has_rule("pack_not_directory"), "{err}");
+    let err = mmo_profile::pack::Pack::load(&tmp.path().join("absent")).unwrap_err();
+    assert!(err.has_rule("pack_unreadable"), "{err}");
+}
+
+// --- smoke rules -----------------------------------------------------------------------------
+const SMOKE_HEAD: &str = "schema_version = 8\n[[tasks]]\nwall_timeout_seconds = 60\n";
+
+#[test]
+fn smoke_agent_must_exist() {
+    smoke_rule(
+        &format!(
+            "{SMOKE_HEAD}agent = \"ghost\"\nbackend = \"mcp\"\ntask = \"Review the latest change.\"\n"
+        ),
+        "tasks[0].agent",
+        "smoke_unknown_agent",
+    );
+}
+
+#[test]
+fn smoke_backend_must_be_one_the_role_has() {
+    smoke_rule(
+        &format!(
+            "{SMOKE_HEAD}agent = \"reviewer\"\nbackend = \"native\"\ntask_kind = \"review\"\ntask = \"Review the latest change.\"\n"
+        ),
+        "tasks[0].backend",
+        "smoke_backend",
+    );
+}
+
+#[test]
+fn smoke_write_mode_needs_a_writable_role() {
+    smoke_rule(
+        &format!(
+            "{SMOKE_HEAD}agent = \"reviewer\"\nbackend = \"mcp\"\nmode = \"workspace-write\"\ntask_kind = \"review\"\ntask = \"Review the latest change.\"\n"
+        ),
+        "tasks[0].mode",
+        "smoke_mode",
+    );
+}
+
+#[test]
+fn smoke_task_kind_must_be_admitted_by_the_role() {
+    smoke_rule(
+        &format!(
+            "{SMOKE_HEAD}agent = \"reviewer\"\nbackend = \"mcp\"\ntask_kind = \"implementation\"\ntask = \"Review the latest change.\"\n"
+        ),
+        "tasks[0].task_kind",
+        "smoke_task_kind",
+    );
+}
+
+#[test]
+fn smoke_low_trust_task_cannot_carry_prose() {
+    smoke_rule(
+        &format!(
+            "{SMOKE_HEAD}agent = \"locator\"\nbackend = \"mcp\"\ntask = \"find main\"\nliteral_task = {{ operation = \"locate\", path = \"src/lib.rs\" }}\n"
+        ),
+        "tasks[0].task",
+        "smoke_low_trust_prose",
+    );
+}
+
+#[test]
+fn smoke_literal_task_is_for_low_trust_roles_only() {
+    smoke_rule(
+        &format!(
+            "{SMOKE_HEAD}agent = \"reviewer\"\nbackend = \"mcp\"\ntask_kind = \"review\"\ntask = \"Review the latest change.\"\nliteral_task = {{ operation = \"locate\", path = \"a\" }}\n"
+        ),
+        "tasks[0].literal_task",
+        "smoke_literal_task_low_trust_only",
+    );
+}
+
+#[test]
+fn smoke_literal_operation_is_a_literal_kind() {
+    smoke_rule(
+        &format!(
+            "{SMOKE_HEAD}agent = \"locator\"\nbackend = \"mcp\"\nliteral_task = {{ operation = \"debug\", path = \"a\" }}\n"
+        ),
+        "tasks[0].literal_task.operation",
+        "smoke_literal_operation",
+    );
+}
+
+#[test]
+fn smoke_literal_path_stays_in_the_tree() {
+    smoke_rule(
+        &format!(
+            "{SMOKE_HEAD}agent = \"locator\"\nbackend = \"mcp\"\nliteral_task = {{ operation = \"locate\", path = \"../etc/passwd\" }}\n"
+        ),
+        "tasks[0].literal_task.path",
+        "smoke_literal_path",
+    );
+}
+
+#[test]
+fn smoke_literal_range_is_ordered() {
+    smoke_rule(
+        &format!(
+            "{SMOKE_HEAD}agent = \"locator\"\nbackend = \"mcp\"\nliteral_task = {{ operation = \"locate\", path = \"a\", start_line = 9, end_line = 2 }}\n"
+        ),
+        "tasks[0].literal_task.end_line",
+        "smoke_literal_range",
+    );
+}
+
+#[test]
+fn smoke_write_scope_stays_in_the_tree() {
+    smoke_rule(
+        &format!(
+            "{SMOKE_HEAD}agent = \"reviewer\"\nbackend = \"mcp\"\ntask_kind = \"review\"\ntask = \"Review the latest change.\"\nwrite_scope = [\"/abs\"]\n"
+        ),
+        "tasks[0].write_scope[0]",
+        "smoke_write_scope",
+    );
+}
+
+#[test]
+fn smoke_attachments_need_a_role_that_allows_them() {
+    smoke_rule(
+        &format!(
+            "{SMOKE_HEAD}agent = \"reviewer\"\nbackend = \"mcp\"\ntask_kind = \"review\"\ntask = \"Review the latest change.\"\nattachments = [\"a.png\"]\n"
+        ),
+        "tasks[0].attachments",
+        "smoke_attachments",
+    );
+}
+
+#[test]
+fn smoke_wait_seconds_has_a_range() {
+    smoke_rule(
+        &format!(
+            "{SMOKE_HEAD}agent = \"reviewer\"\nbackend = \"mcp\"\ntask_kind = \"review\"\ntask = \"Review the latest change.\"\nwait_seconds = -1\n"
+        ),
+        "tasks[0].wait_seconds",
+        "smoke_wait_seconds",
+    );
+}
+
+// --- operator registry -----------------------------------------------------------------------
+fn registry_rule(name: &str, text: &str, path: &str, rule: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join(name), text).unwrap();
+    let err = mmo_profile::toolmcp::Registry::load(tmp.path()).unwrap_err();
+    let file = tmp.path().join(name).display().to_string();
+    assert!(
+        err.0
+            .iter()
+            .any(|d| d.rule == rule && d.path == path && d.file == file),
+        "expected {path}: [{rule}], got\n{err}"
+    );
+}
+
+#[test]
+fn registry_server_needs_command_or_url() {
+    registry_rule(
+        "a.toml",
+        "id = \"a\"\nallowed_tools = [\"x\"]\n",
+        "command",
+        "tool_mcp_transport",
+    );
+    registry_rule(
+        "a.toml",
+        "id = \"a\"\ncommand = \"c\"\nurl = \"http://h\"\nallowed_tools = [\"x\"]\n",
+        "url",
+        "tool_mcp_transport",
+    );
+}
+
+#[test]
+fn registry_allowlist_must_name_a_tool() {
+    registry_rule(
+        "a.toml",
+        "id = \"a\"\ncommand = \"c\"\nallowed_tools = []\n",
+        "allowed_tools",
+        "tool_mcp_allowlist",
+    );
+}
+
+#[test]
+fn registry_file_is_named_after_its_server() {
+    registry_rule(
+        "b.toml",
+        "id = \"a\"\ncommand = \"c\"\nallowed_tools = [\"x\"]\n",
+        "id",
+        "tool_mcp_file_name",
+    );
+    registry_rule(
+        "A.toml",
+        "id = \"A\"\ncommand = \"c\"\nallowed_tools = [\"x\"]\n",
+        "id",
+        "tool_mcp_id_format",
+    );
+}
+
+#[test]
+fn registry_names_env_vars_never_values() {
+    registry_rule(
+        "a.toml",
+        "id = \"a\"\ncommand = \"c\"\nallowed_tools = [\"x\"]\nenv_vars = [\"sk-123\"]\n",
+        "env_vars[0]",
+        "tool_mcp_env_name",
+    );
+}
+
+#[test]
+fn registry_timeouts_have_ranges() {
+    registry_rule(
+        "a.toml",
+        "id = \"a\"\ncommand = \"c\"\nallowed_tools = [\"x\"]\nstartup_timeout_seconds = 0\n",
+        "startup_timeout_seconds",
+        "tool_mcp_range",
+    );
+}
