@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 const BIN: &str = env!("CARGO_BIN_EXE_codex-mmo");
 /// Must match the golden in mmo-profile's tests: the CLI adds nothing machine-specific.
 const REVIEW_PAIR_ADDRESS: &str =
-    "8bd817d18660975497787927ebd9268f008e4f03ec9c7273bba88709984a537e";
+    "e5069d6241400c12965bafd6c74007fadcfbb79eaf5e53b28cf820509c4d8b84";
 
 fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
