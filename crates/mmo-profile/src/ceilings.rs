@@ -68,30 +68,63 @@ pub fn is_mcp_writer(p: &Profile, role: &str) -> bool {
     })
 }
 
-/// Longest spawn chain below `role` (edges), or `None` when a cycle makes it unbounded.
-fn longest(p: &Profile, role: &str, path: &mut Vec<String>, memo_guard: usize) -> Option<u32> {
-    let a = p.agents.get(role)?;
-    let mut best = 0u32;
-    for child in &a.can_spawn {
-        if !p.agents.contains_key(child) {
-            continue;
+/// Deepest spawn chain from the root, in edges; `None` when it is unbounded.
+///
+/// The longest simple path is NP-hard in general and a naive search is factorial on a dense
+/// spawn graph, so this is exact on acyclic graphs (longest path in topological order) and an
+/// upper bound on cyclic ones: with `reject_ancestor_role` a lineage holds each reachable role at
+/// most once, so it is at most the number of reachable participants. Without it, a reachable
+/// cycle makes depth unbounded.
+fn deepest_chain(p: &Profile) -> Option<u32> {
+    let reach = reachable(p, u32::MAX);
+    let idx: BTreeMap<&str, usize> = reach
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.as_str(), i))
+        .collect();
+    let edges: Vec<Vec<usize>> = reach
+        .iter()
+        .map(|r| {
+            p.agents
+                .get(r)
+                .map(|a| {
+                    // Edges back to the root are rejected elsewhere and never run.
+                    a.can_spawn
+                        .iter()
+                        .filter(|c| **c != p.root)
+                        .filter_map(|c| idx.get(c.as_str()).copied())
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+        .collect();
+    let mut indegree = vec![0usize; reach.len()];
+    for e in &edges {
+        for &t in e {
+            indegree[t] += 1;
         }
-        if path.iter().any(|r| r == child) {
-            if p.coordination.reject_ancestor_role {
-                // The runtime refuses a role already in the lineage, so this edge ends the chain.
-                continue;
-            }
-            return None;
-        }
-        if path.len() > memo_guard {
-            return None;
-        }
-        path.push(child.clone());
-        let sub = longest(p, child, path, memo_guard);
-        path.pop();
-        best = best.max(sub? + 1);
     }
-    Some(best)
+    let mut queue: Vec<usize> = (0..reach.len()).filter(|&i| indegree[i] == 0).collect();
+    let mut depth = vec![0u32; reach.len()];
+    let mut visited = 0;
+    while let Some(n) = queue.pop() {
+        visited += 1;
+        for &t in &edges[n] {
+            depth[t] = depth[t].max(depth[n] + 1);
+            indegree[t] -= 1;
+            if indegree[t] == 0 {
+                queue.push(t);
+            }
+        }
+    }
+    if visited == reach.len() {
+        return Some(depth.into_iter().max().unwrap_or(0));
+    }
+    if p.coordination.reject_ancestor_role {
+        Some(reach.len().saturating_sub(1) as u32)
+    } else {
+        None
+    }
 }
 
 /// Roles reachable from the root in at most `depth` spawn edges.
@@ -100,6 +133,9 @@ fn reachable(p: &Profile, depth: u32) -> Vec<String> {
     let mut frontier = vec![p.root.clone()];
     seen.insert(p.root.clone());
     for _ in 0..depth {
+        if frontier.is_empty() {
+            break;
+        }
         let mut next = Vec::new();
         for r in &frontier {
             if let Some(a) = p.agents.get(r) {
@@ -135,7 +171,7 @@ fn fit(mut weights: Vec<u32>, room: u32) -> u32 {
 /// Derive the ceilings. `group_of` and `capacity_of` come from the resolved catalog.
 pub fn derive(p: &Profile, capacity_of: &dyn Fn(&str) -> Option<u32>) -> Ceilings {
     let co = &p.coordination;
-    let depth_derived = longest(p, &p.root, &mut vec![p.root.clone()], p.agents.len() + 1);
+    let depth_derived = deepest_chain(p);
     let max_depth = Ceiling::new(co.max_depth, co.max_depth_declared, depth_derived);
     let roles = reachable(p, max_depth.effective);
     let mut groups: BTreeMap<String, GroupFit> = BTreeMap::new();

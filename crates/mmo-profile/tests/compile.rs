@@ -289,3 +289,69 @@ fn native_roles_become_custom_agents_in_the_root_home() {
         "MCP-only roles are not native agents"
     );
 }
+
+#[test]
+fn dense_cyclic_spawn_graph_derives_depth_quickly() {
+    // Every participant may spawn every other: a naive longest-path search is factorial here.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("p");
+    let mut t = base_profile();
+    let names: Vec<String> = (0..30).map(|i| format!("w{i:02}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    for n in &names {
+        set(
+            &mut t,
+            &format!("agents.{n}.model"),
+            "opencode_go_openai_chat__deepseek_v4_pro",
+        );
+        set(
+            &mut t,
+            &format!("agents.{n}.can_spawn"),
+            strs(&refs.iter().copied().filter(|x| x != n).collect::<Vec<_>>()),
+        );
+    }
+    let mut root_children = vec!["reviewer", "writer", "locator"];
+    root_children.extend(refs.iter().copied());
+    set(&mut t, "agents.lead.can_spawn", strs(&root_children));
+    remove(&mut t, "coordination");
+    write_pack(&dir, &t);
+    let started = std::time::Instant::now();
+    let v =
+        validate(&Pack::load(&dir).unwrap(), &registry(), &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+    // Upper bound on a cyclic graph: each of the 33 participants at most once in a lineage.
+    assert_eq!(v.ceilings.max_depth.derived, Some(33));
+}
+
+#[test]
+fn acyclic_spawn_chain_depth_is_exact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("p");
+    let mut t = base_profile();
+    set(&mut t, "agents.writer.can_spawn", strs(&["reviewer"]));
+    set(&mut t, "agents.reviewer.can_spawn", strs(&["locator"]));
+    set(&mut t, "coordination.max_depth", 3);
+    write_pack(&dir, &t);
+    let v =
+        validate(&Pack::load(&dir).unwrap(), &registry(), &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(v.ceilings.max_depth.derived, Some(3));
+}
+
+#[test]
+fn cycle_without_ancestor_rejection_is_unbounded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("p");
+    let mut t = base_profile();
+    set(&mut t, "coordination.reject_ancestor_role", false);
+    set(&mut t, "coordination.max_depth", 16);
+    set(&mut t, "agents.writer.can_spawn", strs(&["writer"]));
+    write_pack(&dir, &t);
+    let v =
+        validate(&Pack::load(&dir).unwrap(), &registry(), &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(v.ceilings.max_depth.derived, None);
+    assert_eq!(v.ceilings.max_depth.effective, 16);
+}
