@@ -14,11 +14,20 @@ pub fn parse_table(file: &str, text: &str, diags: &mut Diags) -> Option<Table> {
     match text.parse::<Table>() {
         Ok(t) => Some(t),
         Err(e) => {
+            // toml's Display quotes the whole source line, which can be a megabyte; report the
+            // position and the message instead.
+            let at = e.span().map(|r| {
+                let before = &text[..r.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+                format!("line {line}, column {col}: ")
+            });
+            let message = e.message().trim().replace('\n', " ");
             diags.push(
                 file,
                 "",
                 "toml_syntax",
-                e.to_string().trim().replace('\n', " "),
+                format!("{}{message}", at.unwrap_or_default()),
             );
             None
         }

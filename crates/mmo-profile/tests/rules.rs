@@ -1633,3 +1633,20 @@ fn registry_timeouts_have_ranges() {
         "tool_mcp_range",
     );
 }
+
+#[test]
+fn syntax_error_on_a_huge_line_stays_short() {
+    let huge = format!("x = {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+    let err = check(
+        |_| {},
+        move |d| fs::write(d.join("profile.toml"), huge).unwrap(),
+    )
+    .unwrap_err();
+    let d = err
+        .0
+        .iter()
+        .find(|d| d.rule == "toml_syntax")
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(d.message.len() < 300, "{} bytes", d.message.len());
+    assert!(d.message.starts_with("line 1, column"), "{}", d.message);
+}
