@@ -4,6 +4,7 @@
 //! than through a general JSON Schema engine: an unsupported keyword must be a pack error, never
 //! silently ignored, and nothing may ever be fetched.
 
+pub mod correlate;
 pub mod format;
 
 use regex::Regex;
