@@ -28,6 +28,28 @@ enum Top {
     /// Inspect the generation-8 route/model catalog.
     #[command(subcommand)]
     Catalog(CatalogCmd),
+    /// Check output contracts and validate results against them.
+    #[command(subcommand)]
+    Contract(ContractCmd),
+}
+
+#[derive(Subcommand)]
+enum ContractCmd {
+    /// Check that a contract uses only the supported JSON Schema subset.
+    Check {
+        contract: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate a JSON result against a contract.
+    Validate {
+        contract: PathBuf,
+        instance: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the strict outputSchema projection Codex receives for a contract.
+    Project { contract: PathBuf },
 }
 
 #[derive(Subcommand)]
@@ -127,6 +149,11 @@ fn main() -> ExitCode {
             | ProfileCmd::Uninstall { json, .. },
         ) => *json,
         Top::Catalog(CatalogCmd::List { json, .. } | CatalogCmd::Show { json, .. }) => *json,
+        Top::Contract(ContractCmd::Check { json, .. } | ContractCmd::Validate { json, .. }) => {
+            *json
+        }
+        // The projection is JSON already.
+        Top::Contract(ContractCmd::Project { .. }) => false,
     };
     match run(cli) {
         Ok(out) => {
@@ -285,6 +312,7 @@ fn run(cli: Cli) -> Result<Out, Rejected> {
                 })
             }
         },
+        Top::Contract(cmd) => run_contract(cmd),
         Top::Catalog(cmd) => match cmd {
             CatalogCmd::List { profile, .. } => {
                 let c = catalog_for(&st, profile.as_deref())?;
@@ -321,5 +349,68 @@ fn run(cli: Cli) -> Result<Out, Rejected> {
                 Ok(Out { text, json: j })
             }
         },
+    }
+}
+
+fn read_json_file(path: &std::path::Path) -> Result<Value, Rejected> {
+    let file = path.display().to_string();
+    let bytes = std::fs::read(path)
+        .map_err(|e| Rejected::one(file.clone(), "", "contract_unreadable", e.to_string()))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| Rejected::one(file, "", "contract_json", format!("not JSON: {e}")))
+}
+
+fn load_contract(path: &std::path::Path) -> Result<mmo_contract::Contract, Rejected> {
+    let schema = read_json_file(path)?;
+    mmo_contract::Contract::new(schema).map_err(|problems| {
+        let mut d = mmo_profile::diag::Diags::default();
+        for p in problems {
+            d.push(path.display().to_string(), p.pointer, p.rule, p.message);
+        }
+        Rejected(d.into_sorted())
+    })
+}
+
+fn run_contract(cmd: ContractCmd) -> Result<Out, Rejected> {
+    match cmd {
+        ContractCmd::Check { contract, .. } => {
+            load_contract(&contract)?;
+            Ok(Out {
+                text: format!("{} uses only the supported subset", contract.display()),
+                json: json!({ "ok": true }),
+            })
+        }
+        ContractCmd::Validate {
+            contract, instance, ..
+        } => {
+            let c = load_contract(&contract)?;
+            let v = read_json_file(&instance)?;
+            let errors = c.validate(&v);
+            if errors.is_empty() {
+                return Ok(Out {
+                    text: format!("{} satisfies {}", instance.display(), contract.display()),
+                    json: json!({ "ok": true }),
+                });
+            }
+            let mut d = mmo_profile::diag::Diags::default();
+            for e in errors {
+                d.push(
+                    instance.display().to_string(),
+                    e.instance_pointer,
+                    "contract_instance_invalid",
+                    format!("{} (schema {})", e.message, e.schema_pointer),
+                );
+            }
+            Err(Rejected(d.into_sorted()))
+        }
+        ContractCmd::Project { contract } => {
+            let c = load_contract(&contract)?;
+            let projected = mmo_contract::project_output_schema(c.schema());
+            let text = serde_json::to_string_pretty(&projected).unwrap_or_default();
+            Ok(Out {
+                text,
+                json: projected,
+            })
+        }
     }
 }

@@ -432,3 +432,46 @@ fn closed_stdout_pipe_does_not_panic() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn contract_commands_check_validate_and_project() {
+    let env = Env::new();
+    let contract = example("review-pair").join("contracts/review.json");
+    env.ok(&["contract", "check", p(&contract)]);
+    let tmp = tempfile::tempdir().unwrap();
+    let good = tmp.path().join("good.json");
+    fs::write(&good, r#"{"verdict":"approve","findings":[]}"#).unwrap();
+    env.ok(&["contract", "validate", p(&contract), p(&good)]);
+    let bad = tmp.path().join("bad.json");
+    fs::write(
+        &bad,
+        r#"{"verdict":"maybe","findings":[{"severity":"major"}],"extra":1}"#,
+    )
+    .unwrap();
+    let (out, _) = env.fail(&["contract", "validate", p(&contract), p(&bad), "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let paths: Vec<&str> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["path"].as_str().unwrap())
+        .collect();
+    assert!(
+        paths.contains(&"/verdict") && paths.contains(&"/extra") && paths.contains(&"/findings/0"),
+        "{paths:?}"
+    );
+    let projected: Value =
+        serde_json::from_str(&env.ok(&["contract", "project", p(&contract)])).unwrap();
+    assert_eq!(
+        projected["required"],
+        serde_json::json!(["verdict", "findings"])
+    );
+    assert!(
+        projected["properties"].get("summary").is_none(),
+        "optional properties are dropped"
+    );
+    let unsupported = tmp.path().join("c.json");
+    fs::write(&unsupported, r#"{"$ref":"https://example.com/x.json"}"#).unwrap();
+    let (_, err) = env.fail(&["contract", "check", p(&unsupported)]);
+    assert!(err.contains("/$ref: [contract_ref]"), "{err}");
+}
