@@ -117,9 +117,8 @@ impl Pack {
             } else if TOP_FILES.contains(&name.as_str()) {
                 read_member(&path, &name, &m, &mut files, &mut d);
             } else {
-                let rule = if TOP_DIRS.iter().any(|(n, _)| *n == name) {
-                    "pack_unknown_member"
-                } else if has_script_suffix(&name) {
+                // `agents` or `contracts` as a plain file lands here too: still not a member.
+                let rule = if has_script_suffix(&name) {
                     "pack_script"
                 } else {
                     "pack_unknown_member"

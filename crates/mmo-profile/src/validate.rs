@@ -100,8 +100,17 @@ pub fn validate(
     for (role, key) in binds {
         match profile.agents.get_mut(role) {
             Some(a) => {
+                if bound.contains_key(role) {
+                    // Two binds for one role would make the result depend on argument order.
+                    d.push(
+                        "--bind",
+                        role,
+                        "bind_duplicate_role",
+                        format!("`{role}` is bound more than once"),
+                    );
+                }
                 a.model = key.clone();
-                // A rebinding drops the old model's default group; an explicit group stays.
+                // The group resolves from the new model unless the pack names one explicitly.
                 bound.insert(role.clone(), key.clone());
             }
             None => d.push(

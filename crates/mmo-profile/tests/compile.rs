@@ -186,6 +186,21 @@ fn bind_changes_identity_and_reruns_checks() {
     )
     .unwrap_err();
     assert!(err.has_rule("bind_unknown_role"));
+    let twice = [
+        (
+            "reviewer".into(),
+            "opencode_go_openai_chat__deepseek_v4_pro".into(),
+        ),
+        (
+            "reviewer".into(),
+            "opencode_zen_anthropic_messages__claude_sonnet_5".into(),
+        ),
+    ];
+    assert!(
+        validate(&pack, &example_registry(), &twice)
+            .unwrap_err()
+            .has_rule("bind_duplicate_role")
+    );
 }
 
 #[test]
