@@ -237,3 +237,39 @@ pub fn derive(p: &Profile, capacity_of: &dyn Fn(&str) -> Option<u32>) -> Ceiling
         resource_groups: groups,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::fit;
+
+    /// Largest number of items from `w` whose sum fits in `room`, by trying every subset.
+    fn brute(w: &[u32], room: u32) -> u32 {
+        (0u32..1 << w.len())
+            .filter(|mask| {
+                (0..w.len())
+                    .filter(|i| mask & (1 << i) != 0)
+                    .map(|i| w[i])
+                    .sum::<u32>()
+                    <= room
+            })
+            .map(u32::count_ones)
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn cheapest_first_fits_the_most_slots() {
+        // Exhaustive over small inputs: weights 1..=4, up to 6 slots, capacities 0..=12.
+        let mut cases = 0;
+        for n in 0..=6usize {
+            for code in 0..4u32.pow(n as u32) {
+                let w: Vec<u32> = (0..n).map(|i| code / 4u32.pow(i as u32) % 4 + 1).collect();
+                for room in 0..=12 {
+                    assert_eq!(fit(w.clone(), room), brute(&w, room), "{w:?} in {room}");
+                    cases += 1;
+                }
+            }
+        }
+        assert!(cases > 50_000);
+    }
+}
