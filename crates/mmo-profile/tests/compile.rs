@@ -306,7 +306,7 @@ fn native_roles_become_custom_agents_in_the_root_home() {
 }
 
 #[test]
-fn dense_cyclic_spawn_graph_derives_depth_quickly() {
+fn dense_cyclic_spawn_graph_derives_a_depth_bound() {
     // Every participant may spawn every other: a naive longest-path search is factorial here.
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("p");
@@ -330,14 +330,9 @@ fn dense_cyclic_spawn_graph_derives_depth_quickly() {
     set(&mut t, "agents.lead.can_spawn", strs(&root_children));
     remove(&mut t, "coordination");
     write_pack(&dir, &t);
-    let started = std::time::Instant::now();
+    // No timing assertion: the factorial search this guards against never finishes at all.
     let v =
         validate(&Pack::load(&dir).unwrap(), &registry(), &[]).unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(2),
-        "took {:?}",
-        started.elapsed()
-    );
     // Upper bound on a cyclic graph: each of the 33 participants at most once in a lineage.
     assert_eq!(v.ceilings.max_depth.derived, Some(33));
 }
