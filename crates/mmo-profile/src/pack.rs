@@ -266,8 +266,18 @@ fn read_member(
         );
         return;
     }
-    let bytes = match fs::read(path) {
-        Ok(b) => b,
+    let bytes = match read_same_file(path, m) {
+        Ok(Some(b)) => b,
+        Ok(None) => {
+            // Checked as a regular file, opened as something else: swapped while loading.
+            d.push(
+                rel,
+                "",
+                "pack_changed",
+                "the file changed while the pack was read; retry",
+            );
+            return;
+        }
         Err(e) => {
             d.push(rel, "", "pack_unreadable", e.to_string());
             return;
@@ -310,4 +320,61 @@ pub fn normalize_ref(s: &str) -> Result<String, &'static str> {
         return Err("empty path");
     }
     Ok(parts.join("/"))
+}
+
+/// Read `path` only if the opened file is the very file `checked` described (same device and
+/// inode), so a member swapped for a symlink after the check cannot be followed; reads at most
+/// one byte past the size limit.
+fn read_same_file(path: &Path, checked: &fs::Metadata) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let f = fs::File::open(path)?;
+    let opened = f.metadata()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if !opened.is_file() || opened.dev() != checked.dev() || opened.ino() != checked.ino() {
+            return Ok(None);
+        }
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Ok(None);
+    }
+    Ok(Some(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_member_swapped_for_a_symlink_after_the_check_is_not_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let member = tmp.path().join("README.md");
+        let secret = tmp.path().join("secret");
+        fs::write(&member, "readme").unwrap();
+        fs::write(&secret, "secret").unwrap();
+        let checked = fs::symlink_metadata(&member).unwrap();
+        assert_eq!(
+            read_same_file(&member, &checked).unwrap(),
+            Some(b"readme".to_vec())
+        );
+        fs::remove_file(&member).unwrap();
+        std::os::unix::fs::symlink(&secret, &member).unwrap();
+        assert_eq!(read_same_file(&member, &checked).unwrap(), None);
+    }
+
+    #[test]
+    fn references_are_normalized_and_never_escape() {
+        assert_eq!(
+            normalize_ref("./agents//a.md"),
+            Ok("agents/a.md".to_string())
+        );
+        assert!(normalize_ref("../a.md").is_err());
+        assert!(normalize_ref("agents/../../a.md").is_err());
+        assert!(normalize_ref("/etc/passwd").is_err());
+        assert!(normalize_ref("C:\\\\x").is_err());
+        assert!(normalize_ref("./").is_err());
+    }
 }
