@@ -189,20 +189,13 @@ fn parse_coordination(c: &Tbl, d: &mut Diags) -> Coordination {
         "mcp",
     );
     let max_active_agents_declared = c.has("max_active_agents");
-    let max_active_agents = c
-        .int_in(d, "max_active_agents", 1, 64, "coordination_range")
-        .unwrap_or(5) as u32;
+    let max_active_agents = c.u32_in(d, "max_active_agents", 1, 64, "coordination_range", 5);
     let max_depth_declared = c.has("max_depth");
-    let max_depth = c
-        .int_in(d, "max_depth", 0, 16, "coordination_range")
-        .unwrap_or(1) as u32;
-    let max_children_per_agent = c
-        .int_in(d, "max_children_per_agent", 0, 64, "coordination_range")
-        .unwrap_or(4) as u32;
+    let max_depth = c.u32_in(d, "max_depth", 0, 16, "coordination_range", 1);
+    let max_children_per_agent =
+        c.u32_in(d, "max_children_per_agent", 0, 64, "coordination_range", 4);
     let max_active_writers_declared = c.has("max_active_writers");
-    let max_active_writers = c
-        .int_in(d, "max_active_writers", 0, 64, "coordination_range")
-        .unwrap_or(2) as u32;
+    let max_active_writers = c.u32_in(d, "max_active_writers", 0, 64, "coordination_range", 2);
     let reject_ancestor_role = c.bool(d, "reject_ancestor_role").unwrap_or(true);
     // Historical wait modes are rejected by name rather than silently mapped.
     let wait_policy = s(
@@ -233,18 +226,22 @@ fn parse_coordination(c: &Tbl, d: &mut Diags) -> Coordination {
         "coordination_result_visibility",
         "ancestors",
     );
-    let max_result_chars = c
-        .int_in(d, "max_result_chars", 1, 1_000_000, "coordination_range")
-        .unwrap_or(30_000) as u32;
-    let default_result_chars = c
-        .int_in(
-            d,
-            "default_result_chars",
-            1,
-            1_000_000,
-            "coordination_range",
-        )
-        .unwrap_or(12_000) as u32;
+    let max_result_chars = c.u32_in(
+        d,
+        "max_result_chars",
+        1,
+        1_000_000,
+        "coordination_range",
+        30_000,
+    );
+    let default_result_chars = c.u32_in(
+        d,
+        "default_result_chars",
+        1,
+        1_000_000,
+        "coordination_range",
+        12_000,
+    );
     if default_result_chars > max_result_chars {
         c.err(
             d,
@@ -333,7 +330,7 @@ fn parse_agent(a: &Tbl, co: &Coordination, d: &mut Diags) -> Agent {
         }
         ct.finish(d);
     }
-    let max_active = a.int_in(d, "max_active", 1, 64, "agent_range").unwrap_or(1) as u32;
+    let max_active = a.u32_in(d, "max_active", 1, 64, "agent_range", 1);
     let max_children = a
         .int_in(d, "max_children", 0, 64, "agent_range")
         .map(|v| v as u32)
@@ -371,12 +368,8 @@ fn parse_agent(a: &Tbl, co: &Coordination, d: &mut Diags) -> Agent {
             "a role must admit at least one task kind",
         );
     }
-    let min_task_chars = a
-        .int_in(d, "min_task_chars", 1, 100_000, "agent_task_chars")
-        .unwrap_or(12) as u32;
-    let max_task_chars = a
-        .int_in(d, "max_task_chars", 1, 100_000, "agent_task_chars")
-        .unwrap_or(12_000) as u32;
+    let min_task_chars = a.u32_in(d, "min_task_chars", 1, 100_000, "agent_task_chars", 12);
+    let max_task_chars = a.u32_in(d, "max_task_chars", 1, 100_000, "agent_task_chars", 12_000);
     if min_task_chars > max_task_chars {
         a.err(
             d,
@@ -411,18 +404,22 @@ fn parse_agent(a: &Tbl, co: &Coordination, d: &mut Diags) -> Agent {
             "agent_goal_budget_range",
         )
         .map(|v| v as u64);
-    let stall_warning_seconds = a
-        .int_in(d, "stall_warning_seconds", 60, 86_400, "agent_stall_range")
-        .unwrap_or(1800) as u32;
-    let finalization_grace_seconds = a
-        .int_in(
-            d,
-            "finalization_grace_seconds",
-            30,
-            3_600,
-            "agent_grace_range",
-        )
-        .unwrap_or(900) as u32;
+    let stall_warning_seconds = a.u32_in(
+        d,
+        "stall_warning_seconds",
+        60,
+        86_400,
+        "agent_stall_range",
+        1800,
+    );
+    let finalization_grace_seconds = a.u32_in(
+        d,
+        "finalization_grace_seconds",
+        30,
+        3_600,
+        "agent_grace_range",
+        900,
+    );
     let allowed_reasoning_efforts = a
         .enum_list(d, "allowed_reasoning_efforts", REASONING, "agent_reasoning")
         .unwrap_or_else(|| vec![reasoning.clone()]);
@@ -459,9 +456,7 @@ fn parse_agent(a: &Tbl, co: &Coordination, d: &mut Diags) -> Agent {
         )
         .unwrap_or_else(|| "warn".into());
     let resource_group = a.str(d, "resource_group");
-    let resource_units = a
-        .int_in(d, "resource_units", 1, 1024, "agent_range")
-        .unwrap_or(1) as u32;
+    let resource_units = a.u32_in(d, "resource_units", 1, 1024, "agent_range", 1);
     let instructions = pack_ref(a, d, "instructions", "agents", ".md");
     let approval_policy = a
         .enum_str(

@@ -165,6 +165,21 @@ impl<'t> Tbl<'t> {
         Some(v)
     }
 
+    /// Integer within an inclusive `u32` range, or `default` when absent or rejected (the
+    /// rejection is already recorded, so the default only lets checking continue).
+    pub fn u32_in(
+        &self,
+        d: &mut Diags,
+        k: &str,
+        lo: u32,
+        hi: u32,
+        rule: &'static str,
+        default: u32,
+    ) -> u32 {
+        self.int_in(d, k, i64::from(lo), i64::from(hi), rule)
+            .map_or(default, |v| v as u32)
+    }
+
     /// Optional boolean.
     pub fn bool(&self, d: &mut Diags, k: &str) -> Option<bool> {
         match self.raw(k)? {

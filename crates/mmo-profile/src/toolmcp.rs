@@ -174,12 +174,9 @@ pub fn parse_server(file: &str, stem: &str, text: &str, d: &mut Diags) -> Option
             format!("`{b}` is not an environment variable name"),
         );
     }
-    let startup_timeout_seconds = t
-        .int_in(d, "startup_timeout_seconds", 1, 600, "tool_mcp_range")
-        .unwrap_or(30) as u32;
-    let tool_timeout_seconds = t
-        .int_in(d, "tool_timeout_seconds", 1, 3600, "tool_mcp_range")
-        .unwrap_or(120) as u32;
+    let startup_timeout_seconds =
+        t.u32_in(d, "startup_timeout_seconds", 1, 600, "tool_mcp_range", 30);
+    let tool_timeout_seconds = t.u32_in(d, "tool_timeout_seconds", 1, 3600, "tool_mcp_range", 120);
     t.finish(d);
     (d.len() == before).then_some(ToolServer {
         id,
