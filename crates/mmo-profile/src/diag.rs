@@ -83,11 +83,6 @@ impl Diags {
             d.line = crate::locate::line_of(text, &d.path);
         }
     }
-
-    /// Add everything from another accumulator.
-    pub fn extend(&mut self, other: Diags) {
-        self.items.extend(other.items);
-    }
 }
 
 /// A failed operation carrying every problem found.

@@ -28,8 +28,6 @@ const TOP_DIRS: &[(&str, &str)] = &[("agents", ".md"), ("contracts", ".json")];
 /// A pack read from disk: every member's bytes keyed by its relative `/`-separated path.
 #[derive(Debug, Clone)]
 pub struct Pack {
-    /// Where it was read from (for messages only; never part of identity).
-    pub source: PathBuf,
     /// Members by relative path.
     pub files: BTreeMap<String, Vec<u8>>,
 }
@@ -144,10 +142,7 @@ impl Pack {
             );
         }
         if d.is_empty() {
-            Ok(Pack {
-                source: dir.to_path_buf(),
-                files,
-            })
+            Ok(Pack { files })
         } else {
             Err(Rejected(d.into_sorted()))
         }

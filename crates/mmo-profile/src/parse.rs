@@ -659,24 +659,20 @@ pub fn parse_smoke(text: &str, d: &mut Diags) -> Option<Smoke> {
         let wait_seconds = tt
             .int_in(d, "wait_seconds", 0, 86_400, "smoke_wait_seconds")
             .map(|v| v as u32);
-        let path = tt.path().to_string();
         tt.finish(d);
-        tasks.push((
-            path,
-            SmokeTask {
-                agent,
-                backend,
-                task_kind,
-                mode,
-                wall_timeout_seconds,
-                required_mcp_tools,
-                task,
-                literal_task,
-                write_scope,
-                attachments,
-                wait_seconds,
-            },
-        ));
+        tasks.push(SmokeTask {
+            agent,
+            backend,
+            task_kind,
+            mode,
+            wall_timeout_seconds,
+            required_mcp_tools,
+            task,
+            literal_task,
+            write_scope,
+            attachments,
+            wait_seconds,
+        });
     }
     if !t.has("tasks") {
         t.missing(d, "tasks");
@@ -684,6 +680,6 @@ pub fn parse_smoke(text: &str, d: &mut Diags) -> Option<Smoke> {
     t.finish(d);
     Some(Smoke {
         schema_version: SCHEMA_VERSION,
-        tasks: tasks.into_iter().map(|(_, t)| t).collect(),
+        tasks,
     })
 }

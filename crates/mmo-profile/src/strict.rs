@@ -66,11 +66,6 @@ impl<'t> Tbl<'t> {
         }
     }
 
-    /// The file this table was read from.
-    pub fn file(&self) -> &str {
-        &self.file
-    }
-
     /// Key path of a member.
     pub fn key(&self, k: &str) -> String {
         join_key(&self.path, k)
