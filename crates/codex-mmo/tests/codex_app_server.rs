@@ -1,0 +1,145 @@
+//! Generated Codex homes checked by the real Codex app-server: `initialize`, then `config/read`,
+//! and the effective configuration must say what the home was generated to say.
+//!
+//! Needs the real binary: `npm install @openai/codex@0.169.0` and
+//! `CODEX_MMO_CODEX_JS=<dir>/node_modules/@openai/codex/bin/codex.js`. Without it the test
+//! reports that it was skipped (CI has no Codex); with it, any mismatch fails.
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_codex-mmo");
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            // Snapshot files are read-only; a Codex home must be writable for Codex's own state.
+            std::fs::write(&dest, std::fs::read(e.path()).unwrap()).unwrap();
+        }
+    }
+}
+
+fn config_read(codex_js: &str, home: &Path) -> Value {
+    let mut child = Command::new("node")
+        .args([codex_js, "app-server"])
+        .env("CODEX_HOME", home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("node runs");
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str::<Value>(&line)
+                && tx.send(v).is_err()
+            {
+                break;
+            }
+        }
+    });
+    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
+    let wait = |id: i64| loop {
+        let v = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("app-server answers within 60 s");
+        if v["id"] == id {
+            return v;
+        }
+    };
+    send(
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"codex-mmo-test","version":"0"}}}),
+    );
+    wait(1);
+    send(json!({"jsonrpc":"2.0","method":"initialized"}));
+    send(json!({"jsonrpc":"2.0","id":2,"method":"config/read","params":{}}));
+    let answer = wait(2);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        answer.get("error").is_none(),
+        "config/read failed: {answer}"
+    );
+    answer["result"]["config"].clone()
+}
+
+#[test]
+fn generated_codex_homes_are_read_back_by_the_real_app_server() {
+    let Ok(codex_js) = std::env::var("CODEX_MMO_CODEX_JS") else {
+        eprintln!("skipped: set CODEX_MMO_CODEX_JS to the real codex.js to run this check");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    copy_dir(
+        &crate_dir.join("operator/tool-mcp.d"),
+        &tmp.path().join("config/codex-mmo/tool-mcp.d"),
+    );
+    let compile = |pack: &str| {
+        let o = Command::new(BIN)
+            .args([
+                "profile",
+                "compile",
+                crate_dir.join("profiles").join(pack).to_str().unwrap(),
+            ])
+            .env("XDG_DATA_HOME", tmp.path().join("data"))
+            .env("XDG_CONFIG_HOME", tmp.path().join("config"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        tmp.path()
+            .join("data/codex-mmo/snapshots")
+            .join(String::from_utf8(o.stdout).unwrap().trim())
+    };
+    let squad = compile("build-squad");
+    let home = tmp.path().join("home-researcher");
+    copy_dir(&squad.join("roles/researcher/codex-home"), &home);
+    let c = config_read(&codex_js, &home);
+    assert_eq!(c["model"], "claude-sonnet-5");
+    assert_eq!(c["model_provider"], "opencode_zen_anthropic_messages");
+    assert_eq!(c["approval_policy"], "never");
+    assert_eq!(c["sandbox_mode"], "read-only");
+    assert_eq!(c["web_search"], "cached");
+    assert_eq!(c["model_reasoning_effort"], "medium");
+    assert_eq!(
+        c["mcp_servers"]["firecrawl"]["enabled_tools"],
+        json!(["search", "fetch"])
+    );
+    assert_eq!(c["mcp_servers"]["firecrawl"]["required"], true);
+    assert_eq!(
+        c["model_providers"]["opencode_zen_anthropic_messages"]["env_key"],
+        "OPENCODE_ZEN_API_KEY"
+    );
+    assert_eq!(
+        c["skills"]["config"][0]["enabled"], false,
+        "leaf homes disable the skill"
+    );
+
+    let home = tmp.path().join("home-lead");
+    copy_dir(&squad.join("roles/lead/codex-home"), &home);
+    let c = config_read(&codex_js, &home);
+    assert_eq!(c["sandbox_mode"], "workspace-write");
+    assert_eq!(c["sandbox_workspace_write"]["network_access"], false);
+    assert_eq!(c["plan_mode_reasoning_effort"], "xhigh");
+    assert_eq!(c["skills"]["config"][0]["enabled"], true);
+
+    let audit = compile("hybrid-audit");
+    let home = tmp.path().join("home-audit");
+    copy_dir(&audit.join("roles/auditor_lead/codex-home"), &home);
+    let c = config_read(&codex_js, &home);
+    assert_eq!(c["approval_policy"], "on-request");
+    assert_eq!(c["agents"]["max_concurrent_threads_per_session"], 3);
+    assert_eq!(c["agents"]["max_depth"], 1);
+    assert_eq!(c["agents"]["interrupt_message"], true);
+}
