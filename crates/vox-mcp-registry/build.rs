@@ -65,7 +65,11 @@ fn main() {
     // A generated `match` compiles to a switch on length and a few compares: faster than a
     // binary search over names that all share the `vox_` prefix.
     writeln!(out, "/// The index of a catalog tool by exact name.").unwrap();
-    writeln!(out, "#[inline]\npub fn tool_index(name: &str) -> Option<usize> {{\n  match name {{").unwrap();
+    writeln!(
+        out,
+        "#[inline]\npub fn tool_index(name: &str) -> Option<usize> {{\n  match name {{"
+    )
+    .unwrap();
     for (i, t) in reg.tools.iter().enumerate() {
         writeln!(out, "    {:?} => Some({i}),", t.row.name).unwrap();
     }
