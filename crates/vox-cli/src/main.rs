@@ -159,8 +159,14 @@ fn mcp(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> 
                 return Ok(ExitCode::FAILURE);
             }
         };
+        // Bound each incoming line: an oversized message is dropped and the stream recovers.
+        let stdio = rmcp::transport::async_rw::AsyncRwTransport::<rmcp::RoleServer, _, _>::new(
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+        )
+        .with_max_line_length(vox_orchestrator::MAX_MESSAGE_BYTES);
         let service = adapter
-            .serve(rmcp::transport::stdio())
+            .serve(stdio)
             .await
             .context("MCP session failed to start")?;
         service

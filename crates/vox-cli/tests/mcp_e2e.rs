@@ -328,3 +328,51 @@ async fn an_unusable_vox_directory_is_a_clear_error() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(".vox"), "{stderr}");
 }
+
+#[tokio::test]
+async fn an_oversized_stdio_message_is_dropped_and_the_session_continues() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let ws = Ws::new();
+    let mut child = ws
+        .mcp_command(&["--profile", "knowledge"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    stdin
+        .write_all(format!("{init}\n").as_bytes())
+        .await
+        .unwrap();
+    assert!(
+        lines
+            .next_line()
+            .await
+            .unwrap()
+            .unwrap()
+            .contains("\"id\":1")
+    );
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .await
+        .unwrap();
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}\n",
+        "x".repeat(5 << 20)
+    );
+    stdin.write_all(huge.as_bytes()).await.unwrap();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\"}\n")
+        .await
+        .unwrap();
+    let answer = lines.next_line().await.unwrap().unwrap();
+    assert!(
+        answer.contains("\"id\":3") && answer.contains("vox_memory_recall"),
+        "{}",
+        &answer[..answer.len().min(200)]
+    );
+    drop(stdin);
+    let _ = child.wait().await;
+}
