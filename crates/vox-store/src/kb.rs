@@ -27,6 +27,19 @@ pub struct KbSummary {
     pub created_at: i64,
 }
 
+const DOC_COLUMNS: &str = "id, title, source, content, sha256, created_at";
+
+fn row_to_doc(r: &rusqlite::Row<'_>) -> rusqlite::Result<KbDocument> {
+    Ok(KbDocument {
+        id: r.get(0)?,
+        title: r.get(1)?,
+        source: r.get(2)?,
+        content: r.get(3)?,
+        sha256: r.get(4)?,
+        created_at: r.get(5)?,
+    })
+}
+
 impl Store {
     /// Inserts or replaces the document with this `source`; returns its id and whether it
     /// changed (false when the same content was already stored).
@@ -74,18 +87,9 @@ impl Store {
     pub fn kb_get(&self, id: i64) -> Result<Option<KbDocument>, StoreError> {
         let c = self.conn();
         c.query_row(
-            "SELECT id, title, source, content, sha256, created_at FROM kb_documents WHERE id = ?1",
+            &format!("SELECT {DOC_COLUMNS} FROM kb_documents WHERE id = ?1"),
             [id],
-            |r| {
-                Ok(KbDocument {
-                    id: r.get(0)?,
-                    title: r.get(1)?,
-                    source: r.get(2)?,
-                    content: r.get(3)?,
-                    sha256: r.get(4)?,
-                    created_at: r.get(5)?,
-                })
-            },
+            row_to_doc,
         )
         .optional()
         .map_err(|e| self.err(e))
@@ -95,20 +99,11 @@ impl Store {
     pub fn kb_all(&self) -> Result<Vec<KbDocument>, StoreError> {
         let c = self.conn();
         let mut stmt = c
-            .prepare("SELECT id, title, source, content, sha256, created_at FROM kb_documents ORDER BY id")
+            .prepare(&format!(
+                "SELECT {DOC_COLUMNS} FROM kb_documents ORDER BY id"
+            ))
             .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(KbDocument {
-                    id: r.get(0)?,
-                    title: r.get(1)?,
-                    source: r.get(2)?,
-                    content: r.get(3)?,
-                    sha256: r.get(4)?,
-                    created_at: r.get(5)?,
-                })
-            })
-            .map_err(|e| self.err(e))?;
+        let rows = stmt.query_map([], row_to_doc).map_err(|e| self.err(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 

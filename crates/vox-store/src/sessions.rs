@@ -46,6 +46,22 @@ pub struct Session {
     pub message_count: i64,
 }
 
+impl Session {
+    /// A new open session with a fresh id.
+    fn open(title: &str, metadata: &Value) -> Self {
+        Session {
+            id: new_session_id(),
+            title: title.to_owned(),
+            metadata: metadata.clone(),
+            status: SessionStatus::Open,
+            summary: None,
+            created_at: now_ms(),
+            closed_at: None,
+            message_count: 0,
+        }
+    }
+}
+
 /// One message of a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionMessage {
@@ -163,16 +179,7 @@ impl SessionStore for Store {
     }
 
     fn create(&self, title: &str, metadata: &Value) -> Result<Session, StoreError> {
-        let s = Session {
-            id: new_session_id(),
-            title: title.to_owned(),
-            metadata: metadata.clone(),
-            status: SessionStatus::Open,
-            summary: None,
-            created_at: now_ms(),
-            closed_at: None,
-            message_count: 0,
-        };
+        let s = Session::open(title, metadata);
         self.conn()
             .execute(
                 "INSERT INTO sessions (id, title, metadata, status, created_at) VALUES (?1, ?2, ?3, 'open', ?4)",
@@ -362,16 +369,7 @@ impl SessionStore for FileSessions {
 
     fn create(&self, title: &str, metadata: &Value) -> Result<Session, StoreError> {
         let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        let session = Session {
-            id: new_session_id(),
-            title: title.to_owned(),
-            metadata: metadata.clone(),
-            status: SessionStatus::Open,
-            summary: None,
-            created_at: now_ms(),
-            closed_at: None,
-            message_count: 0,
-        };
+        let session = Session::open(title, metadata);
         self.write(&SessionFile {
             session: session.clone(),
             messages: vec![],
