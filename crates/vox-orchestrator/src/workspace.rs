@@ -46,6 +46,25 @@ impl Workspace {
         })
     }
 
+    /// Creates `.vox/` if missing, private to the user (0700): it holds the store and socket.
+    /// An existing directory keeps its mode.
+    pub fn ensure_vox_dir(&self) -> std::io::Result<()> {
+        use std::os::unix::fs::DirBuilderExt;
+        if self.vox_dir.is_dir() {
+            return Ok(());
+        }
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.vox_dir)
+            .map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("cannot create {}: {e}", self.vox_dir.display()),
+                )
+            })
+    }
+
     /// The daemon's Unix socket.
     pub fn socket_path(&self) -> PathBuf {
         self.vox_dir.join("orchestrator.sock")
