@@ -275,6 +275,15 @@ async fn the_daemon_socket_survives_malformed_and_oversized_messages() {
         std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777,
         0o600
     );
+    assert_eq!(
+        std::fs::metadata(ws.vox_dir())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o700,
+        ".vox is private"
+    );
     let mut stream = UnixStream::connect(&sock).unwrap();
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let a = socket_request(&mut stream, &mut reader, b"{not json");

@@ -200,8 +200,8 @@ pub async fn adopt_or_spawn(
         check_profile(ws, &ping, profile)?;
         return Ok((c, ping));
     }
-    std::fs::create_dir_all(&ws.vox_dir)
-        .map_err(|e| AdoptError::Io(format!("cannot create {}: {e}", ws.vox_dir.display())))?;
+    ws.ensure_vox_dir()
+        .map_err(|e| AdoptError::Io(e.to_string()))?;
     let lock_path = ws.spawn_lock_path();
     let lock = std::fs::OpenOptions::new()
         .create(true)

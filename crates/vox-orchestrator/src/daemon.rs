@@ -33,9 +33,8 @@ pub struct Daemon {
 impl Daemon {
     /// Takes the workspace lock, boots, and binds the socket. Must run inside a tokio runtime.
     pub fn start(ws: Workspace, profile: ProfileSet) -> Result<Self, DaemonError> {
-        std::fs::create_dir_all(&ws.vox_dir).map_err(|e| {
-            DaemonError::Setup(format!("cannot create {}: {e}", ws.vox_dir.display()))
-        })?;
+        ws.ensure_vox_dir()
+            .map_err(|e| DaemonError::Setup(e.to_string()))?;
         let lock_path = ws.daemon_lock_path();
         let lock = std::fs::OpenOptions::new()
             .create(true)
