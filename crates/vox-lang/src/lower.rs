@@ -175,11 +175,11 @@ impl<'a> Lowerer<'a> {
                         Some(n) => format!("`{} {}`", o.kind, n.text),
                         None => format!("this `{}` declaration", o.kind),
                     };
-                    let head = Span::new(o.span.start as usize, o.span.start as usize + 1).to(o
-                        .name
-                        .as_ref()
-                        .map(|n| n.span)
-                        .unwrap_or(o.span));
+                    let start = o.span.start as usize;
+                    let head = match &o.name {
+                        Some(n) => Span::new(start, start + 1).to(n.span),
+                        None => Span::new(start, (start + o.kind.len()).min(o.span.end as usize)),
+                    };
                     self.diags.push(
                         Diagnostic::new(
                             Code::NotExecutable,

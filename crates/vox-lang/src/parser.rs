@@ -44,8 +44,10 @@ pub struct Parsed {
 /// Lexes and parses `src`.
 pub fn parse(src: &str) -> Parsed {
     let (toks, lex_diags) = lexer::lex(src);
+    let lex_errors = lex_diags.iter().map(|d| d.span.start).collect();
     let mut p = Parser {
         src,
+        lex_errors,
         toks,
         pos: 0,
         diags: Vec::new(),
@@ -78,6 +80,8 @@ pub fn parse(src: &str) -> Parsed {
 
 struct Parser<'a> {
     src: &'a str,
+    /// Starts of lexical errors (sorted), so a parse error they cause is not reported twice.
+    lex_errors: Vec<u32>,
     toks: Vec<Token>,
     pos: usize,
     diags: Vec<Diagnostic>,
@@ -187,8 +191,13 @@ impl<'a> Parser<'a> {
     fn unexpected(&mut self, expected: &str) -> Fail {
         let found = self.peek();
         let span = self.span();
-        let msg = if found == Tok::Unterminated {
-            // The lexer already reported the unterminated string.
+        let gap_start = self.prev_span().end;
+        let caused_by_lex_error = self
+            .lex_errors
+            .iter()
+            .any(|&e| e >= gap_start && e <= span.start);
+        let msg = if found == Tok::Unterminated || caused_by_lex_error {
+            // The lexer already reported the character or string that led here.
             return Fail;
         } else {
             format!("expected {expected}, found {}", self.found_text(found))
@@ -842,7 +851,10 @@ impl<'a> Parser<'a> {
             match self.peek() {
                 Tok::RBrace => break,
                 Tok::Eof => {
-                    self.error(Code::UnexpectedToken, open, "this `{` is never closed");
+                    // An unterminated raw string that ran to the end already explains this.
+                    if self.pos == 0 || self.toks[self.pos - 1].kind != Tok::Unterminated {
+                        self.error(Code::UnexpectedToken, open, "this `{` is never closed");
+                    }
                     return Err(Fail);
                 }
                 // A declaration at the start of a line inside a block means a `}` is missing;
