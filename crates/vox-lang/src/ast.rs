@@ -312,10 +312,10 @@ pub enum ExprKind {
     Str(Vec<StrPart>),
     /// `true` / `false`.
     Bool(bool),
-    /// A lowercase name.
-    Var(String),
+    /// A lowercase name (the span of the identifier; the text is in the source).
+    Var(Span),
     /// An uppercase name: constructor, constant or type.
-    Upper(String),
+    Upper(Span),
     /// `[a, b]`.
     List(Vec<Expr>),
     /// `{ k: v }`.
@@ -345,7 +345,7 @@ pub enum ExprKind {
     /// `loop { }`.
     Loop(Block),
     /// `for x[, i] in e { }`.
-    For(Name, Option<Name>, Box<Expr>, Block),
+    For(Box<ForLoop>),
     /// `break`.
     Break,
     /// `continue`.
@@ -355,9 +355,33 @@ pub enum ExprKind {
     /// `{ stmts }` as an expression.
     Block(Block),
     /// `fn(params) [to T] { body }`.
-    Closure(Vec<Param>, Option<TypeExpr>, Block),
+    Closure(Box<Closure>),
     /// A syntax error was reported here.
     Error,
+}
+
+/// `for var[, index] in iter body`.
+#[derive(Clone, Debug)]
+pub struct ForLoop {
+    /// Loop variable.
+    pub var: Name,
+    /// Index variable.
+    pub index: Option<Name>,
+    /// Iterated value.
+    pub iter: Expr,
+    /// Body.
+    pub body: Block,
+}
+
+/// `fn(params) [to T] { body }`.
+#[derive(Clone, Debug)]
+pub struct Closure {
+    /// Parameters.
+    pub params: Vec<Param>,
+    /// Declared result type.
+    pub ret: Option<TypeExpr>,
+    /// Body.
+    pub body: Block,
 }
 
 /// `pattern => body`.

@@ -427,6 +427,22 @@ impl<'p> Interp<'p> {
         Ok(out)
     }
 
+    /// Evaluates leaves without a recursive call; they still count as steps.
+    #[inline(always)]
+    fn operand(&mut self, e: &'p Expr) -> R {
+        match &e.kind {
+            ExprKind::Local(slot) => {
+                self.steps += 1;
+                Ok(self.stack[self.fp + *slot as usize].clone())
+            }
+            ExprKind::Int(i) => {
+                self.steps += 1;
+                Ok(Value::Int(*i))
+            }
+            _ => self.eval(e),
+        }
+    }
+
     pub(crate) fn eval(&mut self, e: &'p Expr) -> R {
         self.tick(e.span)?;
         let span = e.span;
@@ -489,8 +505,27 @@ impl<'p> Interp<'p> {
                 }
             }
             ExprKind::Binary(op, l, r) => {
-                let a = self.eval(l)?;
-                let b = self.eval(r)?;
+                let a = self.operand(l)?;
+                let b = self.operand(r)?;
+                // Int-int arithmetic and comparison is the hot path of most tool code.
+                if let (Value::Int(x), Value::Int(y)) = (&a, &b) {
+                    let (x, y) = (*x, *y);
+                    let fast = match op {
+                        BinOp::Add => x.checked_add(y).map(Value::Int),
+                        BinOp::Sub => x.checked_sub(y).map(Value::Int),
+                        BinOp::Mul => x.checked_mul(y).map(Value::Int),
+                        BinOp::Lt => Some(Value::Bool(x < y)),
+                        BinOp::Le => Some(Value::Bool(x <= y)),
+                        BinOp::Gt => Some(Value::Bool(x > y)),
+                        BinOp::Ge => Some(Value::Bool(x >= y)),
+                        BinOp::Eq => Some(Value::Bool(x == y)),
+                        BinOp::Ne => Some(Value::Bool(x != y)),
+                        _ => Option::None,
+                    };
+                    if let Some(v) = fast {
+                        return Ok(v);
+                    }
+                }
                 self.binary(*op, &a, &b, span)
             }
             ExprKind::Unary(op, x) => {
@@ -512,7 +547,7 @@ impl<'p> Interp<'p> {
             ExprKind::CallFn(id, args) => {
                 let base = self.stack.len();
                 for a in args {
-                    match self.eval(a) {
+                    match self.operand(a) {
                         Ok(v) => self.stack.push(v),
                         Err(e) => {
                             self.stack.truncate(base);

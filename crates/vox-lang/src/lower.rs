@@ -5,6 +5,31 @@ use crate::ast::{self, ExprKind as A, Item, TypeBody};
 use crate::diag::{Code, Diagnostic, SourceFile, Span};
 use crate::hir::*;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A small multiplicative hasher for short identifier keys: SipHash's flood resistance buys
+/// nothing for names from one source file and costs a visible share of lowering time.
+#[derive(Default)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut buf = [0u8; 8];
+            buf[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(buf))
+                .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.write(&[i]);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxBuild = BuildHasherDefault<FxHasher>;
 
 /// The lowered program and the diagnostics found while lowering.
 pub struct Lowered {
@@ -15,14 +40,14 @@ pub struct Lowered {
 }
 
 /// Lowers a parsed file.
-pub fn lower(file: &ast::File, src: &SourceFile) -> Lowered {
+pub fn lower<'a>(file: &'a ast::File, src: &'a SourceFile) -> Lowered {
     let mut l = Lowerer {
         src,
         diags: Vec::new(),
         program: Program::default(),
-        globals: HashMap::new(),
-        global_spans: HashMap::new(),
-        type_index: HashMap::new(),
+        globals: HashMap::default(),
+        global_spans: HashMap::default(),
+        type_index: HashMap::default(),
         fn_arity: Vec::new(),
         fns: Vec::new(),
     };
@@ -33,15 +58,15 @@ pub fn lower(file: &ast::File, src: &SourceFile) -> Lowered {
     }
 }
 
-struct Local {
-    name: String,
+struct Local<'a> {
+    name: &'a str,
     slot: u32,
     mutable: bool,
     captured: bool,
 }
 
-struct FnCtx {
-    scopes: Vec<Vec<Local>>,
+struct FnCtx<'a> {
+    scopes: Vec<Vec<Local<'a>>>,
     n_slots: u32,
     captures: Vec<(u32, u32)>,
     loop_depth: u32,
@@ -52,12 +77,12 @@ struct Lowerer<'a> {
     src: &'a SourceFile,
     diags: Vec<Diagnostic>,
     program: Program,
-    globals: HashMap<String, Global>,
-    global_spans: HashMap<String, Span>,
-    type_index: HashMap<String, u32>,
+    globals: HashMap<&'a str, Global, FxBuild>,
+    global_spans: HashMap<&'a str, Span, FxBuild>,
+    type_index: HashMap<&'a str, u32, FxBuild>,
     /// (required, total) parameters per top-level function.
     fn_arity: Vec<(usize, usize)>,
-    fns: Vec<FnCtx>,
+    fns: Vec<FnCtx<'a>>,
 }
 
 fn builtin_ctor(name: &str) -> Option<Ctor> {
@@ -71,6 +96,10 @@ fn builtin_ctor(name: &str) -> Option<Ctor> {
 }
 
 impl<'a> Lowerer<'a> {
+    fn text(&self, span: Span) -> &'a str {
+        &self.src.text[span.start as usize..span.end as usize]
+    }
+
     fn diag(&mut self, code: Code, span: Span, msg: impl Into<String>) {
         self.diags.push(Diagnostic::new(code, span, msg));
     }
@@ -79,8 +108,8 @@ impl<'a> Lowerer<'a> {
         self.src.line_col(span.start).0
     }
 
-    fn define(&mut self, name: &ast::Name, g: Global) {
-        if let Some(prev) = self.global_spans.get(&name.text) {
+    fn define(&mut self, name: &'a ast::Name, g: Global) {
+        if let Some(prev) = self.global_spans.get(name.text.as_str()) {
             let line = self.line(*prev);
             self.diags.push(
                 Diagnostic::new(
@@ -94,15 +123,15 @@ impl<'a> Lowerer<'a> {
             );
             return;
         }
-        self.global_spans.insert(name.text.clone(), name.span);
-        self.globals.insert(name.text.clone(), g);
+        self.global_spans.insert(&name.text, name.span);
+        self.globals.insert(&name.text, g);
     }
 
-    fn run(&mut self, file: &ast::File) {
+    fn run(&mut self, file: &'a ast::File) {
         // Pass 1: every global name, so bodies can refer to items declared later.
         for item in &file.items {
             if let Item::Type(t) = item {
-                if self.type_index.contains_key(&t.name.text) {
+                if self.type_index.contains_key(t.name.text.as_str()) {
                     self.diag(
                         Code::Duplicate,
                         t.name.span,
@@ -111,7 +140,7 @@ impl<'a> Lowerer<'a> {
                     continue;
                 }
                 let index = self.program.types.len() as u32;
-                self.type_index.insert(t.name.text.clone(), index);
+                self.type_index.insert(&t.name.text, index);
                 self.program.types.push(TypeDef {
                     name: t.name.text.clone(),
                     shape: TypeShape::Record { fields: Vec::new() },
@@ -121,7 +150,7 @@ impl<'a> Lowerer<'a> {
         for item in &file.items {
             match item {
                 Item::Type(t) => {
-                    let Some(&index) = self.type_index.get(&t.name.text) else {
+                    let Some(&index) = self.type_index.get(t.name.text.as_str()) else {
                         continue;
                     };
                     if self.program.types[index as usize].name != t.name.text {
@@ -156,12 +185,12 @@ impl<'a> Lowerer<'a> {
                 }
                 Item::Import(i) => {
                     for n in &i.names {
-                        if self.globals.contains_key(&n.text) {
+                        if self.globals.contains_key(n.text.as_str()) {
                             continue;
                         }
                         let id = self.program.imports.len() as u32;
                         self.program.imports.push(n.text.clone());
-                        self.globals.insert(n.text.clone(), Global::Import(id));
+                        self.globals.insert(&n.text, Global::Import(id));
                     }
                 }
                 Item::Opaque(o) => {
@@ -193,9 +222,9 @@ impl<'a> Lowerer<'a> {
                         ),
                     );
                     if let Some(n) = &o.name
-                        && !self.globals.contains_key(&n.text)
+                        && !self.globals.contains_key(n.text.as_str())
                     {
-                        self.globals.insert(n.text.clone(), Global::Opaque(id));
+                        self.globals.insert(&n.text, Global::Opaque(id));
                     }
                 }
             }
@@ -247,7 +276,7 @@ impl<'a> Lowerer<'a> {
         (self.program.bodies.len() - 1) as BodyId
     }
 
-    fn type_decl(&mut self, t: &ast::TypeDecl, index: u32) {
+    fn type_decl(&mut self, t: &'a ast::TypeDecl, index: u32) {
         let shape = match &t.body {
             TypeBody::Record(fields) => TypeShape::Record {
                 fields: self.fields(fields),
@@ -281,7 +310,7 @@ impl<'a> Lowerer<'a> {
         self.program.types[index as usize].shape = shape;
     }
 
-    fn fields(&mut self, fields: &[ast::FieldDecl]) -> Vec<(String, Ty)> {
+    fn fields(&mut self, fields: &'a [ast::FieldDecl]) -> Vec<(String, Ty)> {
         let mut out: Vec<(String, Ty)> = Vec::new();
         for f in fields {
             if out.iter().any(|(n, _)| *n == f.name.text) {
@@ -301,7 +330,7 @@ impl<'a> Lowerer<'a> {
         out
     }
 
-    fn ty(&mut self, t: &ast::TypeExpr) -> Ty {
+    fn ty(&mut self, t: &'a ast::TypeExpr) -> Ty {
         match t {
             ast::TypeExpr::Fn { params, ret, .. } => Ty::Fn {
                 params: params.iter().map(|p| self.ty(p)).collect(),
@@ -395,7 +424,7 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn fn_decl(&mut self, f: &ast::FnDecl, id: usize) {
+    fn fn_decl(&mut self, f: &'a ast::FnDecl, id: usize) {
         let mut role = FnRole::Plain;
         let mut role_span: Option<Span> = None;
         for d in &f.decorators {
@@ -570,8 +599,8 @@ impl<'a> Lowerer<'a> {
     fn lower_fn_body(
         &mut self,
         name: &str,
-        params: &[ast::Param],
-        block: &ast::Block,
+        params: &'a [ast::Param],
+        block: &'a ast::Block,
         closure: bool,
     ) -> (BodyId, Vec<(u32, u32)>) {
         if !closure {
@@ -611,16 +640,16 @@ impl<'a> Lowerer<'a> {
         (id, ctx.captures)
     }
 
-    fn ctx(&mut self) -> &mut FnCtx {
+    fn ctx(&mut self) -> &mut FnCtx<'a> {
         self.fns.last_mut().expect("inside a body")
     }
 
-    fn declare(&mut self, name: &str, mutable: bool) -> u32 {
+    fn declare(&mut self, name: &'a str, mutable: bool) -> u32 {
         let ctx = self.ctx();
         let slot = ctx.n_slots;
         ctx.n_slots += 1;
         ctx.scopes.last_mut().expect("scope").push(Local {
-            name: name.to_string(),
+            name,
             slot,
             mutable,
             captured: false,
@@ -630,7 +659,7 @@ impl<'a> Lowerer<'a> {
 
     /// Finds a local in frame `level`, capturing it from enclosing frames when needed.
     /// Returns (slot, mutable, captured).
-    fn lookup_local(&mut self, level: usize, name: &str) -> Option<(u32, bool, bool)> {
+    fn lookup_local(&mut self, level: usize, name: &'a str) -> Option<(u32, bool, bool)> {
         for scope in self.fns[level].scopes.iter().rev() {
             if let Some(l) = scope.iter().rev().find(|l| l.name == name) {
                 return Some((l.slot, l.mutable, l.captured));
@@ -645,7 +674,7 @@ impl<'a> Lowerer<'a> {
         ctx.n_slots += 1;
         ctx.captures.push((outer, slot));
         ctx.scopes[0].push(Local {
-            name: name.to_string(),
+            name,
             slot,
             mutable: false,
             captured: true,
@@ -653,7 +682,7 @@ impl<'a> Lowerer<'a> {
         Some((slot, false, true))
     }
 
-    fn resolve(&mut self, name: &str, span: Span) -> ExprKind {
+    fn resolve(&mut self, name: &'a str, span: Span) -> ExprKind {
         if !self.fns.is_empty() {
             let level = self.fns.len() - 1;
             if let Some((slot, _, _)) = self.lookup_local(level, name) {
@@ -728,8 +757,10 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn arity(&mut self, span: Span, what: &str, lo: usize, hi: usize, n: usize) {
+    /// Reports a wrong argument count; `what` names the callee and is only built on error.
+    fn arity(&mut self, span: Span, what: impl Fn() -> String, lo: usize, hi: usize, n: usize) {
         if n < lo || n > hi {
+            let what = what();
             let want = if lo == hi {
                 format!("{lo}")
             } else if hi == usize::MAX {
@@ -749,17 +780,25 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn block(&mut self, b: &ast::Block) -> Expr {
+    fn block(&mut self, b: &'a ast::Block) -> Expr {
         self.ctx().scopes.push(Vec::new());
-        let stmts = b.stmts.iter().map(|s| self.stmt(s)).collect();
+        let mut stmts: Vec<Stmt> = b.stmts.iter().map(|s| self.stmt(s)).collect();
         self.ctx().scopes.pop();
+        // A block that is one expression is that expression: it binds nothing, and the
+        // interpreter saves a level per block (`if c { x } else { y }` is everywhere).
+        if stmts.len() == 1
+            && let Some(Stmt::Expr(_)) = stmts.last()
+            && let Some(Stmt::Expr(e)) = stmts.pop()
+        {
+            return e;
+        }
         Expr {
             kind: ExprKind::Block(stmts),
             span: b.span,
         }
     }
 
-    fn stmt(&mut self, s: &ast::Stmt) -> Stmt {
+    fn stmt(&mut self, s: &'a ast::Stmt) -> Stmt {
         match s {
             ast::Stmt::Let {
                 mutable,
@@ -787,7 +826,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Resolves an assignment target; reports why it cannot be assigned.
-    fn place(&mut self, e: &ast::Expr, verb: &str) -> Option<Place> {
+    fn place(&mut self, e: &'a ast::Expr, verb: &str) -> Option<Place> {
         let mut path = Vec::new();
         let mut cur = e;
         loop {
@@ -800,7 +839,8 @@ impl<'a> Lowerer<'a> {
                     path.push(PlaceStep::Index(self.expr(idx)));
                     cur = inner;
                 }
-                A::Var(name) => {
+                A::Var(name_span) => {
+                    let name = self.text(*name_span);
                     path.reverse();
                     let level = self.fns.len() - 1;
                     return match self.lookup_local(level, name) {
@@ -853,34 +893,48 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn exprs(&mut self, es: &[ast::Expr]) -> Vec<Expr> {
+    fn exprs(&mut self, es: &'a [ast::Expr]) -> Vec<Expr> {
         es.iter().map(|e| self.expr(e)).collect()
     }
 
-    fn call(&mut self, callee: &ast::Expr, args: &[&ast::Expr], span: Span) -> Expr {
-        let lowered: Vec<Expr> = args.iter().map(|a| self.expr(a)).collect();
+    /// Lowers `callee(first, rest…)`; `first` is the piped value of `x |> f(…)`.
+    fn call(
+        &mut self,
+        callee: &'a ast::Expr,
+        first: Option<&'a ast::Expr>,
+        rest: &'a [ast::Expr],
+        span: Span,
+    ) -> Expr {
+        let mut lowered = Vec::with_capacity(rest.len() + 1);
+        if let Some(f) = first {
+            lowered.push(self.expr(f));
+        }
+        for a in rest {
+            lowered.push(self.expr(a));
+        }
         let n = lowered.len();
         let kind = match &callee.kind {
-            A::Var(name) | A::Upper(name) => {
+            A::Var(name_span) | A::Upper(name_span) => {
+                let name = self.text(*name_span);
                 let callee_kind = self.resolve(name, callee.span);
                 match callee_kind {
                     ExprKind::Global(Global::Fn(id)) => {
                         let (lo, hi) = self.fn_arity[id as usize];
-                        self.arity(callee.span, &format!("`{name}`"), lo, hi, n);
+                        self.arity(callee.span, || format!("`{name}`"), lo, hi, n);
                         ExprKind::CallFn(id, lowered)
                     }
                     ExprKind::Global(Global::Builtin(b)) => {
                         let (_, lo, hi) = Builtin::by_name(b.name()).unwrap_or((b, 0, usize::MAX));
-                        self.arity(callee.span, &format!("`{name}`"), lo, hi, n);
+                        self.arity(callee.span, || format!("`{name}`"), lo, hi, n);
                         ExprKind::CallBuiltin(b, lowered)
                     }
                     ExprKind::Global(Global::Ctor(c)) => {
                         let k = self.variant_arity(c);
-                        self.arity(callee.span, &format!("`{name}`"), k, k, n);
+                        self.arity(callee.span, || format!("`{name}`"), k, k, n);
                         ExprKind::Construct(c, lowered)
                     }
                     ExprKind::Construct(c, _) => {
-                        self.arity(callee.span, &format!("`{name}`"), 0, 0, n);
+                        self.arity(callee.span, || format!("`{name}`"), 0, 0, n);
                         ExprKind::Construct(c, lowered)
                     }
                     ExprKind::Unavailable(m) => ExprKind::Unavailable(m),
@@ -899,7 +953,7 @@ impl<'a> Lowerer<'a> {
         Expr { kind, span }
     }
 
-    fn expr(&mut self, e: &ast::Expr) -> Expr {
+    fn expr(&mut self, e: &'a ast::Expr) -> Expr {
         let span = e.span;
         let kind = match &e.kind {
             A::Int(i) => ExprKind::Int(*i),
@@ -922,7 +976,10 @@ impl<'a> Lowerer<'a> {
                     ExprKind::Interp(pieces)
                 }
             }
-            A::Var(name) | A::Upper(name) => self.resolve(name, span),
+            A::Var(name_span) | A::Upper(name_span) => {
+                let name = self.text(*name_span);
+                self.resolve(name, span)
+            }
             A::List(items) => ExprKind::List(self.exprs(items)),
             A::Record(fields) => {
                 let mut out: Vec<(String, Expr)> = Vec::new();
@@ -943,24 +1000,19 @@ impl<'a> Lowerer<'a> {
                 ExprKind::Binary(*op, Box::new(self.expr(l)), Box::new(self.expr(r)))
             }
             A::Unary(op, x) => ExprKind::Unary(*op, Box::new(self.expr(x))),
-            A::Call(callee, args) => {
-                let refs: Vec<&ast::Expr> = args.iter().collect();
-                return self.call(callee, &refs, span);
-            }
+            A::Call(callee, args) => return self.call(callee, None, args, span),
             A::Pipe(lhs, rhs) => {
                 // `x |> f(a)` is `f(x, a)`; `x |> f` is `f(x)`.
                 if let A::Call(callee, args) = &rhs.kind {
-                    let mut refs: Vec<&ast::Expr> = vec![lhs];
-                    refs.extend(args.iter());
-                    return self.call(callee, &refs, span);
+                    return self.call(callee, Some(lhs), args, span);
                 }
-                return self.call(rhs, &[lhs], span);
+                return self.call(rhs, Some(lhs), &[], span);
             }
             A::Method(recv, name, args) => match Method::by_name(&name.text) {
                 Some((m, lo, hi, mutates)) => {
                     self.arity(
                         name.span,
-                        &format!("method `{}`", name.text),
+                        || format!("method `{}`", name.text),
                         lo,
                         hi,
                         args.len(),
@@ -1019,7 +1071,13 @@ impl<'a> Lowerer<'a> {
                 self.ctx().loop_depth -= 1;
                 ExprKind::Loop(Box::new(b))
             }
-            A::For(var, index, iter, body) => {
+            A::For(f) => {
+                let ast::ForLoop {
+                    var,
+                    index,
+                    iter,
+                    body,
+                } = &**f;
                 let it = self.expr(iter);
                 self.ctx().scopes.push(Vec::new());
                 let v = self.declare(&var.text, false);
@@ -1063,7 +1121,8 @@ impl<'a> Lowerer<'a> {
                 }
             }
             A::Block(b) => return self.block(b),
-            A::Closure(params, ret, body) => {
+            A::Closure(c) => {
+                let ast::Closure { params, ret, body } = &**c;
                 if let Some(t) = ret {
                     self.ty(t);
                 }
@@ -1080,7 +1139,7 @@ impl<'a> Lowerer<'a> {
         Expr { kind, span }
     }
 
-    fn pattern(&mut self, p: &ast::Pattern) -> Pat {
+    fn pattern(&mut self, p: &'a ast::Pattern) -> Pat {
         match p {
             ast::Pattern::Wild(_) | ast::Pattern::Error(_) => Pat::Wild,
             ast::Pattern::Bind(n) => Pat::Bind(self.declare(&n.text, false)),
@@ -1089,10 +1148,11 @@ impl<'a> Lowerer<'a> {
             ast::Pattern::Str(s, _) => Pat::Str(s.clone()),
             ast::Pattern::Bool(b, _) => Pat::Bool(*b),
             ast::Pattern::Ctor(name, args) => {
-                let ctor = builtin_ctor(&name.text).or(match self.globals.get(&name.text) {
-                    Some(Global::Ctor(c)) => Some(*c),
-                    _ => None,
-                });
+                let ctor =
+                    builtin_ctor(&name.text).or(match self.globals.get(name.text.as_str()) {
+                        Some(Global::Ctor(c)) => Some(*c),
+                        _ => None,
+                    });
                 let Some(c) = ctor else {
                     self.diag(
                         Code::UnknownName,
@@ -1104,7 +1164,7 @@ impl<'a> Lowerer<'a> {
                 let k = self.variant_arity(c);
                 self.arity(
                     name.span,
-                    &format!("pattern `{}`", name.text),
+                    || format!("pattern `{}`", name.text),
                     k,
                     k,
                     args.len(),

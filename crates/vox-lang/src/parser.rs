@@ -1206,14 +1206,12 @@ impl<'a> Parser<'a> {
                 Ok(self.mk(ExprKind::Bool(b), span, 1))
             }
             Tok::Ident => {
-                let t = self.text().to_string();
                 self.bump();
-                Ok(self.mk(ExprKind::Var(t), span, 1))
+                Ok(self.mk(ExprKind::Var(span), span, 1))
             }
             Tok::TypeIdent => {
-                let t = self.text().to_string();
                 self.bump();
-                Ok(self.mk(ExprKind::Upper(t), span, 1))
+                Ok(self.mk(ExprKind::Upper(span), span, 1))
             }
             Tok::LParen => {
                 self.bump();
@@ -1281,7 +1279,16 @@ impl<'a> Parser<'a> {
                 let body = self.block()?;
                 let h = iter.height.max(bh(&body)) + 1;
                 let span = span.to(body.span);
-                Ok(self.mk(ExprKind::For(var, index, Box::new(iter), body), span, h))
+                Ok(self.mk(
+                    ExprKind::For(Box::new(ForLoop {
+                        var,
+                        index,
+                        iter,
+                        body,
+                    })),
+                    span,
+                    h,
+                ))
             }
             Tok::Break => {
                 self.bump();
@@ -1324,7 +1331,11 @@ impl<'a> Parser<'a> {
                     .max(bh(&body))
                     + 1;
                 let span = span.to(body.span);
-                Ok(self.mk(ExprKind::Closure(params, ret, body), span, h))
+                Ok(self.mk(
+                    ExprKind::Closure(Box::new(Closure { params, ret, body })),
+                    span,
+                    h,
+                ))
             }
             _ => Err(self.unexpected("an expression")),
         }
