@@ -98,10 +98,13 @@ impl RunError {
 }
 
 /// Non-local control flow, and errors, travel as the `Err` side of evaluation.
+///
+/// Every payload is boxed so `Result<Value, Flow>` stays small and word-aligned: it is
+/// returned by every evaluation step, and a fat `Flow` made each of those copies slower.
 pub(crate) enum Flow {
     Break,
     Continue,
-    Return(Value),
+    Return(Box<Value>),
     Error(Box<RunError>),
 }
 
@@ -176,9 +179,6 @@ impl<'p> Interp<'p> {
         if self.steps & 1023 == 0 && Instant::now() > self.deadline {
             return Err(self.budget_err(BudgetKind::Time, span));
         }
-        if self.stack_base.abs_diff(stack_addr()) > self.budget.max_stack_bytes {
-            return Err(self.budget_err(BudgetKind::Depth, span));
-        }
         Ok(())
     }
 
@@ -244,7 +244,11 @@ impl<'p> Interp<'p> {
                 span,
             ));
         }
-        if self.depth >= self.budget.max_call_depth {
+        // Checked per call only: a body's own expression nesting is bounded by the parser, so
+        // the stack one call can use beyond this point is bounded too.
+        if self.depth >= self.budget.max_call_depth
+            || self.stack_base.abs_diff(stack_addr()) > self.budget.max_stack_bytes
+        {
             self.stack.truncate(base);
             return Err(self.budget_err(BudgetKind::Depth, span));
         }
@@ -257,7 +261,8 @@ impl<'p> Interp<'p> {
         self.stack.truncate(base);
         self.depth -= 1;
         match r {
-            Ok(v) | Err(Flow::Return(v)) => Ok(v),
+            Ok(v) => Ok(v),
+            Err(Flow::Return(v)) => Ok(*v),
             Err(Flow::Break | Flow::Continue) => Ok(Value::Unit),
             Err(e) => Err(e),
         }
@@ -427,13 +432,30 @@ impl<'p> Interp<'p> {
         Ok(out)
     }
 
+    /// Reads a local. Ints are rebuilt rather than cloned: the derived clone copies the enum
+    /// in unaligned pieces, which stalls store forwarding on the hottest path.
+    #[inline(always)]
+    fn local(&self, slot: u32) -> Value {
+        match &self.stack[self.fp + slot as usize] {
+            Value::Int(i) => Value::Int(*i),
+            other => other.clone(),
+        }
+    }
+
     /// Evaluates leaves without a recursive call; they still count as steps.
     #[inline(always)]
     fn operand(&mut self, e: &'p Expr) -> R {
         match &e.kind {
+            ExprKind::Binary(op, l, r)
+                if let (Some(x), Some(y)) = (self.peek_int(l), self.peek_int(r))
+                    && let Some(v) = int_op(*op, x, y) =>
+            {
+                self.steps += 3;
+                Ok(v)
+            }
             ExprKind::Local(slot) => {
                 self.steps += 1;
-                Ok(self.stack[self.fp + *slot as usize].clone())
+                Ok(self.local(*slot))
             }
             ExprKind::Int(i) => {
                 self.steps += 1;
@@ -443,8 +465,110 @@ impl<'p> Interp<'p> {
         }
     }
 
+    /// Evaluates an expression. The common kinds are handled here, the rest in `eval_cold`,
+    /// which keeps this function's frame small on the recursive path.
     pub(crate) fn eval(&mut self, e: &'p Expr) -> R {
         self.tick(e.span)?;
+        let span = e.span;
+        match &e.kind {
+            ExprKind::Int(i) => Ok(Value::Int(*i)),
+            ExprKind::Local(slot) => Ok(self.local(*slot)),
+            ExprKind::Binary(op, l, r) if !matches!(op, BinOp::And | BinOp::Or) => {
+                self.eval_binary(*op, l, r, span)
+            }
+            ExprKind::CallFn(id, args) => self.eval_call_fn(*id, args, span),
+            ExprKind::If(c, then, otherwise) => {
+                if self.truth(c)? {
+                    self.eval(then)
+                } else if let Some(o) = otherwise {
+                    self.eval(o)
+                } else {
+                    Ok(Value::Unit)
+                }
+            }
+            ExprKind::Block(stmts) => self.eval_block(stmts, span),
+            _ => self.eval_cold(e),
+        }
+    }
+
+    #[inline]
+    fn eval_binary(&mut self, op: BinOp, l: &'p Expr, r: &'p Expr, span: Span) -> R {
+        if let (Some(x), Some(y)) = (self.peek_int(l), self.peek_int(r))
+            && let Some(v) = int_op(op, x, y)
+        {
+            self.steps += 2;
+            return Ok(v);
+        }
+        let a = self.operand(l)?;
+        let b = self.operand(r)?;
+        // Int-int arithmetic and comparison is the hot path of most tool code.
+        if let (Value::Int(x), Value::Int(y)) = (&a, &b)
+            && let Some(v) = int_op(op, *x, *y)
+        {
+            return Ok(v);
+        }
+        self.binary(op, &a, &b, span)
+    }
+
+    /// The int an operand evaluates to, when that is known without evaluating anything
+    /// (an int literal, or a local holding an int).
+    #[inline(always)]
+    fn peek_int(&self, e: &Expr) -> Option<i64> {
+        match &e.kind {
+            ExprKind::Int(i) => Some(*i),
+            ExprKind::Local(slot) => match &self.stack[self.fp + *slot as usize] {
+                Value::Int(i) => Some(*i),
+                _ => Option::None,
+            },
+            _ => Option::None,
+        }
+    }
+
+    #[inline]
+    fn eval_call_fn(&mut self, id: u32, args: &'p [Expr], span: Span) -> R {
+        let base = self.stack.len();
+        for a in args {
+            match self.operand(a) {
+                Ok(v) => self.stack.push(v),
+                Err(e) => {
+                    self.stack.truncate(base);
+                    return Err(e);
+                }
+            }
+        }
+        let body = self.p.functions[id as usize].body;
+        self.invoke(body, base, args.len(), &[], &[], span)
+    }
+
+    fn eval_block(&mut self, stmts: &'p [Stmt], span: Span) -> R {
+        let mut last = Value::Unit;
+        for s in stmts {
+            last = Value::Unit;
+            match s {
+                Stmt::Let(slot, x) => {
+                    let v = self.eval(x)?;
+                    self.stack[self.fp + *slot as usize] = v;
+                }
+                Stmt::Assign(place, op, x) => {
+                    let v = self.eval(x)?;
+                    let op = *op;
+                    self.with_place(place, x.span, &mut |interp, target| {
+                        let new = match op {
+                            Some(op) => interp.binary(op, target, &v, span)?,
+                            None => v.clone(),
+                        };
+                        *target = new;
+                        Ok(Value::Unit)
+                    })?;
+                }
+                Stmt::Expr(x) => last = self.eval(x)?,
+            }
+        }
+        Ok(last)
+    }
+
+    #[inline(never)]
+    fn eval_cold(&mut self, e: &'p Expr) -> R {
         let span = e.span;
         match &e.kind {
             ExprKind::Unit => Ok(Value::Unit),
@@ -504,30 +628,7 @@ impl<'p> Interp<'p> {
                     Ok(Value::Bool(self.truth(r)?))
                 }
             }
-            ExprKind::Binary(op, l, r) => {
-                let a = self.operand(l)?;
-                let b = self.operand(r)?;
-                // Int-int arithmetic and comparison is the hot path of most tool code.
-                if let (Value::Int(x), Value::Int(y)) = (&a, &b) {
-                    let (x, y) = (*x, *y);
-                    let fast = match op {
-                        BinOp::Add => x.checked_add(y).map(Value::Int),
-                        BinOp::Sub => x.checked_sub(y).map(Value::Int),
-                        BinOp::Mul => x.checked_mul(y).map(Value::Int),
-                        BinOp::Lt => Some(Value::Bool(x < y)),
-                        BinOp::Le => Some(Value::Bool(x <= y)),
-                        BinOp::Gt => Some(Value::Bool(x > y)),
-                        BinOp::Ge => Some(Value::Bool(x >= y)),
-                        BinOp::Eq => Some(Value::Bool(x == y)),
-                        BinOp::Ne => Some(Value::Bool(x != y)),
-                        _ => Option::None,
-                    };
-                    if let Some(v) = fast {
-                        return Ok(v);
-                    }
-                }
-                self.binary(*op, &a, &b, span)
-            }
+            ExprKind::Binary(op, l, r) => self.eval_binary(*op, l, r, span),
             ExprKind::Unary(op, x) => {
                 let v = self.eval(x)?;
                 match (op, &v) {
@@ -544,20 +645,7 @@ impl<'p> Interp<'p> {
                     )),
                 }
             }
-            ExprKind::CallFn(id, args) => {
-                let base = self.stack.len();
-                for a in args {
-                    match self.operand(a) {
-                        Ok(v) => self.stack.push(v),
-                        Err(e) => {
-                            self.stack.truncate(base);
-                            return Err(e);
-                        }
-                    }
-                }
-                let body = self.p.functions[*id as usize].body;
-                self.invoke(body, base, args.len(), &[], &[], span)
-            }
+            ExprKind::CallFn(id, args) => self.eval_call_fn(*id, args, span),
             ExprKind::CallBuiltin(b, args) => {
                 let args = self.eval_args(args)?;
                 crate::builtins::call_builtin(self, *b, args, span)
@@ -598,10 +686,10 @@ impl<'p> Interp<'p> {
             ExprKind::Try(x) => {
                 let v = self.eval(x)?;
                 match &v {
-                    Value::None => Err(Flow::Return(Value::None)),
+                    Value::None => Err(Flow::Return(Box::new(Value::None))),
                     Value::Adt(a) => match a.ctor {
                         Ctor::Some | Ctor::Ok => Ok(a.fields[0].clone()),
-                        Ctor::Error => Err(Flow::Return(v.clone())),
+                        Ctor::Error => Err(Flow::Return(Box::new(v.clone()))),
                         Ctor::User { .. } | Ctor::None => {
                             Err(rt("`?` needs an Option or a Result, found a variant", span))
                         }
@@ -680,34 +768,9 @@ impl<'p> Interp<'p> {
                     Some(x) => self.eval(x)?,
                     None => Value::Unit,
                 };
-                Err(Flow::Return(v))
+                Err(Flow::Return(Box::new(v)))
             }
-            ExprKind::Block(stmts) => {
-                let mut last = Value::Unit;
-                for s in stmts {
-                    last = Value::Unit;
-                    match s {
-                        Stmt::Let(slot, x) => {
-                            let v = self.eval(x)?;
-                            self.stack[self.fp + *slot as usize] = v;
-                        }
-                        Stmt::Assign(place, op, x) => {
-                            let v = self.eval(x)?;
-                            let op = *op;
-                            self.with_place(place, x.span, &mut |interp, target| {
-                                let new = match op {
-                                    Some(op) => interp.binary(op, target, &v, span)?,
-                                    None => v.clone(),
-                                };
-                                *target = new;
-                                Ok(Value::Unit)
-                            })?;
-                        }
-                        Stmt::Expr(x) => last = self.eval(x)?,
-                    }
-                }
-                Ok(last)
-            }
+            ExprKind::Block(stmts) => self.eval_block(stmts, span),
             ExprKind::Closure(body, caps) => {
                 let captures = caps
                     .iter()
@@ -741,6 +804,13 @@ impl<'p> Interp<'p> {
     }
 
     fn truth(&mut self, e: &'p Expr) -> R<bool> {
+        if let ExprKind::Binary(op, l, r) = &e.kind
+            && let (Some(x), Some(y)) = (self.peek_int(l), self.peek_int(r))
+            && let Some(Value::Bool(b)) = int_op(*op, x, y)
+        {
+            self.steps += 3;
+            return Ok(b);
+        }
         match self.eval(e)? {
             Value::Bool(b) => Ok(b),
             other => Err(rt(
@@ -1121,6 +1191,24 @@ impl<'p> Interp<'p> {
                 }
             },
         }
+    }
+}
+
+/// Int-int arithmetic and comparison without overflow; `None` leaves the case (overflow,
+/// division, logic operators) to the general path, which reports errors.
+#[inline(always)]
+fn int_op(op: BinOp, x: i64, y: i64) -> Option<Value> {
+    match op {
+        BinOp::Add => x.checked_add(y).map(Value::Int),
+        BinOp::Sub => x.checked_sub(y).map(Value::Int),
+        BinOp::Mul => x.checked_mul(y).map(Value::Int),
+        BinOp::Lt => Some(Value::Bool(x < y)),
+        BinOp::Le => Some(Value::Bool(x <= y)),
+        BinOp::Gt => Some(Value::Bool(x > y)),
+        BinOp::Ge => Some(Value::Bool(x >= y)),
+        BinOp::Eq => Some(Value::Bool(x == y)),
+        BinOp::Ne => Some(Value::Bool(x != y)),
+        _ => None,
     }
 }
 

@@ -66,7 +66,10 @@ struct Local<'a> {
 }
 
 struct FnCtx<'a> {
-    scopes: Vec<Vec<Local<'a>>>,
+    /// Locals of all open scopes, innermost last; `scope_starts` marks where each scope begins
+    /// (one flat vector avoids an allocation per block).
+    locals: Vec<Local<'a>>,
+    scope_starts: Vec<usize>,
     n_slots: u32,
     captures: Vec<(u32, u32)>,
     loop_depth: u32,
@@ -244,7 +247,8 @@ impl<'a> Lowerer<'a> {
                         None => Ty::Any,
                     };
                     self.fns.push(FnCtx {
-                        scopes: vec![Vec::new()],
+                        locals: Vec::new(),
+                        scope_starts: Vec::new(),
                         n_slots: 0,
                         captures: Vec::new(),
                         loop_depth: 0,
@@ -607,7 +611,8 @@ impl<'a> Lowerer<'a> {
             self.fns.clear();
         }
         self.fns.push(FnCtx {
-            scopes: vec![Vec::new()],
+            locals: Vec::new(),
+            scope_starts: Vec::new(),
             n_slots: 0,
             captures: Vec::new(),
             loop_depth: 0,
@@ -640,6 +645,17 @@ impl<'a> Lowerer<'a> {
         (id, ctx.captures)
     }
 
+    fn open_scope(&mut self) {
+        let ctx = self.ctx();
+        ctx.scope_starts.push(ctx.locals.len());
+    }
+
+    fn close_scope(&mut self) {
+        let ctx = self.ctx();
+        let start = ctx.scope_starts.pop().unwrap_or(0);
+        ctx.locals.truncate(start);
+    }
+
     fn ctx(&mut self) -> &mut FnCtx<'a> {
         self.fns.last_mut().expect("inside a body")
     }
@@ -648,7 +664,7 @@ impl<'a> Lowerer<'a> {
         let ctx = self.ctx();
         let slot = ctx.n_slots;
         ctx.n_slots += 1;
-        ctx.scopes.last_mut().expect("scope").push(Local {
+        ctx.locals.push(Local {
             name,
             slot,
             mutable,
@@ -660,10 +676,8 @@ impl<'a> Lowerer<'a> {
     /// Finds a local in frame `level`, capturing it from enclosing frames when needed.
     /// Returns (slot, mutable, captured).
     fn lookup_local(&mut self, level: usize, name: &'a str) -> Option<(u32, bool, bool)> {
-        for scope in self.fns[level].scopes.iter().rev() {
-            if let Some(l) = scope.iter().rev().find(|l| l.name == name) {
-                return Some((l.slot, l.mutable, l.captured));
-            }
+        if let Some(l) = self.fns[level].locals.iter().rev().find(|l| l.name == name) {
+            return Some((l.slot, l.mutable, l.captured));
         }
         if level == 0 {
             return None;
@@ -673,7 +687,7 @@ impl<'a> Lowerer<'a> {
         let slot = ctx.n_slots;
         ctx.n_slots += 1;
         ctx.captures.push((outer, slot));
-        ctx.scopes[0].push(Local {
+        ctx.locals.push(Local {
             name,
             slot,
             mutable: false,
@@ -781,9 +795,9 @@ impl<'a> Lowerer<'a> {
     }
 
     fn block(&mut self, b: &'a ast::Block) -> Expr {
-        self.ctx().scopes.push(Vec::new());
+        self.open_scope();
         let mut stmts: Vec<Stmt> = b.stmts.iter().map(|s| self.stmt(s)).collect();
-        self.ctx().scopes.pop();
+        self.close_scope();
         // A block that is one expression is that expression: it binds nothing, and the
         // interpreter saves a level per block (`if c { x } else { y }` is everywhere).
         if stmts.len() == 1
@@ -1050,10 +1064,10 @@ impl<'a> Lowerer<'a> {
                 let s = self.expr(scrutinee);
                 let mut out = Vec::new();
                 for arm in arms {
-                    self.ctx().scopes.push(Vec::new());
+                    self.open_scope();
                     let pat = self.pattern(&arm.pat);
                     let body = self.expr(&arm.body);
-                    self.ctx().scopes.pop();
+                    self.close_scope();
                     out.push(Arm { pat, body });
                 }
                 ExprKind::Match(Box::new(s), out)
@@ -1079,13 +1093,13 @@ impl<'a> Lowerer<'a> {
                     body,
                 } = &**f;
                 let it = self.expr(iter);
-                self.ctx().scopes.push(Vec::new());
+                self.open_scope();
                 let v = self.declare(&var.text, false);
                 let i = index.as_ref().map(|n| self.declare(&n.text, false));
                 self.ctx().loop_depth += 1;
                 let b = self.block(body);
                 self.ctx().loop_depth -= 1;
-                self.ctx().scopes.pop();
+                self.close_scope();
                 ExprKind::For(v, i, Box::new(it), Box::new(b))
             }
             A::Break | A::Continue => {

@@ -379,10 +379,13 @@ impl Module {
         opts: &CallOptions<'_>,
     ) -> Result<CallOutput, CallError> {
         let mut interp = Interp::new(&self.program, opts.budget, opts.log);
-        let r = interp.call_fn_optional(id, args);
+        let r = match interp.call_fn_optional(id, args) {
+            Err(Flow::Return(v)) => Ok(*v),
+            other => other,
+        };
         let logs = std::mem::take(&mut interp.logs);
         match r {
-            Ok(v) | Err(Flow::Return(v)) => {
+            Ok(v) => {
                 if let Value::Adt(a) = &v
                     && a.ctor == crate::hir::Ctor::Error
                 {
@@ -398,7 +401,7 @@ impl Module {
                     steps: interp.steps,
                 })
             }
-            Err(Flow::Break | Flow::Continue) => Ok(CallOutput {
+            Err(Flow::Break | Flow::Continue | Flow::Return(_)) => Ok(CallOutput {
                 value: J::Null,
                 logs,
                 steps: interp.steps,

@@ -1169,7 +1169,12 @@ impl<'a> Parser<'a> {
         let span = self.span();
         match self.peek() {
             Tok::Int => {
-                let digits: String = self.text().chars().filter(|&c| c != '_').collect();
+                let text = self.text();
+                let digits: std::borrow::Cow<str> = if text.contains('_') {
+                    text.replace('_', "").into()
+                } else {
+                    text.into()
+                };
                 self.bump();
                 let v = match digits.parse::<i64>() {
                     Ok(v) => v,

@@ -13,7 +13,12 @@ use std::rc::Rc;
 pub const MAX_VALUE_DEPTH: u32 = 100;
 
 /// A run-time value.
+///
+/// `repr(C, u8)` puts every payload at offset 8: with the default layout `Bool` sits at offset
+/// 1, and copies of any value then move bytes 1..8 in overlapping pieces, which stalls store
+/// forwarding on the interpreter's hottest paths.
 #[derive(Clone, Debug)]
+#[repr(C, u8)]
 pub enum Value {
     /// `()`
     Unit,
