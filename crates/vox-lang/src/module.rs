@@ -48,6 +48,7 @@ pub struct Analysis {
     /// All diagnostics, in source order.
     pub diagnostics: Vec<Diagnostic>,
     program: Program,
+    ast: crate::ast::File,
 }
 
 /// Lexes, parses, lowers and checks a file. Never panics, whatever the bytes.
@@ -65,6 +66,7 @@ pub fn analyze(name: &str, bytes: &[u8]) -> Analysis {
                 ),
             )],
             program: Program::default(),
+            ast: crate::ast::File::default(),
         };
     }
     let (text, mut diagnostics) = decode_source(bytes);
@@ -78,10 +80,16 @@ pub fn analyze(name: &str, bytes: &[u8]) -> Analysis {
         source,
         diagnostics,
         program: lowered.program,
+        ast: parsed.file,
     }
 }
 
 impl Analysis {
+    /// The syntax tree, for tools that work on syntax (a formatter, an outline).
+    pub fn ast(&self) -> &crate::ast::File {
+        &self.ast
+    }
+
     /// Whether any diagnostic is an error.
     pub fn has_errors(&self) -> bool {
         self.diagnostics
