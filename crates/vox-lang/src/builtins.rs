@@ -51,6 +51,7 @@ pub(crate) fn call_builtin(interp: &mut Interp<'_>, b: Builtin, args: Vec<Value>
                 if i > 0 {
                     line.push(' ');
                 }
+                interp.charge_display(a, span)?;
                 interp.display_into(a, &mut line, true);
             }
             interp.log(line, span)?;
@@ -58,6 +59,7 @@ pub(crate) fn call_builtin(interp: &mut Interp<'_>, b: Builtin, args: Vec<Value>
         }
         Builtin::Len => len(&args[0], span),
         Builtin::Str => {
+            interp.charge_display(&args[0], span)?;
             let mut s = String::new();
             interp.display_into(&args[0], &mut s, true);
             interp.string(s, span)
@@ -99,7 +101,8 @@ pub(crate) fn call_builtin(interp: &mut Interp<'_>, b: Builtin, args: Vec<Value>
             Value::Bool(true) => Ok(Value::Unit),
             Value::Bool(false) => {
                 let msg = match args.get(1) {
-                    Some(m) => format!("assertion failed: {}", interp.display_top(m)),
+                    Some(Value::Str(m)) if m.len() <= 4096 => format!("assertion failed: {m}"),
+                    Some(m) => format!("assertion failed: {}", interp.display(m)),
                     None => "assertion failed".to_string(),
                 };
                 Err(rt(msg, span))
@@ -126,7 +129,10 @@ pub(crate) fn call_builtin(interp: &mut Interp<'_>, b: Builtin, args: Vec<Value>
         }
         Builtin::Now => interp.string(rfc3339_now(), span),
         Builtin::Uuid => interp.string(uuid_v4(), span),
-        Builtin::JsonEncode => match crate::json::value_to_json(interp.p, &args[0]) {
+        Builtin::JsonEncode => match interp
+            .charge_display(&args[0], span)
+            .map(|()| crate::json::value_to_json(interp.p, &args[0]))?
+        {
             Ok(j) => interp.string(j.to_string(), span),
             Err(e) => Err(rt(e, span)),
         },
@@ -416,6 +422,11 @@ fn list_method(
                 Some(v) => want_str(v, "the separator", span)?.to_string(),
                 None => String::new(),
             };
+            let total: usize = items.len().saturating_mul(sep.len());
+            interp.charge(total, span)?;
+            for x in items {
+                interp.charge_display(x, span)?;
+            }
             let mut out = String::new();
             for (i, x) in items.iter().enumerate() {
                 if i > 0 {
@@ -528,7 +539,7 @@ fn option_method(interp: &mut Interp<'_>, v: &Value, m: Method, args: Vec<Value>
         Method::Unwrap => match (ctor, inner) {
             (Ctor::Some | Ctor::Ok, Some(x)) => Ok(x),
             (Ctor::Error, Some(e)) => Err(rt(
-                format!("called unwrap on Error({})", interp.display_top(&e)),
+                format!("called unwrap on Error({})", interp.display(&e)),
                 span,
             )),
             _ => Err(rt("called unwrap on None", span)),
@@ -593,14 +604,6 @@ pub(crate) fn mutate(
             let other = other.clone();
             Err(no_method(&other, m, span))
         }
-    }
-}
-
-impl Interp<'_> {
-    pub(crate) fn display_top(&self, v: &Value) -> String {
-        let mut s = String::new();
-        self.display_into(v, &mut s, true);
-        s
     }
 }
 

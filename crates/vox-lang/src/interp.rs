@@ -586,6 +586,7 @@ impl<'p> Interp<'p> {
                         StrPiece::Text(t) => out.push_str(t),
                         StrPiece::Value(x) => {
                             let v = self.eval(x)?;
+                            self.charge_display(&v, span)?;
                             self.display_into(&v, &mut out, true);
                         }
                     }
@@ -1118,7 +1119,18 @@ impl<'p> Interp<'p> {
 
     // ---- display -------------------------------------------------------------------------
 
+    /// Charges the memory budget for formatting `v` before it is formatted.
+    pub(crate) fn charge_display(&mut self, v: &Value, span: Span) -> R<()> {
+        let remaining = self.budget.max_memory.saturating_sub(self.mem);
+        let need = size_hint(v, remaining);
+        self.charge(need, span)
+    }
+
+    /// A value for an error message: formatted when small, its type name when large.
     pub(crate) fn display(&self, v: &Value) -> String {
+        if size_hint(v, 400) > 400 {
+            return format!("<a large {}>", v.type_name());
+        }
         let mut s = String::new();
         self.display_into(v, &mut s, false);
         s
@@ -1192,6 +1204,51 @@ impl<'p> Interp<'p> {
             },
         }
     }
+}
+
+/// An upper bound of the bytes needed to format `v` (as text or JSON), counted only until it
+/// passes `cap`. Containers may share one big value many times, so formatting is checked
+/// against the memory budget before it starts.
+pub(crate) fn size_hint(v: &Value, cap: usize) -> usize {
+    fn go(v: &Value, acc: &mut usize, cap: usize) {
+        if *acc > cap {
+            return;
+        }
+        match v {
+            // Escaping can grow a string up to six times (`\u0000`).
+            Value::Str(s) => *acc += s.len() * 6 + 2,
+            Value::List(l) => {
+                *acc += 2;
+                for x in &l.items {
+                    go(x, acc, cap);
+                    *acc += 2;
+                    if *acc > cap {
+                        return;
+                    }
+                }
+            }
+            Value::Map(m) => {
+                *acc += 2;
+                for (k, x) in &m.entries {
+                    *acc += k.len() * 6 + 4;
+                    go(x, acc, cap);
+                    if *acc > cap {
+                        return;
+                    }
+                }
+            }
+            Value::Adt(a) => {
+                *acc += 48;
+                for x in &a.fields {
+                    go(x, acc, cap);
+                }
+            }
+            _ => *acc += 32,
+        }
+    }
+    let mut acc = 0;
+    go(v, &mut acc, cap);
+    acc
 }
 
 /// Int-int arithmetic and comparison without overflow; `None` leaves the case (overflow,

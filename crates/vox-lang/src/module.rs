@@ -397,10 +397,19 @@ impl Module {
                 if let Value::Adt(a) = &v
                     && a.ctor == crate::hir::Ctor::Error
                 {
-                    return Err(CallError::Tool {
-                        message: interp.display_top(&a.fields[0]),
-                        logs,
-                    });
+                    let message = match &a.fields[0] {
+                        Value::Str(m) => m.to_string(),
+                        other => interp.display(other),
+                    };
+                    return Err(CallError::Tool { message, logs });
+                }
+                // Values share structure, so a small program can return a result whose JSON is
+                // far larger than anything it allocated; that is refused, not built.
+                let cap = opts.budget.max_memory;
+                if crate::interp::size_hint(&v, cap) > cap {
+                    return Err(CallError::Output(format!(
+                        "the result is larger than the {cap}-byte memory budget"
+                    )));
                 }
                 let value = json::value_to_json(&self.program, &v).map_err(CallError::Output)?;
                 Ok(CallOutput {

@@ -448,3 +448,42 @@ fn adt_arguments_accept_their_json_form() {
         json!(5)
     );
 }
+
+#[test]
+fn formatting_shared_structure_is_charged_before_it_is_built() {
+    // 2^20 references to one 1 KiB string cost little to build but a gigabyte to format.
+    let src = r#"
+fn blowup(kind: str) {
+    let big = "0123456789abcdef".slice(0, 16)
+    let mut s = big
+    for i in range(0, 6) { s = s + s }
+    let mut xs = [s]
+    for i in range(0, 20) { xs = xs + xs }
+    match kind {
+        "join" => xs.join(""),
+        "str" => str(xs),
+        "json" => json_encode(xs),
+        "interp" => "{xs}",
+        _ => xs,
+    }
+}
+"#;
+    let m = module(src);
+    for kind in ["join", "str", "json", "interp"] {
+        match m.call_json("blowup", &json!({"kind": kind}), &CallOptions::default()) {
+            Err(CallError::Budget {
+                kind: BudgetKind::Memory,
+                ..
+            }) => {}
+            other => panic!("{kind}: {other:?}"),
+        }
+    }
+    match m.call_json(
+        "blowup",
+        &json!({"kind": "result"}),
+        &CallOptions::default(),
+    ) {
+        Err(CallError::Output(msg)) => assert!(msg.contains("larger than"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+}
