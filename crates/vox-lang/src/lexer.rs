@@ -11,8 +11,8 @@ use logos::Logos;
 #[allow(missing_docs)]
 #[derive(Logos, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[logos(skip r"[ \t\r\f]+")]
-#[logos(skip(r"//[^\n]*", allow_greedy = true))]
-#[logos(skip(r"#[^\n]*", allow_greedy = true))]
+// Both comment forms in one pattern: `// …` and `# …` run to the end of the line.
+#[logos(skip(r"(//|#)[^\n]*", allow_greedy = true))]
 pub enum Tok {
     #[token("fn")]
     Fn,

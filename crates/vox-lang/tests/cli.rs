@@ -156,7 +156,7 @@ fn test_reports_failures_and_exits_one() {
     )
     .unwrap();
     std::fs::write(d.join("broken.vox"), "@test\nfn x() { nope }\n").unwrap();
-    let (code, out, _) = capture(|o, e| cli::test(&[d.clone()], o, e));
+    let (code, out, _) = capture(|o, e| cli::test(std::slice::from_ref(&d), o, e));
     assert_eq!(code, 1);
     assert!(
         out.contains("b ... FAILED: assertion failed: one is not two"),
@@ -172,6 +172,6 @@ fn test_reports_failures_and_exits_one() {
 fn test_with_no_tests_passes_with_zero_counts() {
     let d = temp_dir("empty");
     std::fs::write(d.join("plain.vox"), "fn f() { 1 }\n").unwrap();
-    let (code, out, _) = capture(|o, e| cli::test(&[d.clone()], o, e));
+    let (code, out, _) = capture(|o, e| cli::test(std::slice::from_ref(&d), o, e));
     assert_eq!((code, out.as_str()), (0, "0 passed, 0 failed\n"));
 }
