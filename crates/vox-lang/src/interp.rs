@@ -179,6 +179,13 @@ impl<'p> Interp<'p> {
         if self.steps & 1023 == 0 && Instant::now() > self.deadline {
             return Err(self.budget_err(BudgetKind::Time, span));
         }
+        // Calls check the native stack on entry; this catches deep nesting inside one body
+        // too, within a few levels, without paying for the check on every node.
+        if self.steps & 7 == 0
+            && self.stack_base.abs_diff(stack_addr()) > self.budget.max_stack_bytes
+        {
+            return Err(self.budget_err(BudgetKind::Depth, span));
+        }
         Ok(())
     }
 

@@ -487,3 +487,31 @@ fn blowup(kind: str) {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn deep_expression_nesting_is_guarded_on_a_small_stack() {
+    // 60 nested parentheses: legal (under the parser's limits), and evaluated on a thread
+    // whose stack is far smaller than the default budget assumes.
+    let expr = format!("{}1{}", "(".repeat(60), " + 1)".repeat(60));
+    let src = format!("fn f() {{ {expr} }}\n");
+    let m = module(&src);
+    let handle = std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(move || {
+            let opts = CallOptions {
+                budget: Budget {
+                    max_stack_bytes: 6 << 10,
+                    ..Budget::default()
+                },
+                log: None,
+            };
+            m.call_json("f", &J::Null, &opts)
+        })
+        .unwrap();
+    // Sixty levels need more than 6 KiB of native stack, so the guard must stop the call
+    // inside the single body, with no function call to check at.
+    match handle.join().unwrap() {
+        Err(CallError::Budget { kind, .. }) => assert_eq!(kind, BudgetKind::Depth),
+        other => panic!("{other:?}"),
+    }
+}
