@@ -853,18 +853,18 @@ impl<'a> Parser<'a> {
                 Tok::Eof => {
                     // An unterminated raw string that ran to the end already explains this.
                     if self.pos == 0 || self.toks[self.pos - 1].kind != Tok::Unterminated {
-                        self.error(Code::UnexpectedToken, open, "this `{` is never closed");
+                        self.unclosed(open);
                     }
                     return Err(Fail);
                 }
                 // A declaration at the start of a line inside a block means a `}` is missing;
                 // stopping here lets the next item parse normally.
                 Tok::At | Tok::Type | Tok::Import | Tok::Pub => {
-                    self.error(Code::UnexpectedToken, open, "this `{` is never closed");
+                    self.unclosed(open);
                     return Err(Fail);
                 }
                 Tok::Fn if self.peek_at(1) == Tok::Ident => {
-                    self.error(Code::UnexpectedToken, open, "this `{` is never closed");
+                    self.unclosed(open);
                     return Err(Fail);
                 }
                 _ => {}
@@ -908,6 +908,13 @@ impl<'a> Parser<'a> {
             span: open.to(close),
             height,
         })
+    }
+
+    fn unclosed(&mut self, open: Span) {
+        self.diags.push(
+            Diagnostic::new(Code::UnexpectedToken, open, "this `{` is never closed")
+                .with_help("add the missing `}` at the end of the block"),
+        );
     }
 
     fn end_of_stmt(&mut self) -> PResult<()> {
