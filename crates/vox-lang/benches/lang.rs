@@ -71,6 +71,13 @@ fn front_end(c: &mut Criterion) {
     g.bench_function("lex_parse_lower_4MiB", |b| {
         b.iter(|| analyze("gen.vox", black_box(src.as_bytes())))
     });
+    // The phases alone, to show where the time goes.
+    g.bench_function("lex_only_4MiB", |b| {
+        b.iter(|| vox_lang::lexer::lex(black_box(&src)))
+    });
+    g.bench_function("lex_parse_4MiB_tree_kept", |b| {
+        b.iter_with_large_drop(|| vox_lang::parser::parse(black_box(&src)))
+    });
     // The same work, with freeing the resulting HIR left out of the timing (a caller keeps it).
     g.bench_function("lex_parse_lower_4MiB_result_kept", |b| {
         b.iter_with_large_drop(|| analyze("gen.vox", black_box(src.as_bytes())))
