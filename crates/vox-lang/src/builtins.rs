@@ -507,7 +507,7 @@ fn map_method(
             opt(interp, entries.get(k).cloned(), span)
         }
         Method::Keys => {
-            let items = entries.keys().map(|k| Value::Str(Rc::clone(k))).collect();
+            let items = entries.keys().map(|k| Value::str(k)).collect();
             interp.fresh(Value::list(items), span)
         }
         Method::Values => {

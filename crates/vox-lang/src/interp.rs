@@ -99,22 +99,45 @@ impl RunError {
 
 /// Non-local control flow, and errors, travel as the `Err` side of evaluation.
 ///
-/// Every payload is boxed so `Result<Value, Flow>` stays small and word-aligned: it is
-/// returned by every evaluation step, and a fat `Flow` made each of those copies slower.
+/// `Flow` carries no payload so that `Result<Value, Flow>` fits in two registers: it is
+/// returned by every evaluation step, and passing it through memory cost a store-forwarding
+/// stall per step. The returned value waits in `Interp::ret_val`, the error in `PENDING`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Flow {
     Break,
     Continue,
-    Return(Box<Value>),
-    Error(Box<RunError>),
+    Return,
+    Error,
 }
 
 pub(crate) type R<T = Value> = Result<T, Flow>;
 
+thread_local! {
+    /// The error of the call running on this thread. A call is synchronous and the language
+    /// cannot catch errors, so at most one is pending; `take_error` collects it at the top.
+    static PENDING: std::cell::RefCell<Option<RunError>> = const { std::cell::RefCell::new(None) };
+}
+
+fn fail(e: RunError) -> Flow {
+    PENDING.with(|p| *p.borrow_mut() = Some(e));
+    Flow::Error
+}
+
+/// Takes the pending error of this thread's call.
+pub(crate) fn take_error() -> RunError {
+    PENDING
+        .with(|p| p.borrow_mut().take())
+        .unwrap_or(RunError::Runtime {
+            message: "internal error: no error recorded".to_string(),
+            span: Span::default(),
+        })
+}
+
 pub(crate) fn rt(message: impl Into<String>, span: Span) -> Flow {
-    Flow::Error(Box::new(RunError::Runtime {
+    fail(RunError::Runtime {
         message: message.into(),
         span,
-    }))
+    })
 }
 
 enum ConstState {
@@ -140,6 +163,8 @@ pub(crate) struct Interp<'p> {
     consts: Vec<ConstState>,
     pub(crate) logs: Vec<String>,
     sink: Option<LogSink<'p>>,
+    /// The value of a `return` (or `?`) while `Flow::Return` unwinds to the call.
+    pub(crate) ret_val: Option<Value>,
 }
 
 #[inline(always)]
@@ -150,6 +175,9 @@ fn stack_addr() -> usize {
 
 impl<'p> Interp<'p> {
     pub(crate) fn new(p: &'p Program, budget: Budget, sink: Option<LogSink<'p>>) -> Self {
+        // Nothing should be left over from an earlier call, but a stale error must never be
+        // reported for this one.
+        PENDING.with(|p| p.borrow_mut().take());
         Interp {
             p,
             stack: Vec::with_capacity(256),
@@ -163,11 +191,12 @@ impl<'p> Interp<'p> {
             consts: p.consts.iter().map(|_| ConstState::Unset).collect(),
             logs: Vec::new(),
             sink,
+            ret_val: None,
         }
     }
 
     fn budget_err(&self, kind: BudgetKind, span: Span) -> Flow {
-        Flow::Error(Box::new(RunError::Budget { kind, span }))
+        fail(RunError::Budget { kind, span })
     }
 
     #[inline]
@@ -214,7 +243,7 @@ impl<'p> Interp<'p> {
 
     pub(crate) fn string(&mut self, s: String, span: Span) -> R {
         self.charge(16 + s.len(), span)?;
-        Ok(Value::Str(Rc::from(s)))
+        Ok(Value::Str(Rc::new(s)))
     }
 
     pub(crate) fn log(&mut self, line: String, span: Span) -> R<()> {
@@ -260,19 +289,24 @@ impl<'p> Interp<'p> {
             return Err(self.budget_err(BudgetKind::Depth, span));
         }
         self.depth += 1;
-        self.stack.resize(base + body.n_slots as usize, Value::Unit);
+        let frame_end = base + body.n_slots as usize;
+        if self.stack.len() < frame_end {
+            self.stack.resize(frame_end, Value::Unit);
+        }
         let saved_fp = self.fp;
         self.fp = base;
-        let r = self.run_frame(body, nargs, captures, missing, span);
+        let mut r = self.run_frame(body, nargs, captures, missing, span);
         self.fp = saved_fp;
         self.stack.truncate(base);
         self.depth -= 1;
+        // `r` is returned as is on the common path, so it can live in the caller's slot
+        // instead of being copied there.
         match r {
-            Ok(v) => Ok(v),
-            Err(Flow::Return(v)) => Ok(*v),
-            Err(Flow::Break | Flow::Continue) => Ok(Value::Unit),
-            Err(e) => Err(e),
+            Err(Flow::Return) => r = Ok(self.ret_val.take().unwrap_or(Value::Unit)),
+            Err(Flow::Break | Flow::Continue) => r = Ok(Value::Unit),
+            _ => {}
         }
+        r
     }
 
     fn run_frame(
@@ -283,10 +317,14 @@ impl<'p> Interp<'p> {
         missing: &[usize],
         span: Span,
     ) -> R {
+        let n_params = body.n_params as usize;
+        // The common call: every argument given, nothing captured.
+        if nargs == n_params && missing.is_empty() && captures.is_empty() {
+            return self.eval(&body.expr);
+        }
         for (slot, v) in captures {
             self.stack[self.fp + *slot as usize] = v.clone();
         }
-        let n_params = body.n_params as usize;
         for i in 0..n_params {
             if i < nargs && !missing.contains(&i) {
                 continue;
@@ -517,6 +555,30 @@ impl<'p> Interp<'p> {
         self.binary(op, &a, &b, span)
     }
 
+    /// Kept out of line on purpose: inlined, LLVM merges it with the general push, which then
+    /// builds the value on the stack and copies it with a wider load than it was stored with.
+    #[inline(never)]
+    fn push_int(&mut self, i: i64) {
+        self.stack.push(Value::Int(i));
+    }
+
+    /// Like `peek_int`, and also for int arithmetic on such operands (`n - 1`).
+    #[inline(always)]
+    fn arg_int(&self, e: &Expr) -> Option<i64> {
+        match &e.kind {
+            ExprKind::Binary(op, l, r) => {
+                let (x, y) = (self.peek_int(l)?, self.peek_int(r)?);
+                match op {
+                    BinOp::Add => x.checked_add(y),
+                    BinOp::Sub => x.checked_sub(y),
+                    BinOp::Mul => x.checked_mul(y),
+                    _ => Option::None,
+                }
+            }
+            _ => self.peek_int(e),
+        }
+    }
+
     /// The int an operand evaluates to, when that is known without evaluating anything
     /// (an int literal, or a local holding an int).
     #[inline(always)]
@@ -535,6 +597,13 @@ impl<'p> Interp<'p> {
     fn eval_call_fn(&mut self, id: u32, args: &'p [Expr], span: Span) -> R {
         let base = self.stack.len();
         for a in args {
+            // An int argument is written straight into its slot: building it as a result
+            // first and copying it cost a store-forwarding stall per argument.
+            if let Some(i) = self.arg_int(a) {
+                self.steps += 1;
+                self.push_int(i);
+                continue;
+            }
             match self.operand(a) {
                 Ok(v) => self.stack.push(v),
                 Err(e) => {
@@ -694,10 +763,16 @@ impl<'p> Interp<'p> {
             ExprKind::Try(x) => {
                 let v = self.eval(x)?;
                 match &v {
-                    Value::None => Err(Flow::Return(Box::new(Value::None))),
+                    Value::None => {
+                        self.ret_val = Some(Value::None);
+                        Err(Flow::Return)
+                    }
                     Value::Adt(a) => match a.ctor {
                         Ctor::Some | Ctor::Ok => Ok(a.fields[0].clone()),
-                        Ctor::Error => Err(Flow::Return(Box::new(v.clone()))),
+                        Ctor::Error => {
+                            self.ret_val = Some(v.clone());
+                            Err(Flow::Return)
+                        }
                         Ctor::User { .. } | Ctor::None => {
                             Err(rt("`?` needs an Option or a Result, found a variant", span))
                         }
@@ -759,7 +834,7 @@ impl<'p> Interp<'p> {
                         self.charge(chars.len() * 24, span)?;
                         chars
                     }
-                    Value::Map(m) => m.entries.keys().map(|k| Value::Str(Rc::clone(k))).collect(),
+                    Value::Map(m) => m.entries.keys().map(|k| Value::str(k)).collect(),
                     other => {
                         return Err(rt(
                             format!("cannot iterate over a `{}`", other.type_name()),
@@ -776,7 +851,8 @@ impl<'p> Interp<'p> {
                     Some(x) => self.eval(x)?,
                     None => Value::Unit,
                 };
-                Err(Flow::Return(Box::new(v)))
+                self.ret_val = Some(v);
+                Err(Flow::Return)
             }
             ExprKind::Block(stmts) => self.eval_block(stmts, span),
             ExprKind::Closure(body, caps) => {
@@ -972,7 +1048,7 @@ impl<'p> Interp<'p> {
             }
             (Value::Map(m), Value::Str(k)) => m
                 .entries
-                .get(k)
+                .get(k.as_str())
                 .cloned()
                 .ok_or_else(|| rt(format!("no key {k:?} in the map"), span)),
             _ => Err(rt(
@@ -1036,7 +1112,7 @@ impl<'p> Interp<'p> {
             }
             (Value::Map(m), Value::Str(k)) => {
                 let map = Rc::make_mut(m);
-                let r = match map.entries.get_mut(k) {
+                let r = match map.entries.get_mut(k.as_str()) {
                     Some(slot) => {
                         let r = self.place_step(slot, rest, span, f)?;
                         map.depth = map.depth.max(slot.depth() + 1);
@@ -1047,7 +1123,7 @@ impl<'p> Interp<'p> {
                         let mut fresh = Value::Unit;
                         let r = self.place_step(&mut fresh, rest, span, f)?;
                         map.depth = map.depth.max(fresh.depth() + 1);
-                        map.entries.insert(Rc::clone(k), fresh);
+                        map.entries.insert(Rc::from(k.as_str()), fresh);
                         self.charge(64, span)?;
                         r
                     }
@@ -1284,3 +1360,4 @@ pub(crate) fn format_float(f: f64, out: &mut String) {
         let _ = write!(out, "{f}");
     }
 }
+const _: () = assert!(std::mem::size_of::<R>() == 16);

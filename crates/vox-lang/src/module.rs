@@ -388,7 +388,7 @@ impl Module {
     ) -> Result<CallOutput, CallError> {
         let mut interp = Interp::new(&self.program, opts.budget, opts.log);
         let r = match interp.call_fn_optional(id, args) {
-            Err(Flow::Return(v)) => Ok(*v),
+            Err(Flow::Return) => Ok(interp.ret_val.take().unwrap_or(Value::Unit)),
             other => other,
         };
         let logs = std::mem::take(&mut interp.logs);
@@ -418,14 +418,15 @@ impl Module {
                     steps: interp.steps,
                 })
             }
-            Err(Flow::Break | Flow::Continue | Flow::Return(_)) => Ok(CallOutput {
+            Err(Flow::Break | Flow::Continue | Flow::Return) => Ok(CallOutput {
                 value: J::Null,
                 logs,
                 steps: interp.steps,
             }),
-            Err(Flow::Error(e)) => {
+            Err(Flow::Error) => {
+                let e = crate::interp::take_error();
                 let (line, column) = self.source.line_col(e.span().start);
-                Err(match *e {
+                Err(match e {
                     RunError::Runtime { message, .. } => CallError::Runtime {
                         message,
                         line,
