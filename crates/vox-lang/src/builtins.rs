@@ -1,0 +1,674 @@
+//! Built-in functions and methods (spec section 4).
+//!
+//! String positions (`find`, `slice`, indexing, `len`) count Unicode characters, not bytes.
+
+use crate::diag::Span;
+use crate::hir::{Builtin, Ctor, Method};
+use crate::interp::{Interp, R, rt};
+use crate::value::{self, Value};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+fn want_int(v: &Value, what: &str, span: Span) -> R<i64> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        other => Err(rt(
+            format!("{what} must be an int, found `{}`", other.type_name()),
+            span,
+        )),
+    }
+}
+
+fn want_str<'v>(v: &'v Value, what: &str, span: Span) -> R<&'v str> {
+    match v {
+        Value::Str(s) => Ok(s),
+        other => Err(rt(
+            format!("{what} must be a str, found `{}`", other.type_name()),
+            span,
+        )),
+    }
+}
+
+fn bool_of(interp: &mut Interp<'_>, f: &Value, x: Value, span: Span) -> R<bool> {
+    match interp.call_value(f, vec![x], span)? {
+        Value::Bool(b) => Ok(b),
+        other => Err(rt(
+            format!(
+                "the predicate must return a bool, found `{}`",
+                other.type_name()
+            ),
+            span,
+        )),
+    }
+}
+
+/// Calls a built-in function.
+pub(crate) fn call_builtin(interp: &mut Interp<'_>, b: Builtin, args: Vec<Value>, span: Span) -> R {
+    match b {
+        Builtin::Print => {
+            let mut line = String::new();
+            for (i, a) in args.iter().enumerate() {
+                if i > 0 {
+                    line.push(' ');
+                }
+                interp.charge_display(a, span)?;
+                interp.display_into(a, &mut line, true);
+            }
+            interp.log(line, span)?;
+            Ok(Value::Unit)
+        }
+        Builtin::Len => len(&args[0], span),
+        Builtin::Str => {
+            interp.charge_display(&args[0], span)?;
+            let mut s = String::new();
+            interp.display_into(&args[0], &mut s, true);
+            interp.string(s, span)
+        }
+        Builtin::Int => match &args[0] {
+            Value::Int(i) => Ok(Value::Int(*i)),
+            Value::Float(f) => {
+                if f.is_finite() && f.abs() < 9.2e18 {
+                    Ok(Value::Int(f.trunc() as i64))
+                } else {
+                    Err(rt(format!("{f} does not fit in an int"), span))
+                }
+            }
+            Value::Bool(b) => Ok(Value::Int(*b as i64)),
+            Value::Str(s) => s
+                .trim()
+                .parse::<i64>()
+                .map(Value::Int)
+                .map_err(|_| rt(format!("cannot convert {:?} to int", &**s), span)),
+            other => Err(rt(
+                format!("cannot convert a `{}` to int", other.type_name()),
+                span,
+            )),
+        },
+        Builtin::Float => match &args[0] {
+            Value::Int(i) => Ok(Value::Float(*i as f64)),
+            Value::Float(f) => Ok(Value::Float(*f)),
+            Value::Str(s) => s
+                .trim()
+                .parse::<f64>()
+                .map(Value::Float)
+                .map_err(|_| rt(format!("cannot convert {:?} to float", &**s), span)),
+            other => Err(rt(
+                format!("cannot convert a `{}` to float", other.type_name()),
+                span,
+            )),
+        },
+        Builtin::Assert => match &args[0] {
+            Value::Bool(true) => Ok(Value::Unit),
+            Value::Bool(false) => {
+                let msg = match args.get(1) {
+                    Some(Value::Str(m)) if m.len() <= 4096 => format!("assertion failed: {m}"),
+                    Some(m) => format!("assertion failed: {}", interp.display(m)),
+                    None => "assertion failed".to_string(),
+                };
+                Err(rt(msg, span))
+            }
+            other => Err(rt(
+                format!("assert needs a bool, found `{}`", other.type_name()),
+                span,
+            )),
+        },
+        Builtin::Range => {
+            let (lo, hi) = if args.len() == 1 {
+                (0, want_int(&args[0], "range's end", span)?)
+            } else {
+                (
+                    want_int(&args[0], "range's start", span)?,
+                    want_int(&args[1], "range's end", span)?,
+                )
+            };
+            let n = hi.saturating_sub(lo).max(0) as u64;
+            // Charged before allocating so a huge range fails instead of exhausting memory.
+            interp.charge((n as usize).saturating_mul(24), span)?;
+            let items = (lo..hi.max(lo)).map(Value::Int).collect();
+            interp.fresh(Value::list(items), span)
+        }
+        Builtin::Now => interp.string(rfc3339_now(), span),
+        Builtin::Uuid => interp.string(uuid_v4(), span),
+        Builtin::JsonEncode => match interp
+            .charge_display(&args[0], span)
+            .map(|()| crate::json::value_to_json(interp.p, &args[0]))?
+        {
+            Ok(j) => interp.string(j.to_string(), span),
+            Err(e) => Err(rt(e, span)),
+        },
+        Builtin::JsonDecode => {
+            let s = want_str(&args[0], "json_decode's argument", span)?;
+            interp.charge(s.len() * 4, span)?;
+            match serde_json::from_str::<serde_json::Value>(s) {
+                Ok(j) => {
+                    let v = crate::json::json_to_value(&j);
+                    let v = interp.fresh(v, span)?;
+                    interp.fresh(Value::ok(v), span)
+                }
+                Err(e) => Ok(Value::error(&format!("invalid JSON: {e}"))),
+            }
+        }
+        Builtin::Min | Builtin::Max => {
+            let items: Vec<Value> = if args.len() == 1 {
+                match &args[0] {
+                    Value::List(l) => l.items.clone(),
+                    other => {
+                        return Err(rt(
+                            format!(
+                                "{}(x) needs a list, found `{}`",
+                                b.name(),
+                                other.type_name()
+                            ),
+                            span,
+                        ));
+                    }
+                }
+            } else {
+                args
+            };
+            let mut best: Option<Value> = None;
+            for x in items {
+                best = Some(match best {
+                    None => x,
+                    Some(cur) => {
+                        let ord = value::compare(&x, &cur).ok_or_else(|| {
+                            rt(
+                                format!(
+                                    "cannot compare `{}` with `{}`",
+                                    x.type_name(),
+                                    cur.type_name()
+                                ),
+                                span,
+                            )
+                        })?;
+                        let take = if b == Builtin::Min {
+                            ord.is_lt()
+                        } else {
+                            ord.is_gt()
+                        };
+                        if take { x } else { cur }
+                    }
+                });
+            }
+            best.ok_or_else(|| rt(format!("{} of an empty list", b.name()), span))
+        }
+        Builtin::Abs => match &args[0] {
+            Value::Int(i) => i
+                .checked_abs()
+                .map(Value::Int)
+                .ok_or_else(|| rt("integer overflow in abs", span)),
+            Value::Float(f) => Ok(Value::Float(f.abs())),
+            other => Err(rt(
+                format!("abs needs a number, found `{}`", other.type_name()),
+                span,
+            )),
+        },
+    }
+}
+
+fn len(v: &Value, span: Span) -> R {
+    Ok(Value::Int(match v {
+        Value::Str(s) => s.chars().count() as i64,
+        Value::List(l) => l.items.len() as i64,
+        Value::Map(m) => m.entries.len() as i64,
+        other => {
+            return Err(rt(format!("a `{}` has no length", other.type_name()), span));
+        }
+    }))
+}
+
+fn no_method(v: &Value, m: Method, span: Span) -> crate::interp::Flow {
+    rt(
+        format!("a `{}` has no method `{}`", v.type_name(), m.name()),
+        span,
+    )
+}
+
+/// Calls a method on a receiver value (mutating methods act on a copy here).
+pub(crate) fn call_method(
+    interp: &mut Interp<'_>,
+    recv: Value,
+    m: Method,
+    args: Vec<Value>,
+    span: Span,
+) -> R {
+    if matches!(
+        m,
+        Method::Push | Method::Pop | Method::Insert | Method::Remove
+    ) {
+        let mut copy = recv;
+        return mutate(interp, &mut copy, m, &args, span);
+    }
+    match &recv {
+        Value::Str(s) => str_method(interp, s, m, &args, span),
+        Value::List(l) => {
+            let l = Rc::clone(l);
+            list_method(interp, &l.items, m, args, span)
+        }
+        Value::Map(map) => {
+            let map = Rc::clone(map);
+            map_method(interp, &map.entries, m, &args, span)
+        }
+        Value::None | Value::Adt(_) => option_method(interp, &recv, m, args, span),
+        _ => Err(no_method(&recv, m, span)),
+    }
+}
+
+fn str_method(interp: &mut Interp<'_>, s: &str, m: Method, args: &[Value], span: Span) -> R {
+    match m {
+        Method::Len => Ok(Value::Int(s.chars().count() as i64)),
+        Method::Trim => interp.string(s.trim().to_string(), span),
+        Method::ToUpper => interp.string(s.to_uppercase(), span),
+        Method::ToLower => interp.string(s.to_lowercase(), span),
+        Method::Split => {
+            let sep = want_str(&args[0], "the separator", span)?;
+            let parts: Vec<&str> = if sep.is_empty() {
+                s.split_whitespace().collect()
+            } else {
+                s.split(sep).collect()
+            };
+            interp.charge(parts.len() * 24 + s.len(), span)?;
+            let items = parts.into_iter().map(Value::str).collect();
+            interp.fresh(Value::list(items), span)
+        }
+        Method::Replace => {
+            let from = want_str(&args[0], "the pattern", span)?;
+            let to = want_str(&args[1], "the replacement", span)?;
+            if from.is_empty() {
+                return Err(rt("replace needs a non-empty pattern", span));
+            }
+            // Bound the result before building it: each match may grow the string.
+            let count = s.matches(from).count();
+            interp.charge(count.saturating_mul(to.len()), span)?;
+            interp.string(s.replace(from, to), span)
+        }
+        Method::Contains => Ok(Value::Bool(s.contains(want_str(
+            &args[0],
+            "the needle",
+            span,
+        )?))),
+        Method::StartsWith => Ok(Value::Bool(s.starts_with(want_str(
+            &args[0],
+            "the prefix",
+            span,
+        )?))),
+        Method::EndsWith => Ok(Value::Bool(s.ends_with(want_str(
+            &args[0],
+            "the suffix",
+            span,
+        )?))),
+        Method::Find => {
+            let needle = want_str(&args[0], "the needle", span)?;
+            match s.find(needle) {
+                Some(byte) => interp.fresh(
+                    Value::some(Value::Int(s[..byte].chars().count() as i64)),
+                    span,
+                ),
+                None => Ok(Value::None),
+            }
+        }
+        Method::Slice => {
+            let n = s.chars().count() as i64;
+            let clamp = |i: i64| if i < 0 { (n + i).max(0) } else { i.min(n) };
+            let a = clamp(want_int(&args[0], "the start", span)?);
+            let b = match args.get(1) {
+                Some(v) => clamp(want_int(v, "the end", span)?),
+                None => n,
+            };
+            let out: String = s
+                .chars()
+                .skip(a as usize)
+                .take((b - a).max(0) as usize)
+                .collect();
+            interp.string(out, span)
+        }
+        Method::Chars => {
+            interp.charge(s.len() * 24, span)?;
+            let items = s
+                .chars()
+                .map(|c| Value::str(c.encode_utf8(&mut [0; 4])))
+                .collect();
+            interp.fresh(Value::list(items), span)
+        }
+        Method::Lines => {
+            interp.charge(s.len() + 24 * s.lines().count(), span)?;
+            let items = s.lines().map(Value::str).collect();
+            interp.fresh(Value::list(items), span)
+        }
+        Method::ParseInt => Ok(match s.trim().parse::<i64>() {
+            Ok(i) => interp.fresh(Value::ok(Value::Int(i)), span)?,
+            Err(_) => Value::error(&format!("invalid integer: {s:?}")),
+        }),
+        Method::ParseFloat => Ok(match s.trim().parse::<f64>() {
+            Ok(f) => interp.fresh(Value::ok(Value::Float(f)), span)?,
+            Err(_) => Value::error(&format!("invalid float: {s:?}")),
+        }),
+        _ => Err(no_method(&Value::str(""), m, span)),
+    }
+}
+
+fn opt(interp: &mut Interp<'_>, v: Option<Value>, span: Span) -> R {
+    match v {
+        Some(v) => interp.fresh(Value::some(v), span),
+        None => Ok(Value::None),
+    }
+}
+
+fn list_method(
+    interp: &mut Interp<'_>,
+    items: &[Value],
+    m: Method,
+    args: Vec<Value>,
+    span: Span,
+) -> R {
+    match m {
+        Method::Len => Ok(Value::Int(items.len() as i64)),
+        Method::Get => {
+            let i = want_int(&args[0], "the index", span)?;
+            let v = usize::try_from(i).ok().and_then(|i| items.get(i)).cloned();
+            opt(interp, v, span)
+        }
+        Method::First => opt(interp, items.first().cloned(), span),
+        Method::Last => opt(interp, items.last().cloned(), span),
+        Method::Map => {
+            let mut out = Vec::with_capacity(items.len());
+            for x in items {
+                out.push(interp.call_value(&args[0], vec![x.clone()], span)?);
+            }
+            interp.fresh(Value::list(out), span)
+        }
+        Method::Filter => {
+            let mut out = Vec::new();
+            for x in items {
+                if bool_of(interp, &args[0], x.clone(), span)? {
+                    out.push(x.clone());
+                }
+            }
+            interp.fresh(Value::list(out), span)
+        }
+        Method::Fold => {
+            let mut acc = args[0].clone();
+            for x in items {
+                acc = interp.call_value(&args[1], vec![acc, x.clone()], span)?;
+            }
+            Ok(acc)
+        }
+        Method::Any => {
+            for x in items {
+                if bool_of(interp, &args[0], x.clone(), span)? {
+                    return Ok(Value::Bool(true));
+                }
+            }
+            Ok(Value::Bool(false))
+        }
+        Method::All => {
+            for x in items {
+                if !bool_of(interp, &args[0], x.clone(), span)? {
+                    return Ok(Value::Bool(false));
+                }
+            }
+            Ok(Value::Bool(true))
+        }
+        Method::Find => {
+            for x in items {
+                if bool_of(interp, &args[0], x.clone(), span)? {
+                    return opt(interp, Some(x.clone()), span);
+                }
+            }
+            Ok(Value::None)
+        }
+        Method::Join => {
+            let sep = match args.first() {
+                Some(v) => want_str(v, "the separator", span)?.to_string(),
+                None => String::new(),
+            };
+            let total: usize = items.len().saturating_mul(sep.len());
+            interp.charge(total, span)?;
+            for x in items {
+                interp.charge_display(x, span)?;
+            }
+            let mut out = String::new();
+            for (i, x) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(&sep);
+                }
+                interp.display_into(x, &mut out, true);
+            }
+            interp.string(out, span)
+        }
+        Method::Sorted => {
+            let mut out = items.to_vec();
+            sort_checked(&mut out, |v| v.clone(), span)?;
+            interp.fresh(Value::list(out), span)
+        }
+        Method::SortedByKey => {
+            let mut keyed = Vec::with_capacity(items.len());
+            for x in items {
+                let k = interp.call_value(&args[0], vec![x.clone()], span)?;
+                keyed.push((k, x.clone()));
+            }
+            sort_checked(&mut keyed, |(k, _)| k.clone(), span)?;
+            let out = keyed.into_iter().map(|(_, v)| v).collect();
+            interp.fresh(Value::list(out), span)
+        }
+        Method::Reverse => {
+            let out = items.iter().rev().cloned().collect();
+            interp.fresh(Value::list(out), span)
+        }
+        Method::Contains => Ok(Value::Bool(items.iter().any(|x| value::equal(x, &args[0])))),
+        Method::Concat => match &args[0] {
+            Value::List(other) => {
+                let mut out = items.to_vec();
+                out.extend(other.items.iter().cloned());
+                interp.fresh(Value::list(out), span)
+            }
+            other => Err(rt(
+                format!("concat needs a list, found `{}`", other.type_name()),
+                span,
+            )),
+        },
+        _ => Err(no_method(&Value::List(Rc::default()), m, span)),
+    }
+}
+
+/// Sorts by a key, failing (instead of panicking or ordering arbitrarily) on incomparable keys.
+fn sort_checked<T>(items: &mut [T], key: impl Fn(&T) -> Value, span: Span) -> R<()> {
+    let mut bad = None;
+    items.sort_by(|a, b| {
+        let (ka, kb) = (key(a), key(b));
+        match value::compare(&ka, &kb) {
+            Some(o) => o,
+            None => {
+                bad.get_or_insert((ka.type_name(), kb.type_name()));
+                std::cmp::Ordering::Equal
+            }
+        }
+    });
+    match bad {
+        Some((a, b)) => Err(rt(
+            format!("cannot sort: `{a}` and `{b}` do not compare"),
+            span,
+        )),
+        None => Ok(()),
+    }
+}
+
+fn map_method(
+    interp: &mut Interp<'_>,
+    entries: &BTreeMap<Rc<str>, Value>,
+    m: Method,
+    args: &[Value],
+    span: Span,
+) -> R {
+    match m {
+        Method::Len => Ok(Value::Int(entries.len() as i64)),
+        Method::Get => {
+            let k = want_str(&args[0], "the key", span)?;
+            opt(interp, entries.get(k).cloned(), span)
+        }
+        Method::Keys => {
+            let items = entries.keys().map(|k| Value::str(k)).collect();
+            interp.fresh(Value::list(items), span)
+        }
+        Method::Values => {
+            let items = entries.values().cloned().collect();
+            interp.fresh(Value::list(items), span)
+        }
+        Method::ContainsKey | Method::Contains => {
+            let k = want_str(&args[0], "the key", span)?;
+            Ok(Value::Bool(entries.contains_key(k)))
+        }
+        _ => Err(no_method(&Value::Map(Rc::default()), m, span)),
+    }
+}
+
+fn option_method(interp: &mut Interp<'_>, v: &Value, m: Method, args: Vec<Value>, span: Span) -> R {
+    let (ctor, inner) = match v {
+        Value::None => (Ctor::None, None),
+        Value::Adt(a) => (a.ctor, a.fields.first().cloned()),
+        _ => return Err(no_method(v, m, span)),
+    };
+    if let Ctor::User { .. } = ctor {
+        return Err(rt(format!("a variant has no method `{}`", m.name()), span));
+    }
+    match m {
+        Method::IsSome => Ok(Value::Bool(ctor == Ctor::Some)),
+        Method::IsNone => Ok(Value::Bool(ctor == Ctor::None)),
+        Method::IsOk => Ok(Value::Bool(ctor == Ctor::Ok)),
+        Method::IsError => Ok(Value::Bool(ctor == Ctor::Error)),
+        Method::Unwrap => match (ctor, inner) {
+            (Ctor::Some | Ctor::Ok, Some(x)) => Ok(x),
+            (Ctor::Error, Some(e)) => Err(rt(
+                format!("called unwrap on Error({})", interp.display(&e)),
+                span,
+            )),
+            _ => Err(rt("called unwrap on None", span)),
+        },
+        Method::UnwrapOr => match (ctor, inner) {
+            (Ctor::Some | Ctor::Ok, Some(x)) => Ok(x),
+            _ => Ok(args[0].clone()),
+        },
+        Method::Map => match (ctor, inner) {
+            (Ctor::Some | Ctor::Ok, Some(x)) => {
+                let y = interp.call_value(&args[0], vec![x], span)?;
+                interp.fresh(Value::adt(ctor, vec![y]), span)
+            }
+            _ => Ok(v.clone()),
+        },
+        _ => Err(no_method(v, m, span)),
+    }
+}
+
+/// Applies a mutating method (`push`, `pop`, `insert`, `remove`) to `target` in place.
+pub(crate) fn mutate(
+    interp: &mut Interp<'_>,
+    target: &mut Value,
+    m: Method,
+    args: &[Value],
+    span: Span,
+) -> R {
+    match (m, &mut *target) {
+        (Method::Push, Value::List(l)) => {
+            let d = args[0].depth() + 1;
+            if d > value::MAX_VALUE_DEPTH {
+                return Err(rt("value nested too deeply", span));
+            }
+            interp.charge(24, span)?;
+            let list = Rc::make_mut(l);
+            list.items.push(args[0].clone());
+            list.depth = list.depth.max(d);
+            Ok(Value::Unit)
+        }
+        (Method::Pop, Value::List(l)) => {
+            let v = Rc::make_mut(l).items.pop();
+            opt(interp, v, span)
+        }
+        (Method::Insert, Value::Map(map)) => {
+            let k = want_str(&args[0], "the key", span)?;
+            let d = args[1].depth() + 1;
+            if d > value::MAX_VALUE_DEPTH {
+                return Err(rt("value nested too deeply", span));
+            }
+            interp.charge(64 + k.len(), span)?;
+            let map = Rc::make_mut(map);
+            map.entries.insert(Rc::from(k), args[1].clone());
+            map.depth = map.depth.max(d);
+            Ok(Value::Unit)
+        }
+        (Method::Remove, Value::Map(map)) => {
+            let k = want_str(&args[0], "the key", span)?;
+            let v = Rc::make_mut(map).entries.remove(k);
+            opt(interp, v, span)
+        }
+        (_, other) => {
+            let other = other.clone();
+            Err(no_method(&other, m, span))
+        }
+    }
+}
+
+/// The current UTC time as RFC 3339 (`2026-01-02T03:04:05Z`).
+pub fn rfc3339_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    rfc3339(secs)
+}
+
+/// Formats seconds since the Unix epoch as RFC 3339 UTC.
+pub fn rfc3339(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil-from-days (Howard Hinnant's algorithm), valid for the whole proleptic calendar.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// A random (version 4) UUID. Randomness comes from the standard library's per-process hash
+/// keys mixed with a counter and the clock: unique, not cryptographic.
+pub fn uuid_v4() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let word = |salt: u64| {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(n);
+        h.write_u64(nanos);
+        h.write_u64(salt);
+        h.finish()
+    };
+    let (a, b) = (word(1), word(2));
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&a.to_le_bytes());
+    bytes[8..].copy_from_slice(&b.to_le_bytes());
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}

@@ -1,0 +1,233 @@
+//! `vox check`, `vox run` and `vox test` as plain functions: the binary parses flags and hands
+//! over its streams; each function returns the process exit code.
+
+use crate::diag::Severity;
+use crate::hir::FnRole;
+use crate::module::{CallError, CallOptions, Module, analyze};
+use serde_json::{Value as J, json};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Collects `.vox` files: a file argument is taken as is, a directory is walked (sorted, hidden
+/// directories and `target` skipped).
+pub fn collect_vox_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, std::io::Error> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            walk(p, &mut out)?;
+        } else {
+            // Reading reports a missing file with its own error, so it is not checked here.
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), std::io::Error> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for path in entries {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if path.is_dir() {
+            if !name.starts_with('.') && name != "target" && name != "node_modules" {
+                walk(&path, out)?;
+            }
+        } else if name.ends_with(".vox") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn display(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// `vox check <paths…> [--json]`: prints diagnostics (rustc-style text, or one JSON document),
+/// returns 1 when any file has an error or cannot be read.
+pub fn check(paths: &[PathBuf], json: bool, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let files = match collect_vox_files(paths) {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return 1;
+        }
+    };
+    let (mut errors, mut warnings, mut infos) = (0usize, 0usize, 0usize);
+    let mut failed = false;
+    let mut reports = Vec::new();
+    for f in &files {
+        let bytes = match std::fs::read(f) {
+            Ok(b) => b,
+            Err(e) => {
+                failed = true;
+                let _ = writeln!(err, "error: cannot read {}: {e}", display(f));
+                reports.push(json!({"file": display(f), "read_error": e.to_string()}));
+                continue;
+            }
+        };
+        let a = analyze(&display(f), &bytes);
+        for d in &a.diagnostics {
+            match d.severity() {
+                Severity::Error => errors += 1,
+                Severity::Warning => warnings += 1,
+                Severity::Info => infos += 1,
+            }
+        }
+        if json {
+            reports.push(json!({"file": display(f), "diagnostics": a.diagnostics_json()}));
+        } else {
+            let _ = write!(out, "{}", a.render());
+        }
+    }
+    if json {
+        let doc = json!({
+            "files": reports,
+            "errors": errors,
+            "warnings": warnings,
+            "infos": infos,
+        });
+        let _ = writeln!(out, "{doc}");
+    } else {
+        let _ = writeln!(
+            out,
+            "checked {} file(s): {errors} error(s), {warnings} warning(s), {infos} info(s)",
+            files.len()
+        );
+    }
+    if failed || errors > 0 { 1 } else { 0 }
+}
+
+fn load(file: &Path, err: &mut dyn Write) -> Option<Module> {
+    let bytes = match std::fs::read(file) {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = writeln!(err, "error: cannot read {}: {e}", display(file));
+            return None;
+        }
+    };
+    match Module::compile(&display(file), &bytes) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            let _ = write!(err, "{}", e.render());
+            let _ = writeln!(err, "error: {e}");
+            None
+        }
+    }
+}
+
+/// `vox run <file> <fn> [--args '<json object>']`: prints the JSON result on `out` and returns
+/// 0; a compile error, input error, tool error or run-time error goes to `err` with 1.
+/// Printed lines go to `err` as well, so `out` holds only the result.
+pub fn run(
+    file: &Path,
+    func: &str,
+    args_json: Option<&str>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
+    let Some(module) = load(file, err) else {
+        return 1;
+    };
+    let args: J = match args_json {
+        None => J::Null,
+        Some(text) => match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = writeln!(err, "error[invalid_input]: --args is not valid JSON: {e}");
+                return 1;
+            }
+        },
+    };
+    match module.call_json(func, &args, &CallOptions::default()) {
+        Ok(o) => {
+            for line in &o.logs {
+                let _ = writeln!(err, "{line}");
+            }
+            let _ = writeln!(out, "{}", o.value);
+            0
+        }
+        Err(e) => {
+            if let CallError::Tool { logs, .. } | CallError::Runtime { logs, .. } = &e {
+                for line in logs {
+                    let _ = writeln!(err, "{line}");
+                }
+            }
+            let _ = writeln!(err, "error[{}]: {e}", e.code());
+            1
+        }
+    }
+}
+
+/// `vox test [paths…]`: runs every `@test` function (default path: the current directory),
+/// prints one line per test and the closing line `N passed, N failed`; returns 1 on any
+/// failure. A file that does not compile counts as one failure per test it declares (at least
+/// one).
+pub fn test(paths: &[PathBuf], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let default = [PathBuf::from(".")];
+    let paths = if paths.is_empty() {
+        &default[..]
+    } else {
+        paths
+    };
+    let files = match collect_vox_files(paths) {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return 1;
+        }
+    };
+    let (mut passed, mut failed) = (0usize, 0usize);
+    for f in &files {
+        let bytes = match std::fs::read(f) {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = writeln!(err, "error: cannot read {}: {e}", display(f));
+                failed += 1;
+                continue;
+            }
+        };
+        let a = analyze(&display(f), &bytes);
+        let declared = a
+            .functions()
+            .iter()
+            .filter(|f| matches!(f.role, FnRole::Test { .. }))
+            .count();
+        let module = match a.into_module() {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = write!(err, "{}", e.render());
+                let _ = writeln!(out, "FAIL {}: does not compile", display(f));
+                failed += declared.max(1);
+                continue;
+            }
+        };
+        for t in module.run_tests(&CallOptions::default()) {
+            let label = t
+                .label
+                .as_ref()
+                .map(|l| format!(" ({l})"))
+                .unwrap_or_default();
+            if t.passed {
+                passed += 1;
+                let _ = writeln!(out, "test {}::{}{label} ... ok", display(f), t.name);
+            } else {
+                failed += 1;
+                let _ = writeln!(
+                    out,
+                    "test {}::{}{label} ... FAILED: {}",
+                    display(f),
+                    t.name,
+                    t.message.as_deref().unwrap_or("")
+                );
+                for line in &t.logs {
+                    let _ = writeln!(out, "    | {line}");
+                }
+            }
+        }
+    }
+    let _ = writeln!(out, "{passed} passed, {failed} failed");
+    if failed > 0 { 1 } else { 0 }
+}

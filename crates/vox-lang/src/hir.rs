@@ -1,0 +1,580 @@
+//! The lowered program: names resolved to slots and globals, decorators interpreted, pipes and
+//! interpolation desugared. It holds no interior mutability and no `Rc`, so a
+//! [`crate::Module`] built from it is `Send + Sync`.
+
+use crate::ast::{BinOp, UnOp};
+use crate::diag::Span;
+use serde::Serialize;
+
+/// Index of a function body in [`Program::bodies`].
+pub type BodyId = u32;
+
+/// A declared type, as far as the interpreter and JSON schemas care.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Ty {
+    /// No annotation, or a type that constrains nothing at the boundary.
+    Any,
+    /// `int`
+    Int,
+    /// `float`
+    Float,
+    /// `str`
+    Str,
+    /// `bool`
+    Bool,
+    /// `Unit`
+    Unit,
+    /// `list[T]`
+    List {
+        /// Element type.
+        of: Box<Ty>,
+    },
+    /// `Map[K, V]`
+    Map {
+        /// Key type.
+        key: Box<Ty>,
+        /// Value type.
+        value: Box<Ty>,
+    },
+    /// `Option[T]`
+    Option {
+        /// Inner type.
+        of: Box<Ty>,
+    },
+    /// `Result[T, E]`
+    Result {
+        /// Success type.
+        ok: Box<Ty>,
+        /// Error type.
+        err: Box<Ty>,
+    },
+    /// A user type (record or ADT), by index into [`Program::types`].
+    User {
+        /// Name.
+        name: String,
+        /// Index.
+        index: u32,
+    },
+    /// `fn(A) to B`
+    Fn {
+        /// Parameter types.
+        params: Vec<Ty>,
+        /// Result type.
+        ret: Box<Ty>,
+    },
+}
+
+/// What a function is for, from its decorator.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FnRole {
+    /// No decorator: callable from other functions (and from `vox run`).
+    Plain,
+    /// `@tool` (or the deprecated `@mcp.tool`).
+    Tool {
+        /// Description string, if given.
+        description: Option<String>,
+        /// `true` when written `@mcp.tool`.
+        deprecated_spelling: bool,
+    },
+    /// `@mcp.resource("uri", "description")`.
+    Resource {
+        /// Resource URI.
+        uri: String,
+        /// Description, if given.
+        description: Option<String>,
+    },
+    /// `@test ["label"]`.
+    Test {
+        /// Label, if given.
+        label: Option<String>,
+    },
+}
+
+/// A parameter's signature.
+#[derive(Clone, Debug, Serialize)]
+pub struct ParamSig {
+    /// Name.
+    pub name: String,
+    /// Declared type (`Any` when unannotated).
+    pub ty: Ty,
+    /// Whether a default exists (then the argument is optional).
+    pub has_default: bool,
+}
+
+/// A top-level function's signature and metadata.
+#[derive(Clone, Debug, Serialize)]
+pub struct FnSig {
+    /// Name.
+    pub name: String,
+    /// Role from the decorator.
+    pub role: FnRole,
+    /// Parameters.
+    pub params: Vec<ParamSig>,
+    /// Declared return type (`Any` when none).
+    pub ret: Ty,
+    /// Decorator paths as written, e.g. `["mcp.tool"]`.
+    pub decorators: Vec<String>,
+    /// 1-based line of the declaration.
+    pub line: usize,
+    /// Body to run.
+    #[serde(skip)]
+    pub body: BodyId,
+    /// Span of the declaration.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// A user type.
+#[derive(Clone, Debug, Serialize)]
+pub struct TypeDef {
+    /// Name.
+    pub name: String,
+    /// Record fields or variants.
+    pub shape: TypeShape,
+}
+
+/// The two kinds of user types.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TypeShape {
+    /// `type T { a: int }`
+    Record {
+        /// Fields and their types.
+        fields: Vec<(String, Ty)>,
+    },
+    /// `type T = | A(x: int) | B`
+    Adt {
+        /// Variants.
+        variants: Vec<VariantDef>,
+    },
+}
+
+/// One variant.
+#[derive(Clone, Debug, Serialize)]
+pub struct VariantDef {
+    /// Name.
+    pub name: String,
+    /// Fields and their types (positional fields are `_0`, `_1`, …).
+    pub fields: Vec<(String, Ty)>,
+}
+
+/// A module constant.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConstDef {
+    /// Name.
+    pub name: String,
+    /// Declared type.
+    pub ty: Ty,
+    /// Initializer (a nullary body).
+    #[serde(skip)]
+    pub body: BodyId,
+}
+
+/// A skipped declaration (spec section 5).
+#[derive(Clone, Debug, Serialize)]
+pub struct OpaqueDef {
+    /// Kind (`component`, `@endpoint`, …).
+    pub kind: String,
+    /// Name, when known.
+    pub name: Option<String>,
+    /// 1-based line.
+    pub line: usize,
+}
+
+/// Executable code for one function, closure or constant initializer.
+#[derive(Clone, Debug)]
+pub struct Body {
+    /// Frame size.
+    pub n_slots: u32,
+    /// Number of parameters (slots `0..n_params`).
+    pub n_params: u32,
+    /// Number of parameters without default (they come first or not; checked per argument).
+    pub defaults: Vec<Option<Expr>>,
+    /// Parameter names, for error messages and named JSON binding.
+    pub param_names: Vec<String>,
+    /// Code.
+    pub expr: Expr,
+    /// Name for error messages.
+    pub name: String,
+}
+
+/// A whole lowered file.
+#[derive(Clone, Debug, Default)]
+pub struct Program {
+    /// Top-level functions, in source order.
+    pub functions: Vec<FnSig>,
+    /// All bodies (functions, closures, constants).
+    pub bodies: Vec<Body>,
+    /// User types.
+    pub types: Vec<TypeDef>,
+    /// Constants.
+    pub consts: Vec<ConstDef>,
+    /// Skipped declarations.
+    pub opaque: Vec<OpaqueDef>,
+    /// Names brought in by `import` (not loaded).
+    pub imports: Vec<String>,
+}
+
+/// Built-in functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Builtin {
+    /// `print(...)`
+    Print,
+    /// `len(x)`
+    Len,
+    /// `str(x)`
+    Str,
+    /// `int(x)`
+    Int,
+    /// `float(x)`
+    Float,
+    /// `assert(cond[, msg])`
+    Assert,
+    /// `range(a, b)`
+    Range,
+    /// `now()`
+    Now,
+    /// `uuid()`
+    Uuid,
+    /// `json_encode(v)`
+    JsonEncode,
+    /// `json_decode(s)`
+    JsonDecode,
+    /// `min(a, b)` or `min(list)`
+    Min,
+    /// `max(a, b)` or `max(list)`
+    Max,
+    /// `abs(x)`
+    Abs,
+}
+
+impl Builtin {
+    /// All built-ins with their names and arity (min, max).
+    pub const ALL: &'static [(Builtin, &'static str, usize, usize)] = &[
+        (Builtin::Print, "print", 0, usize::MAX),
+        (Builtin::Len, "len", 1, 1),
+        (Builtin::Str, "str", 1, 1),
+        (Builtin::Int, "int", 1, 1),
+        (Builtin::Float, "float", 1, 1),
+        (Builtin::Assert, "assert", 1, 2),
+        (Builtin::Range, "range", 1, 2),
+        (Builtin::Now, "now", 0, 0),
+        (Builtin::Uuid, "uuid", 0, 0),
+        (Builtin::JsonEncode, "json_encode", 1, 1),
+        (Builtin::JsonDecode, "json_decode", 1, 1),
+        (Builtin::Min, "min", 1, 2),
+        (Builtin::Max, "max", 1, 2),
+        (Builtin::Abs, "abs", 1, 1),
+    ];
+
+    /// Looks a built-in up by name.
+    pub fn by_name(name: &str) -> Option<(Builtin, usize, usize)> {
+        Self::ALL
+            .iter()
+            .find(|(_, n, _, _)| *n == name)
+            .map(|&(b, _, lo, hi)| (b, lo, hi))
+    }
+
+    /// The name.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(b, ..)| *b == self)
+            .map(|(_, n, ..)| *n)
+            .unwrap_or("?")
+    }
+}
+
+/// Constructors: the four built-in ones and user variants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ctor {
+    /// `Some(v)`
+    Some,
+    /// `None`
+    None,
+    /// `Ok(v)`
+    Ok,
+    /// `Error(e)`
+    Error,
+    /// A user variant.
+    User {
+        /// Type index.
+        ty: u32,
+        /// Variant index.
+        variant: u32,
+    },
+}
+
+/// What a global name refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Global {
+    /// A top-level function.
+    Fn(u32),
+    /// A constant.
+    Const(u32),
+    /// A built-in function.
+    Builtin(Builtin),
+    /// A constructor.
+    Ctor(Ctor),
+    /// A skipped declaration.
+    Opaque(u32),
+    /// A name from an `import`.
+    Import(u32),
+}
+
+/// Methods, resolved by name at lowering and dispatched on the receiver at run time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum Method {
+    Len,
+    Trim,
+    ToUpper,
+    ToLower,
+    Split,
+    Replace,
+    Contains,
+    StartsWith,
+    EndsWith,
+    Find,
+    Slice,
+    Chars,
+    Lines,
+    ParseInt,
+    ParseFloat,
+    Push,
+    Pop,
+    Get,
+    First,
+    Last,
+    Map,
+    Filter,
+    Fold,
+    Any,
+    All,
+    Join,
+    Sorted,
+    SortedByKey,
+    Reverse,
+    Concat,
+    Keys,
+    Values,
+    ContainsKey,
+    Insert,
+    Remove,
+    IsSome,
+    IsNone,
+    IsOk,
+    IsError,
+    Unwrap,
+    UnwrapOr,
+}
+
+impl Method {
+    /// All methods: name, arity range, and whether it mutates its receiver in place.
+    pub const ALL: &'static [(Method, &'static str, usize, usize, bool)] = &[
+        (Method::Len, "len", 0, 0, false),
+        (Method::Trim, "trim", 0, 0, false),
+        (Method::ToUpper, "to_upper", 0, 0, false),
+        (Method::ToLower, "to_lower", 0, 0, false),
+        (Method::Split, "split", 1, 1, false),
+        (Method::Replace, "replace", 2, 2, false),
+        (Method::Contains, "contains", 1, 1, false),
+        (Method::StartsWith, "starts_with", 1, 1, false),
+        (Method::EndsWith, "ends_with", 1, 1, false),
+        (Method::Find, "find", 1, 1, false),
+        (Method::Slice, "slice", 1, 2, false),
+        (Method::Chars, "chars", 0, 0, false),
+        (Method::Lines, "lines", 0, 0, false),
+        (Method::ParseInt, "parse_int", 0, 0, false),
+        (Method::ParseFloat, "parse_float", 0, 0, false),
+        (Method::Push, "push", 1, 1, true),
+        (Method::Pop, "pop", 0, 0, true),
+        (Method::Get, "get", 1, 1, false),
+        (Method::First, "first", 0, 0, false),
+        (Method::Last, "last", 0, 0, false),
+        (Method::Map, "map", 1, 1, false),
+        (Method::Filter, "filter", 1, 1, false),
+        (Method::Fold, "fold", 2, 2, false),
+        (Method::Any, "any", 1, 1, false),
+        (Method::All, "all", 1, 1, false),
+        (Method::Join, "join", 0, 1, false),
+        (Method::Sorted, "sorted", 0, 0, false),
+        (Method::SortedByKey, "sorted_by_key", 1, 1, false),
+        (Method::Reverse, "reverse", 0, 0, false),
+        (Method::Concat, "concat", 1, 1, false),
+        (Method::Keys, "keys", 0, 0, false),
+        (Method::Values, "values", 0, 0, false),
+        (Method::ContainsKey, "contains_key", 1, 1, false),
+        (Method::Insert, "insert", 2, 2, true),
+        (Method::Remove, "remove", 1, 1, true),
+        (Method::IsSome, "is_some", 0, 0, false),
+        (Method::IsNone, "is_none", 0, 0, false),
+        (Method::IsOk, "is_ok", 0, 0, false),
+        (Method::IsError, "is_error", 0, 0, false),
+        (Method::Unwrap, "unwrap", 0, 0, false),
+        (Method::UnwrapOr, "unwrap_or", 1, 1, false),
+    ];
+
+    /// Looks a method up by name: (method, min arity, max arity, mutates).
+    pub fn by_name(name: &str) -> Option<(Method, usize, usize, bool)> {
+        Self::ALL
+            .iter()
+            .find(|(_, n, ..)| *n == name)
+            .map(|&(m, _, lo, hi, mutates)| (m, lo, hi, mutates))
+    }
+
+    /// The name.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(m, ..)| *m == self)
+            .map(|(_, n, ..)| *n)
+            .unwrap_or("?")
+    }
+}
+
+/// An assignable place: a local slot and a path of fields and indexes below it.
+#[derive(Clone, Debug)]
+pub struct Place {
+    /// Root slot.
+    pub slot: u32,
+    /// Steps from the root.
+    pub path: Vec<PlaceStep>,
+}
+
+/// One step of a [`Place`].
+#[derive(Clone, Debug)]
+pub enum PlaceStep {
+    /// `.name`
+    Field(String),
+    /// `[expr]`
+    Index(Expr),
+}
+
+/// A piece of an interpolated string.
+#[derive(Clone, Debug)]
+pub enum StrPiece {
+    /// Literal text.
+    Text(String),
+    /// A value to format.
+    Value(Expr),
+}
+
+/// A match pattern with bindings resolved to slots.
+#[derive(Clone, Debug)]
+pub enum Pat {
+    /// `_`
+    Wild,
+    /// Binds the value to a slot.
+    Bind(u32),
+    /// Literal int.
+    Int(i64),
+    /// Literal float.
+    Float(f64),
+    /// Literal string.
+    Str(String),
+    /// Literal bool.
+    Bool(bool),
+    /// Constructor with sub-patterns.
+    Ctor(Ctor, Vec<Pat>),
+}
+
+/// Match arm.
+#[derive(Clone, Debug)]
+pub struct Arm {
+    /// Pattern.
+    pub pat: Pat,
+    /// Body.
+    pub body: Expr,
+}
+
+/// A statement.
+#[derive(Clone, Debug)]
+pub enum Stmt {
+    /// `let`: evaluate into a slot.
+    Let(u32, Expr),
+    /// Assignment, optionally compound.
+    Assign(Place, Option<BinOp>, Expr),
+    /// Expression.
+    Expr(Expr),
+}
+
+/// A lowered expression with the span used for run-time errors.
+#[derive(Clone, Debug)]
+pub struct Expr {
+    /// What.
+    pub kind: ExprKind,
+    /// Where.
+    pub span: Span,
+}
+
+/// Lowered expression kinds.
+#[derive(Clone, Debug)]
+pub enum ExprKind {
+    /// `()`
+    Unit,
+    /// Bool literal.
+    Bool(bool),
+    /// Int literal.
+    Int(i64),
+    /// Float literal.
+    Float(f64),
+    /// String literal.
+    Str(String),
+    /// Interpolated string.
+    Interp(Vec<StrPiece>),
+    /// Local slot.
+    Local(u32),
+    /// Global name.
+    Global(Global),
+    /// `[..]`
+    List(Vec<Expr>),
+    /// `{ k: v }`
+    Record(Vec<(String, Expr)>),
+    /// Binary operator (`and`/`or` short-circuit).
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// Unary operator.
+    Unary(UnOp, Box<Expr>),
+    /// Direct call of a top-level function.
+    CallFn(u32, Vec<Expr>),
+    /// Call of a built-in.
+    CallBuiltin(Builtin, Vec<Expr>),
+    /// Constructor application.
+    Construct(Ctor, Vec<Expr>),
+    /// Call of a computed value.
+    Call(Box<Expr>, Vec<Expr>),
+    /// Non-mutating method.
+    Method(Box<Expr>, Method, Vec<Expr>),
+    /// Mutating method on a place (`xs.push(v)`).
+    MutMethod(Place, Method, Vec<Expr>),
+    /// `.field`
+    Field(Box<Expr>, String),
+    /// `[index]`
+    Index(Box<Expr>, Box<Expr>),
+    /// `?`
+    Try(Box<Expr>),
+    /// `if`
+    If(Box<Expr>, Box<Expr>, Option<Box<Expr>>),
+    /// `match`
+    Match(Box<Expr>, Vec<Arm>),
+    /// `while`
+    While(Box<Expr>, Box<Expr>),
+    /// `loop`
+    Loop(Box<Expr>),
+    /// `for var[, index] in iter`
+    For(u32, Option<u32>, Box<Expr>, Box<Expr>),
+    /// `break`
+    Break,
+    /// `continue`
+    Continue,
+    /// `return`
+    Return(Option<Box<Expr>>),
+    /// Block: statements, value of the last expression statement.
+    Block(Vec<Stmt>),
+    /// Closure creation: body and (outer slot, inner slot) captures.
+    Closure(BodyId, Vec<(u32, u32)>),
+    /// A call of an opaque item or import: always fails at run time.
+    Unavailable(String),
+}

@@ -1,0 +1,1363 @@
+//! The tree-walking interpreter over the HIR, with per-call budgets.
+//!
+//! Locals live in one value stack addressed by frame pointer + slot, so a call costs no
+//! allocation. Every evaluated node costs one step; the wall clock is read every 1024 steps;
+//! call depth and the native stack used are checked on every call, so a runaway call ends with a
+//! [`RunError::Budget`] and the process stays healthy.
+
+use crate::ast::{BinOp, UnOp};
+use crate::diag::Span;
+use crate::hir::*;
+use crate::value::{self, Func, MAX_VALUE_DEPTH, TooDeep, Value};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// Limits for one call. Every field is configurable; the defaults suit a tool call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    /// Evaluation steps (one per expression node evaluated).
+    pub max_steps: u64,
+    /// Nested function calls.
+    pub max_call_depth: u32,
+    /// Wall-clock time.
+    pub max_wall: Duration,
+    /// Bytes allocated over the whole call (cumulative, approximate).
+    pub max_memory: usize,
+    /// Native stack the interpreter may use below its entry point. Keep it under the calling
+    /// thread's stack size minus what the caller already uses (Rust threads get 2 MiB).
+    pub max_stack_bytes: usize,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            max_steps: 10_000_000,
+            max_call_depth: 400,
+            max_wall: Duration::from_secs(5),
+            max_memory: 64 << 20,
+            max_stack_bytes: 1 << 20,
+        }
+    }
+}
+
+/// Which budget ran out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetKind {
+    /// Step limit.
+    Steps,
+    /// Call depth (or native stack) limit.
+    Depth,
+    /// Wall-clock limit.
+    Time,
+    /// Allocation limit.
+    Memory,
+}
+
+impl std::fmt::Display for BudgetKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BudgetKind::Steps => "step limit exceeded",
+            BudgetKind::Depth => "recursion depth limit exceeded",
+            BudgetKind::Time => "time limit exceeded",
+            BudgetKind::Memory => "memory limit exceeded",
+        })
+    }
+}
+
+/// Why a call stopped.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum RunError {
+    /// A run-time error in the program (type mismatch, failed assertion, no match arm...).
+    #[error("{message}")]
+    Runtime {
+        /// What happened.
+        message: String,
+        /// Where.
+        span: Span,
+    },
+    /// A budget ran out.
+    #[error("{kind}")]
+    Budget {
+        /// Which one.
+        kind: BudgetKind,
+        /// Where the interpreter was.
+        span: Span,
+    },
+}
+
+impl RunError {
+    /// Where it happened.
+    pub fn span(&self) -> Span {
+        match self {
+            RunError::Runtime { span, .. } | RunError::Budget { span, .. } => *span,
+        }
+    }
+}
+
+/// Non-local control flow, and errors, travel as the `Err` side of evaluation.
+///
+/// `Flow` carries no payload so that `Result<Value, Flow>` fits in two registers: it is
+/// returned by every evaluation step, and passing it through memory cost a store-forwarding
+/// stall per step. The returned value waits in `Interp::ret_val`, the error in `PENDING`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Flow {
+    Break,
+    Continue,
+    Return,
+    Error,
+}
+
+pub(crate) type R<T = Value> = Result<T, Flow>;
+
+thread_local! {
+    /// The error of the call running on this thread. A call is synchronous and the language
+    /// cannot catch errors, so at most one is pending; `take_error` collects it at the top.
+    static PENDING: std::cell::RefCell<Option<RunError>> = const { std::cell::RefCell::new(None) };
+}
+
+fn fail(e: RunError) -> Flow {
+    PENDING.with(|p| *p.borrow_mut() = Some(e));
+    Flow::Error
+}
+
+/// Takes the pending error of this thread's call.
+pub(crate) fn take_error() -> RunError {
+    PENDING
+        .with(|p| p.borrow_mut().take())
+        .unwrap_or(RunError::Runtime {
+            message: "internal error: no error recorded".to_string(),
+            span: Span::default(),
+        })
+}
+
+pub(crate) fn rt(message: impl Into<String>, span: Span) -> Flow {
+    fail(RunError::Runtime {
+        message: message.into(),
+        span,
+    })
+}
+
+enum ConstState {
+    Unset,
+    Running,
+    Done(Value),
+}
+
+/// Sink for `print`: receives each printed line.
+pub type LogSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
+
+/// One call's interpreter state.
+pub(crate) struct Interp<'p> {
+    pub(crate) p: &'p Program,
+    stack: Vec<Value>,
+    fp: usize,
+    pub(crate) steps: u64,
+    budget: Budget,
+    deadline: Instant,
+    depth: u32,
+    mem: usize,
+    stack_base: usize,
+    consts: Vec<ConstState>,
+    pub(crate) logs: Vec<String>,
+    sink: Option<LogSink<'p>>,
+    /// The value of a `return` (or `?`) while `Flow::Return` unwinds to the call.
+    pub(crate) ret_val: Option<Value>,
+}
+
+#[inline(always)]
+fn stack_addr() -> usize {
+    let marker = 0u8;
+    std::hint::black_box(&marker) as *const u8 as usize
+}
+
+impl<'p> Interp<'p> {
+    pub(crate) fn new(p: &'p Program, budget: Budget, sink: Option<LogSink<'p>>) -> Self {
+        // Nothing should be left over from an earlier call, but a stale error must never be
+        // reported for this one.
+        PENDING.with(|p| p.borrow_mut().take());
+        Interp {
+            p,
+            stack: Vec::with_capacity(256),
+            fp: 0,
+            steps: 0,
+            budget,
+            deadline: Instant::now() + budget.max_wall,
+            depth: 0,
+            mem: 0,
+            stack_base: stack_addr(),
+            consts: p.consts.iter().map(|_| ConstState::Unset).collect(),
+            logs: Vec::new(),
+            sink,
+            ret_val: None,
+        }
+    }
+
+    fn budget_err(&self, kind: BudgetKind, span: Span) -> Flow {
+        fail(RunError::Budget { kind, span })
+    }
+
+    #[inline]
+    fn tick(&mut self, span: Span) -> R<()> {
+        self.steps += 1;
+        if self.steps > self.budget.max_steps {
+            return Err(self.budget_err(BudgetKind::Steps, span));
+        }
+        if self.steps & 1023 == 0 && Instant::now() > self.deadline {
+            return Err(self.budget_err(BudgetKind::Time, span));
+        }
+        // Calls check the native stack on entry; this catches deep nesting inside one body
+        // too, within a few levels, without paying for the check on every node.
+        if self.steps & 7 == 0
+            && self.stack_base.abs_diff(stack_addr()) > self.budget.max_stack_bytes
+        {
+            return Err(self.budget_err(BudgetKind::Depth, span));
+        }
+        Ok(())
+    }
+
+    /// Counts an allocation against the memory budget.
+    pub(crate) fn charge(&mut self, bytes: usize, span: Span) -> R<()> {
+        self.mem = self.mem.saturating_add(bytes);
+        if self.mem > self.budget.max_memory {
+            return Err(self.budget_err(BudgetKind::Memory, span));
+        }
+        Ok(())
+    }
+
+    /// Charges a freshly built value and passes it through.
+    pub(crate) fn fresh(&mut self, v: Result<Value, TooDeep>, span: Span) -> R {
+        match v {
+            Ok(v) => {
+                self.charge(v.alloc_size(), span)?;
+                Ok(v)
+            }
+            Err(TooDeep) => Err(rt(
+                format!("value nested deeper than {MAX_VALUE_DEPTH} levels"),
+                span,
+            )),
+        }
+    }
+
+    pub(crate) fn string(&mut self, s: String, span: Span) -> R {
+        self.charge(16 + s.len(), span)?;
+        Ok(Value::Str(Rc::new(s)))
+    }
+
+    pub(crate) fn log(&mut self, line: String, span: Span) -> R<()> {
+        self.charge(line.len(), span)?;
+        if let Some(sink) = self.sink {
+            sink(&line);
+        }
+        self.logs.push(line);
+        Ok(())
+    }
+
+    // ---- calls ---------------------------------------------------------------------------
+
+    /// Runs a body whose `nargs` arguments are already on the stack at `base`; parameters in
+    /// `missing` (and those past `nargs`) take their defaults.
+    fn invoke(
+        &mut self,
+        body_id: BodyId,
+        base: usize,
+        nargs: usize,
+        captures: &[(u32, Value)],
+        missing: &[usize],
+        span: Span,
+    ) -> R {
+        let p = self.p;
+        let body = &p.bodies[body_id as usize];
+        if nargs > body.n_params as usize {
+            self.stack.truncate(base);
+            return Err(rt(
+                format!(
+                    "`{}` takes {} argument(s), but {nargs} were given",
+                    body.name, body.n_params
+                ),
+                span,
+            ));
+        }
+        // Checked per call only: a body's own expression nesting is bounded by the parser, so
+        // the stack one call can use beyond this point is bounded too.
+        if self.depth >= self.budget.max_call_depth
+            || self.stack_base.abs_diff(stack_addr()) > self.budget.max_stack_bytes
+        {
+            self.stack.truncate(base);
+            return Err(self.budget_err(BudgetKind::Depth, span));
+        }
+        self.depth += 1;
+        let frame_end = base + body.n_slots as usize;
+        if self.stack.len() < frame_end {
+            self.stack.resize(frame_end, Value::Unit);
+        }
+        let saved_fp = self.fp;
+        self.fp = base;
+        let mut r = self.run_frame(body, nargs, captures, missing, span);
+        self.fp = saved_fp;
+        self.stack.truncate(base);
+        self.depth -= 1;
+        // `r` is returned as is on the common path, so it can live in the caller's slot
+        // instead of being copied there.
+        match r {
+            Err(Flow::Return) => r = Ok(self.ret_val.take().unwrap_or(Value::Unit)),
+            Err(Flow::Break | Flow::Continue) => r = Ok(Value::Unit),
+            _ => {}
+        }
+        r
+    }
+
+    fn run_frame(
+        &mut self,
+        body: &'p Body,
+        nargs: usize,
+        captures: &[(u32, Value)],
+        missing: &[usize],
+        span: Span,
+    ) -> R {
+        let n_params = body.n_params as usize;
+        // The common call: every argument given, nothing captured.
+        if nargs == n_params && missing.is_empty() && captures.is_empty() {
+            return self.eval(&body.expr);
+        }
+        for (slot, v) in captures {
+            self.stack[self.fp + *slot as usize] = v.clone();
+        }
+        for i in 0..n_params {
+            if i < nargs && !missing.contains(&i) {
+                continue;
+            }
+            match &body.defaults[i] {
+                Some(d) => {
+                    let v = self.eval(d)?;
+                    self.stack[self.fp + i] = v;
+                }
+                None => {
+                    return Err(rt(
+                        format!(
+                            "`{}` is missing argument `{}`",
+                            body.name, body.param_names[i]
+                        ),
+                        span,
+                    ));
+                }
+            }
+        }
+        self.eval(&body.expr)
+    }
+
+    /// Calls a top-level function with optional arguments (`None` takes the default).
+    pub(crate) fn call_fn_optional(&mut self, fn_id: u32, args: Vec<Option<Value>>) -> R {
+        let sig = &self.p.functions[fn_id as usize];
+        let base = self.stack.len();
+        let mut missing = Vec::new();
+        let n = args.len();
+        for (i, a) in args.into_iter().enumerate() {
+            match a {
+                Some(v) => self.stack.push(v),
+                None => {
+                    missing.push(i);
+                    self.stack.push(Value::Unit);
+                }
+            }
+        }
+        self.invoke(sig.body, base, n, &[], &missing, sig.span)
+    }
+
+    /// Calls a function value with evaluated arguments.
+    pub(crate) fn call_value(&mut self, f: &Value, args: Vec<Value>, span: Span) -> R {
+        let Value::Func(func) = f else {
+            return Err(rt(
+                format!("a `{}` value is not callable", f.type_name()),
+                span,
+            ));
+        };
+        let func = Rc::clone(func);
+        match &*func {
+            Func::Fn(id) => {
+                let body = self.p.functions[*id as usize].body;
+                let base = self.stack.len();
+                let n = args.len();
+                self.stack.extend(args);
+                self.invoke(body, base, n, &[], &[], span)
+            }
+            Func::Closure { body, captures, .. } => {
+                let base = self.stack.len();
+                let n = args.len();
+                self.stack.extend(args);
+                self.invoke(*body, base, n, captures, &[], span)
+            }
+            Func::Builtin(b) => {
+                let (_, lo, hi) = Builtin::by_name(b.name()).unwrap_or((*b, 0, usize::MAX));
+                if args.len() < lo || args.len() > hi {
+                    return Err(rt(
+                        format!("`{}` got {} argument(s)", b.name(), args.len()),
+                        span,
+                    ));
+                }
+                crate::builtins::call_builtin(self, *b, args, span)
+            }
+            Func::Ctor(c) => self.construct(*c, args, span),
+        }
+    }
+
+    fn construct(&mut self, c: Ctor, args: Vec<Value>, span: Span) -> R {
+        let want = match c {
+            Ctor::None => 0,
+            Ctor::Some | Ctor::Ok | Ctor::Error => 1,
+            Ctor::User { ty, variant } => match &self.p.types[ty as usize].shape {
+                TypeShape::Adt { variants } => variants[variant as usize].fields.len(),
+                TypeShape::Record { .. } => 0,
+            },
+        };
+        if args.len() != want {
+            return Err(rt(
+                format!(
+                    "`{}` takes {want} field(s), but {} were given",
+                    self.ctor_name(c),
+                    args.len()
+                ),
+                span,
+            ));
+        }
+        self.fresh(Value::adt(c, args), span)
+    }
+
+    pub(crate) fn ctor_name(&self, c: Ctor) -> &'p str {
+        match c {
+            Ctor::Some => "Some",
+            Ctor::None => "None",
+            Ctor::Ok => "Ok",
+            Ctor::Error => "Error",
+            Ctor::User { ty, variant } => match &self.p.types[ty as usize].shape {
+                TypeShape::Adt { variants } => &variants[variant as usize].name,
+                TypeShape::Record { .. } => &self.p.types[ty as usize].name,
+            },
+        }
+    }
+
+    fn const_value(&mut self, id: u32, span: Span) -> R {
+        match &self.consts[id as usize] {
+            ConstState::Done(v) => return Ok(v.clone()),
+            ConstState::Running => {
+                return Err(rt(
+                    format!(
+                        "constant `{}` depends on itself",
+                        self.p.consts[id as usize].name
+                    ),
+                    span,
+                ));
+            }
+            ConstState::Unset => {}
+        }
+        self.consts[id as usize] = ConstState::Running;
+        let base = self.stack.len();
+        let r = self.invoke(self.p.consts[id as usize].body, base, 0, &[], &[], span);
+        match r {
+            Ok(v) => {
+                self.consts[id as usize] = ConstState::Done(v.clone());
+                Ok(v)
+            }
+            Err(e) => {
+                self.consts[id as usize] = ConstState::Unset;
+                Err(e)
+            }
+        }
+    }
+
+    // ---- evaluation ----------------------------------------------------------------------
+
+    fn eval_args(&mut self, args: &'p [Expr]) -> R<Vec<Value>> {
+        let mut out = Vec::with_capacity(args.len());
+        for a in args {
+            out.push(self.eval(a)?);
+        }
+        Ok(out)
+    }
+
+    /// Reads a local. Ints are rebuilt rather than cloned: the derived clone copies the enum
+    /// in unaligned pieces, which stalls store forwarding on the hottest path.
+    #[inline(always)]
+    fn local(&self, slot: u32) -> Value {
+        match &self.stack[self.fp + slot as usize] {
+            Value::Int(i) => Value::Int(*i),
+            other => other.clone(),
+        }
+    }
+
+    /// Evaluates leaves without a recursive call; they still count as steps.
+    #[inline(always)]
+    fn operand(&mut self, e: &'p Expr) -> R {
+        match &e.kind {
+            ExprKind::Binary(op, l, r)
+                if let (Some(x), Some(y)) = (self.peek_int(l), self.peek_int(r))
+                    && let Some(v) = int_op(*op, x, y) =>
+            {
+                self.steps += 3;
+                Ok(v)
+            }
+            ExprKind::Local(slot) => {
+                self.steps += 1;
+                Ok(self.local(*slot))
+            }
+            ExprKind::Int(i) => {
+                self.steps += 1;
+                Ok(Value::Int(*i))
+            }
+            _ => self.eval(e),
+        }
+    }
+
+    /// Evaluates an expression. The common kinds are handled here, the rest in `eval_cold`,
+    /// which keeps this function's frame small on the recursive path.
+    pub(crate) fn eval(&mut self, e: &'p Expr) -> R {
+        self.tick(e.span)?;
+        let span = e.span;
+        match &e.kind {
+            ExprKind::Int(i) => Ok(Value::Int(*i)),
+            ExprKind::Local(slot) => Ok(self.local(*slot)),
+            ExprKind::Binary(op, l, r) if !matches!(op, BinOp::And | BinOp::Or) => {
+                self.eval_binary(*op, l, r, span)
+            }
+            ExprKind::CallFn(id, args) => self.eval_call_fn(*id, args, span),
+            ExprKind::If(c, then, otherwise) => {
+                if self.truth(c)? {
+                    self.eval(then)
+                } else if let Some(o) = otherwise {
+                    self.eval(o)
+                } else {
+                    Ok(Value::Unit)
+                }
+            }
+            ExprKind::Block(stmts) => self.eval_block(stmts, span),
+            _ => self.eval_cold(e),
+        }
+    }
+
+    #[inline]
+    fn eval_binary(&mut self, op: BinOp, l: &'p Expr, r: &'p Expr, span: Span) -> R {
+        if let (Some(x), Some(y)) = (self.peek_int(l), self.peek_int(r))
+            && let Some(v) = int_op(op, x, y)
+        {
+            self.steps += 2;
+            return Ok(v);
+        }
+        let a = self.operand(l)?;
+        let b = self.operand(r)?;
+        // Int-int arithmetic and comparison is the hot path of most tool code.
+        if let (Value::Int(x), Value::Int(y)) = (&a, &b)
+            && let Some(v) = int_op(op, *x, *y)
+        {
+            return Ok(v);
+        }
+        self.binary(op, &a, &b, span)
+    }
+
+    /// Kept out of line on purpose: inlined, LLVM merges it with the general push, which then
+    /// builds the value on the stack and copies it with a wider load than it was stored with.
+    #[inline(never)]
+    fn push_int(&mut self, i: i64) {
+        self.stack.push(Value::Int(i));
+    }
+
+    /// Like `peek_int`, and also for int arithmetic on such operands (`n - 1`).
+    #[inline(always)]
+    fn arg_int(&self, e: &Expr) -> Option<i64> {
+        match &e.kind {
+            ExprKind::Binary(op, l, r) => {
+                let (x, y) = (self.peek_int(l)?, self.peek_int(r)?);
+                match op {
+                    BinOp::Add => x.checked_add(y),
+                    BinOp::Sub => x.checked_sub(y),
+                    BinOp::Mul => x.checked_mul(y),
+                    _ => Option::None,
+                }
+            }
+            _ => self.peek_int(e),
+        }
+    }
+
+    /// The int an operand evaluates to, when that is known without evaluating anything
+    /// (an int literal, or a local holding an int).
+    #[inline(always)]
+    fn peek_int(&self, e: &Expr) -> Option<i64> {
+        match &e.kind {
+            ExprKind::Int(i) => Some(*i),
+            ExprKind::Local(slot) => match &self.stack[self.fp + *slot as usize] {
+                Value::Int(i) => Some(*i),
+                _ => Option::None,
+            },
+            _ => Option::None,
+        }
+    }
+
+    #[inline]
+    fn eval_call_fn(&mut self, id: u32, args: &'p [Expr], span: Span) -> R {
+        let base = self.stack.len();
+        for a in args {
+            // An int argument is written straight into its slot: building it as a result
+            // first and copying it cost a store-forwarding stall per argument.
+            if let Some(i) = self.arg_int(a) {
+                self.steps += 1;
+                self.push_int(i);
+                continue;
+            }
+            match self.operand(a) {
+                Ok(v) => self.stack.push(v),
+                Err(e) => {
+                    self.stack.truncate(base);
+                    return Err(e);
+                }
+            }
+        }
+        let body = self.p.functions[id as usize].body;
+        self.invoke(body, base, args.len(), &[], &[], span)
+    }
+
+    fn eval_block(&mut self, stmts: &'p [Stmt], span: Span) -> R {
+        let mut last = Value::Unit;
+        for s in stmts {
+            last = Value::Unit;
+            match s {
+                Stmt::Let(slot, x) => {
+                    let v = self.eval(x)?;
+                    self.stack[self.fp + *slot as usize] = v;
+                }
+                Stmt::Assign(place, op, x) => {
+                    let v = self.eval(x)?;
+                    let op = *op;
+                    self.with_place(place, x.span, &mut |interp, target| {
+                        let new = match op {
+                            Some(op) => interp.binary(op, target, &v, span)?,
+                            None => v.clone(),
+                        };
+                        *target = new;
+                        Ok(Value::Unit)
+                    })?;
+                }
+                Stmt::Expr(x) => last = self.eval(x)?,
+            }
+        }
+        Ok(last)
+    }
+
+    #[inline(never)]
+    fn eval_cold(&mut self, e: &'p Expr) -> R {
+        let span = e.span;
+        match &e.kind {
+            ExprKind::Unit => Ok(Value::Unit),
+            ExprKind::Bool(b) => Ok(Value::Bool(*b)),
+            ExprKind::Int(i) => Ok(Value::Int(*i)),
+            ExprKind::Float(f) => Ok(Value::Float(*f)),
+            ExprKind::Str(s) => {
+                self.charge(16 + s.len(), span)?;
+                Ok(Value::str(s))
+            }
+            ExprKind::Interp(pieces) => {
+                let mut out = String::new();
+                for piece in pieces {
+                    match piece {
+                        StrPiece::Text(t) => out.push_str(t),
+                        StrPiece::Value(x) => {
+                            let v = self.eval(x)?;
+                            self.charge_display(&v, span)?;
+                            self.display_into(&v, &mut out, true);
+                        }
+                    }
+                }
+                self.string(out, span)
+            }
+            ExprKind::Local(slot) => Ok(self.stack[self.fp + *slot as usize].clone()),
+            ExprKind::Global(g) => match *g {
+                Global::Fn(id) => Ok(Value::Func(Rc::new(Func::Fn(id)))),
+                Global::Const(id) => self.const_value(id, span),
+                Global::Builtin(b) => Ok(Value::Func(Rc::new(Func::Builtin(b)))),
+                Global::Ctor(c) => Ok(Value::Func(Rc::new(Func::Ctor(c)))),
+                Global::Opaque(_) | Global::Import(_) => {
+                    Err(rt("this declaration is not executable", span))
+                }
+            },
+            ExprKind::List(items) => {
+                let items = self.eval_args(items)?;
+                self.fresh(Value::list(items), span)
+            }
+            ExprKind::Record(fields) => {
+                let mut map = BTreeMap::new();
+                for (k, x) in fields {
+                    let v = self.eval(x)?;
+                    map.insert(Rc::from(k.as_str()), v);
+                }
+                self.fresh(Value::map(map), span)
+            }
+            ExprKind::Binary(BinOp::And, l, r) => {
+                if self.truth(l)? {
+                    Ok(Value::Bool(self.truth(r)?))
+                } else {
+                    Ok(Value::Bool(false))
+                }
+            }
+            ExprKind::Binary(BinOp::Or, l, r) => {
+                if self.truth(l)? {
+                    Ok(Value::Bool(true))
+                } else {
+                    Ok(Value::Bool(self.truth(r)?))
+                }
+            }
+            ExprKind::Binary(op, l, r) => self.eval_binary(*op, l, r, span),
+            ExprKind::Unary(op, x) => {
+                let v = self.eval(x)?;
+                match (op, &v) {
+                    (UnOp::Neg, Value::Int(i)) => i
+                        .checked_neg()
+                        .map(Value::Int)
+                        .ok_or_else(|| rt("integer overflow", span)),
+                    (UnOp::Neg, Value::Float(f)) => Ok(Value::Float(-f)),
+                    (UnOp::Not, Value::Bool(b)) => Ok(Value::Bool(!b)),
+                    (UnOp::Neg, _) => Err(rt(format!("cannot negate a `{}`", v.type_name()), span)),
+                    (UnOp::Not, _) => Err(rt(
+                        format!("`not` needs a bool, found `{}`", v.type_name()),
+                        span,
+                    )),
+                }
+            }
+            ExprKind::CallFn(id, args) => self.eval_call_fn(*id, args, span),
+            ExprKind::CallBuiltin(b, args) => {
+                let args = self.eval_args(args)?;
+                crate::builtins::call_builtin(self, *b, args, span)
+            }
+            ExprKind::Construct(c, args) => {
+                if *c == Ctor::None {
+                    return Ok(Value::None);
+                }
+                let args = self.eval_args(args)?;
+                self.construct(*c, args, span)
+            }
+            ExprKind::Call(f, args) => {
+                let fv = self.eval(f)?;
+                let args = self.eval_args(args)?;
+                self.call_value(&fv, args, span)
+            }
+            ExprKind::Method(recv, m, args) => {
+                let rv = self.eval(recv)?;
+                let args = self.eval_args(args)?;
+                crate::builtins::call_method(self, rv, *m, args, span)
+            }
+            ExprKind::MutMethod(place, m, args) => {
+                let args = self.eval_args(args)?;
+                let m = *m;
+                self.with_place(place, span, &mut |interp, target| {
+                    crate::builtins::mutate(interp, target, m, &args, span)
+                })
+            }
+            ExprKind::Field(recv, name) => {
+                let rv = self.eval(recv)?;
+                self.field(&rv, name, span)
+            }
+            ExprKind::Index(recv, idx) => {
+                let rv = self.eval(recv)?;
+                let iv = self.eval(idx)?;
+                self.index(&rv, &iv, span)
+            }
+            ExprKind::Try(x) => {
+                let v = self.eval(x)?;
+                match &v {
+                    Value::None => {
+                        self.ret_val = Some(Value::None);
+                        Err(Flow::Return)
+                    }
+                    Value::Adt(a) => match a.ctor {
+                        Ctor::Some | Ctor::Ok => Ok(a.fields[0].clone()),
+                        Ctor::Error => {
+                            self.ret_val = Some(v.clone());
+                            Err(Flow::Return)
+                        }
+                        Ctor::User { .. } | Ctor::None => {
+                            Err(rt("`?` needs an Option or a Result, found a variant", span))
+                        }
+                    },
+                    _ => Err(rt(
+                        format!("`?` needs an Option or a Result, found `{}`", v.type_name()),
+                        span,
+                    )),
+                }
+            }
+            ExprKind::If(c, then, otherwise) => {
+                if self.truth(c)? {
+                    self.eval(then)
+                } else if let Some(o) = otherwise {
+                    self.eval(o)
+                } else {
+                    Ok(Value::Unit)
+                }
+            }
+            ExprKind::Match(s, arms) => {
+                let v = self.eval(s)?;
+                for arm in arms {
+                    if self.matches(&arm.pat, &v) {
+                        return self.eval(&arm.body);
+                    }
+                }
+                let shown = self.display(&v);
+                Err(rt(format!("no match arm covers the value {shown}"), span))
+            }
+            ExprKind::While(c, body) => {
+                while self.truth(c)? {
+                    match self.eval(body) {
+                        Ok(_) | Err(Flow::Continue) => {}
+                        Err(Flow::Break) => break,
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(Value::Unit)
+            }
+            ExprKind::Loop(body) => loop {
+                match self.eval(body) {
+                    Ok(_) | Err(Flow::Continue) => {}
+                    Err(Flow::Break) => return Ok(Value::Unit),
+                    Err(e) => return Err(e),
+                }
+            },
+            ExprKind::For(var, index, iter, body) => {
+                let it = self.eval(iter)?;
+                let items: Vec<Value> = match &it {
+                    Value::List(l) => {
+                        let l = Rc::clone(l);
+                        return self.for_items(*var, *index, l.items.iter().cloned(), body);
+                    }
+                    Value::Str(s) => {
+                        let chars: Vec<Value> = s
+                            .chars()
+                            .map(|c| Value::str(c.encode_utf8(&mut [0; 4])))
+                            .collect();
+                        self.charge(chars.len() * 24, span)?;
+                        chars
+                    }
+                    Value::Map(m) => m.entries.keys().map(|k| Value::str(k)).collect(),
+                    other => {
+                        return Err(rt(
+                            format!("cannot iterate over a `{}`", other.type_name()),
+                            span,
+                        ));
+                    }
+                };
+                self.for_items(*var, *index, items.into_iter(), body)
+            }
+            ExprKind::Break => Err(Flow::Break),
+            ExprKind::Continue => Err(Flow::Continue),
+            ExprKind::Return(v) => {
+                let v = match v {
+                    Some(x) => self.eval(x)?,
+                    None => Value::Unit,
+                };
+                self.ret_val = Some(v);
+                Err(Flow::Return)
+            }
+            ExprKind::Block(stmts) => self.eval_block(stmts, span),
+            ExprKind::Closure(body, caps) => {
+                let captures = caps
+                    .iter()
+                    .map(|(outer, inner)| (*inner, self.stack[self.fp + *outer as usize].clone()))
+                    .collect();
+                self.fresh(Value::closure(*body, captures), span)
+            }
+            ExprKind::Unavailable(msg) => Err(rt(msg.clone(), span)),
+        }
+    }
+
+    fn for_items(
+        &mut self,
+        var: u32,
+        index: Option<u32>,
+        items: impl Iterator<Item = Value>,
+        body: &'p Expr,
+    ) -> R {
+        for (i, item) in items.enumerate() {
+            self.stack[self.fp + var as usize] = item;
+            if let Some(ix) = index {
+                self.stack[self.fp + ix as usize] = Value::Int(i as i64);
+            }
+            match self.eval(body) {
+                Ok(_) | Err(Flow::Continue) => {}
+                Err(Flow::Break) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Value::Unit)
+    }
+
+    fn truth(&mut self, e: &'p Expr) -> R<bool> {
+        if let ExprKind::Binary(op, l, r) = &e.kind
+            && let (Some(x), Some(y)) = (self.peek_int(l), self.peek_int(r))
+            && let Some(Value::Bool(b)) = int_op(*op, x, y)
+        {
+            self.steps += 3;
+            return Ok(b);
+        }
+        match self.eval(e)? {
+            Value::Bool(b) => Ok(b),
+            other => Err(rt(
+                format!("a condition must be a bool, found `{}`", other.type_name()),
+                e.span,
+            )),
+        }
+    }
+
+    pub(crate) fn binary(&mut self, op: BinOp, a: &Value, b: &Value, span: Span) -> R {
+        use Value::*;
+        let overflow = || rt(format!("integer overflow in `{}`", op.as_str()), span);
+        match op {
+            BinOp::Eq => return Ok(Bool(value::equal(a, b))),
+            BinOp::Ne => return Ok(Bool(!value::equal(a, b))),
+            BinOp::Lt | BinOp::Gt | BinOp::Le | BinOp::Ge => {
+                let Some(ord) = value::compare(a, b) else {
+                    return Err(rt(
+                        format!(
+                            "cannot compare `{}` with `{}`",
+                            a.type_name(),
+                            b.type_name()
+                        ),
+                        span,
+                    ));
+                };
+                use std::cmp::Ordering::*;
+                return Ok(Bool(match op {
+                    BinOp::Lt => ord == Less,
+                    BinOp::Gt => ord == Greater,
+                    BinOp::Le => ord != Greater,
+                    _ => ord != Less,
+                }));
+            }
+            _ => {}
+        }
+        match (a, b) {
+            (Int(x), Int(y)) => {
+                let (x, y) = (*x, *y);
+                let r = match op {
+                    BinOp::Add => x.checked_add(y),
+                    BinOp::Sub => x.checked_sub(y),
+                    BinOp::Mul => x.checked_mul(y),
+                    BinOp::Div | BinOp::Rem if y == 0 => {
+                        return Err(rt("division by zero", span));
+                    }
+                    BinOp::Div => x.checked_div(y),
+                    BinOp::Rem => x.checked_rem(y),
+                    _ => Option::None,
+                };
+                r.map(Int).ok_or_else(overflow)
+            }
+            (Int(_) | Float(_), Int(_) | Float(_)) => {
+                let x = match a {
+                    Int(i) => *i as f64,
+                    Float(f) => *f,
+                    _ => 0.0,
+                };
+                let y = match b {
+                    Int(i) => *i as f64,
+                    Float(f) => *f,
+                    _ => 0.0,
+                };
+                Ok(Float(match op {
+                    BinOp::Add => x + y,
+                    BinOp::Sub => x - y,
+                    BinOp::Mul => x * y,
+                    BinOp::Div | BinOp::Rem if y == 0.0 => {
+                        return Err(rt("division by zero", span));
+                    }
+                    BinOp::Div => x / y,
+                    _ => x % y,
+                }))
+            }
+            (Str(x), Str(y)) if op == BinOp::Add => {
+                let mut s = String::with_capacity(x.len() + y.len());
+                s.push_str(x);
+                s.push_str(y);
+                self.string(s, span)
+            }
+            (List(x), List(y)) if op == BinOp::Add => {
+                let mut items = x.items.clone();
+                items.extend(y.items.iter().cloned());
+                self.fresh(Value::list(items), span)
+            }
+            _ => Err(rt(
+                format!(
+                    "cannot apply `{}` to `{}` and `{}`",
+                    op.as_str(),
+                    a.type_name(),
+                    b.type_name()
+                ),
+                span,
+            )),
+        }
+    }
+
+    fn field(&mut self, v: &Value, name: &str, span: Span) -> R {
+        match v {
+            Value::Map(m) => m
+                .entries
+                .get(name)
+                .cloned()
+                .ok_or_else(|| rt(format!("record has no field `{name}`"), span)),
+            Value::Adt(a) => {
+                if let Ctor::User { ty, variant } = a.ctor
+                    && let TypeShape::Adt { variants } = &self.p.types[ty as usize].shape
+                    && let Some(i) = variants[variant as usize]
+                        .fields
+                        .iter()
+                        .position(|(n, _)| n == name)
+                {
+                    return Ok(a.fields[i].clone());
+                }
+                Err(rt(
+                    format!("`{}` has no field `{name}`", self.ctor_name(a.ctor)),
+                    span,
+                ))
+            }
+            other => Err(rt(
+                format!("a `{}` has no field `{name}`", other.type_name()),
+                span,
+            )),
+        }
+    }
+
+    fn index(&mut self, v: &Value, i: &Value, span: Span) -> R {
+        match (v, i) {
+            (Value::List(l), Value::Int(n)) => usize::try_from(*n)
+                .ok()
+                .and_then(|n| l.items.get(n))
+                .cloned()
+                .ok_or_else(|| {
+                    rt(
+                        format!(
+                            "index {n} is out of range for a list of length {}",
+                            l.items.len()
+                        ),
+                        span,
+                    )
+                }),
+            (Value::Str(s), Value::Int(n)) => {
+                let c = usize::try_from(*n).ok().and_then(|n| s.chars().nth(n));
+                match c {
+                    Some(c) => self.string(c.to_string(), span),
+                    None => Err(rt(
+                        format!("index {n} is out of range for the string"),
+                        span,
+                    )),
+                }
+            }
+            (Value::Map(m), Value::Str(k)) => m
+                .entries
+                .get(k.as_str())
+                .cloned()
+                .ok_or_else(|| rt(format!("no key {k:?} in the map"), span)),
+            _ => Err(rt(
+                format!(
+                    "cannot index a `{}` with a `{}`",
+                    v.type_name(),
+                    i.type_name()
+                ),
+                span,
+            )),
+        }
+    }
+
+    /// Runs `f` on the value stored at `place`, keeping container depths up to date.
+    fn with_place(
+        &mut self,
+        place: &'p Place,
+        span: Span,
+        f: &mut dyn FnMut(&mut Interp<'p>, &mut Value) -> R,
+    ) -> R {
+        let mut steps = Vec::with_capacity(place.path.len());
+        for s in &place.path {
+            steps.push(match s {
+                PlaceStep::Field(name) => Value::str(name),
+                PlaceStep::Index(x) => self.eval(x)?,
+            });
+        }
+        let slot = self.fp + place.slot as usize;
+        // The target is moved out while `f` runs so `f` may use the interpreter freely.
+        let mut root = std::mem::replace(&mut self.stack[slot], Value::Unit);
+        let r = self.place_step(&mut root, &steps, span, f);
+        self.stack[slot] = root;
+        r
+    }
+
+    fn place_step(
+        &mut self,
+        target: &mut Value,
+        steps: &[Value],
+        span: Span,
+        f: &mut dyn FnMut(&mut Interp<'p>, &mut Value) -> R,
+    ) -> R {
+        let Some((first, rest)) = steps.split_first() else {
+            return f(self, target);
+        };
+        let r = match (&mut *target, first) {
+            (Value::List(l), Value::Int(n)) => {
+                let len = l.items.len();
+                let list = Rc::make_mut(l);
+                let Some(slot) = usize::try_from(*n).ok().and_then(|n| list.items.get_mut(n))
+                else {
+                    return Err(rt(
+                        format!("index {n} is out of range for a list of length {len}"),
+                        span,
+                    ));
+                };
+                let r = self.place_step(slot, rest, span, f)?;
+                let d = slot.depth() + 1;
+                list.depth = list.depth.max(d);
+                (r, list.depth)
+            }
+            (Value::Map(m), Value::Str(k)) => {
+                let map = Rc::make_mut(m);
+                let r = match map.entries.get_mut(k.as_str()) {
+                    Some(slot) => {
+                        let r = self.place_step(slot, rest, span, f)?;
+                        map.depth = map.depth.max(slot.depth() + 1);
+                        r
+                    }
+                    None if rest.is_empty() => {
+                        // Assigning a new key adds it, like `insert`.
+                        let mut fresh = Value::Unit;
+                        let r = self.place_step(&mut fresh, rest, span, f)?;
+                        map.depth = map.depth.max(fresh.depth() + 1);
+                        map.entries.insert(Rc::from(k.as_str()), fresh);
+                        self.charge(64, span)?;
+                        r
+                    }
+                    None => return Err(rt(format!("no key {k:?} in the record"), span)),
+                };
+                (r, map.depth)
+            }
+            (Value::Adt(a), Value::Str(k)) => {
+                let ctor = a.ctor;
+                let pos = match ctor {
+                    Ctor::User { ty, variant } => match &self.p.types[ty as usize].shape {
+                        TypeShape::Adt { variants } => variants[variant as usize]
+                            .fields
+                            .iter()
+                            .position(|(n, _)| **n == **k),
+                        TypeShape::Record { .. } => None,
+                    },
+                    _ => None,
+                };
+                let Some(pos) = pos else {
+                    return Err(rt(
+                        format!("`{}` has no field `{k}`", self.ctor_name(ctor)),
+                        span,
+                    ));
+                };
+                let adt = Rc::make_mut(a);
+                let r = self.place_step(&mut adt.fields[pos], rest, span, f)?;
+                adt.depth = adt.depth.max(adt.fields[pos].depth() + 1);
+                (r, adt.depth)
+            }
+            (t, k) => {
+                return Err(rt(
+                    format!(
+                        "cannot assign into a `{}` with a `{}` key",
+                        t.type_name(),
+                        k.type_name()
+                    ),
+                    span,
+                ));
+            }
+        };
+        if r.1 > MAX_VALUE_DEPTH {
+            return Err(rt(
+                format!("value nested deeper than {MAX_VALUE_DEPTH} levels"),
+                span,
+            ));
+        }
+        Ok(r.0)
+    }
+
+    fn matches(&mut self, pat: &Pat, v: &Value) -> bool {
+        match (pat, v) {
+            (Pat::Wild, _) => true,
+            (Pat::Bind(slot), _) => {
+                self.stack[self.fp + *slot as usize] = v.clone();
+                true
+            }
+            (Pat::Int(i), Value::Int(j)) => i == j,
+            (Pat::Int(i), Value::Float(f)) => (*i as f64) == *f,
+            (Pat::Float(f), Value::Float(g)) => f == g,
+            (Pat::Float(f), Value::Int(i)) => *f == (*i as f64),
+            (Pat::Str(s), Value::Str(t)) => **s == **t,
+            (Pat::Bool(a), Value::Bool(b)) => a == b,
+            (Pat::Ctor(Ctor::None, _), Value::None) => true,
+            (Pat::Ctor(c, subs), Value::Adt(a)) => {
+                *c == a.ctor
+                    && subs.len() == a.fields.len()
+                    && subs
+                        .iter()
+                        .zip(a.fields.iter())
+                        .all(|(p, f)| self.matches(p, f))
+            }
+            _ => false,
+        }
+    }
+
+    // ---- display -------------------------------------------------------------------------
+
+    /// Charges the memory budget for formatting `v` before it is formatted.
+    pub(crate) fn charge_display(&mut self, v: &Value, span: Span) -> R<()> {
+        let remaining = self.budget.max_memory.saturating_sub(self.mem);
+        let need = size_hint(v, remaining);
+        self.charge(need, span)
+    }
+
+    /// A value for an error message: formatted when small, its type name when large.
+    pub(crate) fn display(&self, v: &Value) -> String {
+        if size_hint(v, 400) > 400 {
+            return format!("<a large {}>", v.type_name());
+        }
+        let mut s = String::new();
+        self.display_into(v, &mut s, false);
+        s
+    }
+
+    /// Formats a value; `top` strings are written bare, nested ones quoted.
+    pub(crate) fn display_into(&self, v: &Value, out: &mut String, top: bool) {
+        match v {
+            Value::Unit => out.push_str("()"),
+            Value::Bool(b) => {
+                let _ = write!(out, "{b}");
+            }
+            Value::Int(i) => {
+                let _ = write!(out, "{i}");
+            }
+            Value::Float(f) => format_float(*f, out),
+            Value::Str(s) => {
+                if top {
+                    out.push_str(s);
+                } else {
+                    let _ = write!(out, "{:?}", &**s);
+                }
+            }
+            Value::List(l) => {
+                out.push('[');
+                for (i, x) in l.items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    self.display_into(x, out, false);
+                }
+                out.push(']');
+            }
+            Value::Map(m) => {
+                out.push('{');
+                for (i, (k, x)) in m.entries.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    out.push_str(k);
+                    out.push_str(": ");
+                    self.display_into(x, out, false);
+                }
+                out.push('}');
+            }
+            Value::None => out.push_str("None"),
+            Value::Adt(a) => {
+                out.push_str(self.ctor_name(a.ctor));
+                if !a.fields.is_empty() {
+                    out.push('(');
+                    for (i, x) in a.fields.iter().enumerate() {
+                        if i > 0 {
+                            out.push_str(", ");
+                        }
+                        self.display_into(x, out, false);
+                    }
+                    out.push(')');
+                }
+            }
+            Value::Func(f) => match &**f {
+                Func::Fn(id) => {
+                    let _ = write!(out, "<fn {}>", self.p.functions[*id as usize].name);
+                }
+                Func::Closure { .. } => out.push_str("<closure>"),
+                Func::Builtin(b) => {
+                    let _ = write!(out, "<builtin {}>", b.name());
+                }
+                Func::Ctor(c) => {
+                    let _ = write!(out, "<constructor {}>", self.ctor_name(*c));
+                }
+            },
+        }
+    }
+}
+
+/// An upper bound of the bytes needed to format `v` (as text or JSON), counted only until it
+/// passes `cap`. Containers may share one big value many times, so formatting is checked
+/// against the memory budget before it starts.
+pub(crate) fn size_hint(v: &Value, cap: usize) -> usize {
+    fn go(v: &Value, acc: &mut usize, cap: usize) {
+        if *acc > cap {
+            return;
+        }
+        match v {
+            // Escaping can grow a string up to six times (`\u0000`).
+            Value::Str(s) => *acc += s.len() * 6 + 2,
+            Value::List(l) => {
+                *acc += 2;
+                for x in &l.items {
+                    go(x, acc, cap);
+                    *acc += 2;
+                    if *acc > cap {
+                        return;
+                    }
+                }
+            }
+            Value::Map(m) => {
+                *acc += 2;
+                for (k, x) in &m.entries {
+                    *acc += k.len() * 6 + 4;
+                    go(x, acc, cap);
+                    if *acc > cap {
+                        return;
+                    }
+                }
+            }
+            Value::Adt(a) => {
+                *acc += 48;
+                for x in &a.fields {
+                    go(x, acc, cap);
+                }
+            }
+            _ => *acc += 32,
+        }
+    }
+    let mut acc = 0;
+    go(v, &mut acc, cap);
+    acc
+}
+
+/// Int-int arithmetic and comparison without overflow; `None` leaves the case (overflow,
+/// division, logic operators) to the general path, which reports errors.
+#[inline(always)]
+fn int_op(op: BinOp, x: i64, y: i64) -> Option<Value> {
+    match op {
+        BinOp::Add => x.checked_add(y).map(Value::Int),
+        BinOp::Sub => x.checked_sub(y).map(Value::Int),
+        BinOp::Mul => x.checked_mul(y).map(Value::Int),
+        BinOp::Lt => Some(Value::Bool(x < y)),
+        BinOp::Le => Some(Value::Bool(x <= y)),
+        BinOp::Gt => Some(Value::Bool(x > y)),
+        BinOp::Ge => Some(Value::Bool(x >= y)),
+        BinOp::Eq => Some(Value::Bool(x == y)),
+        BinOp::Ne => Some(Value::Bool(x != y)),
+        _ => None,
+    }
+}
+
+/// Floats always show a decimal point or exponent, so `1.0` does not print as `1`.
+pub(crate) fn format_float(f: f64, out: &mut String) {
+    if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e16 {
+        let _ = write!(out, "{f:.1}");
+    } else {
+        let _ = write!(out, "{f}");
+    }
+}
+const _: () = assert!(std::mem::size_of::<R>() == 16);

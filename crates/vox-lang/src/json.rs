@@ -1,0 +1,259 @@
+//! Value ↔ JSON and input schemas (spec section 6).
+
+use crate::hir::{Ctor, FnSig, Program, Ty, TypeShape};
+use crate::interp::format_float;
+use crate::value::{Func, TooDeep, Value};
+use serde_json::{Map as JMap, Value as J, json};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// Converts a run-time value to JSON. `Some(v)`/`Ok(v)` unwrap to `v`, `None` and `()` are
+/// `null`, a nested `Error(e)` is `{"error": e}`, user variants are
+/// `{"variant": "Name", "fields": {…}}`. Functions and non-finite floats have no JSON form.
+pub fn value_to_json(p: &Program, v: &Value) -> Result<J, String> {
+    Ok(match v {
+        Value::Unit | Value::None => J::Null,
+        Value::Bool(b) => J::Bool(*b),
+        Value::Int(i) => J::from(*i),
+        Value::Float(f) => match serde_json::Number::from_f64(*f) {
+            Some(n) => J::Number(n),
+            None => {
+                let mut s = String::new();
+                format_float(*f, &mut s);
+                return Err(format!("the float {s} has no JSON form"));
+            }
+        },
+        Value::Str(s) => J::String(s.to_string()),
+        Value::List(l) => J::Array(
+            l.items
+                .iter()
+                .map(|x| value_to_json(p, x))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Map(m) => {
+            let mut out = JMap::new();
+            for (k, x) in &m.entries {
+                out.insert(k.to_string(), value_to_json(p, x)?);
+            }
+            J::Object(out)
+        }
+        Value::Adt(a) => match a.ctor {
+            Ctor::Some | Ctor::Ok => value_to_json(p, &a.fields[0])?,
+            Ctor::Error => json!({ "error": value_to_json(p, &a.fields[0])? }),
+            Ctor::None => J::Null,
+            Ctor::User { ty, variant } => {
+                let (name, names): (&str, Vec<&str>) = match &p.types[ty as usize].shape {
+                    TypeShape::Adt { variants } => {
+                        let v = &variants[variant as usize];
+                        (&v.name, v.fields.iter().map(|(n, _)| n.as_str()).collect())
+                    }
+                    TypeShape::Record { .. } => (&p.types[ty as usize].name, Vec::new()),
+                };
+                let mut fields = JMap::new();
+                for (i, x) in a.fields.iter().enumerate() {
+                    let key = names
+                        .get(i)
+                        .map(|s| s.to_string())
+                        .unwrap_or(format!("_{i}"));
+                    fields.insert(key, value_to_json(p, x)?);
+                }
+                json!({ "variant": name, "fields": fields })
+            }
+        },
+        Value::Func(f) => {
+            let what = match &**f {
+                Func::Fn(id) => format!("function `{}`", p.functions[*id as usize].name),
+                _ => "function value".to_string(),
+            };
+            return Err(format!("a {what} has no JSON form"));
+        }
+    })
+}
+
+/// Converts JSON to a value without a declared type.
+pub fn json_to_value(j: &J) -> Result<Value, TooDeep> {
+    Ok(match j {
+        J::Null => Value::None,
+        J::Bool(b) => Value::Bool(*b),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => Value::Int(i),
+            None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        J::String(s) => Value::str(s),
+        J::Array(items) => Value::list(items.iter().map(json_to_value).collect::<Result<_, _>>()?)?,
+        J::Object(m) => {
+            let mut entries = BTreeMap::new();
+            for (k, x) in m {
+                entries.insert(Rc::from(k.as_str()), json_to_value(x)?);
+            }
+            Value::map(entries)?
+        }
+    })
+}
+
+fn kind_of(j: &J) -> &'static str {
+    match j {
+        J::Null => "null",
+        J::Bool(_) => "boolean",
+        J::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        J::Number(_) => "number",
+        J::String(_) => "string",
+        J::Array(_) => "array",
+        J::Object(_) => "object",
+    }
+}
+
+fn too_deep(_: TooDeep) -> String {
+    "value nested too deeply".to_string()
+}
+
+/// Converts a JSON argument to a value of the declared type; the error names the path
+/// (`tags[2]`) and what was expected.
+pub fn json_to_typed(p: &Program, j: &J, ty: &Ty, path: &str) -> Result<Value, String> {
+    let mismatch = |want: &str| format!("`{path}` must be {want}, got {}", kind_of(j));
+    match ty {
+        Ty::Any | Ty::Fn { .. } | Ty::Result { .. } => json_to_value(j).map_err(too_deep),
+        Ty::Int => match j.as_i64() {
+            Some(i) if j.is_i64() || j.is_u64() => Ok(Value::Int(i)),
+            _ => Err(mismatch("an integer")),
+        },
+        Ty::Float => match j {
+            J::Number(n) => Ok(Value::Float(n.as_f64().unwrap_or(f64::NAN))),
+            _ => Err(mismatch("a number")),
+        },
+        Ty::Str => match j {
+            J::String(s) => Ok(Value::str(s)),
+            _ => Err(mismatch("a string")),
+        },
+        Ty::Bool => match j {
+            J::Bool(b) => Ok(Value::Bool(*b)),
+            _ => Err(mismatch("a boolean")),
+        },
+        Ty::Unit => match j {
+            J::Null => Ok(Value::Unit),
+            _ => Err(mismatch("null")),
+        },
+        Ty::List { of } => match j {
+            J::Array(items) => {
+                let vals = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| json_to_typed(p, x, of, &format!("{path}[{i}]")))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Value::list(vals).map_err(too_deep)
+            }
+            _ => Err(mismatch("an array")),
+        },
+        Ty::Map { value, .. } => match j {
+            J::Object(m) => {
+                let mut entries = BTreeMap::new();
+                for (k, x) in m {
+                    entries.insert(
+                        Rc::from(k.as_str()),
+                        json_to_typed(p, x, value, &format!("{path}.{k}"))?,
+                    );
+                }
+                Value::map(entries).map_err(too_deep)
+            }
+            _ => Err(mismatch("an object")),
+        },
+        Ty::Option { of } => match j {
+            J::Null => Ok(Value::None),
+            other => Value::some(json_to_typed(p, other, of, path)?).map_err(too_deep),
+        },
+        Ty::User { index, .. } => user_from_json(p, j, *index, path),
+    }
+}
+
+/// A user ADT accepts its own JSON form `{"variant": …, "fields": {…}}`; anything else (and
+/// every record type) passes through untyped, as the schema sets no constraint.
+fn user_from_json(p: &Program, j: &J, index: u32, path: &str) -> Result<Value, String> {
+    let TypeShape::Adt { variants } = &p.types[index as usize].shape else {
+        return json_to_value(j).map_err(too_deep);
+    };
+    let Some(name) = j.get("variant").and_then(J::as_str) else {
+        return json_to_value(j).map_err(too_deep);
+    };
+    let Some(vi) = variants.iter().position(|v| v.name == name) else {
+        return Err(format!(
+            "`{path}`: `{name}` is not a variant of `{}`",
+            p.types[index as usize].name
+        ));
+    };
+    let empty = JMap::new();
+    let fields = j.get("fields").and_then(J::as_object).unwrap_or(&empty);
+    let mut vals = Vec::new();
+    for (fname, fty) in &variants[vi].fields {
+        let Some(x) = fields.get(fname) else {
+            return Err(format!("`{path}.fields.{fname}` is missing"));
+        };
+        vals.push(json_to_typed(p, x, fty, &format!("{path}.fields.{fname}"))?);
+    }
+    Value::adt(
+        Ctor::User {
+            ty: index,
+            variant: vi as u32,
+        },
+        vals,
+    )
+    .map_err(too_deep)
+}
+
+/// JSON Schema for a declared type.
+pub fn ty_schema(ty: &Ty) -> J {
+    match ty {
+        Ty::Int => json!({"type": "integer"}),
+        Ty::Float => json!({"type": "number"}),
+        Ty::Str => json!({"type": "string"}),
+        Ty::Bool => json!({"type": "boolean"}),
+        Ty::Unit => json!({"type": "null"}),
+        Ty::List { of } => {
+            let items = ty_schema(of);
+            if items.as_object().is_some_and(|o| o.is_empty()) {
+                json!({"type": "array"})
+            } else {
+                json!({"type": "array", "items": items})
+            }
+        }
+        Ty::Map { value, .. } => {
+            let v = ty_schema(value);
+            if v.as_object().is_some_and(|o| o.is_empty()) {
+                json!({"type": "object"})
+            } else {
+                json!({"type": "object", "additionalProperties": v})
+            }
+        }
+        Ty::Option { of } => {
+            let inner = ty_schema(of);
+            match inner.get("type").and_then(J::as_str) {
+                Some(t) => {
+                    let mut o = inner.as_object().cloned().unwrap_or_default();
+                    o.insert("type".into(), json!([t, "null"]));
+                    J::Object(o)
+                }
+                // An unconstrained inner type already admits null.
+                None => inner,
+            }
+        }
+        Ty::Any | Ty::User { .. } | Ty::Result { .. } | Ty::Fn { .. } => json!({}),
+    }
+}
+
+/// The input schema of a function: one property per parameter, `required` for those without
+/// a default, no additional properties.
+pub fn input_schema(sig: &FnSig) -> J {
+    let mut props = JMap::new();
+    let mut required = Vec::new();
+    for prm in &sig.params {
+        props.insert(prm.name.clone(), ty_schema(&prm.ty));
+        if !prm.has_default {
+            required.push(J::String(prm.name.clone()));
+        }
+    }
+    json!({
+        "type": "object",
+        "properties": props,
+        "required": required,
+        "additionalProperties": false,
+    })
+}

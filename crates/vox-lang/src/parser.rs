@@ -1,0 +1,1613 @@
+//! Hand-written recursive-descent parser with Pratt expression parsing and error recovery.
+//!
+//! Recovery is per statement and per item: a mistake is reported once, the parser skips to the
+//! end of the statement (or to the next item), and goes on, so one run reports all of a file's
+//! errors. Recursion depth and tree height are bounded, so no input overflows the stack.
+
+use crate::ast::*;
+use crate::diag::{Code, Diagnostic, Span};
+use crate::lexer::{self, StrPart, Tok, Token};
+
+/// Deepest recursion the parser allows (nested brackets, blocks, prefix operators).
+pub const MAX_DEPTH: u32 = 64;
+/// Highest expression tree the parser builds (long operator or call chains count too).
+pub const MAX_HEIGHT: u32 = 160;
+
+/// Top-level words that start a declaration outside the subset (spec section 5).
+pub const OPAQUE_KEYWORDS: &[&str] = &[
+    "component",
+    "routes",
+    "actor",
+    "workflow",
+    "activity",
+    "table",
+    "http",
+];
+
+/// Decorators that make a function (or type) opaque.
+pub const OPAQUE_DECORATORS: &[&str] = &["endpoint", "server", "query", "mutation", "table"];
+
+/// A diagnostic has been reported; the caller recovers.
+struct Fail;
+
+type PResult<T> = Result<T, Fail>;
+
+/// The result of parsing one file.
+#[derive(Debug)]
+pub struct Parsed {
+    /// The tree (items that failed to parse are left out).
+    pub file: File,
+    /// Lexer and parser diagnostics, in source order.
+    pub diags: Vec<Diagnostic>,
+}
+
+/// Lexes and parses `src`.
+pub fn parse(src: &str) -> Parsed {
+    let (toks, lex_diags) = lexer::lex(src);
+    let lex_errors = lex_diags.iter().map(|d| d.span.start).collect();
+    let mut p = Parser {
+        src,
+        lex_errors,
+        toks,
+        pos: 0,
+        diags: Vec::new(),
+        depth: 0,
+        deep_reported: false,
+    };
+    let file = p.file();
+    let opaque: Vec<Span> = file
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Opaque(o) => Some(o.span),
+            _ => None,
+        })
+        .collect();
+    // Lexical errors inside skipped declarations (JSX text with apostrophes, say) are not errors
+    // of the subset, so they are dropped.
+    let mut diags: Vec<Diagnostic> = lex_diags
+        .into_iter()
+        .filter(|d| {
+            !opaque
+                .iter()
+                .any(|o| d.span.start >= o.start && d.span.start < o.end.max(o.start + 1))
+        })
+        .collect();
+    diags.extend(p.diags);
+    diags.sort_by_key(|d| (d.span.start, d.span.end));
+    Parsed { file, diags }
+}
+
+struct Parser<'a> {
+    src: &'a str,
+    /// Starts of lexical errors (sorted), so a parse error they cause is not reported twice.
+    lex_errors: Vec<u32>,
+    toks: Vec<Token>,
+    pos: usize,
+    diags: Vec<Diagnostic>,
+    depth: u32,
+    deep_reported: bool,
+}
+
+fn describe(t: Tok) -> &'static str {
+    match t {
+        Tok::Newline => "end of line",
+        Tok::Eof => "end of file",
+        Tok::Ident => "identifier",
+        Tok::TypeIdent => "type name",
+        Tok::Int | Tok::Float => "number",
+        Tok::Str | Tok::SStr | Tok::RawStr(_) | Tok::Unterminated => "string",
+        Tok::LParen => "`(`",
+        Tok::RParen => "`)`",
+        Tok::LBrace => "`{`",
+        Tok::RBrace => "`}`",
+        Tok::LBracket => "`[`",
+        Tok::RBracket => "`]`",
+        Tok::Comma => "`,`",
+        Tok::Colon => "`:`",
+        Tok::Semi => "`;`",
+        Tok::Eq => "`=`",
+        Tok::FatArrow => "`=>`",
+        Tok::Arrow => "`->`",
+        _ => "token",
+    }
+}
+
+fn bh(b: &Block) -> u32 {
+    b.height
+}
+
+impl<'a> Parser<'a> {
+    // ---- token helpers -------------------------------------------------------------------
+
+    fn peek(&self) -> Tok {
+        self.toks[self.pos].kind
+    }
+
+    fn peek_at(&self, n: usize) -> Tok {
+        self.toks
+            .get(self.pos + n)
+            .map(|t| t.kind)
+            .unwrap_or(Tok::Eof)
+    }
+
+    fn span(&self) -> Span {
+        self.toks[self.pos].span
+    }
+
+    fn prev_span(&self) -> Span {
+        if self.pos == 0 {
+            Span::default()
+        } else {
+            self.toks[self.pos - 1].span
+        }
+    }
+
+    fn text(&self) -> &'a str {
+        let s = self.span();
+        &self.src[s.start as usize..s.end as usize]
+    }
+
+    fn bump(&mut self) -> Token {
+        let t = self.toks[self.pos];
+        if t.kind != Tok::Eof {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn at(&self, t: Tok) -> bool {
+        self.peek() == t
+    }
+
+    fn eat(&mut self, t: Tok) -> bool {
+        if self.at(t) {
+            self.bump();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn skip_newlines(&mut self) {
+        while self.at(Tok::Newline) {
+            self.bump();
+        }
+    }
+
+    /// The first token after any newlines, without consuming.
+    fn peek_past_newlines(&self) -> Tok {
+        let mut i = self.pos;
+        while self.toks[i].kind == Tok::Newline {
+            i += 1;
+        }
+        self.toks[i].kind
+    }
+
+    fn error(&mut self, code: Code, span: Span, msg: impl Into<String>) {
+        self.diags.push(Diagnostic::new(code, span, msg));
+    }
+
+    fn unexpected(&mut self, expected: &str) -> Fail {
+        let found = self.peek();
+        let span = self.span();
+        let gap_start = self.prev_span().end;
+        let caused_by_lex_error = self
+            .lex_errors
+            .iter()
+            .any(|&e| e >= gap_start && e <= span.start);
+        let msg = if found == Tok::Unterminated || caused_by_lex_error {
+            // The lexer already reported the character or string that led here.
+            return Fail;
+        } else {
+            format!("expected {expected}, found {}", self.found_text(found))
+        };
+        self.error(Code::UnexpectedToken, span, msg);
+        Fail
+    }
+
+    fn found_text(&self, t: Tok) -> String {
+        match t {
+            Tok::Newline | Tok::Eof => describe(t).to_string(),
+            _ => format!("`{}`", self.text()),
+        }
+    }
+
+    fn expect(&mut self, t: Tok, expected: &str) -> PResult<Span> {
+        if self.at(t) {
+            Ok(self.bump().span)
+        } else {
+            Err(self.unexpected(expected))
+        }
+    }
+
+    fn ident(&mut self, what: &str) -> PResult<Name> {
+        if self.at(Tok::Ident) {
+            let text = self.text().to_string();
+            let span = self.bump().span;
+            Ok(Name { text, span })
+        } else {
+            Err(self.unexpected(what))
+        }
+    }
+
+    fn enter(&mut self) -> PResult<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            self.depth -= 1;
+            self.too_deep(self.span());
+            return Err(Fail);
+        }
+        Ok(())
+    }
+
+    fn leave(&mut self) {
+        self.depth -= 1;
+    }
+
+    fn too_deep(&mut self, span: Span) {
+        if !self.deep_reported {
+            self.deep_reported = true;
+            self.diags.push(
+                Diagnostic::new(Code::NestingTooDeep, span, "nesting too deep")
+                    .with_help(format!(
+                        "split the expression: at most {MAX_DEPTH} nested levels and trees {MAX_HEIGHT} high are accepted"
+                    )),
+            );
+        }
+    }
+
+    /// Builds a node, or an error node when it would be higher than [`MAX_HEIGHT`].
+    fn mk(&mut self, kind: ExprKind, span: Span, height: u32) -> Expr {
+        if height > MAX_HEIGHT {
+            self.too_deep(span);
+            return Expr {
+                kind: ExprKind::Error,
+                span,
+                height: 1,
+            };
+        }
+        Expr { kind, span, height }
+    }
+
+    // ---- recovery ------------------------------------------------------------------------
+
+    /// Skips to the end of the current statement: a newline or `;` outside brackets, or the
+    /// `}` that closes the enclosing block (not consumed).
+    fn recover_stmt(&mut self) {
+        let mut nest = 0u32;
+        loop {
+            match self.peek() {
+                Tok::Eof => return,
+                Tok::Newline | Tok::Semi | Tok::Comma if nest == 0 => return,
+                Tok::RBrace | Tok::RParen | Tok::RBracket if nest == 0 => return,
+                Tok::LBrace | Tok::LParen | Tok::LBracket => nest += 1,
+                Tok::RBrace | Tok::RParen | Tok::RBracket => nest -= 1,
+                _ => {}
+            }
+            self.bump();
+        }
+    }
+
+    fn at_item_start(&self) -> bool {
+        match self.peek() {
+            Tok::Fn | Tok::At | Tok::Type | Tok::Let | Tok::Import | Tok::Pub | Tok::Async => true,
+            Tok::Ident => OPAQUE_KEYWORDS.contains(&self.text()),
+            _ => false,
+        }
+    }
+
+    /// Skips to the next line that starts an item, outside any braces.
+    fn recover_item(&mut self) {
+        let mut nest = 0i64;
+        let mut line_start = false;
+        loop {
+            let t = self.peek();
+            if t == Tok::Eof {
+                return;
+            }
+            if line_start && nest <= 0 && self.at_item_start() {
+                return;
+            }
+            line_start = t == Tok::Newline;
+            match t {
+                Tok::LBrace | Tok::LParen | Tok::LBracket => nest += 1,
+                Tok::RBrace | Tok::RParen | Tok::RBracket => nest -= 1,
+                _ => {}
+            }
+            self.bump();
+        }
+    }
+
+    // ---- items ---------------------------------------------------------------------------
+
+    fn file(&mut self) -> File {
+        let mut items = Vec::new();
+        loop {
+            while matches!(self.peek(), Tok::Newline | Tok::Semi) {
+                self.bump();
+            }
+            if self.at(Tok::Eof) {
+                break;
+            }
+            self.deep_reported = false;
+            let before = self.pos;
+            match self.item() {
+                Ok(item) => items.push(item),
+                Err(Fail) => self.recover_item(),
+            }
+            if self.pos == before {
+                // Guarantees progress on any input.
+                self.bump();
+            }
+        }
+        File { items }
+    }
+
+    fn item(&mut self) -> PResult<Item> {
+        let start = self.span();
+        let mut decorators = Vec::new();
+        while self.at(Tok::At) {
+            decorators.push(self.decorator()?);
+            self.skip_newlines();
+        }
+        if let Some(d) = decorators
+            .iter()
+            .find(|d| OPAQUE_DECORATORS.contains(&d.path.as_str()))
+        {
+            let kind = format!("@{}", d.path);
+            return Ok(self.opaque(kind, start));
+        }
+        match self.peek() {
+            Tok::Fn | Tok::Pub | Tok::Async => Ok(Item::Fn(self.fn_decl(decorators, start)?)),
+            Tok::Type if decorators.is_empty() => Ok(Item::Type(self.type_decl()?)),
+            Tok::Let if decorators.is_empty() => Ok(Item::Const(self.const_decl()?)),
+            Tok::Import if decorators.is_empty() => Ok(Item::Import(self.import_decl())),
+            Tok::Ident if OPAQUE_KEYWORDS.contains(&self.text()) => {
+                let kind = self.text().to_string();
+                Ok(self.opaque(kind, start))
+            }
+            Tok::Lt if decorators.is_empty() => Ok(self.opaque("jsx".to_string(), start)),
+            _ if !decorators.is_empty() => Err(self.unexpected("`fn` after decorators")),
+            _ => Err(self.unexpected("an item (`fn`, `type`, `let` or `import`)")),
+        }
+    }
+
+    fn decorator(&mut self) -> PResult<Decorator> {
+        let at = self.expect(Tok::At, "`@`")?;
+        let mut path = String::new();
+        loop {
+            if matches!(self.peek(), Tok::Ident | Tok::TypeIdent | Tok::Type) {
+                path.push_str(self.text());
+                self.bump();
+            } else {
+                return Err(self.unexpected("a decorator name"));
+            }
+            if self.at(Tok::Dot) {
+                self.bump();
+                path.push('.');
+            } else {
+                break;
+            }
+        }
+        let span = at.to(self.prev_span());
+        let mut args = Vec::new();
+        if self.at(Tok::LParen) {
+            self.bump();
+            self.skip_newlines();
+            while !self.at(Tok::RParen) {
+                args.push(self.decorator_arg()?);
+                self.skip_newlines();
+                if !self.eat(Tok::Comma) {
+                    break;
+                }
+                self.skip_newlines();
+            }
+            self.expect(Tok::RParen, "`)` after decorator arguments")?;
+        } else {
+            while matches!(self.peek(), Tok::Str | Tok::SStr | Tok::RawStr(_)) {
+                args.push(self.decorator_arg()?);
+            }
+        }
+        Ok(Decorator { path, span, args })
+    }
+
+    fn decorator_arg(&mut self) -> PResult<DecoratorArg> {
+        match self.peek() {
+            t @ (Tok::Str | Tok::SStr | Tok::RawStr(_)) => {
+                let tok = self.bump();
+                let slice = &self.src[tok.span.start as usize..tok.span.end as usize];
+                let parts = lexer::decode_string(t, slice, tok.span.start, &mut self.diags);
+                // Interpolation means nothing in a decorator, so `{x}` stays literal text.
+                let value = parts
+                    .into_iter()
+                    .map(|p| match p {
+                        StrPart::Text(t) => t,
+                        StrPart::Var(v, _) => format!("{{{v}}}"),
+                    })
+                    .collect();
+                Ok(DecoratorArg {
+                    value: Some(value),
+                    span: tok.span,
+                })
+            }
+            _ => {
+                let e = self.expr()?;
+                Ok(DecoratorArg {
+                    value: None,
+                    span: e.span,
+                })
+            }
+        }
+    }
+
+    /// Skips a declaration outside the subset: up to its balanced closing brace, or to the end
+    /// of its line when it has no braces.
+    fn opaque(&mut self, kind: String, start: Span) -> Item {
+        let mut name = None;
+        let mut nest = 0i64;
+        let mut seen_brace = false;
+        loop {
+            let t = self.peek();
+            match t {
+                Tok::Eof => break,
+                Tok::Ident | Tok::TypeIdent if name.is_none() && nest == 0 && !seen_brace => {
+                    let text = self.text();
+                    if text != kind && !OPAQUE_KEYWORDS.contains(&text) {
+                        name = Some(Name {
+                            text: text.to_string(),
+                            span: self.span(),
+                        });
+                    }
+                }
+                Tok::LBrace => seen_brace = true,
+                Tok::Newline if nest <= 0 => {
+                    let next = self.peek_past_newlines();
+                    let save = self.pos;
+                    self.skip_newlines();
+                    let starts = next == Tok::Eof || self.at_item_start();
+                    self.pos = save;
+                    if seen_brace || starts {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            let mut closed = t == Tok::RBrace;
+            match t {
+                Tok::LBrace | Tok::LParen | Tok::LBracket => nest += 1,
+                Tok::RBrace | Tok::RParen | Tok::RBracket => nest -= 1,
+                Tok::Unterminated => {
+                    // JSX text such as `Don't` lexes as an unterminated string running to the
+                    // end of the line; the braces it swallowed still count.
+                    for c in self.text().chars() {
+                        match c {
+                            '{' => {
+                                nest += 1;
+                                seen_brace = true;
+                            }
+                            '}' => {
+                                nest -= 1;
+                                closed = true;
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+            self.bump();
+            if closed && nest <= 0 && seen_brace {
+                break;
+            }
+        }
+        Item::Opaque(OpaqueItem {
+            kind,
+            name,
+            span: start.to(self.prev_span()),
+        })
+    }
+
+    fn fn_decl(&mut self, decorators: Vec<Decorator>, start: Span) -> PResult<FnDecl> {
+        let mut is_pub = false;
+        let mut is_async = false;
+        loop {
+            match self.peek() {
+                Tok::Pub => is_pub = true,
+                Tok::Async => is_async = true,
+                _ => break,
+            }
+            self.bump();
+        }
+        self.expect(Tok::Fn, "`fn`")?;
+        let name = if self.at(Tok::TypeIdent) {
+            let span = self.span();
+            self.error(
+                Code::UnexpectedToken,
+                span,
+                "function names start with a lowercase letter or `_`",
+            );
+            let text = self.text().to_string();
+            self.bump();
+            Name { text, span }
+        } else {
+            self.ident("a function name")?
+        };
+        let params = self.params()?;
+        let ret = self.ret_type()?;
+        self.skip_newlines();
+        let body = self.block()?;
+        let span = start.to(body.span);
+        Ok(FnDecl {
+            decorators,
+            is_pub,
+            is_async,
+            name,
+            params,
+            ret,
+            body,
+            span,
+        })
+    }
+
+    fn params(&mut self) -> PResult<Vec<Param>> {
+        self.expect(Tok::LParen, "`(` to start the parameter list")?;
+        let mut params = Vec::new();
+        loop {
+            self.skip_newlines();
+            if self.at(Tok::RParen) {
+                break;
+            }
+            let name = self.ident("a parameter name")?;
+            let ty = if self.eat(Tok::Colon) {
+                Some(self.type_expr()?)
+            } else {
+                None
+            };
+            let default = if self.eat(Tok::Eq) {
+                Some(self.expr()?)
+            } else {
+                None
+            };
+            params.push(Param { name, ty, default });
+            self.skip_newlines();
+            if !self.eat(Tok::Comma) {
+                break;
+            }
+        }
+        self.skip_newlines();
+        self.expect(Tok::RParen, "`,` or `)` in the parameter list")?;
+        Ok(params)
+    }
+
+    fn ret_type(&mut self) -> PResult<Option<TypeExpr>> {
+        if self.eat(Tok::To) {
+            return Ok(Some(self.type_expr()?));
+        }
+        if self.at(Tok::Arrow) {
+            let span = self.bump().span;
+            self.diags.push(
+                Diagnostic::new(
+                    Code::ArrowReturnDeprecated,
+                    span,
+                    "`->` for return types is deprecated",
+                )
+                .with_help("write `to Type`"),
+            );
+            return Ok(Some(self.type_expr()?));
+        }
+        Ok(None)
+    }
+
+    fn type_expr(&mut self) -> PResult<TypeExpr> {
+        self.enter()?;
+        let r = self.type_expr_inner();
+        self.leave();
+        r
+    }
+
+    fn type_expr_inner(&mut self) -> PResult<TypeExpr> {
+        match self.peek() {
+            Tok::Ident | Tok::TypeIdent => {
+                let name = Name {
+                    text: self.text().to_string(),
+                    span: self.bump().span,
+                };
+                let mut args = Vec::new();
+                if self.eat(Tok::LBracket) {
+                    loop {
+                        self.skip_newlines();
+                        if self.at(Tok::RBracket) {
+                            break;
+                        }
+                        args.push(self.type_expr()?);
+                        self.skip_newlines();
+                        if !self.eat(Tok::Comma) {
+                            break;
+                        }
+                    }
+                    self.expect(Tok::RBracket, "`]` to close the type arguments")?;
+                }
+                Ok(TypeExpr::Named { name, args })
+            }
+            Tok::Fn => {
+                let start = self.bump().span;
+                self.expect(Tok::LParen, "`(` in a function type")?;
+                let mut params = Vec::new();
+                loop {
+                    self.skip_newlines();
+                    if self.at(Tok::RParen) {
+                        break;
+                    }
+                    params.push(self.type_expr()?);
+                    if !self.eat(Tok::Comma) {
+                        break;
+                    }
+                }
+                self.skip_newlines();
+                self.expect(Tok::RParen, "`)` in a function type")?;
+                let ret = self.ret_type()?.map(Box::new);
+                Ok(TypeExpr::Fn {
+                    params,
+                    ret,
+                    span: start.to(self.prev_span()),
+                })
+            }
+            _ => Err(self.unexpected("a type")),
+        }
+    }
+
+    fn type_decl(&mut self) -> PResult<TypeDecl> {
+        let start = self.expect(Tok::Type, "`type`")?;
+        let name = if self.at(Tok::TypeIdent) {
+            Name {
+                text: self.text().to_string(),
+                span: self.bump().span,
+            }
+        } else {
+            return Err(self.unexpected("a type name (starting with an uppercase letter)"));
+        };
+        let body = if self.eat(Tok::Eq) {
+            self.skip_newlines();
+            if self.at(Tok::LBrace) {
+                TypeBody::Record(self.record_fields()?)
+            } else {
+                TypeBody::Adt(self.variants()?)
+            }
+        } else if self.at(Tok::LBrace) {
+            TypeBody::Record(self.record_fields()?)
+        } else {
+            return Err(self.unexpected("`=` or `{` after the type name"));
+        };
+        Ok(TypeDecl {
+            name,
+            body,
+            span: start.to(self.prev_span()),
+        })
+    }
+
+    fn variants(&mut self) -> PResult<Vec<VariantDecl>> {
+        let mut variants = Vec::new();
+        self.eat(Tok::Bar);
+        loop {
+            self.skip_newlines();
+            if !self.at(Tok::TypeIdent) {
+                return Err(self.unexpected("a variant name (starting with an uppercase letter)"));
+            }
+            let name = Name {
+                text: self.text().to_string(),
+                span: self.bump().span,
+            };
+            let mut fields = Vec::new();
+            if self.eat(Tok::LParen) {
+                let mut index = 0;
+                loop {
+                    self.skip_newlines();
+                    if self.at(Tok::RParen) {
+                        break;
+                    }
+                    fields.push(self.field_decl(Some(index))?);
+                    index += 1;
+                    self.skip_newlines();
+                    if !self.eat(Tok::Comma) {
+                        break;
+                    }
+                }
+                self.skip_newlines();
+                self.expect(Tok::RParen, "`,` or `)` after a variant field")?;
+            }
+            variants.push(VariantDecl { name, fields });
+            if self.peek_past_newlines() == Tok::Bar {
+                self.skip_newlines();
+                self.bump();
+            } else {
+                break;
+            }
+        }
+        Ok(variants)
+    }
+
+    /// `name: Type`, or a bare type for a positional variant field.
+    fn field_decl(&mut self, positional: Option<usize>) -> PResult<FieldDecl> {
+        if self.at(Tok::Ident) && self.peek_at(1) == Tok::Colon {
+            let name = self.ident("a field name")?;
+            self.bump();
+            let ty = Some(self.type_expr()?);
+            return Ok(FieldDecl { name, ty });
+        }
+        match positional {
+            Some(i) => {
+                let ty = self.type_expr()?;
+                Ok(FieldDecl {
+                    name: Name {
+                        text: format!("_{i}"),
+                        span: ty.span(),
+                    },
+                    ty: Some(ty),
+                })
+            }
+            None => {
+                let name = self.ident("a field name")?;
+                let ty = if self.eat(Tok::Colon) {
+                    Some(self.type_expr()?)
+                } else {
+                    None
+                };
+                Ok(FieldDecl { name, ty })
+            }
+        }
+    }
+
+    fn record_fields(&mut self) -> PResult<Vec<FieldDecl>> {
+        self.expect(Tok::LBrace, "`{`")?;
+        let mut fields = Vec::new();
+        loop {
+            while matches!(self.peek(), Tok::Newline | Tok::Comma | Tok::Semi) {
+                self.bump();
+            }
+            if self.at(Tok::RBrace) || self.at(Tok::Eof) {
+                break;
+            }
+            fields.push(self.field_decl(None)?);
+        }
+        self.expect(Tok::RBrace, "`}` to close the record type")?;
+        Ok(fields)
+    }
+
+    fn const_decl(&mut self) -> PResult<ConstDecl> {
+        let start = self.expect(Tok::Let, "`let`")?;
+        if self.at(Tok::Mut) {
+            let span = self.bump().span;
+            self.error(
+                Code::UnexpectedToken,
+                span,
+                "module constants cannot be `mut`",
+            );
+        }
+        let name = if matches!(self.peek(), Tok::Ident | Tok::TypeIdent) {
+            Name {
+                text: self.text().to_string(),
+                span: self.bump().span,
+            }
+        } else {
+            return Err(self.unexpected("a constant name"));
+        };
+        let ty = if self.eat(Tok::Colon) {
+            Some(self.type_expr()?)
+        } else {
+            None
+        };
+        self.expect(Tok::Eq, "`=` in a constant")?;
+        self.skip_newlines();
+        let value = self.expr()?;
+        self.end_of_stmt()?;
+        Ok(ConstDecl {
+            name,
+            ty,
+            span: start.to(value.span),
+            value,
+        })
+    }
+
+    fn import_decl(&mut self) -> ImportDecl {
+        let start = self.bump().span;
+        let mut names = Vec::new();
+        while !matches!(self.peek(), Tok::Newline | Tok::Semi | Tok::Eof) {
+            if matches!(self.peek(), Tok::Ident | Tok::TypeIdent)
+                && self.peek_at(1) != Tok::Dot
+                && self.text() != "as"
+                && self.text() != "from"
+            {
+                names.push(Name {
+                    text: self.text().to_string(),
+                    span: self.span(),
+                });
+            }
+            self.bump();
+        }
+        ImportDecl {
+            names,
+            span: start.to(self.prev_span()),
+        }
+    }
+
+    // ---- statements ----------------------------------------------------------------------
+
+    fn block(&mut self) -> PResult<Block> {
+        self.enter()?;
+        let r = self.block_inner();
+        self.leave();
+        r
+    }
+
+    fn block_inner(&mut self) -> PResult<Block> {
+        let open = self.expect(Tok::LBrace, "`{`")?;
+        let mut stmts = Vec::new();
+        let mut height = 1;
+        loop {
+            while matches!(self.peek(), Tok::Newline | Tok::Semi) {
+                self.bump();
+            }
+            match self.peek() {
+                Tok::RBrace => break,
+                Tok::Eof => {
+                    // An unterminated raw string that ran to the end already explains this.
+                    if self.pos == 0 || self.toks[self.pos - 1].kind != Tok::Unterminated {
+                        self.unclosed(open);
+                    }
+                    return Err(Fail);
+                }
+                // A declaration at the start of a line inside a block means a `}` is missing;
+                // stopping here lets the next item parse normally.
+                Tok::At | Tok::Type | Tok::Import | Tok::Pub => {
+                    self.unclosed(open);
+                    return Err(Fail);
+                }
+                Tok::Fn if self.peek_at(1) == Tok::Ident => {
+                    self.unclosed(open);
+                    return Err(Fail);
+                }
+                _ => {}
+            }
+            let before = self.pos;
+            match self.stmt() {
+                Ok(s) => {
+                    let h = match &s {
+                        Stmt::Let { value, .. } => value.height,
+                        Stmt::Assign { target, value, .. } => target.height.max(value.height),
+                        Stmt::Expr(e) => e.height,
+                    };
+                    height = height.max(h + 1);
+                    stmts.push(s);
+                    if self.end_of_stmt().is_err() {
+                        self.recover_stmt();
+                    }
+                }
+                Err(Fail) => {
+                    self.recover_stmt();
+                    if matches!(self.peek(), Tok::RParen | Tok::RBracket | Tok::Comma) {
+                        self.bump();
+                    }
+                }
+            }
+            if self.pos == before {
+                self.bump();
+            }
+        }
+        let close = self.expect(Tok::RBrace, "`}`")?;
+        if height > MAX_HEIGHT {
+            self.too_deep(open);
+            return Ok(Block {
+                stmts: Vec::new(),
+                span: open.to(close),
+                height: 1,
+            });
+        }
+        Ok(Block {
+            stmts,
+            span: open.to(close),
+            height,
+        })
+    }
+
+    fn unclosed(&mut self, open: Span) {
+        self.diags.push(
+            Diagnostic::new(Code::UnexpectedToken, open, "this `{` is never closed")
+                .with_help("add the missing `}` at the end of the block"),
+        );
+    }
+
+    fn end_of_stmt(&mut self) -> PResult<()> {
+        match self.peek() {
+            Tok::Newline | Tok::Semi => {
+                self.bump();
+                Ok(())
+            }
+            Tok::RBrace | Tok::Eof => Ok(()),
+            _ => Err(self.unexpected("end of line or `;` after the statement")),
+        }
+    }
+
+    fn stmt(&mut self) -> PResult<Stmt> {
+        if self.at(Tok::Let) {
+            self.bump();
+            let mutable = self.eat(Tok::Mut);
+            let name = self.ident("a variable name")?;
+            let ty = if self.eat(Tok::Colon) {
+                Some(self.type_expr()?)
+            } else {
+                None
+            };
+            self.expect(Tok::Eq, "`=` in `let`")?;
+            self.skip_newlines();
+            let value = self.expr()?;
+            return Ok(Stmt::Let {
+                mutable,
+                name,
+                ty,
+                value,
+            });
+        }
+        let e = self.expr()?;
+        let op = match self.peek() {
+            Tok::Eq => None,
+            Tok::PlusEq => Some(BinOp::Add),
+            Tok::MinusEq => Some(BinOp::Sub),
+            Tok::StarEq => Some(BinOp::Mul),
+            Tok::SlashEq => Some(BinOp::Div),
+            _ => return Ok(Stmt::Expr(e)),
+        };
+        self.bump();
+        self.skip_newlines();
+        if !is_place(&e) {
+            self.error(
+                Code::InvalidAssignTarget,
+                e.span,
+                "only a variable, a field or an index can be assigned to",
+            );
+        }
+        let value = self.expr()?;
+        Ok(Stmt::Assign {
+            target: e,
+            op,
+            value,
+        })
+    }
+
+    // ---- expressions ---------------------------------------------------------------------
+
+    fn expr(&mut self) -> PResult<Expr> {
+        self.expr_bp(0)
+    }
+
+    fn expr_bp(&mut self, min_bp: u8) -> PResult<Expr> {
+        self.enter()?;
+        let r = self.expr_bp_inner(min_bp);
+        self.leave();
+        r
+    }
+
+    fn infix(&mut self) -> Option<(u8, Option<BinOp>)> {
+        // `None` as the operator means the pipe.
+        Some(match self.peek() {
+            Tok::Pipe => (1, None),
+            Tok::Or => (2, Some(BinOp::Or)),
+            Tok::BarBar => (2, Some(BinOp::Or)),
+            Tok::And => (3, Some(BinOp::And)),
+            Tok::AmpAmp => (3, Some(BinOp::And)),
+            Tok::EqEq | Tok::Is => (5, Some(BinOp::Eq)),
+            Tok::NotEq | Tok::Isnt => (5, Some(BinOp::Ne)),
+            Tok::Lt => (5, Some(BinOp::Lt)),
+            Tok::Gt => (5, Some(BinOp::Gt)),
+            Tok::Le => (5, Some(BinOp::Le)),
+            Tok::Ge => (5, Some(BinOp::Ge)),
+            Tok::Plus => (6, Some(BinOp::Add)),
+            Tok::Minus => (6, Some(BinOp::Sub)),
+            Tok::Star => (7, Some(BinOp::Mul)),
+            Tok::Slash => (7, Some(BinOp::Div)),
+            Tok::Percent => (7, Some(BinOp::Rem)),
+            _ => return None,
+        })
+    }
+
+    fn expr_bp_inner(&mut self, min_bp: u8) -> PResult<Expr> {
+        let mut lhs = self.prefix()?;
+        loop {
+            // A pipe at the start of the next line continues the expression.
+            if self.at(Tok::Newline) && min_bp == 0 && self.peek_past_newlines() == Tok::Pipe {
+                self.skip_newlines();
+            }
+            let Some((bp, op)) = self.infix() else { break };
+            if bp <= min_bp {
+                break;
+            }
+            let op_tok = self.bump();
+            if matches!(op_tok.kind, Tok::AmpAmp | Tok::BarBar) {
+                let (bad, good) = if op_tok.kind == Tok::AmpAmp {
+                    ("&&", "and")
+                } else {
+                    ("||", "or")
+                };
+                self.diags.push(
+                    Diagnostic::new(
+                        Code::UnexpectedToken,
+                        op_tok.span,
+                        format!("`{bad}` is not a Vox operator"),
+                    )
+                    .with_help(format!("write `{good}`")),
+                );
+            }
+            self.skip_newlines();
+            let rhs = self.expr_bp(bp)?;
+            let span = lhs.span.to(rhs.span);
+            let height = lhs.height.max(rhs.height) + 1;
+            let kind = match op {
+                Some(op) => ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
+                None => ExprKind::Pipe(Box::new(lhs), Box::new(rhs)),
+            };
+            lhs = self.mk(kind, span, height);
+        }
+        Ok(lhs)
+    }
+
+    fn prefix(&mut self) -> PResult<Expr> {
+        let op = match self.peek() {
+            Tok::Minus => Some((UnOp::Neg, 8)),
+            Tok::Bang => Some((UnOp::Not, 8)),
+            Tok::Not => Some((UnOp::Not, 4)),
+            _ => None,
+        };
+        if let Some((op, bp)) = op {
+            let start = self.bump().span;
+            let operand = self.expr_bp(bp)?;
+            // Folding `-<int>` keeps `i64::MIN` expressible and saves a node.
+            if op == UnOp::Neg
+                && let ExprKind::Int(i) = operand.kind
+            {
+                return Ok(self.mk(ExprKind::Int(i.wrapping_neg()), start.to(operand.span), 1));
+            }
+            let span = start.to(operand.span);
+            let h = operand.height + 1;
+            return Ok(self.mk(ExprKind::Unary(op, Box::new(operand)), span, h));
+        }
+        let primary = self.primary()?;
+        self.postfix(primary)
+    }
+
+    fn postfix(&mut self, mut lhs: Expr) -> PResult<Expr> {
+        loop {
+            if self.at(Tok::Newline) && self.peek_past_newlines() == Tok::Dot {
+                self.skip_newlines();
+            }
+            match self.peek() {
+                Tok::LParen => {
+                    let args = self.args(Tok::LParen, Tok::RParen)?;
+                    let span = lhs.span.to(self.prev_span());
+                    let h = args
+                        .iter()
+                        .map(|a| a.height)
+                        .max()
+                        .unwrap_or(0)
+                        .max(lhs.height)
+                        + 1;
+                    lhs = self.mk(ExprKind::Call(Box::new(lhs), args), span, h);
+                }
+                Tok::Dot => {
+                    self.bump();
+                    let name = if matches!(self.peek(), Tok::Ident | Tok::TypeIdent) {
+                        Name {
+                            text: self.text().to_string(),
+                            span: self.bump().span,
+                        }
+                    } else {
+                        return Err(self.unexpected("a field or method name after `.`"));
+                    };
+                    if self.at(Tok::LParen) {
+                        let args = self.args(Tok::LParen, Tok::RParen)?;
+                        let span = lhs.span.to(self.prev_span());
+                        let h = args
+                            .iter()
+                            .map(|a| a.height)
+                            .max()
+                            .unwrap_or(0)
+                            .max(lhs.height)
+                            + 1;
+                        lhs = self.mk(ExprKind::Method(Box::new(lhs), name, args), span, h);
+                    } else {
+                        let span = lhs.span.to(name.span);
+                        let h = lhs.height + 1;
+                        lhs = self.mk(ExprKind::Field(Box::new(lhs), name), span, h);
+                    }
+                }
+                Tok::LBracket => {
+                    self.bump();
+                    self.skip_newlines();
+                    let index = self.expr()?;
+                    self.skip_newlines();
+                    self.expect(Tok::RBracket, "`]` after the index")?;
+                    let span = lhs.span.to(self.prev_span());
+                    let h = lhs.height.max(index.height) + 1;
+                    lhs = self.mk(ExprKind::Index(Box::new(lhs), Box::new(index)), span, h);
+                }
+                Tok::Question => {
+                    let q = self.bump().span;
+                    let span = lhs.span.to(q);
+                    let h = lhs.height + 1;
+                    lhs = self.mk(ExprKind::Try(Box::new(lhs)), span, h);
+                }
+                _ => return Ok(lhs),
+            }
+        }
+    }
+
+    /// A comma-separated list between `open` and `close`; newlines are free inside.
+    fn args(&mut self, open: Tok, close: Tok) -> PResult<Vec<Expr>> {
+        self.expect(open, "`(`")?;
+        let mut args = Vec::new();
+        loop {
+            self.skip_newlines();
+            if self.at(close) {
+                break;
+            }
+            args.push(self.expr()?);
+            self.skip_newlines();
+            if !self.eat(Tok::Comma) {
+                break;
+            }
+        }
+        self.skip_newlines();
+        let what = if close == Tok::RParen {
+            "`,` or `)`"
+        } else {
+            "`,` or `]`"
+        };
+        self.expect(close, what)?;
+        Ok(args)
+    }
+
+    fn string(&mut self) -> Expr {
+        let tok = self.bump();
+        let slice = &self.src[tok.span.start as usize..tok.span.end as usize];
+        let parts = lexer::decode_string(tok.kind, slice, tok.span.start, &mut self.diags);
+        self.mk(ExprKind::Str(parts), tok.span, 1)
+    }
+
+    fn primary(&mut self) -> PResult<Expr> {
+        let span = self.span();
+        match self.peek() {
+            Tok::Int => {
+                let text = self.text();
+                let digits: std::borrow::Cow<str> = if text.contains('_') {
+                    text.replace('_', "").into()
+                } else {
+                    text.into()
+                };
+                self.bump();
+                let v = match digits.parse::<i64>() {
+                    Ok(v) => v,
+                    // `-9223372036854775808` is folded by `prefix`; the positive literal wraps
+                    // to MIN here and negates back to MIN there.
+                    Err(_) if digits == "9223372036854775808" => i64::MIN,
+                    Err(_) => {
+                        self.error(
+                            Code::NumberOutOfRange,
+                            span,
+                            "integer literal does not fit in 64 bits",
+                        );
+                        0
+                    }
+                };
+                Ok(self.mk(ExprKind::Int(v), span, 1))
+            }
+            Tok::Float => {
+                let digits: String = self.text().chars().filter(|&c| c != '_').collect();
+                self.bump();
+                let v = digits.parse::<f64>().unwrap_or(0.0);
+                if !v.is_finite() {
+                    self.error(Code::NumberOutOfRange, span, "float literal is too large");
+                }
+                Ok(self.mk(ExprKind::Float(v), span, 1))
+            }
+            Tok::Str | Tok::SStr | Tok::RawStr(_) => Ok(self.string()),
+            Tok::Unterminated => {
+                self.bump();
+                Ok(self.mk(ExprKind::Error, span, 1))
+            }
+            Tok::True | Tok::False => {
+                let b = self.bump().kind == Tok::True;
+                Ok(self.mk(ExprKind::Bool(b), span, 1))
+            }
+            Tok::Ident => {
+                self.bump();
+                Ok(self.mk(ExprKind::Var(span), span, 1))
+            }
+            Tok::TypeIdent => {
+                self.bump();
+                Ok(self.mk(ExprKind::Upper(span), span, 1))
+            }
+            Tok::LParen => {
+                self.bump();
+                self.skip_newlines();
+                if self.at(Tok::RParen) {
+                    let close = self.bump().span;
+                    let block = Block {
+                        stmts: Vec::new(),
+                        span: span.to(close),
+                        height: 1,
+                    };
+                    return Ok(self.mk(ExprKind::Block(block), span.to(close), 2));
+                }
+                let mut e = self.expr()?;
+                self.skip_newlines();
+                let close = self.expect(Tok::RParen, "`)`")?;
+                e.span = span.to(close);
+                Ok(e)
+            }
+            Tok::LBracket => {
+                let items = self.args(Tok::LBracket, Tok::RBracket)?;
+                let span = span.to(self.prev_span());
+                let h = items.iter().map(|a| a.height).max().unwrap_or(0) + 1;
+                Ok(self.mk(ExprKind::List(items), span, h))
+            }
+            Tok::LBrace => {
+                if self.looks_like_record() {
+                    self.record()
+                } else {
+                    let b = self.block()?;
+                    let (h, sp) = (bh(&b) + 1, b.span);
+                    Ok(self.mk(ExprKind::Block(b), sp, h))
+                }
+            }
+            Tok::If => self.if_expr(),
+            Tok::Match => self.match_expr(),
+            Tok::While => {
+                self.bump();
+                let cond = self.expr()?;
+                self.skip_newlines();
+                let body = self.block()?;
+                let h = cond.height.max(bh(&body)) + 1;
+                let span = span.to(body.span);
+                Ok(self.mk(ExprKind::While(Box::new(cond), body), span, h))
+            }
+            Tok::Loop => {
+                self.bump();
+                self.skip_newlines();
+                let body = self.block()?;
+                let h = bh(&body) + 1;
+                let span = span.to(body.span);
+                Ok(self.mk(ExprKind::Loop(body), span, h))
+            }
+            Tok::For => {
+                self.bump();
+                let var = self.ident("a loop variable")?;
+                let index = if self.eat(Tok::Comma) {
+                    Some(self.ident("an index variable")?)
+                } else {
+                    None
+                };
+                self.expect(Tok::In, "`in`")?;
+                let iter = self.expr()?;
+                self.skip_newlines();
+                let body = self.block()?;
+                let h = iter.height.max(bh(&body)) + 1;
+                let span = span.to(body.span);
+                Ok(self.mk(
+                    ExprKind::For(Box::new(ForLoop {
+                        var,
+                        index,
+                        iter,
+                        body,
+                    })),
+                    span,
+                    h,
+                ))
+            }
+            Tok::Break => {
+                self.bump();
+                Ok(self.mk(ExprKind::Break, span, 1))
+            }
+            Tok::Continue => {
+                self.bump();
+                Ok(self.mk(ExprKind::Continue, span, 1))
+            }
+            Tok::Return | Tok::Ret => {
+                let tok = self.bump();
+                if tok.kind == Tok::Ret {
+                    self.diags.push(
+                        Diagnostic::new(Code::RetDeprecated, tok.span, "`ret` is deprecated")
+                            .with_help("write `return`"),
+                    );
+                }
+                if matches!(
+                    self.peek(),
+                    Tok::Newline | Tok::Semi | Tok::RBrace | Tok::Eof | Tok::Comma | Tok::RParen
+                ) {
+                    return Ok(self.mk(ExprKind::Return(None), span, 1));
+                }
+                let value = self.expr()?;
+                let h = value.height + 1;
+                let span = span.to(value.span);
+                Ok(self.mk(ExprKind::Return(Some(Box::new(value))), span, h))
+            }
+            Tok::Fn => {
+                self.bump();
+                let params = self.params()?;
+                let ret = self.ret_type()?;
+                self.skip_newlines();
+                let body = self.block()?;
+                let h = params
+                    .iter()
+                    .filter_map(|p| p.default.as_ref().map(|d| d.height))
+                    .max()
+                    .unwrap_or(0)
+                    .max(bh(&body))
+                    + 1;
+                let span = span.to(body.span);
+                Ok(self.mk(
+                    ExprKind::Closure(Box::new(Closure { params, ret, body })),
+                    span,
+                    h,
+                ))
+            }
+            _ => Err(self.unexpected("an expression")),
+        }
+    }
+
+    fn looks_like_record(&self) -> bool {
+        let mut i = self.pos + 1;
+        while self.toks[i].kind == Tok::Newline {
+            i += 1;
+        }
+        match self.toks[i].kind {
+            Tok::RBrace => true,
+            Tok::Ident | Tok::TypeIdent | Tok::Str | Tok::SStr => {
+                self.toks.get(i + 1).map(|t| t.kind) == Some(Tok::Colon)
+            }
+            _ => false,
+        }
+    }
+
+    fn record(&mut self) -> PResult<Expr> {
+        self.enter()?;
+        let r = self.record_inner();
+        self.leave();
+        r
+    }
+
+    fn record_inner(&mut self) -> PResult<Expr> {
+        let open = self.expect(Tok::LBrace, "`{`")?;
+        let mut fields = Vec::new();
+        loop {
+            self.skip_newlines();
+            if self.at(Tok::RBrace) {
+                break;
+            }
+            let name = match self.peek() {
+                Tok::Ident | Tok::TypeIdent => Name {
+                    text: self.text().to_string(),
+                    span: self.bump().span,
+                },
+                t @ (Tok::Str | Tok::SStr) => {
+                    let tok = self.bump();
+                    let slice = &self.src[tok.span.start as usize..tok.span.end as usize];
+                    let parts = lexer::decode_string(t, slice, tok.span.start, &mut self.diags);
+                    let text = parts
+                        .into_iter()
+                        .map(|p| match p {
+                            StrPart::Text(t) => t,
+                            StrPart::Var(v, _) => format!("{{{v}}}"),
+                        })
+                        .collect();
+                    Name {
+                        text,
+                        span: tok.span,
+                    }
+                }
+                _ => return Err(self.unexpected("a field name")),
+            };
+            self.expect(Tok::Colon, "`:` after the field name")?;
+            self.skip_newlines();
+            let value = self.expr()?;
+            fields.push((name, value));
+            self.skip_newlines();
+            if !self.eat(Tok::Comma) {
+                break;
+            }
+        }
+        self.skip_newlines();
+        let close = self.expect(Tok::RBrace, "`,` or `}` in the record")?;
+        let h = fields.iter().map(|(_, e)| e.height).max().unwrap_or(0) + 1;
+        Ok(self.mk(ExprKind::Record(fields), open.to(close), h))
+    }
+
+    fn if_expr(&mut self) -> PResult<Expr> {
+        self.enter()?;
+        let r = self.if_inner();
+        self.leave();
+        r
+    }
+
+    fn if_inner(&mut self) -> PResult<Expr> {
+        let start = self.expect(Tok::If, "`if`")?;
+        let cond = self.expr()?;
+        self.skip_newlines();
+        let then = self.block()?;
+        let mut h = cond.height.max(bh(&then));
+        let mut end = then.span;
+        let otherwise = if self.peek_past_newlines() == Tok::Else {
+            self.skip_newlines();
+            self.bump();
+            self.skip_newlines();
+            let e = if self.at(Tok::If) {
+                self.if_expr()?
+            } else {
+                let b = self.block()?;
+                let (hb, sp) = (bh(&b) + 1, b.span);
+                self.mk(ExprKind::Block(b), sp, hb)
+            };
+            h = h.max(e.height);
+            end = e.span;
+            Some(Box::new(e))
+        } else {
+            None
+        };
+        Ok(self.mk(
+            ExprKind::If(Box::new(cond), then, otherwise),
+            start.to(end),
+            h + 1,
+        ))
+    }
+
+    fn match_expr(&mut self) -> PResult<Expr> {
+        let start = self.expect(Tok::Match, "`match`")?;
+        let scrutinee = self.expr()?;
+        self.skip_newlines();
+        self.expect(Tok::LBrace, "`{` after the match value")?;
+        let mut arms = Vec::new();
+        let mut h = scrutinee.height;
+        loop {
+            while matches!(self.peek(), Tok::Newline | Tok::Comma | Tok::Semi) {
+                self.bump();
+            }
+            if self.at(Tok::RBrace) || self.at(Tok::Eof) {
+                break;
+            }
+            let before = self.pos;
+            match self.arm() {
+                Ok(arm) => {
+                    h = h.max(arm.body.height);
+                    arms.push(arm);
+                }
+                Err(Fail) => self.recover_stmt(),
+            }
+            if self.pos == before {
+                self.bump();
+            }
+        }
+        let close = self.expect(Tok::RBrace, "`}` to close the match")?;
+        Ok(self.mk(
+            ExprKind::Match(Box::new(scrutinee), arms),
+            start.to(close),
+            h + 1,
+        ))
+    }
+
+    fn arm(&mut self) -> PResult<Arm> {
+        let pat = self.pattern()?;
+        match self.peek() {
+            Tok::FatArrow => {
+                self.bump();
+            }
+            Tok::Arrow => {
+                let span = self.bump().span;
+                self.diags.push(
+                    Diagnostic::new(Code::ArrowMatchArm, span, "match arms use `=>`, not `->`")
+                        .with_help("write `=>`"),
+                );
+            }
+            _ => return Err(self.unexpected("`=>` after the pattern")),
+        }
+        self.skip_newlines();
+        let body = self.expr()?;
+        if !matches!(
+            self.peek(),
+            Tok::Newline | Tok::Comma | Tok::Semi | Tok::RBrace
+        ) {
+            return Err(self.unexpected("`,` or a new line after the match arm"));
+        }
+        Ok(Arm { pat, body })
+    }
+
+    fn pattern(&mut self) -> PResult<Pattern> {
+        self.enter()?;
+        let r = self.pattern_inner();
+        self.leave();
+        r
+    }
+
+    fn pattern_inner(&mut self) -> PResult<Pattern> {
+        let span = self.span();
+        match self.peek() {
+            Tok::Ident => {
+                let text = self.text().to_string();
+                self.bump();
+                if text == "_" {
+                    Ok(Pattern::Wild(span))
+                } else {
+                    Ok(Pattern::Bind(Name { text, span }))
+                }
+            }
+            Tok::Int | Tok::Minus | Tok::Float => {
+                let e = self.prefix()?;
+                match e.kind {
+                    ExprKind::Int(i) => Ok(Pattern::Int(i, e.span)),
+                    ExprKind::Float(f) => Ok(Pattern::Float(f, e.span)),
+                    ExprKind::Unary(UnOp::Neg, inner) => match inner.kind {
+                        ExprKind::Float(f) => Ok(Pattern::Float(-f, e.span)),
+                        _ => {
+                            self.error(Code::UnexpectedToken, e.span, "expected a pattern");
+                            Err(Fail)
+                        }
+                    },
+                    _ => {
+                        self.error(Code::UnexpectedToken, e.span, "expected a pattern");
+                        Err(Fail)
+                    }
+                }
+            }
+            Tok::Str | Tok::SStr | Tok::RawStr(_) => {
+                let e = self.string();
+                let mut s = String::new();
+                if let ExprKind::Str(parts) = e.kind {
+                    for p in parts {
+                        match p {
+                            StrPart::Text(t) => s.push_str(&t),
+                            StrPart::Var(v, _) => {
+                                s.push('{');
+                                s.push_str(&v);
+                                s.push('}');
+                            }
+                        }
+                    }
+                }
+                Ok(Pattern::Str(s, span))
+            }
+            Tok::True | Tok::False => Ok(Pattern::Bool(self.bump().kind == Tok::True, span)),
+            Tok::TypeIdent => {
+                let name = Name {
+                    text: self.text().to_string(),
+                    span: self.bump().span,
+                };
+                let mut args = Vec::new();
+                if self.eat(Tok::LParen) {
+                    loop {
+                        self.skip_newlines();
+                        if self.at(Tok::RParen) {
+                            break;
+                        }
+                        args.push(self.pattern()?);
+                        self.skip_newlines();
+                        if !self.eat(Tok::Comma) {
+                            break;
+                        }
+                    }
+                    self.expect(Tok::RParen, "`,` or `)` in the pattern")?;
+                }
+                Ok(Pattern::Ctor(name, args))
+            }
+            Tok::Unterminated => {
+                self.bump();
+                Ok(Pattern::Error(span))
+            }
+            _ => Err(self.unexpected("a pattern")),
+        }
+    }
+}
+
+fn is_place(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Var(_) => true,
+        ExprKind::Field(inner, _) | ExprKind::Index(inner, _) => is_place(inner),
+        _ => false,
+    }
+}

@@ -1,0 +1,177 @@
+//! `vox check`, `vox run` and `vox test` end to end, in process, on real files.
+
+use std::path::{Path, PathBuf};
+use vox_lang::cli;
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel)
+}
+
+fn capture(f: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>) -> i32) -> (i32, String, String) {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = f(&mut out, &mut err);
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("vox-lang-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn check_exits_zero_on_warnings_only() {
+    let (code, out, _) =
+        capture(|o, e| cli::check(&[fixture("diag/mcp_tool_deprecated.vox")], false, o, e));
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("warning[vox/decorator/mcp-tool-deprecated]"),
+        "{out}"
+    );
+    assert!(out.contains("0 error(s), 1 warning(s)"), "{out}");
+}
+
+#[test]
+fn check_exits_one_on_errors_and_walks_directories() {
+    let (code, out, _) = capture(|o, e| cli::check(&[fixture("diag")], false, o, e));
+    assert_eq!(code, 1);
+    assert!(out.contains("error[vox/syntax/arrow-match-arm]"), "{out}");
+    assert!(out.contains("checked 18 file(s)"), "{out}");
+}
+
+#[test]
+fn check_json_is_one_document_with_positions() {
+    let (code, out, _) =
+        capture(|o, e| cli::check(&[fixture("diag/arrow_match_arm.vox")], true, o, e));
+    assert_eq!(code, 1);
+    let doc: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(doc["errors"], 1);
+    let d = &doc["files"][0]["diagnostics"][0];
+    assert_eq!(d["code"], "vox/syntax/arrow-match-arm");
+    assert_eq!(
+        (d["line"].as_u64(), d["column"].as_u64()),
+        (Some(3), Some(11))
+    );
+}
+
+#[test]
+fn check_of_a_missing_file_fails() {
+    let (code, _, err) =
+        capture(|o, e| cli::check(&[PathBuf::from("/nonexistent/x.vox")], false, o, e));
+    assert_eq!(code, 1);
+    assert!(err.contains("cannot read"), "{err}");
+}
+
+#[test]
+fn run_prints_the_json_result_only_on_stdout() {
+    let f = fixture("ok/tools.vox");
+    let (code, out, err) = capture(|o, e| {
+        cli::run(
+            &f,
+            "greet",
+            Some(r#"{"name": "Ada", "excited": true}"#),
+            o,
+            e,
+        )
+    });
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (0, "\"Hello Ada!\"\n", "")
+    );
+    let (code, out, _) =
+        capture(|o, e| cli::run(&f, "top", Some(r#"{"items": ["a","b","c"]}"#), o, e));
+    assert_eq!((code, out.as_str()), (0, "[\"a\",\"b\"]\n"));
+}
+
+#[test]
+fn run_reports_tool_errors_on_stderr_with_exit_one() {
+    let f = fixture("ok/tools.vox");
+    let (code, out, err) =
+        capture(|o, e| cli::run(&f, "divide", Some(r#"{"a": 1, "b": 0}"#), o, e));
+    assert_eq!(code, 1);
+    assert_eq!(out, "");
+    assert_eq!(err, "error[tool_error]: cannot divide by zero\n");
+}
+
+#[test]
+fn run_reports_input_errors_naming_the_parameter() {
+    let f = fixture("ok/tools.vox");
+    let (code, out, err) = capture(|o, e| cli::run(&f, "greet", Some("{}"), o, e));
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert!(
+        err.contains("invalid_input") && err.contains("`name`"),
+        "{err}"
+    );
+    let (code, _, err) = capture(|o, e| cli::run(&f, "greet", Some("{not json"), o, e));
+    assert_eq!(code, 1);
+    assert!(err.contains("not valid JSON"), "{err}");
+    let (code, _, err) = capture(|o, e| cli::run(&f, "nope", None, o, e));
+    assert_eq!(code, 1);
+    assert!(err.contains("unknown_function"), "{err}");
+}
+
+#[test]
+fn run_sends_print_to_stderr() {
+    let d = temp_dir("print");
+    let f = d.join("p.vox");
+    std::fs::write(&f, "fn f() { print(\"side note\")\n 7 }\n").unwrap();
+    let (code, out, err) = capture(|o, e| cli::run(&f, "f", None, o, e));
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (0, "7\n", "side note\n")
+    );
+}
+
+#[test]
+fn run_refuses_a_file_with_errors() {
+    let f = fixture("diag/arity.vox");
+    let (code, out, err) = capture(|o, e| cli::run(&f, "f", None, o, e));
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert!(err.contains("vox/call/arity"), "{err}");
+}
+
+#[test]
+fn test_runs_all_ok_fixtures_and_prints_the_closing_line() {
+    let (code, out, err) = capture(|o, e| cli::test(&[fixture("ok")], o, e));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("... ok"), "{out}");
+    assert!(!out.contains("FAILED"), "{out}");
+    let last = out.lines().last().unwrap();
+    assert_eq!(last, "15 passed, 0 failed");
+}
+
+#[test]
+fn test_reports_failures_and_exits_one() {
+    let d = temp_dir("fail");
+    std::fs::write(
+        d.join("t.vox"),
+        "@test \"good\"\nfn a() { assert(1 == 1) }\n@test\nfn b() { print(\"why\")\n assert(1 == 2, \"one is not two\") }\n@test\nfn c() { Error(\"returned error\") }\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("broken.vox"), "@test\nfn x() { nope }\n").unwrap();
+    let (code, out, _) = capture(|o, e| cli::test(std::slice::from_ref(&d), o, e));
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("b ... FAILED: assertion failed: one is not two"),
+        "{out}"
+    );
+    assert!(out.contains("    | why"), "{out}");
+    assert!(out.contains("c ... FAILED: returned error"), "{out}");
+    assert!(out.contains("broken.vox: does not compile"), "{out}");
+    assert_eq!(out.lines().last().unwrap(), "1 passed, 3 failed");
+}
+
+#[test]
+fn test_with_no_tests_passes_with_zero_counts() {
+    let d = temp_dir("empty");
+    std::fs::write(d.join("plain.vox"), "fn f() { 1 }\n").unwrap();
+    let (code, out, _) = capture(|o, e| cli::test(std::slice::from_ref(&d), o, e));
+    assert_eq!((code, out.as_str()), (0, "0 passed, 0 failed\n"));
+}

@@ -1,0 +1,179 @@
+//! The fixture corpus, checked with insta snapshots: every construct (fixtures/ok) and every
+//! diagnostic (fixtures/diag), rendered the way `vox check` prints them.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use vox_lang::{Code, Severity, analyze};
+
+fn fixtures(dir: &str) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(dir);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "vox"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn stem(p: &Path) -> String {
+    p.file_stem().unwrap().to_string_lossy().into_owned()
+}
+
+fn rel(p: &Path) -> String {
+    let dir = p.parent().unwrap().file_name().unwrap().to_string_lossy();
+    format!("{dir}/{}", p.file_name().unwrap().to_string_lossy())
+}
+
+#[test]
+fn ok_fixtures_have_no_errors_and_render_stably() {
+    for f in fixtures("ok") {
+        let a = analyze(&rel(&f), &std::fs::read(&f).unwrap());
+        assert!(!a.has_errors(), "{}:\n{}", rel(&f), a.render());
+        insta::assert_snapshot!(format!("ok__{}", stem(&f)), a.render());
+    }
+}
+
+#[test]
+fn diag_fixtures_render_as_snapshots() {
+    for f in fixtures("diag") {
+        let a = analyze(&rel(&f), &std::fs::read(&f).unwrap());
+        assert!(!a.diagnostics.is_empty(), "{} reports nothing", rel(&f));
+        insta::assert_snapshot!(format!("diag__{}", stem(&f)), a.render());
+    }
+}
+
+#[test]
+fn every_diagnostic_code_is_exercised_by_the_corpus() {
+    let mut seen = BTreeSet::new();
+    for f in fixtures("diag").into_iter().chain(fixtures("ok")) {
+        for d in analyze(&rel(&f), &std::fs::read(&f).unwrap()).diagnostics {
+            seen.insert(d.code.as_str());
+        }
+    }
+    for d in analyze("bytes.vox", b"fn f() { \"caf\xe9\" }\n").diagnostics {
+        seen.insert(d.code.as_str());
+    }
+    let deep = format!("fn f() {{ {}1{} }}", "(".repeat(200), ")".repeat(200));
+    for d in analyze("deep.vox", deep.as_bytes()).diagnostics {
+        seen.insert(d.code.as_str());
+    }
+    let huge = vec![b' '; vox_lang::MAX_SOURCE_BYTES + 1];
+    for d in analyze("huge.vox", &huge).diagnostics {
+        seen.insert(d.code.as_str());
+    }
+    let missing: Vec<&str> = Code::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .filter(|c| !seen.contains(c))
+        .collect();
+    assert!(missing.is_empty(), "codes without a fixture: {missing:?}");
+}
+
+#[test]
+fn invalid_utf8_is_a_diagnostic_and_the_rest_is_still_checked() {
+    let a = analyze("bytes.vox", b"fn f() { \"caf\xe9\" }\nfn g() { nope }\n");
+    insta::assert_snapshot!("invalid_utf8", a.render());
+    let codes: Vec<&str> = a.diagnostics.iter().map(|d| d.code.as_str()).collect();
+    assert_eq!(codes, ["vox/lex/invalid-utf8", "vox/name/unknown"]);
+}
+
+#[test]
+fn deep_nesting_is_one_diagnostic_not_a_stack_overflow() {
+    let deep = format!(
+        "fn f() {{ {}1{} }}\nfn ok() {{ 1 }}\n",
+        "(".repeat(5000),
+        ")".repeat(5000)
+    );
+    let a = analyze("deep.vox", deep.as_bytes());
+    let nesting: Vec<_> = a
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == Code::NestingTooDeep)
+        .collect();
+    assert_eq!(nesting.len(), 1, "{}", a.render());
+    assert!(a.functions().iter().any(|f| f.name == "ok"));
+    // Long flat chains build tall trees; they are bounded the same way.
+    let chain = format!("fn f() {{ 1{} }}", " + 1".repeat(20_000));
+    let a = analyze("chain.vox", chain.as_bytes());
+    assert!(a.diagnostics.iter().any(|d| d.code == Code::NestingTooDeep));
+    let calls = format!("fn f() {{ g{} }}", "()".repeat(20_000));
+    assert!(analyze("calls.vox", calls.as_bytes()).has_errors());
+}
+
+#[test]
+fn one_mistake_gives_one_diagnostic() {
+    let a = analyze(
+        "one.vox",
+        b"fn f() {\n    let x = \n    x\n}\nfn g() { 1 }\n",
+    );
+    let errors: Vec<_> = a
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity() == Severity::Error)
+        .collect();
+    assert_eq!(errors.len(), 1, "{}", a.render());
+}
+
+#[test]
+fn syntax_recovery_reports_every_independent_error() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/diag/syntax_recovery.vox");
+    let a = analyze("syntax_recovery.vox", &std::fs::read(f).unwrap());
+    let lines: BTreeSet<usize> = a
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity() == Severity::Error)
+        .map(|d| a.source.line_col(d.span.start).0)
+        .collect();
+    // a( on 2, `let =` on 5, `1 +` on 8, unclosed paren on 12, `if true 1` on 14, `&&` on 16,
+    // lowercase type on 20, decorator on a constant on 23.
+    for line in [2, 5, 8, 12, 14, 16, 20, 23] {
+        assert!(
+            lines.contains(&line),
+            "no error on line {line}:\n{}",
+            a.render()
+        );
+    }
+    assert!(a.functions().iter().any(|f| f.name == "fine"));
+}
+
+#[test]
+fn opaque_items_are_info_and_tools_still_load() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ok/opaque.vox");
+    let a = analyze("opaque.vox", &std::fs::read(f).unwrap());
+    let infos = a
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == Code::NotExecutable)
+        .count();
+    assert_eq!(infos, 10, "{}", a.render());
+    let m = a.into_module().unwrap();
+    let tools: Vec<&str> = m.tools().map(|t| t.name.as_str()).collect();
+    assert_eq!(tools, ["ping", "uses_component"]);
+}
+
+#[test]
+fn hir_of_the_tools_fixture() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ok/tools.vox");
+    let a = analyze("ok/tools.vox", &std::fs::read(f).unwrap());
+    insta::assert_snapshot!(
+        "hir_tools",
+        serde_json::to_string_pretty(&a.hir_json()).unwrap()
+    );
+}
+
+#[test]
+fn json_diagnostics_carry_positions() {
+    let a = analyze("x.vox", b"fn f() -> int { 1 }\n");
+    let j = serde_json::to_value(a.diagnostics_json()).unwrap();
+    assert_eq!(
+        j,
+        serde_json::json!([{
+            "code": "vox/syntax/arrow-return-deprecated", "severity": "warning",
+            "message": "`->` for return types is deprecated", "file": "x.vox",
+            "line": 1, "column": 8, "end_line": 1, "end_column": 10, "help": "write `to Type`"
+        }])
+    );
+}

@@ -1,0 +1,517 @@
+//! Interpreter behaviour through the public API: JSON in, JSON out.
+
+use serde_json::{Value as J, json};
+use std::time::Duration;
+use vox_lang::{Budget, BudgetKind, CallError, CallOptions, Module};
+
+fn module(src: &str) -> Module {
+    match Module::compile("test.vox", src.as_bytes()) {
+        Ok(m) => m,
+        Err(e) => panic!("does not compile:\n{}", e.render()),
+    }
+}
+
+fn call(src: &str, f: &str, args: J) -> Result<J, CallError> {
+    module(src)
+        .call_json(f, &args, &CallOptions::default())
+        .map(|o| o.value)
+}
+
+fn ok(src: &str, f: &str, args: J) -> J {
+    match call(src, f, args) {
+        Ok(v) => v,
+        Err(e) => panic!("call failed: {e}"),
+    }
+}
+
+#[test]
+fn arithmetic_and_precedence() {
+    let src = "fn f() { 1 + 2 * 3 - 8 / 2 % 3 }\nfn g() { (1 + 2) * 3 }\nfn h() { 7.5 / 2 }";
+    assert_eq!(ok(src, "f", J::Null), json!(6));
+    assert_eq!(ok(src, "g", J::Null), json!(9));
+    assert_eq!(ok(src, "h", J::Null), json!(3.75));
+}
+
+#[test]
+fn recursion_computes_fib() {
+    let src = "fn fib(n: int) to int { if n < 2 { n } else { fib(n - 1) + fib(n - 2) } }";
+    assert_eq!(ok(src, "fib", json!({"n": 20})), json!(6765));
+}
+
+#[test]
+fn string_interpolation_reads_locals() {
+    let src = "@tool \"greet: say hi\"\nfn greet(name: str, punct: str = \"!\") to str { \"Hello {name}{punct}\" }";
+    assert_eq!(
+        ok(src, "greet", json!({"name": "Ada"})),
+        json!("Hello Ada!")
+    );
+    assert_eq!(
+        ok(src, "greet", json!({"name": "Ada", "punct": "?"})),
+        json!("Hello Ada?")
+    );
+}
+
+#[test]
+fn closures_capture_by_value() {
+    let src = r#"
+fn f() {
+    let mut n = 1
+    let add = fn(x: int) to int { x + n }
+    n = 100
+    add(1)
+}
+"#;
+    assert_eq!(ok(src, "f", J::Null), json!(2));
+}
+
+#[test]
+fn list_methods_and_pipes() {
+    let src = r#"
+fn double(x) { x * 2 }
+fn f() {
+    let xs = [3, 1, 2]
+    let ys = xs.map(double).filter(fn(x) { x > 2 }).sorted()
+    let total = xs.fold(0, fn(acc, x) { acc + x })
+    { ys: ys, total: total, piped: 5 |> double, joined: xs.join("-"), rev: xs.reverse() }
+}
+"#;
+    assert_eq!(
+        ok(src, "f", J::Null),
+        json!({"ys": [4, 6], "total": 6, "piped": 10, "joined": "3-1-2", "rev": [2, 1, 3]})
+    );
+}
+
+#[test]
+fn push_mutates_a_mut_binding_in_place() {
+    let src = r#"
+fn f() {
+    let mut xs = []
+    for i in range(0, 4) { xs.push(i * i) }
+    let last = xs.pop()
+    let mut m = {}
+    m.insert("a", 1)
+    m.b = 2
+    { xs: xs, last: last, m: m }
+}
+"#;
+    assert_eq!(
+        ok(src, "f", J::Null),
+        json!({"xs": [0, 1, 4], "last": 9, "m": {"a": 1, "b": 2}})
+    );
+}
+
+#[test]
+fn match_on_adts_and_options() {
+    let src = r#"
+type Shape = | Circle(r: float) | Rect(w: float, h: float) | Dot
+fn area(s) {
+    match s {
+        Circle(r) => 3.0 * r * r
+        Rect(w, h) => w * h,
+        Dot => 0.0
+    }
+}
+fn f() { [area(Circle(1.0)), area(Rect(2.0, 3.0)), area(Dot)] }
+fn g(x: Option[int]) { match x { Some(v) => v + 1, None => 0 } }
+fn shape() { Rect(1.0, 2.0) }
+"#;
+    assert_eq!(ok(src, "f", J::Null), json!([3.0, 6.0, 0.0]));
+    assert_eq!(ok(src, "g", json!({"x": 4})), json!(5));
+    assert_eq!(ok(src, "g", json!({"x": null})), json!(0));
+    assert_eq!(
+        ok(src, "shape", J::Null),
+        json!({"variant": "Rect", "fields": {"w": 1.0, "h": 2.0}})
+    );
+}
+
+#[test]
+fn unmatched_value_is_a_runtime_error_naming_it() {
+    let src = "fn f(x: int) { match x { 1 => \"one\" } }";
+    match call(src, "f", json!({"x": 7})) {
+        Err(CallError::Runtime { message, .. }) => assert!(message.contains('7'), "{message}"),
+        other => panic!("expected runtime error, got {other:?}"),
+    }
+}
+
+#[test]
+fn question_mark_propagates_errors() {
+    let src = r#"
+fn parse(s: str) { s.parse_int() }
+fn f(s: str) to Result[int] {
+    let n = parse(s)?
+    Ok(n * 2)
+}
+"#;
+    assert_eq!(ok(src, "f", json!({"s": "21"})), json!(42));
+    match call(src, "f", json!({"s": "x"})) {
+        Err(CallError::Tool { message, .. }) => assert!(message.contains("invalid integer")),
+        other => panic!("expected tool error, got {other:?}"),
+    }
+}
+
+#[test]
+fn error_return_is_a_tool_error_with_its_message() {
+    let src = "@tool\nfn f() { Error(\"nope\") }";
+    assert_eq!(
+        call(src, "f", J::Null),
+        Err(CallError::Tool {
+            message: "nope".into(),
+            logs: vec![]
+        })
+    );
+}
+
+#[test]
+fn input_errors_name_the_parameter() {
+    let src = "@tool\nfn f(a: int, b: list[str] = []) { a }";
+    let m = module(src);
+    let o = CallOptions::default();
+    let missing = m.call_json("f", &json!({}), &o).unwrap_err();
+    assert!(
+        matches!(&missing, CallError::Input { param: Some(p), .. } if p == "a"),
+        "{missing:?}"
+    );
+    let extra = m.call_json("f", &json!({"a": 1, "zz": 2}), &o).unwrap_err();
+    assert!(
+        matches!(&extra, CallError::Input { param: Some(p), .. } if p == "zz"),
+        "{extra:?}"
+    );
+    let wrong = m.call_json("f", &json!({"a": "x"}), &o).unwrap_err();
+    assert!(
+        matches!(&wrong, CallError::Input { param: Some(p), .. } if p == "a"),
+        "{wrong:?}"
+    );
+    let nested = m
+        .call_json("f", &json!({"a": 1, "b": ["x", 2]}), &o)
+        .unwrap_err();
+    assert!(nested.to_string().contains("b[1]"), "{nested}");
+    assert!(
+        m.call_json("f", &json!([1]), &o)
+            .unwrap_err()
+            .is_input_error()
+    );
+}
+
+#[test]
+fn float_params_accept_integers() {
+    assert_eq!(
+        ok("fn f(x: float) { x * 2 }", "f", json!({"x": 2})),
+        json!(4.0)
+    );
+}
+
+#[test]
+fn input_schema_follows_the_spec() {
+    let src = "@tool\nfn f(a: int, b: float, c: str, d: bool, e: list[int], m: Map[str, int], o: Option[str], u, z: int = 3) { a }";
+    let schema = module(src).input_schema("f").unwrap();
+    assert_eq!(
+        schema,
+        json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "integer"}, "b": {"type": "number"}, "c": {"type": "string"},
+                "d": {"type": "boolean"}, "e": {"type": "array", "items": {"type": "integer"}},
+                "m": {"type": "object", "additionalProperties": {"type": "integer"}},
+                "o": {"type": ["string", "null"]}, "u": {}, "z": {"type": "integer"}
+            },
+            "required": ["a", "b", "c", "d", "e", "m", "o", "u"],
+            "additionalProperties": false
+        })
+    );
+}
+
+#[test]
+fn step_budget_stops_an_infinite_loop() {
+    let m = module("fn spin() { loop { } }");
+    let opts = CallOptions {
+        budget: Budget {
+            max_steps: 10_000,
+            ..Budget::default()
+        },
+        log: None,
+    };
+    match m.call_json("spin", &J::Null, &opts) {
+        Err(CallError::Budget { kind, .. }) => assert_eq!(kind, BudgetKind::Steps),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn wall_clock_budget_stops_a_long_call() {
+    let m = module("fn spin() { let mut i = 0\n while true { i += 1 } }");
+    let opts = CallOptions {
+        budget: Budget {
+            max_steps: u64::MAX,
+            max_wall: Duration::from_millis(50),
+            ..Budget::default()
+        },
+        log: None,
+    };
+    match m.call_json("spin", &J::Null, &opts) {
+        Err(CallError::Budget { kind, .. }) => assert_eq!(kind, BudgetKind::Time),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn unbounded_recursion_hits_the_depth_budget_not_the_stack() {
+    let m = module("fn down(n) { down(n + 1) }");
+    match m.call_json("down", &json!({"n": 0}), &CallOptions::default()) {
+        Err(CallError::Budget { kind, .. }) => assert_eq!(kind, BudgetKind::Depth),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn memory_budget_stops_runaway_allocation() {
+    let m = module("fn grow() { let mut s = \"x\"\n loop { s = s + s } }");
+    match m.call_json("grow", &J::Null, &CallOptions::default()) {
+        Err(CallError::Budget { kind, .. }) => assert_eq!(kind, BudgetKind::Memory),
+        other => panic!("{other:?}"),
+    }
+    let m = module("fn big() { range(0, 1000000000) }");
+    match m.call_json("big", &J::Null, &CallOptions::default()) {
+        Err(CallError::Budget { kind, .. }) => assert_eq!(kind, BudgetKind::Memory),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn deeply_nested_values_are_refused_not_overflowing() {
+    let m = module("fn deep() { let mut x = []\n loop { x = [x] } }");
+    match m.call_json("deep", &J::Null, &CallOptions::default()) {
+        Err(CallError::Runtime { message, .. }) => assert!(message.contains("nested")),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn print_goes_to_logs_not_stdout() {
+    let m = module("fn f() { print(\"hello\", 1)\n 2 }");
+    let out = m.call_json("f", &J::Null, &CallOptions::default()).unwrap();
+    assert_eq!(out.logs, vec!["hello 1".to_string()]);
+    assert_eq!(out.value, json!(2));
+}
+
+#[test]
+fn builtins_behave() {
+    let src = r#"
+fn f() {
+    {
+        len: len("héllo"), s: str(1.0), i: int("42"), fl: float(2), mn: min(3, 1), mx: max([1, 5, 2]),
+        ab: abs(-4), enc: json_encode({a: [1, true]}), dec: json_decode("[1,2]").unwrap(),
+        up: "abc".to_upper(), sp: "a,b".split(","), rep: "aXa".replace("X", "-"),
+        find: "hello".find("l"), sl: "hello".slice(1, 3), lines: "a\nb".lines(),
+        some: Some(1).map(fn(x) { x + 1 }), none: None.unwrap_or(7), keys: {b: 1, a: 2}.keys(),
+        idx: [10, 20][1], ch: "abc"[2], get: [1].get(5), starts: "abc".starts_with("ab")
+    }
+}
+fn t() { now() }
+fn u() { uuid() }
+"#;
+    assert_eq!(
+        ok(src, "f", J::Null),
+        json!({
+            "len": 5, "s": "1.0", "i": 42, "fl": 2.0, "mn": 1, "mx": 5, "ab": 4,
+            "enc": "{\"a\":[1,true]}", "dec": [1, 2], "up": "ABC", "sp": ["a", "b"],
+            "rep": "a-a", "find": 2, "sl": "el", "lines": ["a", "b"], "some": 2, "none": 7,
+            "keys": ["a", "b"], "idx": 20, "ch": "c", "get": null, "starts": true
+        })
+    );
+    let now = ok(src, "t", J::Null);
+    let now = now.as_str().unwrap();
+    assert_eq!(now.len(), 20);
+    assert!(now.ends_with('Z') && now.as_bytes()[10] == b'T', "{now}");
+    let u = ok(src, "u", J::Null);
+    assert_eq!(u.as_str().unwrap().len(), 36);
+    assert_ne!(u, ok(src, "u", J::Null));
+}
+
+#[test]
+fn rfc3339_formats_known_instants() {
+    assert_eq!(vox_lang::rfc3339(0), "1970-01-01T00:00:00Z");
+    assert_eq!(vox_lang::rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    assert_eq!(vox_lang::rfc3339(1_790_000_000), "2026-09-21T14:13:20Z");
+}
+
+#[test]
+fn assert_failure_carries_the_message() {
+    match call("fn f() { assert(1 == 2, \"math\") }", "f", J::Null) {
+        Err(CallError::Runtime { message, line, .. }) => {
+            assert_eq!(message, "assertion failed: math");
+            assert_eq!(line, 1);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn calling_an_opaque_item_fails_clearly_while_other_tools_work() {
+    let src =
+        "component Page() { <div>Don't</div> }\n@tool\nfn ok() { 1 }\n@tool\nfn bad() { Page() }";
+    let m = module(src);
+    assert_eq!(
+        m.call_json("ok", &J::Null, &CallOptions::default())
+            .unwrap()
+            .value,
+        json!(1)
+    );
+    match m.call_json("bad", &J::Null, &CallOptions::default()) {
+        Err(CallError::Runtime { message, .. }) => {
+            assert!(message.contains("component"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn resources_return_their_string() {
+    let src = "@mcp.resource(\"docs://readme\", \"the readme\")\nfn readme() to str { \"# Hi\" }";
+    let m = module(src);
+    assert_eq!(
+        m.read_resource("docs://readme", &CallOptions::default())
+            .unwrap(),
+        "# Hi"
+    );
+    assert!(matches!(
+        m.read_resource("docs://nope", &CallOptions::default()),
+        Err(CallError::UnknownResource(_))
+    ));
+}
+
+#[test]
+fn constants_are_evaluated_lazily_and_shared() {
+    let src = "let LIMIT = 10 * 2\nlet NAMES = [\"a\", \"b\"]\nfn f() { LIMIT + len(NAMES) }";
+    assert_eq!(ok(src, "f", J::Null), json!(22));
+}
+
+#[test]
+fn module_is_send_and_sync_and_callable_concurrently() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Module>();
+    let m = std::sync::Arc::new(module(
+        "fn fib(n: int) to int { if n < 2 { n } else { fib(n - 1) + fib(n - 2) } }",
+    ));
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            let m = m.clone();
+            std::thread::spawn(move || {
+                m.call_json("fib", &json!({"n": 10 + i}), &CallOptions::default())
+                    .unwrap()
+                    .value
+            })
+        })
+        .collect();
+    let got: Vec<J> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(got, vec![json!(55), json!(89), json!(144), json!(233)]);
+}
+
+#[test]
+fn integer_overflow_and_division_by_zero_are_errors() {
+    assert!(matches!(
+        call("fn f() { 9223372036854775807 + 1 }", "f", J::Null),
+        Err(CallError::Runtime { .. })
+    ));
+    assert!(matches!(
+        call("fn f(x: int) { 1 / x }", "f", json!({"x": 0})),
+        Err(CallError::Runtime { .. })
+    ));
+}
+
+#[test]
+fn while_for_break_continue() {
+    let src = r#"
+fn f() {
+    let mut total = 0
+    for x, i in [5, 6, 7, 8] {
+        if i == 1 { continue }
+        if x == 8 { break }
+        total += x
+    }
+    let mut n = 0
+    while n < 3 { n += 1 }
+    total + n
+}
+"#;
+    assert_eq!(ok(src, "f", J::Null), json!(15));
+}
+
+#[test]
+fn adt_arguments_accept_their_json_form() {
+    let src = "type Op = | Add(a: int, b: int) | Neg(a: int)\n@tool\nfn ev(op: Op) { match op { Add(a, b) => a + b, Neg(a) => -a } }";
+    assert_eq!(
+        ok(
+            src,
+            "ev",
+            json!({"op": {"variant": "Add", "fields": {"a": 2, "b": 3}}})
+        ),
+        json!(5)
+    );
+}
+
+#[test]
+fn formatting_shared_structure_is_charged_before_it_is_built() {
+    // 2^20 references to one 1 KiB string cost little to build but a gigabyte to format.
+    let src = r#"
+fn blowup(kind: str) {
+    let big = "0123456789abcdef".slice(0, 16)
+    let mut s = big
+    for i in range(0, 6) { s = s + s }
+    let mut xs = [s]
+    for i in range(0, 20) { xs = xs + xs }
+    match kind {
+        "join" => xs.join(""),
+        "str" => str(xs),
+        "json" => json_encode(xs),
+        "interp" => "{xs}",
+        _ => xs,
+    }
+}
+"#;
+    let m = module(src);
+    for kind in ["join", "str", "json", "interp"] {
+        match m.call_json("blowup", &json!({"kind": kind}), &CallOptions::default()) {
+            Err(CallError::Budget {
+                kind: BudgetKind::Memory,
+                ..
+            }) => {}
+            other => panic!("{kind}: {other:?}"),
+        }
+    }
+    match m.call_json(
+        "blowup",
+        &json!({"kind": "result"}),
+        &CallOptions::default(),
+    ) {
+        Err(CallError::Output(msg)) => assert!(msg.contains("larger than"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn deep_expression_nesting_is_guarded_on_a_small_stack() {
+    // 60 nested parentheses: legal (under the parser's limits), and evaluated on a thread
+    // whose stack is far smaller than the default budget assumes.
+    let expr = format!("{}1{}", "(".repeat(60), " + 1)".repeat(60));
+    let src = format!("fn f() {{ {expr} }}\n");
+    let m = module(&src);
+    let handle = std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(move || {
+            let opts = CallOptions {
+                budget: Budget {
+                    max_stack_bytes: 6 << 10,
+                    ..Budget::default()
+                },
+                log: None,
+            };
+            m.call_json("f", &J::Null, &opts)
+        })
+        .unwrap();
+    // Sixty levels need more than 6 KiB of native stack, so the guard must stop the call
+    // inside the single body, with no function call to check at.
+    match handle.join().unwrap() {
+        Err(CallError::Budget { kind, .. }) => assert_eq!(kind, BudgetKind::Depth),
+        other => panic!("{other:?}"),
+    }
+}
