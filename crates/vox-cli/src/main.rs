@@ -49,6 +49,26 @@ enum Command {
         #[command(subcommand)]
         command: DaemonCommand,
     },
+    /// Check .vox files (or directories of them); exit 1 when any has an error.
+    Check {
+        /// Files or directories (default: the current directory).
+        paths: Vec<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one function of a .vox file; prints its JSON result.
+    Run {
+        file: PathBuf,
+        function: String,
+        /// Arguments as a JSON object.
+        #[arg(long)]
+        args: Option<String>,
+    },
+    /// Run the @test functions of .vox files; exit 1 on any failure.
+    Test {
+        /// Files or directories (default: the current directory).
+        paths: Vec<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -127,7 +147,25 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Profile { command } => profile_cmd(command),
         Command::Bundle { command } => bundle_cmd(command),
         Command::Daemon { command } => daemon_cmd(command),
+        Command::Check { paths, json } => Ok(lang_exit(|out, err| {
+            vox_lang::cli::check(&paths, json, out, err)
+        })),
+        Command::Run {
+            file,
+            function,
+            args,
+        } => Ok(lang_exit(|out, err| {
+            vox_lang::cli::run(&file, &function, args.as_deref(), out, err)
+        })),
+        Command::Test { paths } => Ok(lang_exit(|out, err| vox_lang::cli::test(&paths, out, err))),
     }
+}
+
+/// Runs a vox-lang command against locked stdout/stderr and turns its status into an exit code.
+fn lang_exit(f: impl FnOnce(&mut dyn std::io::Write, &mut dyn std::io::Write) -> i32) -> ExitCode {
+    let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
+    let code = f(&mut stdout.lock(), &mut stderr.lock());
+    ExitCode::from(code.clamp(0, 255) as u8)
 }
 
 /// Exit code 2 for a usage error such as `profile_unknown`.

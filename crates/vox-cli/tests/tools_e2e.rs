@@ -395,3 +395,80 @@ fn profile_show_json_reports_tools_closure_and_exposure() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v[0]["id"], "dev");
 }
+
+const GREET: &str = "@tool \"greet: say hello\"\nfn greet(name: str, punct: str = \"!\") to str {\n    \"Hello {name}{punct}\"\n}\n\n@test\nfn greets() to bool {\n    greet(\"vox\") == \"Hello vox!\"\n}\n";
+
+#[tokio::test]
+async fn lang_profile_checks_tests_and_introspects_vox_files() {
+    let ws = Ws::new();
+    std::fs::create_dir_all(ws.root().join("tools")).unwrap();
+    std::fs::write(ws.root().join("tools/greet.vox"), GREET).unwrap();
+    let c = ws.client(&["--profile", "lang"]).await;
+    assert_eq!(tool_names(&c).await, registry_slice("lang"));
+    assert_eq!(registry_slice("lang").len(), 5);
+    let r = ok(&c, "vox_check", json!({"path": "tools"})).await;
+    assert!(r.to_string().contains("greet.vox"), "{r}");
+    let bad = ok(
+        &c,
+        "vox_check",
+        json!({"source": "fn f( {", "name": "bad.vox"}),
+    )
+    .await;
+    assert!(
+        bad.to_string().contains("\"ok\":false") || bad.to_string().contains("error"),
+        "{bad}"
+    );
+    let v = ok(&c, "vox_validate_source", json!({"source": GREET})).await;
+    assert!(v.to_string().contains("greet"), "{v}");
+    let t = ok(&c, "vox_test", json!({"path": "tools/greet.vox"})).await;
+    assert!(t.to_string().contains("greets"), "{t}");
+    let g = ok(&c, "vox_grammar", json!({})).await;
+    assert!(g["grammar"].as_str().unwrap().len() > 200);
+    let h = ok(
+        &c,
+        "vox_compiler_introspect",
+        json!({"path": "tools/greet.vox"}),
+    )
+    .await;
+    assert!(h.to_string().contains("punct"), "{h}");
+    assert_eq!(
+        err(&c, "vox_check", json!({"path": "../x.vox"})).await["code"],
+        "invalid_arguments"
+    );
+    assert_eq!(
+        err(&c, "vox_check", json!({"path": "tools", "source": "x"})).await["code"],
+        "invalid_arguments"
+    );
+    c.cancel().await.unwrap();
+}
+
+#[test]
+fn vox_check_run_and_test_commands() {
+    let ws = Ws::new();
+    std::fs::write(ws.root().join("greet.vox"), GREET).unwrap();
+    let out = ws.vox(&["check", "greet.vox"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = ws.vox(&["run", "greet.vox", "greet", "--args", r#"{"name":"Ada"}"#]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "\"Hello Ada!\""
+    );
+    let out = ws.vox(&["run", "greet.vox", "greet", "--args", r#"{"nam":"Ada"}"#]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let out = ws.vox(&["test", "greet.vox"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 passed, 0 failed"));
+    std::fs::write(ws.root().join("bad.vox"), "fn f( {\n").unwrap();
+    let out = ws.vox(&["check", "bad.vox"]);
+    assert_eq!(out.status.code(), Some(1));
+}

@@ -3,6 +3,7 @@
 
 pub mod attention;
 mod daemon;
+mod lang;
 mod memory;
 mod repo;
 pub mod search;
@@ -77,5 +78,6 @@ pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     all.extend(daemon::handlers());
     all.extend(search::handlers());
     all.extend(repo::handlers());
+    all.extend(lang::handlers());
     all
 }

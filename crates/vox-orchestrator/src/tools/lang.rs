@@ -1,0 +1,140 @@
+//! The compiler subsystem's tools: `vox_check`, `vox_validate_source`, `vox_test`,
+//! `vox_grammar`, `vox_compiler_introspect`. The bodies live in `vox_lang::tools`.
+
+use super::{HandlerEntry, typed};
+use crate::orchestrator::{Ctx, ToolError};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::path::{Component, Path, PathBuf};
+
+/// Source text is bounded like any other argument; files are bounded by vox-lang itself.
+const MAX_SOURCE: usize = 1024 * 1024;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    /// A workspace-relative .vox file or directory (give `path` or `source`).
+    path: Option<String>,
+    /// Source text to use instead of a file.
+    source: Option<String>,
+    /// File name to report for `source` (default `input.vox`).
+    name: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SourceInput {
+    /// The source text.
+    source: String,
+    /// File name to report (default `input.vox`).
+    name: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+enum Target {
+    Path(PathBuf),
+    Source(String, String),
+}
+
+fn workspace_path(ctx: &Ctx, rel: &str) -> Result<PathBuf, ToolError> {
+    let p = Path::new(rel);
+    if rel.is_empty()
+        || p.is_absolute()
+        || p.components().any(|c| matches!(c, Component::ParentDir))
+    {
+        return Err(ToolError::InvalidArguments(format!(
+            "`path` must be relative and stay inside the workspace: `{rel}`"
+        )));
+    }
+    let full = ctx.workspace.root.join(p);
+    // A symlink inside the workspace must not lead the tool outside it.
+    let real = full
+        .canonicalize()
+        .map_err(|e| ToolError::NotFound(format!("cannot read `{rel}`: {e}")))?;
+    if !real.starts_with(&ctx.workspace.root) {
+        return Err(ToolError::InvalidArguments(format!(
+            "`{rel}` resolves outside the workspace"
+        )));
+    }
+    Ok(real)
+}
+
+fn target(ctx: &Ctx, i: Input) -> Result<Target, ToolError> {
+    match (i.path, i.source) {
+        (Some(p), None) => Ok(Target::Path(workspace_path(ctx, &p)?)),
+        (None, Some(s)) => {
+            if s.len() > MAX_SOURCE {
+                return Err(ToolError::InvalidArguments(format!(
+                    "`source` is {} bytes; the limit is {MAX_SOURCE}",
+                    s.len()
+                )));
+            }
+            Ok(Target::Source(
+                i.name.unwrap_or_else(|| "input.vox".into()),
+                s,
+            ))
+        }
+        _ => Err(ToolError::InvalidArguments(
+            "give exactly one of `path` or `source`".into(),
+        )),
+    }
+}
+
+fn lang_err(e: vox_lang::tools::ToolError) -> ToolError {
+    match e {
+        vox_lang::tools::ToolError::NoVoxFiles(_) => ToolError::NotFound(e.to_string()),
+        vox_lang::tools::ToolError::Io { .. } => ToolError::NotFound(e.to_string()),
+    }
+}
+
+fn check(ctx: &Ctx, i: Input) -> Result<Value, ToolError> {
+    match target(ctx, i)? {
+        Target::Path(p) => vox_lang::tools::check_path(&p).map_err(lang_err),
+        Target::Source(name, s) => Ok(vox_lang::tools::check_source(&name, &s)),
+    }
+}
+
+fn validate(_ctx: &Ctx, i: SourceInput) -> Result<Value, ToolError> {
+    if i.source.len() > MAX_SOURCE {
+        return Err(ToolError::InvalidArguments(format!(
+            "`source` is {} bytes; the limit is {MAX_SOURCE}",
+            i.source.len()
+        )));
+    }
+    Ok(vox_lang::tools::validate_source(
+        i.name.as_deref().unwrap_or("input.vox"),
+        &i.source,
+    ))
+}
+
+fn test(ctx: &Ctx, i: Input) -> Result<Value, ToolError> {
+    match target(ctx, i)? {
+        Target::Path(p) => vox_lang::tools::test_path(&p).map_err(lang_err),
+        Target::Source(name, s) => Ok(vox_lang::tools::test_source(&name, &s)),
+    }
+}
+
+fn grammar(_ctx: &Ctx, _a: NoArgs) -> Result<Value, ToolError> {
+    Ok(json!({"grammar": vox_lang::tools::grammar()}))
+}
+
+fn introspect(ctx: &Ctx, i: Input) -> Result<Value, ToolError> {
+    match target(ctx, i)? {
+        Target::Path(p) => vox_lang::tools::introspect_path(&p).map_err(lang_err),
+        Target::Source(name, s) => Ok(vox_lang::tools::introspect_source(&name, &s)),
+    }
+}
+
+pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
+    vec![
+        ("vox_check", typed(check)),
+        ("vox_validate_source", typed(validate)),
+        ("vox_test", typed(test)),
+        ("vox_grammar", typed(grammar)),
+        ("vox_compiler_introspect", typed(introspect)),
+    ]
+}
