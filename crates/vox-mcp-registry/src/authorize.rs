@@ -173,7 +173,10 @@ fn authorize_entry(
                 ),
             ));
         }
-        if !tool.http_read_role_eligible || tool.read_role_always_denied {
+        let narrowed_out = profile
+            .read_role_tools()
+            .is_some_and(|r| !r.contains(tool.index));
+        if !tool.http_read_role_eligible || tool.read_role_always_denied || narrowed_out {
             return Err(Denial::new(
                 DenialCode::InsufficientRole,
                 format!("tool {} is not available to the read role", tool.name),

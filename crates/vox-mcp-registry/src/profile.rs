@@ -37,6 +37,8 @@ pub struct ProfileSet {
     requires_mask: SubsystemMask,
     closure_mask: SubsystemMask,
     max_exposure: Exposure,
+    /// When set, the read role may call only these tools (`VOX_MCP_HTTP_READ_ROLE_ALLOWED_TOOLS`).
+    read_role_tools: Option<ToolSet>,
 }
 
 impl ProfileSet {
@@ -49,6 +51,7 @@ impl ProfileSet {
             requires_mask: all_subsystems_mask(),
             closure_mask: all_subsystems_mask(),
             max_exposure: Exposure::Internal,
+            read_role_tools: None,
         }
     }
 
@@ -93,6 +96,7 @@ impl ProfileSet {
             requires_mask: 0,
             closure_mask: 0,
             max_exposure: Exposure::Public,
+            read_role_tools: None,
         };
         for e in &entries {
             set.tools.union_with(&e.tools);
@@ -132,6 +136,24 @@ impl ProfileSet {
     /// `requires` plus every transitive dependency: what the daemon boots.
     pub fn closure_mask(&self) -> SubsystemMask {
         self.closure_mask
+    }
+    /// The same profile served only for the tools in `allow` (an HTTP allowlist): the
+    /// intersection, with the same canonical id.
+    pub fn restricted(&self, allow: &ToolSet) -> Self {
+        let mut p = self.clone();
+        for (w, a) in p.tools.0.iter_mut().zip(allow.0.iter()) {
+            *w &= a;
+        }
+        p
+    }
+    /// Narrows what the read role may call, on top of read-role eligibility.
+    pub fn with_read_role_tools(mut self, tools: ToolSet) -> Self {
+        self.read_role_tools = Some(tools);
+        self
+    }
+    /// The read role's extra allowlist, if any.
+    pub fn read_role_tools(&self) -> Option<&ToolSet> {
+        self.read_role_tools.as_ref()
     }
     /// The highest exposure any composed profile allows.
     pub fn max_exposure(&self) -> Exposure {

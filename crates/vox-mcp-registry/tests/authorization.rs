@@ -221,3 +221,34 @@ fn knowledge_profile_is_exactly_its_slice() {
     let closure = subsystem_names(p.closure_mask());
     assert_eq!(closure, ["db", "search_index", "memory", "sessions"]);
 }
+
+#[test]
+fn an_http_allowlist_restricts_membership_and_read_narrowing_is_insufficient_role() {
+    let knowledge = ProfileSet::parse("knowledge").unwrap();
+    let mut allow = ToolSet::default();
+    allow.insert(tool_by_name("vox_kb_query").unwrap().index);
+    allow.insert(tool_by_name("vox_memory_recall").unwrap().index);
+    let http = knowledge.restricted(&allow);
+    assert_eq!(http.canonical(), "knowledge");
+    assert_eq!(http.tools().iter().count(), 2);
+    let d = authorize_tool(&http, "vox_memory_search", Caller::LOCAL, ALL).unwrap_err();
+    assert_eq!(d.code, DenialCode::ToolNotInProfile);
+    let mut read_only = ToolSet::default();
+    read_only.insert(tool_by_name("vox_kb_query").unwrap().index);
+    let http = http.with_read_role_tools(read_only);
+    let reader = Caller {
+        loopback: true,
+        role: Role::Read,
+    };
+    assert!(authorize_tool(&http, "vox_kb_query", reader, ALL).is_ok());
+    assert_eq!(
+        authorize_tool(&http, "vox_memory_recall", reader, ALL)
+            .unwrap_err()
+            .code,
+        DenialCode::InsufficientRole
+    );
+    // The writer is not narrowed by the read-role list.
+    assert!(authorize_tool(&http, "vox_memory_recall", Caller::LOCAL, ALL).is_ok());
+    let listed: Vec<&str> = visible_tools(&http, reader, ALL).map(|t| t.name).collect();
+    assert_eq!(listed, ["vox_kb_query"]);
+}

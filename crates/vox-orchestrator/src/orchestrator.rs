@@ -234,8 +234,14 @@ impl Orchestrator {
 
     /// Exactly the tools `caller` could call, in name order.
     pub fn list_tools(&self, caller: Caller) -> Vec<&ToolDescriptor> {
+        self.list_tools_as(&self.ctx.profile, caller)
+    }
+
+    /// [`Self::list_tools`] for a surface narrower than the daemon's profile (an HTTP
+    /// allowlist: `ProfileSet::restricted`).
+    pub fn list_tools_as(&self, surface: &ProfileSet, caller: Caller) -> Vec<&ToolDescriptor> {
         let mut d = self.descriptors.iter().peekable();
-        visible_tools(&self.ctx.profile, caller, self.ctx.boot.booted_mask)
+        visible_tools(surface, caller, self.ctx.boot.booted_mask)
             .filter_map(|t| {
                 while d.peek().is_some_and(|x| x.index < t.index) {
                     d.next();
@@ -247,8 +253,30 @@ impl Orchestrator {
 
     /// Authorizes, dispatches with a deadline, caps the result, and records attention.
     pub async fn call(&self, name: &str, args: Value, caller: Caller, agent: &str) -> ToolOutcome {
+        self.call_as(&self.ctx.profile, name, args, caller, agent)
+            .await
+    }
+
+    /// [`Self::call`] for a surface narrower than the daemon's profile.
+    pub async fn call_as(
+        &self,
+        surface: &ProfileSet,
+        name: &str,
+        args: Value,
+        caller: Caller,
+        agent: &str,
+    ) -> ToolOutcome {
         let started = Instant::now();
-        let outcome = self.dispatch(name, args, caller).await;
+        let outcome = self.dispatch(surface, name, args, caller).await;
+        let elapsed = started.elapsed();
+        let tool_label = if vox_mcp_registry::tool_by_name(name).is_some() {
+            name.to_owned()
+        } else {
+            "(other)".to_owned()
+        };
+        metrics::counter!("vox_tool_calls_total", "tool" => tool_label.clone(), "outcome" => outcome.label()).increment(1);
+        metrics::histogram!("vox_tool_call_seconds", "tool" => tool_label)
+            .record(elapsed.as_secs_f64());
         if let Some(att) = &self.ctx.attention {
             let bytes = match &outcome {
                 ToolOutcome::Ok(v) => serde_json::to_vec(v).map(|b| b.len()).unwrap_or(0),
@@ -259,16 +287,21 @@ impl Orchestrator {
                 agent: agent.to_owned(),
                 tool: name.chars().take(128).collect(),
                 outcome: outcome.label().to_owned(),
-                latency_us: started.elapsed().as_micros() as i64,
+                latency_us: elapsed.as_micros() as i64,
                 tokens: estimate_tokens(bytes) as i64,
             });
         }
         outcome
     }
 
-    async fn dispatch(&self, name: &str, args: Value, caller: Caller) -> ToolOutcome {
-        let tool = match authorize_tool(&self.ctx.profile, name, caller, self.ctx.boot.booted_mask)
-        {
+    async fn dispatch(
+        &self,
+        surface: &ProfileSet,
+        name: &str,
+        args: Value,
+        caller: Caller,
+    ) -> ToolOutcome {
+        let tool = match authorize_tool(surface, name, caller, self.ctx.boot.booted_mask) {
             Ok(t) => t,
             Err(d) => return ToolOutcome::Denied(d),
         };
