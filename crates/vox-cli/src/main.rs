@@ -34,6 +34,15 @@ enum Command {
         #[arg(long)]
         workspace: Option<PathBuf>,
     },
+    /// Run the daemon in the foreground with the HTTP gateway (REST, WebSocket, /mcp) and no stdio.
+    Serve {
+        /// Capability profile ids, comma-separated (default: VOX_PROFILE, ~/.vox/config.toml, dev).
+        #[arg(long)]
+        profile: Option<String>,
+        /// Workspace directory.
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+    },
     /// Inspect capability profiles.
     Profile {
         #[command(subcommand)]
@@ -144,6 +153,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Mcp { profile, workspace } => mcp(profile, workspace),
+        Command::Serve { profile, workspace } => serve(profile, workspace),
         Command::Profile { command } => profile_cmd(command),
         Command::Bundle { command } => bundle_cmd(command),
         Command::Daemon { command } => daemon_cmd(command),
@@ -211,6 +221,52 @@ fn mcp(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> 
             .waiting()
             .await
             .context("MCP session ended with an error")?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn serve(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> {
+    let profile = match profile_or_exit(profile.as_deref()) {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
+    let config = match vox_gateway::GatewayConfig::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let ws = Workspace::resolve(workspace.as_deref())?;
+    vox_cli::init_logging("info");
+    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .map_err(|e| anyhow::anyhow!("metrics recorder: {e}"))?;
+    runtime()?.block_on(async move {
+        let daemon = match vox_orchestrator::daemon::Daemon::start(ws, profile) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        };
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let addr = std::net::SocketAddr::new(config.host, config.port);
+        let app = match vox_gateway::router(daemon.orchestrator().clone(), config, Some(metrics), shutdown.clone()) {
+            Ok(app) => app,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        };
+        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot bind {addr}"))?;
+        let bound = listener.local_addr()?;
+        println!("vox serve: listening on http://{bound} (profile {})", daemon.orchestrator().profile().canonical());
+        let http = tokio::spawn(vox_gateway::serve(listener, app, shutdown.clone()));
+        // The daemon stops on SIGTERM/SIGINT or orch.shutdown; then the gateway drains.
+        daemon.run().await;
+        shutdown.cancel();
+        let _ = http.await;
         Ok(ExitCode::SUCCESS)
     })
 }

@@ -17,6 +17,26 @@ use std::sync::Arc;
 use vox_orchestrator::Workspace;
 use vox_orchestrator::client::{AdoptError, ClientError, DaemonClient, adopt_or_spawn};
 
+/// MCP tools from the orchestrator's tool descriptors (already in MCP field names).
+pub fn tools_from_json(descriptors: Value) -> Result<Vec<Tool>, McpError> {
+    serde_json::from_value(descriptors)
+        .map_err(|e| McpError::internal_error(format!("malformed tool descriptors: {e}"), None))
+}
+
+/// An orchestrator outcome as an MCP call result. Denials and tool failures are results with
+/// `isError: true`; only an unknown tool (under `dev`) is a protocol error, as MCP prescribes.
+pub fn call_result(outcome: &str, is_error: bool, structured: Value) -> Result<CallToolResult, McpError> {
+    if outcome == "unknown_tool" {
+        let message = structured["error"]["message"].as_str().unwrap_or("unknown tool").to_owned();
+        return Err(McpError::invalid_params(message, Some(structured)));
+    }
+    Ok(if is_error {
+        CallToolResult::structured_error(structured)
+    } else {
+        CallToolResult::structured(structured)
+    })
+}
+
 /// The adapter's state: which daemon to talk to, and the live connection if any.
 pub struct StdioAdapter {
     ws: Workspace,
@@ -95,10 +115,7 @@ impl ServerHandler for StdioAdapter {
                 return Err(McpError::internal_error(e.to_string(), None));
             }
         };
-        let tools: Vec<Tool> = serde_json::from_value(
-            answer.get("tools").cloned().unwrap_or(Value::Null),
-        )
-        .map_err(|e| McpError::internal_error(format!("daemon sent malformed tools: {e}"), None))?;
+        let tools = tools_from_json(answer.get("tools").cloned().unwrap_or(Value::Null))?;
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -139,24 +156,11 @@ impl ServerHandler for StdioAdapter {
             Err(e @ ClientError::Disconnected(_)) => return Ok(self.lost(e).await.into()),
             Err(e) => return Err(McpError::internal_error(e.to_string(), None)),
         };
-        let structured = answer.get("structured").cloned().unwrap_or(Value::Null);
-        if answer.get("outcome").and_then(Value::as_str) == Some("unknown_tool") {
-            // An unknown tool is a protocol error in MCP, not a tool result.
-            let message = structured["error"]["message"]
-                .as_str()
-                .unwrap_or("unknown tool")
-                .to_owned();
-            return Err(McpError::invalid_params(message, Some(structured)));
-        }
-        let result = if answer
-            .get("is_error")
-            .and_then(Value::as_bool)
-            .unwrap_or(true)
-        {
-            CallToolResult::structured_error(structured)
-        } else {
-            CallToolResult::structured(structured)
-        };
-        Ok(result.into())
+        call_result(
+            answer.get("outcome").and_then(Value::as_str).unwrap_or(""),
+            answer.get("is_error").and_then(Value::as_bool).unwrap_or(true),
+            answer.get("structured").cloned().unwrap_or(Value::Null),
+        )
+        .map(Into::into)
     }
 }

@@ -1,0 +1,260 @@
+//! Gateway settings from the environment, checked at startup: unknown names and unsafe
+//! combinations stop `vox serve` instead of being ignored.
+
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use vox_mcp_registry::{Exposure, ProfileSet, TOOL_REGISTRY, ToolSet, tool_by_name};
+
+/// A setting that stops the gateway from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{var}: {message}")]
+    Invalid { var: &'static str, message: String },
+    #[error(
+        "gateway auth required: set VOX_MCP_HTTP_BEARER_TOKEN (write) and/or VOX_MCP_HTTP_READ_BEARER_TOKEN (read), or VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED=1 when bound to loopback"
+    )]
+    NoAuth,
+    #[error("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED=1 is accepted only on a loopback address, not {0}")]
+    UnauthenticatedOffLoopback(IpAddr),
+    #[error("{var} names unknown tool(s): {names}")]
+    UnknownTools { var: &'static str, names: String },
+}
+
+/// The gateway's settings.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    pub host: IpAddr,
+    pub port: u16,
+    pub write_token: Option<String>,
+    pub read_token: Option<String>,
+    pub allow_unauthenticated: bool,
+    pub allowed_tools: Option<Vec<String>>,
+    pub read_role_allowed_tools: Option<Vec<String>>,
+    pub rate_per_sec: NonZeroU32,
+    pub rate_burst: NonZeroU32,
+    pub extra_hosts: Vec<String>,
+    pub extra_origins: Vec<String>,
+}
+
+fn list(v: &str) -> Vec<String> {
+    v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+}
+
+impl GatewayConfig {
+    /// Reads `VOX_MCP_HTTP_*` through `get` (the process environment in production).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let host = match get("VOX_MCP_HTTP_HOST") {
+            Some(h) => h.parse().map_err(|e| ConfigError::Invalid {
+                var: "VOX_MCP_HTTP_HOST",
+                message: format!("`{h}` is not an IP address: {e}"),
+            })?,
+            None => IpAddr::from([127, 0, 0, 1]),
+        };
+        let port = match get("VOX_MCP_HTTP_PORT") {
+            Some(p) => p.parse().map_err(|e| ConfigError::Invalid {
+                var: "VOX_MCP_HTTP_PORT",
+                message: format!("`{p}`: {e}"),
+            })?,
+            None => 3921,
+        };
+        let token = |var: &'static str| -> Result<Option<String>, ConfigError> {
+            match get(var) {
+                Some(t) if t.trim().len() < 16 => Err(ConfigError::Invalid {
+                    var,
+                    message: "a token needs at least 16 characters".into(),
+                }),
+                Some(t) => Ok(Some(t.trim().to_owned())),
+                None => Ok(None),
+            }
+        };
+        let write_token = token("VOX_MCP_HTTP_BEARER_TOKEN")?;
+        let read_token = token("VOX_MCP_HTTP_READ_BEARER_TOKEN")?;
+        let allow_unauthenticated = match get("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED").as_deref() {
+            None | Some("0") | Some("") => false,
+            Some("1") => true,
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    var: "VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED",
+                    message: format!("expected 1 or 0, got `{other}`"),
+                });
+            }
+        };
+        if allow_unauthenticated && !host.is_loopback() {
+            return Err(ConfigError::UnauthenticatedOffLoopback(host));
+        }
+        if write_token.is_none() && read_token.is_none() && !allow_unauthenticated {
+            return Err(ConfigError::NoAuth);
+        }
+        let rate = |var: &'static str, default: u32| -> Result<NonZeroU32, ConfigError> {
+            let v = get(var).map(|v| v.parse::<u32>()).transpose().map_err(|e| ConfigError::Invalid {
+                var,
+                message: e.to_string(),
+            })?;
+            NonZeroU32::new(v.unwrap_or(default)).ok_or(ConfigError::Invalid {
+                var,
+                message: "must be at least 1".into(),
+            })
+        };
+        Ok(GatewayConfig {
+            host,
+            port,
+            write_token,
+            read_token,
+            allow_unauthenticated,
+            allowed_tools: get("VOX_MCP_HTTP_ALLOWED_TOOLS").map(|v| list(&v)),
+            read_role_allowed_tools: get("VOX_MCP_HTTP_READ_ROLE_ALLOWED_TOOLS").map(|v| list(&v)),
+            rate_per_sec: rate("VOX_MCP_HTTP_RATE_PER_SEC", 50_000)?,
+            rate_burst: rate("VOX_MCP_HTTP_RATE_BURST", 50_000)?,
+            extra_hosts: get("VOX_MCP_HTTP_ALLOWED_HOSTS").map(|v| list(&v)).unwrap_or_default(),
+            extra_origins: get("VOX_MCP_HTTP_ALLOWED_ORIGINS").map(|v| list(&v)).unwrap_or_default(),
+        })
+    }
+
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    fn tool_set(var: &'static str, names: &[String]) -> Result<ToolSet, ConfigError> {
+        let unknown: Vec<&str> = names.iter().filter(|n| tool_by_name(n).is_none()).map(String::as_str).collect();
+        if !unknown.is_empty() {
+            return Err(ConfigError::UnknownTools {
+                var,
+                names: unknown.join(", "),
+            });
+        }
+        let mut set = ToolSet::default();
+        for n in names {
+            if let Some(t) = tool_by_name(n) {
+                set.insert(t.index);
+            }
+        }
+        Ok(set)
+    }
+
+    /// The HTTP surface: `VOX_MCP_HTTP_ALLOWED_TOOLS ∩ profile`. Unset, `dev` serves its
+    /// documented default (every public tool: operator and internal tools need an explicit
+    /// allowlist over HTTP) and a named profile serves its own tools.
+    pub fn surface(&self, profile: &ProfileSet) -> Result<ProfileSet, ConfigError> {
+        let mut surface = match &self.allowed_tools {
+            Some(names) => {
+                let set = Self::tool_set("VOX_MCP_HTTP_ALLOWED_TOOLS", names)?;
+                for n in names {
+                    if tool_by_name(n).is_some_and(|t| !profile.tools().contains(t.index)) {
+                        tracing::warn!("VOX_MCP_HTTP_ALLOWED_TOOLS: {n} is outside profile {}; dropped", profile.canonical());
+                    }
+                }
+                profile.restricted(&set)
+            }
+            None if profile.is_dev() => {
+                let mut public = ToolSet::default();
+                for t in TOOL_REGISTRY.iter().filter(|t| t.exposure == Exposure::Public) {
+                    public.insert(t.index);
+                }
+                profile.restricted(&public)
+            }
+            None => profile.clone(),
+        };
+        if let Some(names) = &self.read_role_allowed_tools {
+            surface = surface.with_read_role_tools(Self::tool_set("VOX_MCP_HTTP_READ_ROLE_ALLOWED_TOOLS", names)?);
+        }
+        Ok(surface)
+    }
+
+    /// Hosts a `Host` header may name: loopback names, the bound address, and
+    /// `VOX_MCP_HTTP_ALLOWED_HOSTS`.
+    pub fn allowed_hosts(&self) -> Vec<String> {
+        ["localhost", "127.0.0.1", "::1"]
+            .into_iter()
+            .map(str::to_owned)
+            .chain((!self.host.is_unspecified()).then(|| self.host.to_string()))
+            .chain(self.extra_hosts.iter().cloned())
+            .collect()
+    }
+
+    /// Whether a `Host` header (with or without port) names an allowed host.
+    pub fn host_allowed(&self, host: &str) -> bool {
+        let name = strip_port(host);
+        self.allowed_hosts().iter().any(|h| h.eq_ignore_ascii_case(name))
+    }
+
+    /// Whether an `Origin` header is an allowed browser origin (a listed origin, or http(s) on
+    /// an allowed host).
+    pub fn origin_allowed(&self, origin: &str) -> bool {
+        if self.extra_origins.iter().any(|o| o == origin) {
+            return true;
+        }
+        let Some(rest) = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")) else {
+            return false;
+        };
+        !rest.contains('/') && self.host_allowed(rest)
+    }
+}
+
+/// `host:port` → `host`; `[::1]:80` → `::1`.
+fn strip_port(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or("");
+    }
+    match host.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') && p.bytes().all(|b| b.is_ascii_digit()) => h,
+        _ => host,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(vars: &[(&str, &str)]) -> Result<GatewayConfig, ConfigError> {
+        let m: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        GatewayConfig::from_lookup(|k| m.get(k).cloned())
+    }
+
+    const TOKEN: &str = "0123456789abcdef-write";
+
+    #[test]
+    fn auth_is_required_and_unauthenticated_only_on_loopback() {
+        assert!(matches!(cfg(&[]), Err(ConfigError::NoAuth)));
+        assert!(cfg(&[("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED", "1")]).is_ok());
+        assert!(matches!(
+            cfg(&[("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED", "1"), ("VOX_MCP_HTTP_HOST", "0.0.0.0")]),
+            Err(ConfigError::UnauthenticatedOffLoopback(_))
+        ));
+        assert!(cfg(&[("VOX_MCP_HTTP_BEARER_TOKEN", "short")]).is_err());
+        let c = cfg(&[("VOX_MCP_HTTP_BEARER_TOKEN", TOKEN)]).unwrap();
+        assert_eq!((c.host.to_string().as_str(), c.port), ("127.0.0.1", 3921));
+    }
+
+    #[test]
+    fn unknown_allowlisted_tools_fail_and_outside_names_are_dropped() {
+        let c = cfg(&[("VOX_MCP_HTTP_BEARER_TOKEN", TOKEN), ("VOX_MCP_HTTP_ALLOWED_TOOLS", "vox_kb_query,vox_nope")]).unwrap();
+        let err = c.surface(&ProfileSet::parse("knowledge").unwrap()).unwrap_err().to_string();
+        assert!(err.contains("vox_nope") && err.contains("VOX_MCP_HTTP_ALLOWED_TOOLS"), "{err}");
+        let c = cfg(&[("VOX_MCP_HTTP_BEARER_TOKEN", TOKEN), ("VOX_MCP_HTTP_ALLOWED_TOOLS", "vox_kb_query,vox_repo_log")]).unwrap();
+        let s = c.surface(&ProfileSet::parse("knowledge").unwrap()).unwrap();
+        let names: Vec<&str> = s.tools().iter().map(|t| t.name).collect();
+        assert_eq!(names, ["vox_kb_query"]);
+    }
+
+    #[test]
+    fn dev_defaults_to_public_tools_and_named_profiles_to_their_own() {
+        let c = cfg(&[("VOX_MCP_HTTP_BEARER_TOKEN", TOKEN)]).unwrap();
+        let dev = c.surface(&ProfileSet::dev()).unwrap();
+        assert!(dev.tools().iter().all(|t| t.exposure == Exposure::Public));
+        assert!(!dev.tools().iter().any(|t| t.name == "vox_boot_report"));
+        let att = c.surface(&ProfileSet::parse("attention").unwrap()).unwrap();
+        assert_eq!(att.tools().iter().count(), 4);
+    }
+
+    #[test]
+    fn hosts_and_origins() {
+        let c = cfg(&[("VOX_MCP_HTTP_BEARER_TOKEN", TOKEN)]).unwrap();
+        assert!(c.host_allowed("127.0.0.1:3921") && c.host_allowed("localhost") && c.host_allowed("[::1]:80"));
+        assert!(!c.host_allowed("evil.example:3921"));
+        assert!(c.origin_allowed("http://localhost:5173"));
+        assert!(!c.origin_allowed("http://evil.example"));
+        assert!(!c.origin_allowed("null"));
+    }
+}

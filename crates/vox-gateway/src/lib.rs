@@ -1,0 +1,248 @@
+//! The HTTP gateway of `vox serve`: REST (`/v1/*`), WebSocket (`/v1/ws`), Streamable HTTP MCP
+//! (`/mcp`, both wire eras, through rmcp's tower service), `/health` and `/metrics`.
+//!
+//! Every path serves one surface: the daemon's profile intersected with the HTTP allowlist
+//! ([`ProfileSet::restricted`]), with the read role's extra allowlist inside the same
+//! `authorize_tool`. The gateway decides only *who* a caller is (token → role, socket peer →
+//! loopback); *what* the caller may do is decided by the orchestrator, as on every other path.
+
+mod config;
+mod mcp;
+mod ws;
+
+pub use config::{ConfigError, GatewayConfig};
+
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use vox_mcp_registry::{Caller, ProfileSet, Role};
+use vox_orchestrator::{Orchestrator, ToolOutcome};
+
+/// Largest request body (and WebSocket message) accepted.
+pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// Who a request comes from, decided once by the auth middleware.
+#[derive(Debug, Clone)]
+pub struct Who {
+    pub caller: Caller,
+    /// The rate-limit and attention key: the role for token callers, the peer IP otherwise.
+    pub agent: String,
+}
+
+/// State shared by every route.
+pub struct Shared {
+    orch: Arc<Orchestrator>,
+    surface: ProfileSet,
+    config: GatewayConfig,
+    limiter: DefaultKeyedRateLimiter<String>,
+    metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+}
+
+impl Shared {
+    /// The tools a caller may list and call here.
+    fn tools_json(&self, who: &Who) -> Value {
+        serde_json::to_value(self.orch.list_tools_as(&self.surface, who.caller)).unwrap_or_default()
+    }
+    async fn call(&self, who: &Who, name: &str, args: Value) -> ToolOutcome {
+        self.orch.call_as(&self.surface, name, args, who.caller, &who.agent).await
+    }
+}
+
+/// Builds the router; fails on an allowlist naming unknown tools (deny by default: nothing is
+/// silently ignored). `metrics` is the installed Prometheus recorder, if any.
+pub fn router(
+    orch: Arc<Orchestrator>,
+    config: GatewayConfig,
+    metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+    shutdown: CancellationToken,
+) -> Result<Router, ConfigError> {
+    let surface = config.surface(orch.profile())?;
+    let quota = Quota::per_second(config.rate_per_sec).allow_burst(config.rate_burst);
+    let shared = Arc::new(Shared {
+        orch,
+        surface,
+        limiter: RateLimiter::keyed(quota),
+        metrics,
+        config,
+    });
+    let mcp = mcp::service(shared.clone(), shutdown);
+    let app = Router::new()
+        .route("/health", get(health))
+        .route("/metrics", get(metrics_route))
+        .route("/v1/info", get(info))
+        .route("/v1/tools", get(list_tools))
+        .route("/v1/tools/call", post(call_tool))
+        .route("/v1/ws", get(ws::upgrade))
+        .nest_service("/mcp", mcp)
+        .layer(axum::middleware::from_fn_with_state(shared.clone(), guard))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            Duration::from_secs(60),
+        ))
+        .with_state(shared);
+    Ok(app)
+}
+
+/// Serves until `shutdown` is cancelled, then finishes in-flight requests.
+pub async fn serve(listener: tokio::net::TcpListener, app: Router, shutdown: CancellationToken) -> std::io::Result<()> {
+    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+}
+
+/// `{"error":{"code","message"}}` with a status.
+fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
+    (status, Json(json!({"error": {"code": code, "message": message.into()}}))).into_response()
+}
+
+/// Compares secrets in time independent of where they differ (digests make lengths equal).
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    use sha2::{Digest, Sha256};
+    let (x, y) = (Sha256::digest(a), Sha256::digest(b));
+    x.iter().zip(y.iter()).fold(0u8, |acc, (p, q)| acc | (p ^ q)) == 0
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
+    let v = headers.get(header::AUTHORIZATION)?.as_bytes();
+    let rest = v.strip_prefix(b"Bearer ").or_else(|| v.strip_prefix(b"bearer "))?;
+    Some(rest.trim_ascii())
+}
+
+/// Host/Origin validation, authentication, and the per-caller rate limit, for every route.
+async fn guard(State(s): State<Arc<Shared>>, ConnectInfo(peer): ConnectInfo<SocketAddr>, mut req: Request, next: Next) -> Response {
+    let headers = req.headers();
+    if let Some(host) = headers.get(header::HOST)
+        && !s.config.host_allowed(host.to_str().unwrap_or(""))
+    {
+        return error(StatusCode::FORBIDDEN, "host_not_allowed", "the Host header names no allowed host");
+    }
+    if let Some(origin) = headers.get(header::ORIGIN)
+        && !s.config.origin_allowed(origin.to_str().unwrap_or(""))
+    {
+        return error(StatusCode::FORBIDDEN, "origin_not_allowed", "the Origin header names no allowed origin");
+    }
+    let path = req.uri().path().to_owned();
+    if path == "/health" {
+        return next.run(req).await;
+    }
+    let loopback = peer.ip().is_loopback();
+    let token = bearer(headers);
+    let role = match token {
+        Some(t) if s.config.write_token.as_deref().is_some_and(|w| same_secret(t, w.as_bytes())) => Some(Role::Write),
+        Some(t) if s.config.read_token.as_deref().is_some_and(|r| same_secret(t, r.as_bytes())) => Some(Role::Read),
+        Some(_) => None,
+        // Accepted at startup only when bound to loopback.
+        None if s.config.allow_unauthenticated => Some(Role::Write),
+        None => None,
+    };
+    if path == "/metrics" {
+        // Metrics: loopback peers, or the write token from anywhere.
+        if loopback || role == Some(Role::Write) && token.is_some() {
+            return next.run(req).await;
+        }
+        return error(StatusCode::FORBIDDEN, "forbidden", "metrics are served to loopback peers or the write token");
+    }
+    let Some(role) = role else {
+        let mut r = error(StatusCode::UNAUTHORIZED, "unauthorized", "a valid bearer token is required");
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        return r;
+    };
+    let agent = match (token, role) {
+        (Some(_), Role::Write) => "http:write".to_owned(),
+        (Some(_), Role::Read) => "http:read".to_owned(),
+        (None, _) => format!("http:{}", peer.ip()),
+    };
+    if s.limiter.check_key(&agent).is_err() {
+        let mut r = error(StatusCode::TOO_MANY_REQUESTS, "rate_limited", "too many requests; slow down");
+        r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return r;
+    }
+    req.extensions_mut().insert(Who {
+        caller: Caller { loopback, role },
+        agent,
+    });
+    next.run(req).await
+}
+
+async fn health() -> Json<Value> {
+    Json(json!({"status": "ok"}))
+}
+
+async fn metrics_route(State(s): State<Arc<Shared>>) -> Response {
+    match &s.metrics {
+        Some(h) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], h.render()).into_response(),
+        None => error(StatusCode::NOT_FOUND, "not_found", "metrics are not enabled"),
+    }
+}
+
+async fn info(State(s): State<Arc<Shared>>, axum::Extension(who): axum::Extension<Who>) -> Json<Value> {
+    let names = |role: Role| -> Vec<&str> {
+        let caller = Caller { loopback: who.caller.loopback, role };
+        s.orch.list_tools_as(&s.surface, caller).into_iter().map(|d| d.name).collect()
+    };
+    Json(json!({
+        "profile": s.orch.profile().canonical(),
+        "version": env!("CARGO_PKG_VERSION"),
+        "auth_required": !s.config.allow_unauthenticated,
+        "roles": {
+            "write": if s.config.write_token.is_some() || s.config.allow_unauthenticated { json!(names(Role::Write)) } else { json!(null) },
+            "read": if s.config.read_token.is_some() { json!(names(Role::Read)) } else { json!(null) },
+        },
+        "you": {"role": match who.caller.role { Role::Write => "write", Role::Read => "read" }, "loopback": who.caller.loopback},
+    }))
+}
+
+async fn list_tools(State(s): State<Arc<Shared>>, axum::Extension(who): axum::Extension<Who>) -> Json<Value> {
+    let tools: Vec<Value> = s
+        .orch
+        .list_tools_as(&s.surface, who.caller)
+        .into_iter()
+        .map(|d| json!({"name": d.name, "description": d.description, "input_schema": d.input_schema, "lane": d.meta["vox_lane"]}))
+        .collect();
+    Json(json!({"tools": tools}))
+}
+
+/// The HTTP status of an outcome: denials carry their spec status; tool failures map by code.
+pub fn outcome_status(o: &ToolOutcome) -> StatusCode {
+    let code = match o {
+        ToolOutcome::Ok(_) => 200,
+        ToolOutcome::Denied(d) => d.code.http_status(),
+        ToolOutcome::Failed(e) => match e.code() {
+            "invalid_arguments" => 400,
+            "not_found" => 404,
+            "conflict" => 409,
+            "unavailable" => 503,
+            _ => 500,
+        },
+    };
+    StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+async fn call_tool(State(s): State<Arc<Shared>>, axum::Extension(who): axum::Extension<Who>, body: Bytes) -> Response {
+    let req: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => return error(StatusCode::BAD_REQUEST, "invalid_request", format!("body is not JSON: {e}")),
+    };
+    let Some(name) = req.get("name").and_then(Value::as_str) else {
+        return error(StatusCode::BAD_REQUEST, "invalid_request", "body needs a string `name`");
+    };
+    let args = req.get("args").cloned().unwrap_or(Value::Null);
+    let outcome = s.call(&who, name, args).await;
+    let status = outcome_status(&outcome);
+    let body = match &outcome {
+        ToolOutcome::Ok(v) => json!({"result": v}),
+        other => other.to_json(),
+    };
+    (status, Json(body)).into_response()
+}

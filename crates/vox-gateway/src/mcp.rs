@@ -1,0 +1,64 @@
+//! `/mcp`: Streamable HTTP MCP through rmcp's tower service (both wire eras; sessions for the
+//! legacy era). The caller is the one the auth middleware put in the request's extensions.
+
+use crate::{Shared, Who};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::Value;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// The MCP handler of the gateway: one per session (rmcp builds them), sharing the state.
+#[derive(Clone)]
+pub struct HttpMcp(Arc<Shared>);
+
+fn who(ctx: &RequestContext<RoleServer>) -> Result<Who, McpError> {
+    ctx.extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.extensions.get::<Who>())
+        .cloned()
+        .ok_or_else(|| McpError::internal_error("request reached /mcp without an authenticated caller", None))
+}
+
+impl ServerHandler for HttpMcp {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        info.server_info = Implementation::new("vox", env!("CARGO_PKG_VERSION"));
+        info.with_instructions(format!("vox gateway under capability profile `{}`.", self.0.orch.profile().canonical()))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let who = who(&context)?;
+        Ok(ListToolsResult::with_all_items(vox_mcp::tools_from_json(self.0.tools_json(&who))?))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let who = who(&context)?;
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let outcome = self.0.call(&who, &request.name, args).await;
+        vox_mcp::call_result(outcome.label(), outcome.is_error(), outcome.to_json()).map(Into::into)
+    }
+}
+
+/// The tower service mounted at `/mcp`.
+pub fn service(shared: Arc<Shared>, shutdown: CancellationToken) -> StreamableHttpService<HttpMcp, LocalSessionManager> {
+    let mut config = StreamableHttpServerConfig::default();
+    config.allowed_hosts = shared.config.allowed_hosts();
+    config.cancellation_token = shutdown;
+    let handler = HttpMcp(shared);
+    StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(LocalSessionManager::default()), config)
+}
