@@ -252,16 +252,26 @@ fn serve(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode
         };
         let shutdown = tokio_util::sync::CancellationToken::new();
         let addr = std::net::SocketAddr::new(config.host, config.port);
-        let app = match vox_gateway::router(daemon.orchestrator().clone(), config, Some(metrics), shutdown.clone()) {
+        let app = match vox_gateway::router(
+            daemon.orchestrator().clone(),
+            config,
+            Some(metrics),
+            shutdown.clone(),
+        ) {
             Ok(app) => app,
             Err(e) => {
                 eprintln!("error: {e}");
                 return Ok(ExitCode::from(2));
             }
         };
-        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot bind {addr}"))?;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot bind {addr}"))?;
         let bound = listener.local_addr()?;
-        println!("vox serve: listening on http://{bound} (profile {})", daemon.orchestrator().profile().canonical());
+        println!(
+            "vox serve: listening on http://{bound} (profile {})",
+            daemon.orchestrator().profile().canonical()
+        );
         let http = tokio::spawn(vox_gateway::serve(listener, app, shutdown.clone()));
         // The daemon stops on SIGTERM/SIGINT or orch.shutdown; then the gateway drains.
         daemon.run().await;

@@ -37,7 +37,11 @@ pub struct GatewayConfig {
 }
 
 fn list(v: &str) -> Vec<String> {
-    v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+    v.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 impl GatewayConfig {
@@ -86,10 +90,13 @@ impl GatewayConfig {
             return Err(ConfigError::NoAuth);
         }
         let rate = |var: &'static str, default: u32| -> Result<NonZeroU32, ConfigError> {
-            let v = get(var).map(|v| v.parse::<u32>()).transpose().map_err(|e| ConfigError::Invalid {
-                var,
-                message: e.to_string(),
-            })?;
+            let v = get(var)
+                .map(|v| v.parse::<u32>())
+                .transpose()
+                .map_err(|e| ConfigError::Invalid {
+                    var,
+                    message: e.to_string(),
+                })?;
             NonZeroU32::new(v.unwrap_or(default)).ok_or(ConfigError::Invalid {
                 var,
                 message: "must be at least 1".into(),
@@ -105,8 +112,12 @@ impl GatewayConfig {
             read_role_allowed_tools: get("VOX_MCP_HTTP_READ_ROLE_ALLOWED_TOOLS").map(|v| list(&v)),
             rate_per_sec: rate("VOX_MCP_HTTP_RATE_PER_SEC", 50_000)?,
             rate_burst: rate("VOX_MCP_HTTP_RATE_BURST", 50_000)?,
-            extra_hosts: get("VOX_MCP_HTTP_ALLOWED_HOSTS").map(|v| list(&v)).unwrap_or_default(),
-            extra_origins: get("VOX_MCP_HTTP_ALLOWED_ORIGINS").map(|v| list(&v)).unwrap_or_default(),
+            extra_hosts: get("VOX_MCP_HTTP_ALLOWED_HOSTS")
+                .map(|v| list(&v))
+                .unwrap_or_default(),
+            extra_origins: get("VOX_MCP_HTTP_ALLOWED_ORIGINS")
+                .map(|v| list(&v))
+                .unwrap_or_default(),
         })
     }
 
@@ -116,7 +127,11 @@ impl GatewayConfig {
     }
 
     fn tool_set(var: &'static str, names: &[String]) -> Result<ToolSet, ConfigError> {
-        let unknown: Vec<&str> = names.iter().filter(|n| tool_by_name(n).is_none()).map(String::as_str).collect();
+        let unknown: Vec<&str> = names
+            .iter()
+            .filter(|n| tool_by_name(n).is_none())
+            .map(String::as_str)
+            .collect();
         if !unknown.is_empty() {
             return Err(ConfigError::UnknownTools {
                 var,
@@ -141,14 +156,20 @@ impl GatewayConfig {
                 let set = Self::tool_set("VOX_MCP_HTTP_ALLOWED_TOOLS", names)?;
                 for n in names {
                     if tool_by_name(n).is_some_and(|t| !profile.tools().contains(t.index)) {
-                        tracing::warn!("VOX_MCP_HTTP_ALLOWED_TOOLS: {n} is outside profile {}; dropped", profile.canonical());
+                        tracing::warn!(
+                            "VOX_MCP_HTTP_ALLOWED_TOOLS: {n} is outside profile {}; dropped",
+                            profile.canonical()
+                        );
                     }
                 }
                 profile.restricted(&set)
             }
             None if profile.is_dev() => {
                 let mut public = ToolSet::default();
-                for t in TOOL_REGISTRY.iter().filter(|t| t.exposure == Exposure::Public) {
+                for t in TOOL_REGISTRY
+                    .iter()
+                    .filter(|t| t.exposure == Exposure::Public)
+                {
                     public.insert(t.index);
                 }
                 profile.restricted(&public)
@@ -156,7 +177,10 @@ impl GatewayConfig {
             None => profile.clone(),
         };
         if let Some(names) = &self.read_role_allowed_tools {
-            surface = surface.with_read_role_tools(Self::tool_set("VOX_MCP_HTTP_READ_ROLE_ALLOWED_TOOLS", names)?);
+            surface = surface.with_read_role_tools(Self::tool_set(
+                "VOX_MCP_HTTP_READ_ROLE_ALLOWED_TOOLS",
+                names,
+            )?);
         }
         Ok(surface)
     }
@@ -175,7 +199,9 @@ impl GatewayConfig {
     /// Whether a `Host` header (with or without port) names an allowed host.
     pub fn host_allowed(&self, host: &str) -> bool {
         let name = strip_port(host);
-        self.allowed_hosts().iter().any(|h| h.eq_ignore_ascii_case(name))
+        self.allowed_hosts()
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(name))
     }
 
     /// Whether an `Origin` header is an allowed browser origin (a listed origin, or http(s) on
@@ -184,7 +210,10 @@ impl GatewayConfig {
         if self.extra_origins.iter().any(|o| o == origin) {
             return true;
         }
-        let Some(rest) = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")) else {
+        let Some(rest) = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
+        else {
             return false;
         };
         !rest.contains('/') && self.host_allowed(rest)
@@ -208,7 +237,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn cfg(vars: &[(&str, &str)]) -> Result<GatewayConfig, ConfigError> {
-        let m: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let m: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         GatewayConfig::from_lookup(|k| m.get(k).cloned())
     }
 
@@ -219,7 +251,10 @@ mod tests {
         assert!(matches!(cfg(&[]), Err(ConfigError::NoAuth)));
         assert!(cfg(&[("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED", "1")]).is_ok());
         assert!(matches!(
-            cfg(&[("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED", "1"), ("VOX_MCP_HTTP_HOST", "0.0.0.0")]),
+            cfg(&[
+                ("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED", "1"),
+                ("VOX_MCP_HTTP_HOST", "0.0.0.0")
+            ]),
             Err(ConfigError::UnauthenticatedOffLoopback(_))
         ));
         assert!(cfg(&[("VOX_MCP_HTTP_BEARER_TOKEN", "short")]).is_err());
@@ -229,10 +264,24 @@ mod tests {
 
     #[test]
     fn unknown_allowlisted_tools_fail_and_outside_names_are_dropped() {
-        let c = cfg(&[("VOX_MCP_HTTP_BEARER_TOKEN", TOKEN), ("VOX_MCP_HTTP_ALLOWED_TOOLS", "vox_kb_query,vox_nope")]).unwrap();
-        let err = c.surface(&ProfileSet::parse("knowledge").unwrap()).unwrap_err().to_string();
-        assert!(err.contains("vox_nope") && err.contains("VOX_MCP_HTTP_ALLOWED_TOOLS"), "{err}");
-        let c = cfg(&[("VOX_MCP_HTTP_BEARER_TOKEN", TOKEN), ("VOX_MCP_HTTP_ALLOWED_TOOLS", "vox_kb_query,vox_repo_log")]).unwrap();
+        let c = cfg(&[
+            ("VOX_MCP_HTTP_BEARER_TOKEN", TOKEN),
+            ("VOX_MCP_HTTP_ALLOWED_TOOLS", "vox_kb_query,vox_nope"),
+        ])
+        .unwrap();
+        let err = c
+            .surface(&ProfileSet::parse("knowledge").unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("vox_nope") && err.contains("VOX_MCP_HTTP_ALLOWED_TOOLS"),
+            "{err}"
+        );
+        let c = cfg(&[
+            ("VOX_MCP_HTTP_BEARER_TOKEN", TOKEN),
+            ("VOX_MCP_HTTP_ALLOWED_TOOLS", "vox_kb_query,vox_repo_log"),
+        ])
+        .unwrap();
         let s = c.surface(&ProfileSet::parse("knowledge").unwrap()).unwrap();
         let names: Vec<&str> = s.tools().iter().map(|t| t.name).collect();
         assert_eq!(names, ["vox_kb_query"]);
@@ -251,7 +300,11 @@ mod tests {
     #[test]
     fn hosts_and_origins() {
         let c = cfg(&[("VOX_MCP_HTTP_BEARER_TOKEN", TOKEN)]).unwrap();
-        assert!(c.host_allowed("127.0.0.1:3921") && c.host_allowed("localhost") && c.host_allowed("[::1]:80"));
+        assert!(
+            c.host_allowed("127.0.0.1:3921")
+                && c.host_allowed("localhost")
+                && c.host_allowed("[::1]:80")
+        );
         assert!(!c.host_allowed("evil.example:3921"));
         assert!(c.origin_allowed("http://localhost:5173"));
         assert!(!c.origin_allowed("http://evil.example"));

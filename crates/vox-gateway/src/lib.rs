@@ -54,7 +54,9 @@ impl Shared {
         serde_json::to_value(self.orch.list_tools_as(&self.surface, who.caller)).unwrap_or_default()
     }
     async fn call(&self, who: &Who, name: &str, args: Value) -> ToolOutcome {
-        self.orch.call_as(&self.surface, name, args, who.caller, &who.agent).await
+        self.orch
+            .call_as(&self.surface, name, args, who.caller, &who.agent)
+            .await
     }
 }
 
@@ -85,7 +87,9 @@ pub fn router(
         .route("/v1/ws", get(ws::upgrade))
         .nest_service("/mcp", mcp)
         .layer(axum::middleware::from_fn_with_state(shared.clone(), guard))
-        .layer(tower_http::limit::RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(
+            MAX_BODY_BYTES,
+        ))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             Duration::from_secs(60),
@@ -95,52 +99,107 @@ pub fn router(
 }
 
 /// Serves until `shutdown` is cancelled, then finishes in-flight requests.
-pub async fn serve(listener: tokio::net::TcpListener, app: Router, shutdown: CancellationToken) -> std::io::Result<()> {
-    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move { shutdown.cancelled().await })
+    .await
 }
 
 /// `{"error":{"code","message"}}` with a status.
 fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    (status, Json(json!({"error": {"code": code, "message": message.into()}}))).into_response()
+    (
+        status,
+        Json(json!({"error": {"code": code, "message": message.into()}})),
+    )
+        .into_response()
 }
 
 /// Compares secrets in time independent of where they differ (digests make lengths equal).
 fn same_secret(a: &[u8], b: &[u8]) -> bool {
     use sha2::{Digest, Sha256};
     let (x, y) = (Sha256::digest(a), Sha256::digest(b));
-    x.iter().zip(y.iter()).fold(0u8, |acc, (p, q)| acc | (p ^ q)) == 0
+    x.iter()
+        .zip(y.iter())
+        .fold(0u8, |acc, (p, q)| acc | (p ^ q))
+        == 0
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
     let v = headers.get(header::AUTHORIZATION)?.as_bytes();
-    let rest = v.strip_prefix(b"Bearer ").or_else(|| v.strip_prefix(b"bearer "))?;
+    let rest = v
+        .strip_prefix(b"Bearer ")
+        .or_else(|| v.strip_prefix(b"bearer "))?;
     Some(rest.trim_ascii())
 }
 
+/// Only 127.0.0.1 and ::1 count as loopback for trust decisions: other 127/8 addresses can be
+/// assigned to containers or forwarded, so they are treated as remote (deny more, not less).
+pub fn trusted_loopback(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(v4) => v4 == std::net::Ipv4Addr::LOCALHOST,
+        std::net::IpAddr::V6(v6) => {
+            v6 == std::net::Ipv6Addr::LOCALHOST
+                || v6.to_ipv4_mapped() == Some(std::net::Ipv4Addr::LOCALHOST)
+        }
+    }
+}
+
 /// Host/Origin validation, authentication, and the per-caller rate limit, for every route.
-async fn guard(State(s): State<Arc<Shared>>, ConnectInfo(peer): ConnectInfo<SocketAddr>, mut req: Request, next: Next) -> Response {
+async fn guard(
+    State(s): State<Arc<Shared>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let headers = req.headers();
     if let Some(host) = headers.get(header::HOST)
         && !s.config.host_allowed(host.to_str().unwrap_or(""))
     {
-        return error(StatusCode::FORBIDDEN, "host_not_allowed", "the Host header names no allowed host");
+        return error(
+            StatusCode::FORBIDDEN,
+            "host_not_allowed",
+            "the Host header names no allowed host",
+        );
     }
     if let Some(origin) = headers.get(header::ORIGIN)
         && !s.config.origin_allowed(origin.to_str().unwrap_or(""))
     {
-        return error(StatusCode::FORBIDDEN, "origin_not_allowed", "the Origin header names no allowed origin");
+        return error(
+            StatusCode::FORBIDDEN,
+            "origin_not_allowed",
+            "the Origin header names no allowed origin",
+        );
     }
     let path = req.uri().path().to_owned();
     if path == "/health" {
         return next.run(req).await;
     }
-    let loopback = peer.ip().is_loopback();
+    let loopback = trusted_loopback(peer.ip());
     let token = bearer(headers);
     let role = match token {
-        Some(t) if s.config.write_token.as_deref().is_some_and(|w| same_secret(t, w.as_bytes())) => Some(Role::Write),
-        Some(t) if s.config.read_token.as_deref().is_some_and(|r| same_secret(t, r.as_bytes())) => Some(Role::Read),
+        Some(t)
+            if s.config
+                .write_token
+                .as_deref()
+                .is_some_and(|w| same_secret(t, w.as_bytes())) =>
+        {
+            Some(Role::Write)
+        }
+        Some(t)
+            if s.config
+                .read_token
+                .as_deref()
+                .is_some_and(|r| same_secret(t, r.as_bytes())) =>
+        {
+            Some(Role::Read)
+        }
         Some(_) => None,
         // Accepted at startup only when bound to loopback.
         None if s.config.allow_unauthenticated => Some(Role::Write),
@@ -151,11 +210,20 @@ async fn guard(State(s): State<Arc<Shared>>, ConnectInfo(peer): ConnectInfo<Sock
         if loopback || role == Some(Role::Write) && token.is_some() {
             return next.run(req).await;
         }
-        return error(StatusCode::FORBIDDEN, "forbidden", "metrics are served to loopback peers or the write token");
+        return error(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "metrics are served to loopback peers or the write token",
+        );
     }
     let Some(role) = role else {
-        let mut r = error(StatusCode::UNAUTHORIZED, "unauthorized", "a valid bearer token is required");
-        r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        let mut r = error(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "a valid bearer token is required",
+        );
+        r.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         return r;
     };
     let agent = match (token, role) {
@@ -164,8 +232,13 @@ async fn guard(State(s): State<Arc<Shared>>, ConnectInfo(peer): ConnectInfo<Sock
         (None, _) => format!("http:{}", peer.ip()),
     };
     if s.limiter.check_key(&agent).is_err() {
-        let mut r = error(StatusCode::TOO_MANY_REQUESTS, "rate_limited", "too many requests; slow down");
-        r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        let mut r = error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            "too many requests; slow down",
+        );
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         return r;
     }
     req.extensions_mut().insert(Who {
@@ -181,15 +254,33 @@ async fn health() -> Json<Value> {
 
 async fn metrics_route(State(s): State<Arc<Shared>>) -> Response {
     match &s.metrics {
-        Some(h) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], h.render()).into_response(),
-        None => error(StatusCode::NOT_FOUND, "not_found", "metrics are not enabled"),
+        Some(h) => (
+            [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+            h.render(),
+        )
+            .into_response(),
+        None => error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "metrics are not enabled",
+        ),
     }
 }
 
-async fn info(State(s): State<Arc<Shared>>, axum::Extension(who): axum::Extension<Who>) -> Json<Value> {
+async fn info(
+    State(s): State<Arc<Shared>>,
+    axum::Extension(who): axum::Extension<Who>,
+) -> Json<Value> {
     let names = |role: Role| -> Vec<&str> {
-        let caller = Caller { loopback: who.caller.loopback, role };
-        s.orch.list_tools_as(&s.surface, caller).into_iter().map(|d| d.name).collect()
+        let caller = Caller {
+            loopback: who.caller.loopback,
+            role,
+        };
+        s.orch
+            .list_tools_as(&s.surface, caller)
+            .into_iter()
+            .map(|d| d.name)
+            .collect()
     };
     Json(json!({
         "profile": s.orch.profile().canonical(),
@@ -203,7 +294,10 @@ async fn info(State(s): State<Arc<Shared>>, axum::Extension(who): axum::Extensio
     }))
 }
 
-async fn list_tools(State(s): State<Arc<Shared>>, axum::Extension(who): axum::Extension<Who>) -> Json<Value> {
+async fn list_tools(
+    State(s): State<Arc<Shared>>,
+    axum::Extension(who): axum::Extension<Who>,
+) -> Json<Value> {
     let tools: Vec<Value> = s
         .orch
         .list_tools_as(&s.surface, who.caller)
@@ -229,13 +323,27 @@ pub fn outcome_status(o: &ToolOutcome) -> StatusCode {
     StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
-async fn call_tool(State(s): State<Arc<Shared>>, axum::Extension(who): axum::Extension<Who>, body: Bytes) -> Response {
+async fn call_tool(
+    State(s): State<Arc<Shared>>,
+    axum::Extension(who): axum::Extension<Who>,
+    body: Bytes,
+) -> Response {
     let req: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
-        Err(e) => return error(StatusCode::BAD_REQUEST, "invalid_request", format!("body is not JSON: {e}")),
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                format!("body is not JSON: {e}"),
+            );
+        }
     };
     let Some(name) = req.get("name").and_then(Value::as_str) else {
-        return error(StatusCode::BAD_REQUEST, "invalid_request", "body needs a string `name`");
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "body needs a string `name`",
+        );
     };
     let args = req.get("args").cloned().unwrap_or(Value::Null);
     let outcome = s.call(&who, name, args).await;

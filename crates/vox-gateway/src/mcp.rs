@@ -3,8 +3,8 @@
 
 use crate::{Shared, Who};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig,
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -23,14 +23,19 @@ fn who(ctx: &RequestContext<RoleServer>) -> Result<Who, McpError> {
         .get::<axum::http::request::Parts>()
         .and_then(|p| p.extensions.get::<Who>())
         .cloned()
-        .ok_or_else(|| McpError::internal_error("request reached /mcp without an authenticated caller", None))
+        .ok_or_else(|| {
+            McpError::internal_error("request reached /mcp without an authenticated caller", None)
+        })
 }
 
 impl ServerHandler for HttpMcp {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
         info.server_info = Implementation::new("vox", env!("CARGO_PKG_VERSION"));
-        info.with_instructions(format!("vox gateway under capability profile `{}`.", self.0.orch.profile().canonical()))
+        info.with_instructions(format!(
+            "vox gateway under capability profile `{}`.",
+            self.0.orch.profile().canonical()
+        ))
     }
 
     async fn list_tools(
@@ -39,7 +44,9 @@ impl ServerHandler for HttpMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let who = who(&context)?;
-        Ok(ListToolsResult::with_all_items(vox_mcp::tools_from_json(self.0.tools_json(&who))?))
+        Ok(ListToolsResult::with_all_items(vox_mcp::tools_from_json(
+            self.0.tools_json(&who),
+        )?))
     }
 
     async fn call_tool(
@@ -55,10 +62,17 @@ impl ServerHandler for HttpMcp {
 }
 
 /// The tower service mounted at `/mcp`.
-pub fn service(shared: Arc<Shared>, shutdown: CancellationToken) -> StreamableHttpService<HttpMcp, LocalSessionManager> {
+pub fn service(
+    shared: Arc<Shared>,
+    shutdown: CancellationToken,
+) -> StreamableHttpService<HttpMcp, LocalSessionManager> {
     let mut config = StreamableHttpServerConfig::default();
     config.allowed_hosts = shared.config.allowed_hosts();
     config.cancellation_token = shutdown;
     let handler = HttpMcp(shared);
-    StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(LocalSessionManager::default()), config)
+    StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
 }

@@ -10,19 +10,30 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use vox_orchestrator::ToolOutcome;
 
-pub async fn upgrade(State(s): State<Arc<Shared>>, axum::Extension(who): axum::Extension<Who>, ws: WebSocketUpgrade) -> Response {
-    ws.max_message_size(MAX_BODY_BYTES).on_upgrade(move |socket| session(socket, s, who))
+pub async fn upgrade(
+    State(s): State<Arc<Shared>>,
+    axum::Extension(who): axum::Extension<Who>,
+    ws: WebSocketUpgrade,
+) -> Response {
+    ws.max_message_size(MAX_BODY_BYTES)
+        .on_upgrade(move |socket| session(socket, s, who))
 }
 
 async fn session(mut socket: WebSocket, s: Arc<Shared>, who: Who) {
     while let Some(Ok(msg)) = socket.recv().await {
         let reply = match msg {
             Message::Text(text) => answer(&s, &who, text.as_str()).await,
-            Message::Binary(_) => json!({"id": null, "type": "error", "error": {"code": "invalid_request", "message": "send JSON text frames"}}),
+            Message::Binary(_) => {
+                json!({"id": null, "type": "error", "error": {"code": "invalid_request", "message": "send JSON text frames"}})
+            }
             Message::Close(_) => break,
             _ => continue,
         };
-        if socket.send(Message::Text(reply.to_string().into())).await.is_err() {
+        if socket
+            .send(Message::Text(reply.to_string().into()))
+            .await
+            .is_err()
+        {
             break;
         }
     }
@@ -31,20 +42,30 @@ async fn session(mut socket: WebSocket, s: Arc<Shared>, who: Who) {
 async fn answer(s: &Shared, who: &Who, text: &str) -> Value {
     let req: Value = match serde_json::from_str(text) {
         Ok(v) => v,
-        Err(e) => return json!({"id": null, "type": "error", "status": 400, "error": {"code": "invalid_request", "message": format!("not JSON: {e}")}}),
+        Err(e) => {
+            return json!({"id": null, "type": "error", "status": 400, "error": {"code": "invalid_request", "message": format!("not JSON: {e}")}});
+        }
     };
     let id = req.get("id").cloned().unwrap_or(Value::Null);
     match req.get("type").and_then(Value::as_str) {
-        Some("list_tools") => json!({"id": id, "type": "list_tools_result", "tools": s.tools_json(who)}),
+        Some("list_tools") => {
+            json!({"id": id, "type": "list_tools_result", "tools": s.tools_json(who)})
+        }
         Some("call_tool") => {
             let Some(name) = req.get("name").and_then(Value::as_str) else {
                 return json!({"id": id, "type": "error", "status": 400, "error": {"code": "invalid_request", "message": "call_tool needs a string `name`"}});
             };
-            let outcome = s.call(who, name, req.get("args").cloned().unwrap_or(Value::Null)).await;
+            let outcome = s
+                .call(who, name, req.get("args").cloned().unwrap_or(Value::Null))
+                .await;
             let status = outcome_status(&outcome).as_u16();
             match outcome {
-                ToolOutcome::Ok(v) => json!({"id": id, "type": "call_tool_result", "is_error": false, "result": v}),
-                ToolOutcome::Failed(e) => json!({"id": id, "type": "call_tool_result", "is_error": true, "status": status, "result": e.to_json()}),
+                ToolOutcome::Ok(v) => {
+                    json!({"id": id, "type": "call_tool_result", "is_error": false, "result": v})
+                }
+                ToolOutcome::Failed(e) => {
+                    json!({"id": id, "type": "call_tool_result", "is_error": true, "status": status, "result": e.to_json()})
+                }
                 ToolOutcome::Denied(d) => {
                     let mut v = d.to_json();
                     v["id"] = id;
@@ -54,6 +75,8 @@ async fn answer(s: &Shared, who: &Who, text: &str) -> Value {
                 }
             }
         }
-        _ => json!({"id": id, "type": "error", "status": 400, "error": {"code": "invalid_request", "message": "type must be list_tools or call_tool"}}),
+        _ => {
+            json!({"id": id, "type": "error", "status": 400, "error": {"code": "invalid_request", "message": "type must be list_tools or call_tool"}})
+        }
     }
 }

@@ -1,0 +1,546 @@
+//! End to end: `vox serve` over real TCP: REST, WebSocket, tokens and roles, denial codes with
+//! their HTTP statuses, allowlists, Host/Origin checks, rate limits, loopback versus remote peers.
+
+mod common;
+use common::*;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const WRITE: &str = "write-token-0123456789";
+const READ: &str = "read-token-0123456789";
+
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    ws: Ws,
+}
+
+impl Server {
+    fn start(ws: Ws, profile: &str, env: &[(&str, &str)]) -> Result<Server, String> {
+        let mut cmd = Command::new(VOX);
+        cmd.args(["serve", "--profile", profile])
+            .current_dir(ws.root())
+            .env("VOX_HOME", ws.home.path())
+            .env("VOX_WORKSPACE", ws.root())
+            .env("VOX_MCP_HTTP_PORT", "0")
+            .env("VOX_LOG", "warn")
+            .env_remove("VOX_PROFILE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for k in [
+            "VOX_MCP_HTTP_BEARER_TOKEN",
+            "VOX_MCP_HTTP_READ_BEARER_TOKEN",
+            "VOX_MCP_HTTP_ALLOWED_TOOLS",
+        ] {
+            cmd.env_remove(k);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        if line.is_empty() {
+            let out = child.wait_with_output().unwrap();
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        let addr = line
+            .split("http://")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        Ok(Server { child, addr, ws })
+    }
+
+    fn tokens(ws: Ws, profile: &str) -> Server {
+        Self::start(
+            ws,
+            profile,
+            &[
+                ("VOX_MCP_HTTP_BEARER_TOKEN", WRITE),
+                ("VOX_MCP_HTTP_READ_BEARER_TOKEN", READ),
+            ],
+        )
+        .unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.ws.stop_daemon();
+        let _ = self.child.wait();
+    }
+}
+
+struct Reply {
+    status: u16,
+    headers: String,
+    body: Value,
+}
+
+/// One HTTP/1.1 request from `from` (a local source address) with `Connection: close`.
+async fn http_from(
+    from: &str,
+    to: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> Reply {
+    let sock = tokio::net::TcpSocket::new_v4().unwrap();
+    sock.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    let mut s = sock.connect(to).await.unwrap();
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        to.port(),
+        body.len()
+    );
+    if !body.is_empty() {
+        req.push_str("Content-Type: application/json\r\n");
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(&body);
+    // A server may answer (413) and close before reading a large body: keep what it said.
+    let _ = s.write_all(req.as_bytes()).await;
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw).await;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    Reply {
+        status,
+        headers: head.to_owned(),
+        body: serde_json::from_str(body).unwrap_or(Value::String(body.to_owned())),
+    }
+}
+
+async fn http(
+    to: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&Value>,
+) -> Reply {
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("Authorization", a.as_str())).collect();
+    http_from("127.0.0.1", to, method, path, &headers, body).await
+}
+
+async fn call(s: &Server, token: Option<&str>, name: &str, args: Value) -> Reply {
+    http(
+        s.addr,
+        "POST",
+        "/v1/tools/call",
+        token,
+        Some(&json!({"name": name, "args": args})),
+    )
+    .await
+}
+
+fn names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn serve_refuses_to_start_without_auth_or_with_unknown_allowlisted_tools() {
+    let err = Server::start(Ws::new(), "knowledge", &[]).err().unwrap();
+    assert!(err.contains("gateway auth required"), "{err}");
+    let err = Server::start(
+        Ws::new(),
+        "knowledge",
+        &[
+            ("VOX_MCP_HTTP_BEARER_TOKEN", WRITE),
+            ("VOX_MCP_HTTP_ALLOWED_TOOLS", "vox_kb_query,vox_nope"),
+        ],
+    )
+    .err()
+    .unwrap();
+    assert!(err.contains("vox_nope"), "{err}");
+    let err = Server::start(
+        Ws::new(),
+        "knowledge",
+        &[
+            ("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED", "1"),
+            ("VOX_MCP_HTTP_HOST", "0.0.0.0"),
+        ],
+    )
+    .err()
+    .unwrap();
+    assert!(err.contains("loopback"), "{err}");
+}
+
+#[tokio::test]
+async fn serve_refuses_when_a_daemon_already_runs() {
+    let ws = Ws::new();
+    let c = ws.client(&["--profile", "knowledge"]).await;
+    let mut cmd = Command::new(VOX);
+    let out = cmd
+        .args(["serve", "--profile", "knowledge"])
+        .env("VOX_WORKSPACE", ws.root())
+        .env("VOX_HOME", ws.home.path())
+        .env("VOX_MCP_HTTP_BEARER_TOKEN", WRITE)
+        .env("VOX_MCP_HTTP_PORT", "0")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already runs"));
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn tokens_decide_the_role_and_listing_matches_calling() {
+    let s = Server::tokens(Ws::new(), "knowledge");
+    assert_eq!(http(s.addr, "GET", "/health", None, None).await.status, 200);
+    let r = http(s.addr, "GET", "/v1/tools", None, None).await;
+    assert_eq!(r.status, 401);
+    assert!(
+        r.headers.contains("www-authenticate: Bearer"),
+        "{}",
+        r.headers
+    );
+    assert_eq!(
+        http(
+            s.addr,
+            "GET",
+            "/v1/tools",
+            Some("wrong-token-0123456789"),
+            None
+        )
+        .await
+        .status,
+        401
+    );
+    let write = names(
+        &http(s.addr, "GET", "/v1/tools", Some(WRITE), None)
+            .await
+            .body,
+    );
+    assert_eq!(write, registry_slice("knowledge"));
+    let read = names(
+        &http(s.addr, "GET", "/v1/tools", Some(READ), None)
+            .await
+            .body,
+    );
+    assert!(
+        read.contains(&"vox_kb_query".to_owned()) && !read.contains(&"vox_memory_store".to_owned())
+    );
+    assert!(
+        !read.contains(&"vox_search_structural".to_owned()),
+        "structural search is never for the read role"
+    );
+    for name in &write {
+        let r = call(&s, Some(READ), name, json!({})).await;
+        let allowed = r.status != 403;
+        assert_eq!(allowed, read.contains(name), "{name}: {}", r.body);
+    }
+    let r = call(
+        &s,
+        Some(WRITE),
+        "vox_memory_store",
+        json!({"key": "k", "value": "v"}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["result"]["stored"], true);
+    let r = call(&s, Some(READ), "vox_memory_recall", json!({"key": "k"})).await;
+    assert_eq!(r.body["result"]["memory"]["value"], "v");
+    let r = call(
+        &s,
+        Some(READ),
+        "vox_memory_store",
+        json!({"key": "k", "value": "w"}),
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (403, Some("insufficient_role"))
+    );
+    let info = http(s.addr, "GET", "/v1/info", Some(READ), None).await.body;
+    assert_eq!(info["profile"], "knowledge");
+    assert_eq!(info["you"]["role"], "read");
+}
+
+#[tokio::test]
+async fn denial_codes_carry_their_http_status_on_rest_and_ws() {
+    let s = Server::tokens(Ws::new(), "attention");
+    let r = call(&s, Some(WRITE), "vox_memory_store", json!({})).await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (404, Some("tool_not_in_profile"))
+    );
+    let r = call(&s, Some(READ), "vox_trust_override", json!({"agent": "a"})).await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (403, Some("exposure_denied"))
+    );
+    let r = call(&s, Some(WRITE), "vox_budget_status", json!({"agent": 7})).await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (400, Some("invalid_arguments"))
+    );
+    let r = http(
+        s.addr,
+        "POST",
+        "/v1/tools/call",
+        Some(WRITE),
+        Some(&json!([1])),
+    )
+    .await;
+    assert_eq!(r.status, 400);
+
+    let url = format!("ws://{}/v1/ws", s.addr);
+    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
+        url.as_str(),
+    )
+    .unwrap();
+    req.headers_mut()
+        .insert("Authorization", format!("Bearer {READ}").parse().unwrap());
+    let (mut socket, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    let mut ask = async |v: Value| -> Value {
+        socket
+            .send(tokio_tungstenite::tungstenite::Message::Text(
+                v.to_string().into(),
+            ))
+            .await
+            .unwrap();
+        let m = socket.next().await.unwrap().unwrap();
+        serde_json::from_str(m.to_text().unwrap()).unwrap()
+    };
+    let listed = ask(json!({"id": 1, "type": "list_tools"})).await;
+    assert_eq!(listed["type"], "list_tools_result");
+    let read_names = names(&listed);
+    assert_eq!(read_names, ["vox_attention_history", "vox_budget_status"]);
+    let ok =
+        ask(json!({"id": 2, "type": "call_tool", "name": "vox_budget_status", "args": {}})).await;
+    assert_eq!(
+        (
+            ok["id"].as_i64(),
+            ok["type"].as_str(),
+            ok["is_error"].as_bool()
+        ),
+        (Some(2), Some("call_tool_result"), Some(false))
+    );
+    let denied =
+        ask(json!({"id": 3, "type": "call_tool", "name": "vox_attention_reset", "args": {}})).await;
+    assert_eq!(
+        (
+            denied["type"].as_str(),
+            denied["status"].as_u64(),
+            denied["error"]["code"].as_str()
+        ),
+        (Some("error"), Some(403), Some("exposure_denied"))
+    );
+    // Without a token the upgrade itself is refused.
+    let plain = tokio_tungstenite::connect_async(url.as_str()).await;
+    assert!(plain.is_err());
+}
+
+#[tokio::test]
+async fn the_allowlist_intersects_the_profile_and_read_narrowing_applies() {
+    let s = Server::start(
+        Ws::new(),
+        "knowledge",
+        &[
+            ("VOX_MCP_HTTP_BEARER_TOKEN", WRITE),
+            ("VOX_MCP_HTTP_READ_BEARER_TOKEN", READ),
+            (
+                "VOX_MCP_HTTP_ALLOWED_TOOLS",
+                "vox_kb_query,vox_memory_recall,vox_memory_store,vox_repo_log",
+            ),
+            ("VOX_MCP_HTTP_READ_ROLE_ALLOWED_TOOLS", "vox_kb_query"),
+        ],
+    )
+    .unwrap();
+    let write = names(
+        &http(s.addr, "GET", "/v1/tools", Some(WRITE), None)
+            .await
+            .body,
+    );
+    assert_eq!(
+        write,
+        ["vox_kb_query", "vox_memory_recall", "vox_memory_store"],
+        "vox_repo_log is outside the profile and dropped"
+    );
+    let read = names(
+        &http(s.addr, "GET", "/v1/tools", Some(READ), None)
+            .await
+            .body,
+    );
+    assert_eq!(read, ["vox_kb_query"]);
+    let r = call(&s, Some(READ), "vox_memory_recall", json!({"key": "k"})).await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (403, Some("insufficient_role"))
+    );
+    let r = call(&s, Some(WRITE), "vox_memory_search", json!({"query": "x"})).await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (404, Some("tool_not_in_profile"))
+    );
+}
+
+#[tokio::test]
+async fn internal_tools_are_judged_by_the_socket_peer_not_forwarded_headers() {
+    let s = Server::start(
+        Ws::new(),
+        "dev",
+        &[
+            ("VOX_MCP_HTTP_BEARER_TOKEN", WRITE),
+            (
+                "VOX_MCP_HTTP_ALLOWED_TOOLS",
+                "vox_boot_report,vox_memory_recall",
+            ),
+        ],
+    )
+    .unwrap();
+    let auth = format!("Bearer {WRITE}");
+    let body = json!({"name": "vox_boot_report", "args": {}});
+    let local = http_from(
+        "127.0.0.1",
+        s.addr,
+        "POST",
+        "/v1/tools/call",
+        &[("Authorization", &auth)],
+        Some(&body),
+    )
+    .await;
+    assert_eq!(local.status, 200, "{}", local.body);
+    let remote = http_from(
+        "127.0.0.2",
+        s.addr,
+        "POST",
+        "/v1/tools/call",
+        &[("Authorization", &auth), ("X-Forwarded-For", "127.0.0.1")],
+        Some(&body),
+    )
+    .await;
+    assert_eq!(
+        (remote.status, remote.body["error"]["code"].as_str()),
+        (403, Some("exposure_denied"))
+    );
+    let listed = http_from(
+        "127.0.0.2",
+        s.addr,
+        "GET",
+        "/v1/tools",
+        &[("Authorization", &auth)],
+        None,
+    )
+    .await;
+    assert_eq!(names(&listed.body), ["vox_memory_recall"]);
+    // Metrics: loopback peers, or the write token from elsewhere; a remote peer without it is refused.
+    assert_eq!(
+        http_from("127.0.0.1", s.addr, "GET", "/metrics", &[], None)
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        http_from("127.0.0.2", s.addr, "GET", "/metrics", &[], None)
+            .await
+            .status,
+        403
+    );
+    let m = http_from(
+        "127.0.0.2",
+        s.addr,
+        "GET",
+        "/metrics",
+        &[("Authorization", &auth)],
+        None,
+    )
+    .await;
+    assert_eq!(m.status, 200);
+    assert!(
+        m.body.as_str().unwrap().contains("vox_tool_calls_total"),
+        "{}",
+        m.body
+    );
+}
+
+#[tokio::test]
+async fn bad_host_or_origin_is_forbidden() {
+    let s = Server::tokens(Ws::new(), "knowledge");
+    let auth = format!("Bearer {WRITE}");
+    let r = http_from(
+        "127.0.0.1",
+        s.addr,
+        "GET",
+        "/v1/tools",
+        &[("Authorization", &auth), ("Origin", "http://evil.example")],
+        None,
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (403, Some("origin_not_allowed"))
+    );
+    let r = http_from(
+        "127.0.0.1",
+        s.addr,
+        "GET",
+        "/v1/tools",
+        &[
+            ("Authorization", &auth),
+            ("Origin", "http://localhost:5173"),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    // A second Host header line is how a rebinding attacker's name would arrive; test the check directly.
+    let sock = tokio::net::TcpSocket::new_v4().unwrap();
+    let mut conn = sock.connect(s.addr).await.unwrap();
+    conn.write_all(format!("GET /v1/tools HTTP/1.1\r\nHost: evil.example\r\nAuthorization: {auth}\r\nConnection: close\r\n\r\n").as_bytes()).await.unwrap();
+    let mut raw = String::new();
+    conn.read_to_string(&mut raw).await.unwrap();
+    assert!(raw.starts_with("HTTP/1.1 403"), "{raw}");
+}
+
+#[tokio::test]
+async fn the_rate_limit_answers_429_and_oversized_bodies_413() {
+    let s = Server::start(
+        Ws::new(),
+        "knowledge",
+        &[
+            ("VOX_MCP_HTTP_BEARER_TOKEN", WRITE),
+            ("VOX_MCP_HTTP_RATE_PER_SEC", "1"),
+            ("VOX_MCP_HTTP_RATE_BURST", "3"),
+        ],
+    )
+    .unwrap();
+    let mut statuses = vec![];
+    for _ in 0..6 {
+        statuses.push(
+            http(s.addr, "GET", "/v1/tools", Some(WRITE), None)
+                .await
+                .status,
+        );
+    }
+    assert_eq!(&statuses[..3], [200, 200, 200]);
+    assert!(statuses[3..].contains(&429), "{statuses:?}");
+    let s2 = Server::tokens(Ws::new(), "knowledge");
+    let big =
+        json!({"name": "vox_memory_store", "args": {"key": "k", "value": "x".repeat(5 << 20)}});
+    let r = http(s2.addr, "POST", "/v1/tools/call", Some(WRITE), Some(&big)).await;
+    assert_eq!(r.status, 413);
+}
