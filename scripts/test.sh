@@ -15,3 +15,4 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import mcp' 2>/dev/null; 
 fi
 cargo build --quiet --bin vox --bin vox-orchestrator-d
 .venv/bin/python tests/python/test_stdio_e2e.py "${CARGO_TARGET_DIR:-target}/debug/vox"
+.venv/bin/python tests/python/test_http_e2e.py "${CARGO_TARGET_DIR:-target}/debug/vox"

@@ -1,0 +1,63 @@
+"""The official Python MCP SDK over Streamable HTTP (`/mcp`) of a real `vox serve`, with bearer
+tokens, in both wire eras. Run: .venv/bin/python tests/python/test_http_e2e.py [path/to/vox]"""
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+VOX = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/debug/vox")
+WRITE, READ = "write-token-0123456789", "read-token-0123456789"
+
+
+def check(cond: bool, what: str) -> None:
+    if not cond:
+        print(f"FAIL {what}")
+        sys.exit(1)
+    print(f"ok   {what}")
+
+
+def structured(result) -> dict:
+    return result.structured_content if result.structured_content is not None else json.loads(result.content[0].text)
+
+
+async def session(url: str, token: str, mode: str):
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    return Client(streamable_http_client(url, http_client=http), mode=mode)
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="voxhttp", dir="/tmp") as ws:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("VOX_")}
+        env.update({"VOX_WORKSPACE": ws, "VOX_HOME": os.path.join(ws, "home"), "VOX_MCP_HTTP_PORT": "0",
+                    "VOX_MCP_HTTP_BEARER_TOKEN": WRITE, "VOX_MCP_HTTP_READ_BEARER_TOKEN": READ, "VOX_LOG": "warn"})
+        server = subprocess.Popen([VOX, "serve", "--profile", "knowledge"], env=env, stdout=subprocess.PIPE, text=True)
+        try:
+            line = server.stdout.readline()
+            url = line.split("http://")[1].split()[0]
+            url = f"http://{url}/mcp"
+            for mode in ("legacy", "auto"):
+                async with await session(url, WRITE, mode) as c:
+                    names = [t.name for t in (await c.list_tools()).tools]
+                    check("vox_memory_store" in names and len(names) == 17, f"[{mode}] write token lists the knowledge slice over /mcp")
+                    r = await c.call_tool("vox_memory_store", {"key": "http/k", "value": "over http"})
+                    check(not r.is_error, f"[{mode}] write token can store")
+                async with await session(url, READ, mode) as c:
+                    names = [t.name for t in (await c.list_tools()).tools]
+                    check("vox_memory_store" not in names and "vox_memory_recall" in names, f"[{mode}] read token lists only read-role tools")
+                    r = await c.call_tool("vox_memory_recall", {"key": "http/k"})
+                    check(structured(r)["memory"]["value"] == "over http", f"[{mode}] read token recalls")
+                    r = await c.call_tool("vox_memory_store", {"key": "x", "value": "y"})
+                    check(r.is_error and structured(r)["error"]["code"] == "insufficient_role", f"[{mode}] read token store is insufficient_role")
+        finally:
+            subprocess.run([VOX, "daemon", "stop"], env=env, capture_output=True)
+            server.wait(timeout=20)
+
+
+asyncio.run(main())
