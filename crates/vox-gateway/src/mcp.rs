@@ -28,14 +28,33 @@ fn who(ctx: &RequestContext<RoleServer>) -> Result<Who, McpError> {
         })
 }
 
+#[allow(deprecated)] // enable_logging: see set_level
 impl ServerHandler for HttpMcp {
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .enable_resources()
+                .build(),
+        );
         info.server_info = Implementation::new("vox", env!("CARGO_PKG_VERSION"));
         info.with_instructions(format!(
             "vox gateway under capability profile `{}`.",
             self.0.orch.profile().canonical()
         ))
+    }
+
+    // Logging is deprecated by SEP-2577, but clients of the 2025 era still send it.
+    #[allow(deprecated)]
+    /// Accepts the level. The orchestrator sends no log notifications yet, so there is
+    /// nothing to filter; the answer is the empty result the spec asks for.
+    async fn set_level(
+        &self,
+        _request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
     }
 
     async fn list_tools(

@@ -25,9 +25,16 @@ pub fn tools_from_json(descriptors: Value) -> Result<Vec<Tool>, McpError> {
 
 /// An orchestrator outcome as an MCP call result. Denials and tool failures are results with
 /// `isError: true`; only an unknown tool (under `dev`) is a protocol error, as MCP prescribes.
-pub fn call_result(outcome: &str, is_error: bool, structured: Value) -> Result<CallToolResult, McpError> {
+pub fn call_result(
+    outcome: &str,
+    is_error: bool,
+    structured: Value,
+) -> Result<CallToolResult, McpError> {
     if outcome == "unknown_tool" {
-        let message = structured["error"]["message"].as_str().unwrap_or("unknown tool").to_owned();
+        let message = structured["error"]["message"]
+            .as_str()
+            .unwrap_or("unknown tool")
+            .to_owned();
         return Err(McpError::invalid_params(message, Some(structured)));
     }
     Ok(if is_error {
@@ -86,12 +93,15 @@ impl StdioAdapter {
     }
 }
 
+#[allow(deprecated)] // enable_logging: see set_level
 impl ServerHandler for StdioAdapter {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_logging()
+                .enable_resources()
                 .build(),
         );
         info.server_info = Implementation::new("vox", env!("CARGO_PKG_VERSION"));
@@ -100,6 +110,18 @@ impl ServerHandler for StdioAdapter {
             self.ws.root.display(),
             self.profile
         ))
+    }
+
+    // Logging is deprecated by SEP-2577, but clients of the 2025 era still send it.
+    #[allow(deprecated)]
+    /// Accepts the level. The orchestrator sends no log notifications yet, so there is
+    /// nothing to filter; the answer is the empty result the spec asks for.
+    async fn set_level(
+        &self,
+        _request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
     }
 
     async fn list_tools(
@@ -158,7 +180,10 @@ impl ServerHandler for StdioAdapter {
         };
         call_result(
             answer.get("outcome").and_then(Value::as_str).unwrap_or(""),
-            answer.get("is_error").and_then(Value::as_bool).unwrap_or(true),
+            answer
+                .get("is_error")
+                .and_then(Value::as_bool)
+                .unwrap_or(true),
             answer.get("structured").cloned().unwrap_or(Value::Null),
         )
         .map(Into::into)
