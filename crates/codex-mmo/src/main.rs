@@ -397,7 +397,7 @@ fn run_contract(cmd: ContractCmd) -> Result<Out, Rejected> {
                 d.push(
                     instance.display().to_string(),
                     e.instance_pointer,
-                    "contract_instance_invalid",
+                    e.rule,
                     format!("{} (schema {})", e.message, e.schema_pointer),
                 );
             }

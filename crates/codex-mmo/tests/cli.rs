@@ -15,7 +15,7 @@ fn crate_dir() -> PathBuf {
 }
 
 fn example(name: &str) -> PathBuf {
-    crate_dir().join("profiles").join(name)
+    crate_dir().join("../../profiles").join(name)
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -95,7 +95,13 @@ fn p(path: &Path) -> &str {
 #[test]
 fn every_example_pack_validates_and_compiles() {
     let env = Env::new();
-    for name in ["review-pair", "build-squad", "hybrid-audit"] {
+    let mut names: Vec<String> = fs::read_dir(crate_dir().join("../../profiles"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["build-squad", "hybrid-audit", "review-pair"]);
+    for name in &names {
         let dir = example(name);
         env.ok(&["profile", "validate", p(&dir)]);
         let report = env.json(&["profile", "compile", p(&dir), "--json"]);

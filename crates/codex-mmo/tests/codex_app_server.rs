@@ -1,9 +1,11 @@
 //! Generated Codex homes checked by the real Codex app-server: `initialize`, then `config/read`,
 //! and the effective configuration must say what the home was generated to say.
 //!
-//! Needs the real binary: `npm install @openai/codex@0.169.0` and
-//! `CODEX_MMO_CODEX_JS=<dir>/node_modules/@openai/codex/bin/codex.js`. Without it the test
-//! reports that it was skipped (CI has no Codex); with it, any mismatch fails.
+//! Needs the real binary: `npm install --prefix <dir> @openai/codex@0.169.0` and
+//! `CODEX_MMO_CODEX_JS=<dir>/node_modules/@openai/codex/bin/codex.js` (`.ci/run` does both).
+//! A variable naming a missing file fails the test; so does an unset variable under CI
+//! (`CI` set). Unset on a developer's machine, the test writes a notice to the terminal and
+//! checks nothing.
 
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
@@ -36,7 +38,7 @@ fn config_read(codex_js: &str, home: &Path) -> Value {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .expect("node runs");
+        .unwrap_or_else(|e| panic!("cannot start `node {codex_js} app-server`: {e}"));
     let mut stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = mpsc::channel();
@@ -74,10 +76,40 @@ fn config_read(codex_js: &str, home: &Path) -> Value {
     answer["result"]["config"].clone()
 }
 
+const CODEX_JS_VAR: &str = "CODEX_MMO_CODEX_JS";
+
+/// Where the real `codex.js` is, or `None` (after a notice) on a developer's machine without it.
+/// Panics, with the reason, when CI lacks it or the variable names no file.
+fn codex_js() -> Option<String> {
+    let Some(path) = std::env::var_os(CODEX_JS_VAR).filter(|v| !v.is_empty()) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{CODEX_JS_VAR} is unset under CI: .ci/run must install @openai/codex@0.169.0 \
+             and export {CODEX_JS_VAR}, or this check would silently pass"
+        );
+        // Written past the test harness's output capture so that `cargo test` shows it.
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "NOTICE: codex_app_server did not run: set {CODEX_JS_VAR} to \
+             <dir>/node_modules/@openai/codex/bin/codex.js \
+             (npm install --prefix <dir> @openai/codex@0.169.0)"
+        );
+        return None;
+    };
+    let path = PathBuf::from(path);
+    assert!(
+        path.is_file(),
+        "{CODEX_JS_VAR}={} is not a file; install it with \
+         `npm install --prefix <dir> @openai/codex@0.169.0` and point the variable at \
+         <dir>/node_modules/@openai/codex/bin/codex.js",
+        path.display()
+    );
+    Some(path.to_string_lossy().into_owned())
+}
+
 #[test]
 fn generated_codex_homes_are_read_back_by_the_real_app_server() {
-    let Ok(codex_js) = std::env::var("CODEX_MMO_CODEX_JS") else {
-        eprintln!("skipped: set CODEX_MMO_CODEX_JS to the real codex.js to run this check");
+    let Some(codex_js) = codex_js() else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -91,7 +123,11 @@ fn generated_codex_homes_are_read_back_by_the_real_app_server() {
             .args([
                 "profile",
                 "compile",
-                crate_dir.join("profiles").join(pack).to_str().unwrap(),
+                crate_dir
+                    .join("../../profiles")
+                    .join(pack)
+                    .to_str()
+                    .unwrap(),
             ])
             .env("XDG_DATA_HOME", tmp.path().join("data"))
             .env("XDG_CONFIG_HOME", tmp.path().join("config"))

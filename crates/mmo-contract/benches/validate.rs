@@ -33,6 +33,13 @@ fn bench(c: &mut Criterion) {
     g.bench_function("validate_review_verdict_10_findings", |b| {
         b.iter(|| black_box(contract.validate(black_box(&instance))))
     });
+    // Every finding breaks two keywords (pattern, format): the error path, with 20 findings.
+    let bad = json!({"severity": "major", "relative_path": "src/lib.rs", "sha256": "XYZ", "advisory": "/relative", "line": 42});
+    let invalid = json!({"verdict": "request_changes", "checked_at": "2026-11-29T18:00:00Z", "findings": vec![bad; 10]});
+    assert_eq!(contract.validate(&invalid).len(), 20);
+    g.bench_function("validate_invalid_verdict_20_errors", |b| {
+        b.iter(|| black_box(contract.validate(black_box(&invalid))))
+    });
     g.finish();
 }
 

@@ -1,15 +1,16 @@
 //! Output contracts for codex-mmo: a deliberately small, offline JSON Schema subset.
 //!
-//! The subset is closed, so this crate checks schemas and validates instances by hand rather
-//! than through a general JSON Schema engine: an unsupported keyword must be a pack error, never
-//! silently ignored, and nothing may ever be fetched.
+//! The subset is closed: schemas are first checked here, keyword by keyword, so an unsupported
+//! keyword, any `$ref`, a vocabulary or an unknown dialect is a pack error (a general engine
+//! would ignore or support it). Instances are then validated by the `jsonschema` crate, built
+//! offline with format assertion on and the subset's `uri`, `date` and `date-time` checks
+//! registered as its formats; its errors are mapped to findings carrying the instance pointer,
+//! the schema pointer and a stable rule id.
 
 pub mod correlate;
 pub mod format;
 
-use regex::Regex;
-use serde_json::{Map, Value};
-use std::collections::HashMap;
+use serde_json::{Map, Value, json};
 
 /// Every keyword the subset admits.
 pub const KEYWORDS: &[&str] = &[
@@ -47,7 +48,7 @@ pub const DIALECTS: &[&str] = &[
     "http://json-schema.org/draft-07/schema#",
     "http://json-schema.org/draft-07/schema",
 ];
-/// Supported `format` values.
+/// Supported `format` values (each checked by its entry in [`FORMAT_CHECKS`]).
 pub const FORMATS: &[&str] = &["uri", "date", "date-time"];
 const TYPES: &[&str] = &[
     "null", "boolean", "object", "array", "number", "integer", "string",
@@ -70,6 +71,8 @@ pub struct InstanceError {
     pub instance_pointer: String,
     /// JSON pointer into the schema of the failing keyword.
     pub schema_pointer: String,
+    /// Stable rule id, `contract_instance_<keyword>` (e.g. `contract_instance_required`).
+    pub rule: &'static str,
     pub message: String,
 }
 
@@ -77,8 +80,17 @@ fn esc(k: &str) -> String {
     k.replace('~', "~0").replace('/', "~1")
 }
 
-/// Check that a value is a schema of the subset; returns every problem.
+/// Check that a value is a contract: a schema of the subset that the validator accepts.
+/// Returns every subset problem (or, when there are none, the validator's objection).
 pub fn check_schema(schema: &Value) -> Vec<SchemaProblem> {
+    match compile(schema) {
+        Ok(_) => Vec::new(),
+        Err(problems) => problems,
+    }
+}
+
+/// The subset check alone: every keyword, value, dialect and pattern, with JSON pointers.
+fn check_schema_subset(schema: &Value) -> Vec<SchemaProblem> {
     let mut out = Vec::new();
     if !schema.is_object() {
         out.push(SchemaProblem {
@@ -191,12 +203,16 @@ fn check(s: &Value, ptr: &str, root: bool, out: &mut Vec<SchemaProblem>) {
             "uniqueItems" => (!v.is_boolean()).then_some("must be a boolean"),
             "pattern" => match v.as_str() {
                 Some(re) => {
-                    if let Err(e) = Regex::new(re) {
+                    if !pattern_compiles(re) {
                         push(
                             out,
                             p.clone(),
                             "contract_pattern",
-                            format!("pattern does not compile: {e}"),
+                            format!(
+                                "pattern /{re}/ is not an ECMA-262 regular expression the \
+                                 validator can compile (look-around and back-references are \
+                                 not supported)"
+                            ),
                         );
                     }
                     None
@@ -234,85 +250,85 @@ fn check(s: &Value, ptr: &str, root: bool, out: &mut Vec<SchemaProblem>) {
 }
 
 /// A checked contract, ready to validate instances.
-#[derive(Debug)]
+///
+/// The subset check above decides what a contract may say; instance validation is the
+/// `jsonschema` crate's, built offline (no retriever can fetch anything, and the subset admits
+/// no `$ref`), with format assertion on and the subset's three formats checked by [`format`].
+#[derive(Debug, Clone)]
 pub struct Contract {
-    // Boxed so the addresses of its nodes, which key `patterns`, never move with the Contract.
-    schema: Box<Value>,
-    patterns: HashMap<usize, Regex>,
+    schema: Value,
+    validator: jsonschema::Validator,
 }
 
-/// A JSON pointer built lazily: segments are linked on the stack and rendered only when an
-/// error is reported, so validating a valid instance allocates no pointer strings.
-#[derive(Clone, Copy)]
-struct Ptr<'a> {
-    parent: Option<&'a Ptr<'a>>,
-    seg: Seg<'a>,
+/// A format name and the check that asserts it.
+pub type FormatCheck = (&'static str, fn(&str) -> bool);
+
+/// The subset's formats, checked by this crate's RFC 3986/3339 functions (registered with the
+/// engine in place of its built-in checks of the same names).
+pub const FORMAT_CHECKS: &[FormatCheck] = &[
+    ("uri", format::is_uri),
+    ("date", format::is_date),
+    ("date-time", format::is_date_time),
+];
+
+/// The engine's options: offline, formats asserted, unknown formats refused, the subset's three
+/// formats checked by [`FORMAT_CHECKS`], and `pattern` compiled by the `regex` engine.
+fn engine_options() -> jsonschema::ValidationOptions<'static> {
+    engine_options_with(FORMAT_CHECKS)
 }
 
-#[derive(Clone, Copy)]
-enum Seg<'a> {
-    Root,
-    Key(&'a str),
-    Index(usize),
-}
-
-impl<'a> Ptr<'a> {
-    const ROOT: Ptr<'static> = Ptr {
-        parent: None,
-        seg: Seg::Root,
-    };
-    fn key<'b>(&'b self, k: &'b str) -> Ptr<'b> {
-        Ptr {
-            parent: Some(self),
-            seg: Seg::Key(k),
-        }
+fn engine_options_with(formats: &[FormatCheck]) -> jsonschema::ValidationOptions<'static> {
+    let mut options = jsonschema::options()
+        .offline()
+        .should_validate_formats(true)
+        .should_ignore_unknown_formats(false)
+        .with_pattern_options(jsonschema::PatternOptions::regex());
+    for (name, check) in formats {
+        options = options.with_format(*name, *check);
     }
-    fn idx<'b>(&'b self, i: usize) -> Ptr<'b> {
-        Ptr {
-            parent: Some(self),
-            seg: Seg::Index(i),
-        }
+    options
+}
+
+/// Whether the engine compiles `re` as a `pattern`: it reads patterns as ECMA-262 and translates
+/// them for the `regex` engine, so this, not the `regex` crate's own syntax, decides.
+fn pattern_compiles(re: &str) -> bool {
+    engine_options().build(&json!({ "pattern": re })).is_ok()
+}
+
+/// Check a schema against the subset, then build the engine's validator from it.
+fn compile(schema: &Value) -> Result<jsonschema::Validator, Vec<SchemaProblem>> {
+    let problems = check_schema_subset(schema);
+    if !problems.is_empty() {
+        return Err(problems);
     }
-    fn render(&self) -> String {
-        let mut segs = Vec::new();
-        let mut cur = Some(self);
-        while let Some(p) = cur {
-            match p.seg {
-                Seg::Root => {}
-                Seg::Key(k) => segs.push(esc(k)),
-                Seg::Index(i) => segs.push(i.to_string()),
+    engine_options().build(schema).map_err(|e| {
+        // A build error on a schema the subset admits is either the engine's meta-schema check
+        // (its instance is the schema, so the instance path points into the contract) or a
+        // keyword it cannot compile (located by the schema path).
+        let at = if e.instance_path().is_empty() {
+            e.schema_path().as_str().to_string()
+        } else {
+            e.instance_path().as_str().to_string()
+        };
+        let rule = match e.kind() {
+            jsonschema::error::ValidationErrorKind::Format { format } if format == "regex" => {
+                "contract_pattern"
             }
-            cur = p.parent;
-        }
-        segs.iter().rev().map(|s| format!("/{s}")).collect()
-    }
-}
-
-fn node_id(v: &Value) -> usize {
-    v as *const Value as usize
-}
-
-impl Clone for Contract {
-    // Patterns are keyed by node address, so a clone must re-key them for its own nodes.
-    fn clone(&self) -> Self {
-        let schema = Box::new((*self.schema).clone());
-        let mut patterns = HashMap::new();
-        collect_patterns(&schema, &mut patterns);
-        Contract { schema, patterns }
-    }
+            _ => "contract_engine_rejected",
+        };
+        vec![SchemaProblem {
+            pointer: at,
+            rule,
+            message: format!("the validator rejects this schema: {}", e.masked()),
+        }]
+    })
 }
 
 impl Contract {
-    /// Check `schema` and compile its patterns.
+    /// Check `schema` against the subset and build its validator.
     pub fn new(schema: Value) -> Result<Contract, Vec<SchemaProblem>> {
-        let problems = check_schema(&schema);
-        if !problems.is_empty() {
-            return Err(problems);
-        }
-        let schema = Box::new(schema);
-        let mut patterns = HashMap::new();
-        collect_patterns(&schema, &mut patterns);
-        Ok(Contract { schema, patterns })
+        let validator = compile(&schema)?;
+        Ok(Contract { schema, validator })
     }
 
     /// The schema as written.
@@ -322,296 +338,119 @@ impl Contract {
 
     /// Validate an instance; returns every failing keyword (empty = valid).
     pub fn validate(&self, instance: &Value) -> Vec<InstanceError> {
+        if self.validator.is_valid(instance) {
+            return Vec::new();
+        }
         let mut out = Vec::new();
-        self.walk(&self.schema, Ptr::ROOT, instance, Ptr::ROOT, &mut out);
+        for e in self.validator.iter_errors(instance) {
+            push_instance_errors(&e, &mut out);
+        }
         out
     }
 
     /// Whether an instance is valid.
     pub fn is_valid(&self, instance: &Value) -> bool {
-        let mut out = Vec::new();
-        self.walk(&self.schema, Ptr::ROOT, instance, Ptr::ROOT, &mut out);
-        out.is_empty()
+        self.validator.is_valid(instance)
     }
+}
 
-    fn ok(&self, s: &Value, sp: Ptr<'_>, v: &Value, ip: Ptr<'_>) -> bool {
-        let mut tmp = Vec::new();
-        self.walk(s, sp, v, ip, &mut tmp);
-        tmp.is_empty()
+/// The stable rule id of an instance failure: `contract_instance_<keyword>`.
+fn instance_rule(kind: &jsonschema::error::ValidationErrorKind) -> &'static str {
+    use jsonschema::error::ValidationErrorKind as K;
+    match kind {
+        K::Type { .. } => "contract_instance_type",
+        K::Required { .. } => "contract_instance_required",
+        K::AdditionalProperties { .. } => "contract_instance_additional_properties",
+        K::Enum { .. } => "contract_instance_enum",
+        K::Constant { .. } => "contract_instance_const",
+        K::MinLength { .. } => "contract_instance_min_length",
+        K::MaxLength { .. } => "contract_instance_max_length",
+        K::Pattern { .. } | K::BacktrackLimitExceeded { .. } | K::RegexEngineFailure { .. } => {
+            "contract_instance_pattern"
+        }
+        K::Format { .. } => "contract_instance_format",
+        K::Minimum { .. } => "contract_instance_minimum",
+        K::Maximum { .. } => "contract_instance_maximum",
+        K::MinItems { .. } => "contract_instance_min_items",
+        K::MaxItems { .. } => "contract_instance_max_items",
+        K::UniqueItems => "contract_instance_unique_items",
+        K::AnyOf { .. } => "contract_instance_any_of",
+        K::OneOfNotValid { .. } | K::OneOfMultipleValid { .. } => "contract_instance_one_of",
+        K::Not { .. } => "contract_instance_not",
+        K::FalseSchema => "contract_instance_false_schema",
+        // Keywords outside the subset never reach the engine (the subset check refuses them).
+        _ => "contract_instance_invalid",
     }
+}
 
-    fn walk(&self, s: &Value, sp: Ptr<'_>, v: &Value, ip: Ptr<'_>, out: &mut Vec<InstanceError>) {
-        let fail = |out: &mut Vec<InstanceError>, kw: &str, m: String| {
-            out.push(InstanceError {
-                instance_pointer: ip.render(),
-                schema_pointer: sp.key(kw).render(),
-                message: m,
-            })
-        };
-        let o = match s {
-            Value::Bool(true) => return,
-            Value::Bool(false) => {
+fn push_instance_errors(e: &jsonschema::ValidationError<'_>, out: &mut Vec<InstanceError>) {
+    use jsonschema::error::ValidationErrorKind as K;
+    let instance_pointer = e.instance_path().as_str();
+    let schema_pointer = e.schema_path().as_str();
+    let rule = instance_rule(e.kind());
+    match e.kind() {
+        // The engine reports extra properties once, at the object; a finding per property,
+        // located at the property itself, is what a reader (and a repair prompt) needs.
+        K::AdditionalProperties { unexpected } => {
+            for k in unexpected {
                 out.push(InstanceError {
-                    instance_pointer: ip.render(),
-                    schema_pointer: sp.render(),
-                    message: "no value is allowed here".into(),
+                    instance_pointer: format!("{instance_pointer}/{}", esc(k)),
+                    schema_pointer: schema_pointer.to_string(),
+                    rule,
+                    message: format!("property `{k}` is not allowed"),
                 });
-                return;
-            }
-            Value::Object(o) => o,
-            _ => return,
-        };
-        if let Some(t) = o.get("type") {
-            let types: Vec<&str> = match t {
-                Value::String(x) => vec![x.as_str()],
-                Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
-                _ => vec![],
-            };
-            if !types.iter().any(|t| has_type(v, t)) {
-                fail(
-                    out,
-                    "type",
-                    format!("expected {}, found {}", types.join(" or "), type_of(v)),
-                );
             }
         }
-        if let Some(Value::Array(e)) = o.get("enum")
-            && !e.iter().any(|x| json_eq(x, v))
-        {
-            fail(
-                out,
-                "enum",
-                "value is not one of the enumerated values".into(),
-            );
-        }
-        if let Some(c) = o.get("const")
-            && !json_eq(c, v)
-        {
-            fail(out, "const", format!("expected the constant {c}"));
-        }
-        match v {
-            Value::String(st) => {
-                let n = st.chars().count() as u64;
-                if let Some(m) = o.get("minLength").and_then(Value::as_u64)
-                    && n < m
-                {
-                    fail(
-                        out,
-                        "minLength",
-                        format!("{n} characters is fewer than {m}"),
-                    );
-                }
-                if let Some(m) = o.get("maxLength").and_then(Value::as_u64)
-                    && n > m
-                {
-                    fail(out, "maxLength", format!("{n} characters is more than {m}"));
-                }
-                if o.contains_key("pattern")
-                    && let Some(re) = self.patterns.get(&node_id(s))
-                    && !re.is_match(st)
-                {
-                    fail(out, "pattern", format!("does not match /{}/", re.as_str()));
-                }
-                if let Some(f) = o.get("format").and_then(Value::as_str) {
-                    let ok = match f {
-                        "uri" => format::is_uri(st),
-                        "date" => format::is_date(st),
-                        "date-time" => format::is_date_time(st),
-                        _ => true,
-                    };
-                    if !ok {
-                        fail(out, "format", format!("not a valid {f}"));
-                    }
-                }
-            }
-            Value::Number(num) => {
-                let x = num.as_f64().unwrap_or(f64::NAN);
-                if let Some(m) = o.get("minimum").and_then(Value::as_f64)
-                    && x < m
-                {
-                    fail(out, "minimum", format!("{num} is below {m}"));
-                }
-                if let Some(m) = o.get("maximum").and_then(Value::as_f64)
-                    && x > m
-                {
-                    fail(out, "maximum", format!("{num} is above {m}"));
-                }
-            }
-            Value::Array(a) => {
-                let n = a.len() as u64;
-                if let Some(m) = o.get("minItems").and_then(Value::as_u64)
-                    && n < m
-                {
-                    fail(out, "minItems", format!("{n} items is fewer than {m}"));
-                }
-                if let Some(m) = o.get("maxItems").and_then(Value::as_u64)
-                    && n > m
-                {
-                    fail(out, "maxItems", format!("{n} items is more than {m}"));
-                }
-                if o.get("uniqueItems") == Some(&Value::Bool(true))
-                    && a.iter()
-                        .enumerate()
-                        .any(|(i, x)| a[..i].iter().any(|y| json_eq(x, y)))
-                {
-                    fail(out, "uniqueItems", "items are not unique".into());
-                }
-                if let Some(items) = o.get("items") {
-                    for (i, x) in a.iter().enumerate() {
-                        self.walk(items, sp.key("items"), x, ip.idx(i), out);
-                    }
-                }
-            }
-            Value::Object(m) => {
-                if let Some(Value::Array(req)) = o.get("required") {
-                    for r in req.iter().filter_map(Value::as_str) {
-                        if !m.contains_key(r) {
-                            fail(out, "required", format!("missing required property `{r}`"));
-                        }
-                    }
-                }
-                let props = o.get("properties").and_then(Value::as_object);
-                for (k, x) in m {
-                    let child = ip.key(k);
-                    if let Some(ps) = props.and_then(|p| p.get(k)) {
-                        let props_ptr = sp.key("properties");
-                        self.walk(ps, props_ptr.key(k), x, child, out);
-                    } else if let Some(ap) = o.get("additionalProperties") {
-                        if ap == &Value::Bool(false) {
-                            out.push(InstanceError {
-                                instance_pointer: child.render(),
-                                schema_pointer: sp.key("additionalProperties").render(),
-                                message: format!("property `{k}` is not allowed"),
-                            });
-                        } else {
-                            self.walk(ap, sp.key("additionalProperties"), x, child, out);
-                        }
-                    }
-                }
-            }
-            _ => {}
-        }
-        if let Some(Value::Array(all)) = o.get("allOf") {
-            for (i, sub) in all.iter().enumerate() {
-                let all_ptr = sp.key("allOf");
-                self.walk(sub, all_ptr.idx(i), v, ip, out);
-            }
-        }
-        if let Some(Value::Array(any)) = o.get("anyOf")
-            && !any
-                .iter()
-                .enumerate()
-                .any(|(i, sub)| self.ok(sub, sp.key("anyOf").idx(i), v, ip))
-        {
-            fail(out, "anyOf", "matches none of the alternatives".into());
-        }
-        if let Some(Value::Array(one)) = o.get("oneOf") {
-            let n = one
-                .iter()
-                .enumerate()
-                .filter(|(i, sub)| self.ok(sub, sp.key("oneOf").idx(*i), v, ip))
-                .count();
-            if n != 1 {
-                fail(
-                    out,
-                    "oneOf",
-                    format!("matches {n} alternatives; exactly one is required"),
-                );
-            }
-        }
-        if let Some(not) = o.get("not")
-            && self.ok(not, sp.key("not"), v, ip)
-        {
-            fail(out, "not", "matches a schema it must not match".into());
-        }
-        if let Some(cond) = o.get("if") {
-            if self.ok(cond, sp.key("if"), v, ip) {
-                if let Some(t) = o.get("then") {
-                    self.walk(t, sp.key("then"), v, ip, out);
-                }
-            } else if let Some(e) = o.get("else") {
-                self.walk(e, sp.key("else"), v, ip, out);
-            }
-        }
+        K::Required { property } => out.push(InstanceError {
+            instance_pointer: instance_pointer.to_string(),
+            schema_pointer: schema_pointer.to_string(),
+            rule,
+            message: match property.as_str() {
+                Some(p) => format!("missing required property `{p}`"),
+                None => format!("missing required property {property}"),
+            },
+        }),
+        kind => out.push(InstanceError {
+            instance_pointer: instance_pointer.to_string(),
+            schema_pointer: schema_pointer.to_string(),
+            rule,
+            message: instance_message(kind),
+        }),
     }
 }
 
-fn collect_patterns(s: &Value, map: &mut HashMap<usize, Regex>) {
-    let Some(o) = s.as_object() else { return };
-    if let Some(re) = o
-        .get("pattern")
-        .and_then(Value::as_str)
-        .and_then(|p| Regex::new(p).ok())
-    {
-        map.insert(node_id(s), re);
-    }
-    for k in ["additionalProperties", "items", "not", "if", "then", "else"] {
-        if let Some(sub) = o.get(k) {
-            collect_patterns(sub, map);
-        }
-    }
-    if let Some(props) = o.get("properties").and_then(Value::as_object) {
-        for sub in props.values() {
-            collect_patterns(sub, map);
-        }
-    }
-    for k in ["oneOf", "anyOf", "allOf"] {
-        if let Some(a) = o.get(k).and_then(Value::as_array) {
-            for sub in a {
-                collect_patterns(sub, map);
+/// A message that names the constraint but never repeats the instance, which may be large.
+fn instance_message(kind: &jsonschema::error::ValidationErrorKind) -> String {
+    use jsonschema::error::ValidationErrorKind as K;
+    match kind {
+        K::Type { kind } => match kind {
+            jsonschema::error::TypeKind::Single(t) => format!("expected {t}"),
+            jsonschema::error::TypeKind::Multiple(ts) => {
+                let names: Vec<String> = ts.iter().map(|t| t.to_string()).collect();
+                format!("expected {}", names.join(" or "))
             }
+        },
+        K::Enum { .. } => "value is not one of the enumerated values".into(),
+        K::Constant { expected_value } => format!("expected the constant {expected_value}"),
+        K::MinLength { limit } => format!("fewer than {limit} characters"),
+        K::MaxLength { limit } => format!("more than {limit} characters"),
+        K::Pattern { pattern } => format!("does not match /{pattern}/"),
+        K::Format { format } => format!("not a valid {format}"),
+        K::Minimum { limit } => format!("below the minimum {limit}"),
+        K::Maximum { limit } => format!("above the maximum {limit}"),
+        K::MinItems { limit } => format!("fewer than {limit} items"),
+        K::MaxItems { limit } => format!("more than {limit} items"),
+        K::UniqueItems => "items are not unique".into(),
+        K::AnyOf { .. } => "matches none of the alternatives".into(),
+        K::OneOfNotValid { .. } => {
+            "matches none of the alternatives; exactly one is required".into()
         }
-    }
-}
-
-fn has_type(v: &Value, t: &str) -> bool {
-    match t {
-        "null" => v.is_null(),
-        "boolean" => v.is_boolean(),
-        "object" => v.is_object(),
-        "array" => v.is_array(),
-        "string" => v.is_string(),
-        "number" => v.is_number(),
-        // 1.0 is an integer in JSON Schema: the value matters, not the spelling.
-        "integer" => {
-            v.as_i64().is_some()
-                || v.as_u64().is_some()
-                || v.as_f64().is_some_and(|f| f.fract() == 0.0)
+        K::OneOfMultipleValid { .. } => {
+            "matches more than one alternative; exactly one is required".into()
         }
-        _ => false,
-    }
-}
-
-fn type_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-/// JSON equality where numbers compare by value (1 equals 1.0).
-pub fn json_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => {
-            match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
-                (Some(i), Some(j), _, _) => i == j,
-                (_, _, Some(i), Some(j)) => i == j,
-                _ => x.as_f64() == y.as_f64(),
-            }
-        }
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
-        }
-        _ => a == b,
+        K::Not { .. } => "matches a schema it must not match".into(),
+        K::FalseSchema => "no value is allowed here".into(),
+        other => format!("fails `{}`", other.keyword()),
     }
 }
 
@@ -672,4 +511,26 @@ pub fn project_output_schema(schema: &Value) -> Value {
         );
     }
     Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registered_format_checks_replace_the_engines_builtins() {
+        let schema = json!({"format": "date-time"});
+        let instance = json!("2026-11-29T18:00:00Z");
+        let reject_all: &[FormatCheck] = &[("date-time", |_| false)];
+        let overridden = engine_options_with(reject_all).build(&schema);
+        assert!(overridden.is_ok_and(|v| !v.is_valid(&instance)));
+        let ours = engine_options().build(&schema);
+        assert!(ours.is_ok_and(|v| v.is_valid(&instance)));
+    }
+
+    #[test]
+    fn every_supported_format_has_a_registered_check() {
+        let names: Vec<&str> = FORMAT_CHECKS.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, FORMATS);
+    }
 }

@@ -202,3 +202,137 @@ fn cloned_and_moved_contracts_still_enforce_patterns() {
         "a root-level pattern survives moving the contract"
     );
 }
+
+#[test]
+fn instance_findings_carry_pointer_schema_pointer_and_rule_id() {
+    let c = contract(json!({
+        "type": "object", "additionalProperties": false, "required": ["verdict", "at"],
+        "properties": {
+            "verdict": {"enum": ["approve", "reject"]},
+            "at": {"type": "string", "format": "date-time"},
+            "tags": {"type": "array", "maxItems": 1, "uniqueItems": true, "items": {"type": "string", "minLength": 2}},
+            "score": {"type": "integer", "minimum": 0},
+            "kind": {"const": "review"},
+            "sha": {"type": "string", "pattern": "^[0-9a-f]{4}$"},
+            "either": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+            "never": false
+        }
+    }));
+    let found = |v: Value| {
+        c.validate(&v)
+            .into_iter()
+            .map(|e| format!("{} {} {}", e.instance_pointer, e.schema_pointer, e.rule))
+            .collect::<Vec<_>>()
+    };
+    let mut got = found(json!({
+        "verdict": "maybe", "at": "2026-11-29T10:00:00", "tags": ["x", "x"], "score": -1,
+        "kind": "other", "sha": "XYZ", "either": null, "never": 1, "extra": true, "more": 2
+    }));
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            "/at /properties/at/format contract_instance_format".to_string(),
+            "/either /properties/either/oneOf contract_instance_one_of".into(),
+            "/extra /additionalProperties contract_instance_additional_properties".into(),
+            "/kind /properties/kind/const contract_instance_const".into(),
+            "/more /additionalProperties contract_instance_additional_properties".into(),
+            "/never /properties/never contract_instance_false_schema".into(),
+            "/score /properties/score/minimum contract_instance_minimum".into(),
+            "/sha /properties/sha/pattern contract_instance_pattern".into(),
+            "/tags /properties/tags/maxItems contract_instance_max_items".into(),
+            "/tags /properties/tags/uniqueItems contract_instance_unique_items".into(),
+            "/tags/0 /properties/tags/items/minLength contract_instance_min_length".into(),
+            "/tags/1 /properties/tags/items/minLength contract_instance_min_length".into(),
+            "/verdict /properties/verdict/enum contract_instance_enum".into(),
+        ]
+    );
+    let missing = c.validate(&json!({}));
+    let messages: Vec<&str> = missing.iter().map(|e| e.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        [
+            "missing required property `verdict`",
+            "missing required property `at`"
+        ],
+        "one finding per missing property"
+    );
+}
+
+#[test]
+fn the_subset_formats_replace_the_engine_builtins() {
+    let c = contract(json!({"type":"string","format":"date-time"}));
+    assert!(
+        c.is_valid(&json!("1998-12-31T15:59:60-08:00")),
+        "23:59:60 UTC"
+    );
+    assert!(
+        !c.is_valid(&json!("1998-12-31T22:59:60Z")),
+        "a leap second anywhere but 23:59:60 UTC is refused"
+    );
+    assert!(
+        c.is_valid(&json!("1998-12-31t23:59:60z")),
+        "lowercase t and z"
+    );
+    let u = contract(json!({"format":"uri"}));
+    assert!(
+        !u.is_valid(&json!("http://a/%2")),
+        "truncated percent-encoding"
+    );
+    assert!(
+        !u.is_valid(&json!("//example.com/x")),
+        "a reference is not a URI"
+    );
+    assert!(u.is_valid(&json!(12)), "formats constrain strings only");
+}
+
+#[test]
+fn patterns_are_read_as_ecma_262() {
+    let digits = contract(json!({"type":"string","pattern":"^\\d+$"}));
+    assert!(digits.is_valid(&json!("042")));
+    assert!(
+        !digits.is_valid(&json!("٣")),
+        "\\d is ASCII digits in ECMA-262, not any Unicode digit"
+    );
+    let control = contract(json!({"pattern":"^\\cJ$"}));
+    assert!(control.is_valid(&json!("\n")), "ECMA-262 control escape");
+    let rules = |p: &str| {
+        check_schema(&json!({"properties":{"x":{"pattern":p}}}))
+            .into_iter()
+            .map(|p| format!("{} {}", p.pointer, p.rule))
+            .collect::<Vec<_>>()
+    };
+    for unsupported in ["(?=a)", "(a)\\1", "[z-a]"] {
+        assert_eq!(
+            rules(unsupported),
+            vec!["/properties/x/pattern contract_pattern"],
+            "{unsupported}"
+        );
+    }
+}
+
+#[test]
+fn draft_07_label_validates_with_the_same_subset() {
+    let c = contract(json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "$id": "https://example.com/contracts/verdict.json",
+        "type": "object",
+        "if": {"properties": {"ok": {"const": false}}},
+        "then": {"required": ["why"]}
+    }));
+    assert!(c.is_valid(&json!({"ok": true})));
+    let e = c.validate(&json!({"ok": false}));
+    assert_eq!(e.len(), 1);
+    assert_eq!(
+        (e[0].schema_pointer.as_str(), e[0].rule),
+        ("/then/required", "contract_instance_required")
+    );
+}
+
+#[test]
+fn an_id_the_validator_cannot_read_is_a_contract_problem() {
+    let problems = check_schema(&json!({"$id": "not a uri %%", "type": "object"}));
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].rule, "contract_engine_rejected");
+    assert!(Contract::new(json!({"$id": "not a uri %%"})).is_err());
+}

@@ -138,7 +138,7 @@ pub fn validate(
         .and_then(|f| pack.text(f))
         .and_then(|t| {
             let s = parse_smoke(t, &mut d)?;
-            check_smoke(&profile, &s, &mut d);
+            check_smoke(&profile, &s, &tool_servers, &mut d);
             Some(s)
         });
 
@@ -756,7 +756,26 @@ fn check_contracts(pack: &Pack, d: &mut Diags) -> BTreeMap<String, serde_json::V
     out
 }
 
-fn check_smoke(p: &Profile, s: &Smoke, d: &mut Diags) {
+/// Whether a runtime-owned mesh tool is mechanically available to a role: spawning and the
+/// result lifecycle (wait, read, accept/reject, integrate) are lineage authority and need spawn
+/// targets; `agent_control` needs control targets; inspection and traces need either.
+fn mesh_tool_available(a: &Agent, tool: &str) -> bool {
+    let spawns = !a.can_spawn.is_empty();
+    let controls = !a.controls.is_empty();
+    match tool {
+        "agents_spawn"
+        | "agents_wait"
+        | "agent_result"
+        | "agent_result_accept"
+        | "agent_result_reject"
+        | "agent_patch_integrate" => spawns,
+        "agent_control" => controls,
+        "agent_inspect" | "agent_trace" | "agent_trace_record" => spawns || controls,
+        _ => false,
+    }
+}
+
+fn check_smoke(p: &Profile, s: &Smoke, servers: &BTreeMap<String, ToolServer>, d: &mut Diags) {
     const F: &str = "smoke.toml";
     for (i, t) in s.tasks.iter().enumerate() {
         let at = |k: &str| format!("tasks[{i}].{k}");
@@ -906,8 +925,7 @@ fn check_smoke(p: &Profile, s: &Smoke, d: &mut Diags) {
                 continue;
             };
             if server == MESH_SERVER {
-                let can_delegate = !a.can_spawn.is_empty() || !a.controls.is_empty();
-                if !MESH_TOOLS.contains(&name) || !can_delegate {
+                if !mesh_tool_available(a, name) {
                     d.push(
                         F,
                         path,
@@ -925,9 +943,15 @@ fn check_smoke(p: &Profile, s: &Smoke, d: &mut Diags) {
                     format!("`{}` has no Tool MCP grant for `{server}`", t.agent),
                 ),
                 Some(g) => {
-                    if let Some(tools) = &g.enabled_tools
-                        && !tools.iter().any(|x| x == name)
-                    {
+                    // A grant without `enabled_tools` enables what the operator allows; an
+                    // unregistered server enables nothing (its grant is reported on its own).
+                    let enabled = match &g.enabled_tools {
+                        Some(tools) => tools.iter().any(|x| x == name),
+                        None => servers
+                            .get(server)
+                            .is_some_and(|s| s.allowed_tools.iter().any(|x| x == name)),
+                    };
+                    if !enabled {
                         d.push(
                             F,
                             path,

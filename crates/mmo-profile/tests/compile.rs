@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 fn example(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../codex-mmo/profiles")
+        .join("../../profiles")
         .join(name)
 }
 

@@ -1650,3 +1650,356 @@ fn syntax_error_on_a_huge_line_stays_short() {
     assert!(d.message.len() < 300, "{} bytes", d.message.len());
     assert!(d.message.starts_with("line 1, column"), "{}", d.message);
 }
+
+// --- smoke: required_mcp_tools --------------------------------------------------------------
+fn smoke_with_tools(agent: &str, backend: &str, kind: &str, tools: &[&str]) -> String {
+    let list: Vec<String> = tools.iter().map(|t| format!("\"{t}\"")).collect();
+    let kind = if kind.is_empty() {
+        String::new()
+    } else {
+        format!("task_kind = \"{kind}\"\n")
+    };
+    format!(
+        "{SMOKE_HEAD}agent = \"{agent}\"\nbackend = \"{backend}\"\n{kind}required_mcp_tools = [{}]\ntask = \"Review the latest change.\"\n",
+        list.join(", ")
+    )
+}
+
+fn check_smoke_text(
+    mutate_profile: impl FnOnce(&mut toml::Table),
+    smoke: String,
+) -> Result<mmo_profile::validate::Validated, mmo_profile::Rejected> {
+    check(mutate_profile, move |d| {
+        fs::write(d.join("smoke.toml"), smoke).unwrap()
+    })
+}
+
+#[test]
+fn smoke_tool_needs_a_grant_for_its_server() {
+    smoke_rule(
+        &smoke_with_tools("writer", "mcp", "implementation", &["search.query"]),
+        "tasks[0].required_mcp_tools[0]",
+        "smoke_tool_unavailable",
+    );
+}
+
+#[test]
+fn smoke_tool_of_a_grant_without_enabled_tools_follows_the_operator_allowlist() {
+    let open_grant = |t: &mut toml::Table| {
+        remove(t, "agents.reviewer.tool_mcp_servers.search.enabled_tools");
+    };
+    check_smoke_text(
+        open_grant,
+        smoke_with_tools("reviewer", "mcp", "review", &["search.fetch"]),
+    )
+    .unwrap_or_else(|e| panic!("`fetch` is in the operator allowlist: {e}"));
+    expect(
+        check_smoke_text(
+            open_grant,
+            smoke_with_tools("reviewer", "mcp", "review", &["search.delete"]),
+        ),
+        "smoke.toml",
+        "tasks[0].required_mcp_tools[0]",
+        "smoke_tool_unavailable",
+    );
+}
+
+#[test]
+fn every_mesh_tool_is_available_to_a_root_that_spawns_and_controls() {
+    let tools: Vec<String> = mmo_profile::validate::MESH_TOOLS
+        .iter()
+        .map(|t| format!("mmo_mesh.{t}"))
+        .collect();
+    let names: Vec<&str> = tools.iter().map(String::as_str).collect();
+    check_smoke_text(|_| {}, smoke_with_tools("lead", "root", "", &names))
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn mesh_tools_are_unavailable_to_a_leaf_role() {
+    smoke_rule(
+        &smoke_with_tools("reviewer", "mcp", "review", &["mmo_mesh.agent_inspect"]),
+        "tasks[0].required_mcp_tools[0]",
+        "smoke_tool_unavailable",
+    );
+}
+
+#[test]
+fn spawning_mesh_tools_need_spawn_targets_and_control_needs_control_targets() {
+    let controls_only = |t: &mut toml::Table| {
+        set(
+            t,
+            "agents.reviewer.controls.writer.actions",
+            strs(&["inspect"]),
+        );
+    };
+    check_smoke_text(
+        controls_only,
+        smoke_with_tools(
+            "reviewer",
+            "mcp",
+            "review",
+            &["mmo_mesh.agent_inspect", "mmo_mesh.agent_control"],
+        ),
+    )
+    .unwrap_or_else(|e| panic!("a controller inspects and controls: {e}"));
+    expect(
+        check_smoke_text(
+            controls_only,
+            smoke_with_tools("reviewer", "mcp", "review", &["mmo_mesh.agents_spawn"]),
+        ),
+        "smoke.toml",
+        "tasks[0].required_mcp_tools[0]",
+        "smoke_tool_unavailable",
+    );
+    let spawns_only = |t: &mut toml::Table| {
+        remove(t, "agents.lead.controls");
+    };
+    expect(
+        check_smoke_text(
+            spawns_only,
+            smoke_with_tools("lead", "root", "", &["mmo_mesh.agent_control"]),
+        ),
+        "smoke.toml",
+        "tasks[0].required_mcp_tools[0]",
+        "smoke_tool_unavailable",
+    );
+}
+
+#[test]
+fn unknown_mesh_tool_is_unavailable() {
+    smoke_rule(
+        &smoke_with_tools("lead", "root", "", &["mmo_mesh.agents_delete"]),
+        "tasks[0].required_mcp_tools[0]",
+        "smoke_tool_unavailable",
+    );
+}
+
+#[test]
+fn smoke_wall_timeout_is_required() {
+    smoke_rule(
+        "schema_version = 8\n[[tasks]]\nagent = \"reviewer\"\nbackend = \"mcp\"\ntask_kind = \"review\"\ntask = \"Review the latest change.\"\n",
+        "tasks[0].wall_timeout_seconds",
+        "toml_missing_key",
+    );
+}
+
+#[test]
+fn smoke_wall_timeout_upper_bound_is_a_day() {
+    smoke_rule(
+        "schema_version = 8\n[[tasks]]\nagent = \"reviewer\"\nbackend = \"mcp\"\ntask_kind = \"review\"\nwall_timeout_seconds = 86401\ntask = \"Review the latest change.\"\n",
+        "tasks[0].wall_timeout_seconds",
+        "smoke_wall_timeout",
+    );
+}
+
+// --- catalog overlay: one broken entry per rule ---------------------------------------------
+const ROUTE_OK: &str = "namespace = \"local\"\ndriver = \"openai_chat\"\ntransports = [\"responses\"]\ninput_modalities = [\"text\"]\noutput_modalities = [\"text\"]\nbackends = [\"mcp\"]\nresource_group = \"local\"\nbase_url = \"http://127.0.0.1:9/v1\"\n";
+const MODEL_OK: &str = "name = \"m\"\nagent_compatible = true\ntool_calling = true\nreasoning = [\"high\"]\ninput_modalities = [\"text\"]\noutput_modalities = [\"text\"]\n";
+
+/// A catalog overlay with one local group, one route (`route`, TOML body) and one model.
+fn overlay(group: &str, route: &str, model: &str) -> String {
+    format!(
+        "schema_version = 8\n[resource_groups.local]\n{group}\n[routes.local_chat]\n{route}\n[models.local_chat__m]\n{model}"
+    )
+}
+
+fn catalog_rule(frag: String, path: &str, rule: &str) {
+    expect(
+        check(
+            |_| {},
+            move |d| fs::write(d.join("catalog.toml"), frag).unwrap(),
+        ),
+        "catalog.toml",
+        path,
+        rule,
+    );
+}
+
+/// `ROUTE_OK` with `key` replaced by (or extended with) `line`.
+fn route_with(key: &str, line: &str) -> String {
+    let mut lines: Vec<&str> = ROUTE_OK
+        .lines()
+        .filter(|l| !l.starts_with(&format!("{key} =")))
+        .collect();
+    lines.push(line);
+    lines.join("\n")
+}
+
+#[test]
+fn catalog_overlay_base_is_valid() {
+    let frag = overlay("capacity = 2", ROUTE_OK, MODEL_OK);
+    check(
+        |_| {},
+        move |d| fs::write(d.join("catalog.toml"), frag).unwrap(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn catalog_resource_group_id_is_snake_case() {
+    catalog_rule(
+        "schema_version = 8\n[resource_groups.Local]\ncapacity = 1\n".into(),
+        "resource_groups.Local",
+        "catalog_id_format",
+    );
+}
+
+#[test]
+fn catalog_resource_group_capacity_has_a_range() {
+    catalog_rule(
+        overlay("capacity = 0", ROUTE_OK, MODEL_OK),
+        "resource_groups.local.capacity",
+        "catalog_range",
+    );
+}
+
+#[test]
+fn catalog_route_driver_is_an_enum() {
+    catalog_rule(
+        overlay(
+            "capacity = 1",
+            &route_with("driver", "driver = \"grpc\""),
+            MODEL_OK,
+        ),
+        "routes.local_chat.driver",
+        "catalog_driver",
+    );
+}
+
+#[test]
+fn catalog_route_transport_is_an_enum() {
+    catalog_rule(
+        overlay(
+            "capacity = 1",
+            &route_with(
+                "transports",
+                "transports = [\"responses\", \"carrier_pigeon\"]",
+            ),
+            MODEL_OK,
+        ),
+        "routes.local_chat.transports[1]",
+        "catalog_transport",
+    );
+}
+
+#[test]
+fn catalog_route_modality_is_an_enum() {
+    catalog_rule(
+        overlay(
+            "capacity = 1",
+            &route_with("input_modalities", "input_modalities = [\"smell\"]"),
+            MODEL_OK,
+        ),
+        "routes.local_chat.input_modalities[0]",
+        "catalog_modality",
+    );
+}
+
+#[test]
+fn catalog_model_modality_is_an_enum() {
+    catalog_rule(
+        overlay(
+            "capacity = 1",
+            ROUTE_OK,
+            &MODEL_OK.replace(
+                "output_modalities = [\"text\"]",
+                "output_modalities = [\"hologram\"]",
+            ),
+        ),
+        "models.local_chat__m.output_modalities[0]",
+        "catalog_modality",
+    );
+}
+
+#[test]
+fn catalog_route_backend_is_mcp_or_native() {
+    catalog_rule(
+        overlay(
+            "capacity = 1",
+            &route_with("backends", "backends = [\"ssh\"]"),
+            MODEL_OK,
+        ),
+        "routes.local_chat.backends[0]",
+        "catalog_backend",
+    );
+}
+
+#[test]
+fn catalog_gateway_route_needs_a_base_url() {
+    let route: String = ROUTE_OK
+        .lines()
+        .filter(|l| !l.starts_with("base_url"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    catalog_rule(
+        overlay("capacity = 1", &route, MODEL_OK),
+        "routes.local_chat.base_url",
+        "catalog_route_endpoint",
+    );
+}
+
+#[test]
+fn catalog_builtin_route_needs_a_codex_provider() {
+    catalog_rule(
+        overlay(
+            "capacity = 1",
+            &route_with("driver", "driver = \"codex_builtin\""),
+            MODEL_OK,
+        ),
+        "routes.local_chat.provider",
+        "catalog_route_endpoint",
+    );
+}
+
+#[test]
+fn catalog_credential_env_names_a_variable_never_a_value() {
+    catalog_rule(
+        overlay(
+            "capacity = 1",
+            &route_with("credential_env", "credential_env = \"sk-live-123\""),
+            MODEL_OK,
+        ),
+        "routes.local_chat.credential_env",
+        "catalog_credential_env",
+    );
+}
+
+#[test]
+fn catalog_model_reasoning_is_an_enum() {
+    catalog_rule(
+        overlay(
+            "capacity = 1",
+            ROUTE_OK,
+            &MODEL_OK.replace("reasoning = [\"high\"]", "reasoning = [\"ludicrous\"]"),
+        ),
+        "models.local_chat__m.reasoning[0]",
+        "catalog_reasoning",
+    );
+}
+
+#[test]
+fn catalog_route_resource_group_must_exist() {
+    catalog_rule(
+        overlay(
+            "capacity = 1",
+            &route_with("resource_group", "resource_group = \"nowhere\""),
+            MODEL_OK,
+        ),
+        "routes.local_chat.resource_group",
+        "catalog_unknown_resource_group",
+    );
+}
+
+#[test]
+fn catalog_model_resource_group_must_exist() {
+    catalog_rule(
+        overlay(
+            "capacity = 1",
+            ROUTE_OK,
+            &format!("{MODEL_OK}resource_group = \"nowhere\"\n"),
+        ),
+        "models.local_chat__m.resource_group",
+        "catalog_unknown_resource_group",
+    );
+}
