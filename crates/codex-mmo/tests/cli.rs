@@ -466,6 +466,32 @@ fn contract_commands_check_validate_and_project() {
         paths.contains(&"/verdict") && paths.contains(&"/extra") && paths.contains(&"/findings/0"),
         "{paths:?}"
     );
+    let found: Vec<String> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {}",
+                d["path"].as_str().unwrap(),
+                d["rule"].as_str().unwrap()
+            )
+        })
+        .collect();
+    for expected in [
+        "/verdict contract_instance_enum",
+        "/extra contract_instance_additional_properties",
+        "/findings/0 contract_instance_required",
+    ] {
+        assert!(found.iter().any(|f| f == expected), "{expected}: {found:?}");
+    }
+    let (_, err) = env.fail(&[
+        "contract",
+        "validate",
+        p(&contract),
+        p(&tmp.path().join("absent.json")),
+    ]);
+    assert!(err.contains("[contract_unreadable]"), "{err}");
     let projected: Value =
         serde_json::from_str(&env.ok(&["contract", "project", p(&contract)])).unwrap();
     assert_eq!(

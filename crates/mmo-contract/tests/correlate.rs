@@ -92,3 +92,32 @@ fn symlinks_never_satisfy_a_file_claim() {
         );
     }
 }
+
+#[test]
+fn claims_of_the_wrong_shape_are_reported_as_such() {
+    let tmp = tempfile::tempdir().unwrap();
+    assert_eq!(
+        rules(
+            json!({"runs":[{"command":["cargo","test"],"exit_code":0}]}),
+            tmp.path(),
+            &[]
+        ),
+        vec!["/runs/0 evidence_command_shape"]
+    );
+    assert_eq!(
+        rules(
+            json!({"command":"cargo test","exit_code":"0"}),
+            tmp.path(),
+            &[]
+        ),
+        vec![" evidence_command_shape"]
+    );
+    assert_eq!(
+        rules(
+            json!({"files":[{"relative_path":7,"sha256":HELLO_SHA256}]}),
+            tmp.path(),
+            &[]
+        ),
+        vec!["/files/0 evidence_file_shape"]
+    );
+}

@@ -2003,3 +2003,26 @@ fn catalog_model_resource_group_must_exist() {
         "catalog_unknown_resource_group",
     );
 }
+
+#[test]
+fn registry_file_that_is_not_utf8_is_unreadable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a.toml");
+    fs::write(&file, [0xff, 0xfe, b'\n']).unwrap();
+    let err = mmo_profile::toolmcp::Registry::load(tmp.path()).unwrap_err();
+    assert!(
+        err.0
+            .iter()
+            .any(|d| d.rule == "tool_mcp_unreadable" && d.file == file.display().to_string()),
+        "{err}"
+    );
+}
+
+#[test]
+fn registry_path_that_is_a_file_is_unreadable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let not_a_dir = tmp.path().join("tool-mcp.d");
+    fs::write(&not_a_dir, "").unwrap();
+    let err = mmo_profile::toolmcp::Registry::load(&not_a_dir).unwrap_err();
+    assert!(err.has_rule("tool_mcp_unreadable"), "{err}");
+}
