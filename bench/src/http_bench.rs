@@ -50,13 +50,23 @@ fn parse() -> Result<Opts, String> {
             "--args" => o.args = serde_json::from_str(&v()?).map_err(|e| format!("--args: {e}"))?,
             "--token" => o.token = Some(v()?),
             "--clients" => {
-                o.clients = v()?.split(',').map(|c| c.trim().parse().map_err(|e| format!("--clients: {e}"))).collect::<Result<_, _>>()?
+                o.clients = v()?
+                    .split(',')
+                    .map(|c| c.trim().parse().map_err(|e| format!("--clients: {e}")))
+                    .collect::<Result<_, _>>()?
             }
             "--seconds" => o.seconds = v()?.parse().map_err(|e| format!("--seconds: {e}"))?,
             other => return Err(format!("unknown option {other}")),
         }
     }
-    let host = o.url.split("://").nth(1).unwrap_or("").split(['/', ':']).next().unwrap_or("");
+    let host = o
+        .url
+        .split("://")
+        .nth(1)
+        .unwrap_or("")
+        .split(['/', ':'])
+        .next()
+        .unwrap_or("");
     if !matches!(host, "127.0.0.1" | "localhost" | "[") {
         return Err(format!("--url must be a loopback URL, got {}", o.url));
     }
@@ -71,12 +81,27 @@ fn parse() -> Result<Opts, String> {
 
 type Http = Client<HttpConnector, Full<Bytes>>;
 
-async fn post(http: &Http, url: &str, headers: &[(String, String)], body: &Value) -> Result<(hyper::http::response::Parts, Bytes), String> {
-    let mut req = Request::post(url).header("content-type", "application/json").header("accept", "application/json, text/event-stream");
+fn http_client() -> Http {
+    let mut c = HttpConnector::new();
+    c.set_nodelay(true);
+    Client::builder(TokioExecutor::new()).build(c)
+}
+
+async fn post(
+    http: &Http,
+    url: &str,
+    headers: &[(String, String)],
+    body: &Value,
+) -> Result<(hyper::http::response::Parts, Bytes), String> {
+    let mut req = Request::post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
     for (k, v) in headers {
         req = req.header(k.as_str(), v.as_str());
     }
-    let req = req.body(Full::new(Bytes::from(body.to_string()))).map_err(|e| e.to_string())?;
+    let req = req
+        .body(Full::new(Bytes::from(body.to_string())))
+        .map_err(|e| e.to_string())?;
     let res = http.request(req).await.map_err(|e| e.to_string())?;
     let (parts, body) = res.into_parts();
     let bytes = body.collect().await.map_err(|e| e.to_string())?.to_bytes();
@@ -96,7 +121,10 @@ fn rpc_answer(body: &[u8]) -> Option<Value> {
 }
 
 fn auth(o: &Opts) -> Vec<(String, String)> {
-    o.token.iter().map(|t| ("authorization".to_owned(), format!("Bearer {t}"))).collect()
+    o.token
+        .iter()
+        .map(|t| ("authorization".to_owned(), format!("Bearer {t}")))
+        .collect()
 }
 
 /// One client's loop until `deadline`; returns its latencies in microseconds.
@@ -104,7 +132,7 @@ async fn client(o: Opts, deadline: Instant) -> Result<Vec<f64>, String> {
     let mut lat = Vec::new();
     match o.mode.as_str() {
         "rest" => {
-            let http: Http = Client::builder(TokioExecutor::new()).build_http();
+            let http = http_client();
             let url = format!("{}/v1/tools/call", o.url);
             let body = json!({"name": o.tool, "args": o.args});
             let headers = auth(&o);
@@ -118,7 +146,7 @@ async fn client(o: Opts, deadline: Instant) -> Result<Vec<f64>, String> {
             }
         }
         "mcp" => {
-            let http: Http = Client::builder(TokioExecutor::new()).build_http();
+            let http = http_client();
             let mut headers = auth(&o);
             let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                 "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "http-bench", "version": "1"}}});
@@ -126,17 +154,28 @@ async fn client(o: Opts, deadline: Instant) -> Result<Vec<f64>, String> {
             if !parts.status.is_success() {
                 return Err(format!("initialize: HTTP {}", parts.status));
             }
-            if let Some(sid) = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+            if let Some(sid) = parts
+                .headers
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+            {
                 headers.push(("mcp-session-id".into(), sid.to_owned()));
             }
             headers.push(("mcp-protocol-version".into(), "2025-11-25".into()));
-            post(&http, &o.url, &headers, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await?;
+            post(
+                &http,
+                &o.url,
+                &headers,
+                &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            )
+            .await?;
             let mut id = 1u64;
             while Instant::now() < deadline {
                 let t = Instant::now();
                 let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": o.tool, "arguments": o.args}});
                 let (parts, body) = post(&http, &o.url, &headers, &call).await?;
-                let answer = rpc_answer(&body).ok_or(format!("HTTP {}: no JSON-RPC answer", parts.status))?;
+                let answer = rpc_answer(&body)
+                    .ok_or(format!("HTTP {}: no JSON-RPC answer", parts.status))?;
                 if answer.get("error").is_some() || answer["result"]["isError"] == json!(true) {
                     return Err(format!("tools/call failed: {answer}"));
                 }
@@ -147,18 +186,34 @@ async fn client(o: Opts, deadline: Instant) -> Result<Vec<f64>, String> {
         _ => {
             use tokio_tungstenite::tungstenite::{Message, client::IntoClientRequest};
             let url = format!("{}/v1/ws", o.url.replacen("http", "ws", 1));
-            let mut req = url.as_str().into_client_request().map_err(|e| e.to_string())?;
+            let mut req = url
+                .as_str()
+                .into_client_request()
+                .map_err(|e| e.to_string())?;
             if let Some(t) = &o.token {
-                req.headers_mut().insert("authorization", format!("Bearer {t}").parse().map_err(|_| "bad token")?);
+                req.headers_mut().insert(
+                    "authorization",
+                    format!("Bearer {t}").parse().map_err(|_| "bad token")?,
+                );
             }
-            let (mut ws, _) = tokio_tungstenite::connect_async(req).await.map_err(|e| e.to_string())?;
+            let (mut ws, _) = tokio_tungstenite::connect_async(req)
+                .await
+                .map_err(|e| e.to_string())?;
             let mut id = 0u64;
             while Instant::now() < deadline {
                 let t = Instant::now();
-                let msg = json!({"id": id, "type": "call_tool", "name": o.tool, "args": o.args}).to_string();
-                ws.send(Message::Text(msg.into())).await.map_err(|e| e.to_string())?;
-                let m = ws.next().await.ok_or("closed")?.map_err(|e| e.to_string())?;
-                let v: Value = serde_json::from_str(m.to_text().unwrap_or("")).map_err(|e| e.to_string())?;
+                let msg = json!({"id": id, "type": "call_tool", "name": o.tool, "args": o.args})
+                    .to_string();
+                ws.send(Message::Text(msg.into()))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let m = ws
+                    .next()
+                    .await
+                    .ok_or("closed")?
+                    .map_err(|e| e.to_string())?;
+                let v: Value =
+                    serde_json::from_str(m.to_text().unwrap_or("")).map_err(|e| e.to_string())?;
                 if v["type"] != "call_tool_result" || v["is_error"] == json!(true) {
                     return Err(format!("call failed: {v}"));
                 }
@@ -171,7 +226,10 @@ async fn client(o: Opts, deadline: Instant) -> Result<Vec<f64>, String> {
 }
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
-    sorted.get(((sorted.len().saturating_sub(1)) as f64 * p).round() as usize).copied().unwrap_or(f64::NAN)
+    sorted
+        .get(((sorted.len().saturating_sub(1)) as f64 * p).round() as usize)
+        .copied()
+        .unwrap_or(f64::NAN)
 }
 
 #[tokio::main]
@@ -187,7 +245,9 @@ async fn main() {
     for &n in &o.clients {
         let start = Instant::now();
         let deadline = start + Duration::from_secs(o.seconds);
-        let tasks: Vec<_> = (0..n).map(|_| tokio::spawn(client(o.clone(), deadline))).collect();
+        let tasks: Vec<_> = (0..n)
+            .map(|_| tokio::spawn(client(o.clone(), deadline)))
+            .collect();
         let mut all = vec![];
         for t in tasks {
             match t.await {
@@ -215,5 +275,8 @@ async fn main() {
         );
         report.push(json!({"mode": o.mode, "clients": n, "calls": all.len(), "calls_per_sec": rate, "p50_us": pct(&all, 0.5), "p99_us": pct(&all, 0.99)}));
     }
-    println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&report).unwrap_or_default()
+    );
 }

@@ -252,6 +252,7 @@ fn serve(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode
         };
         let shutdown = tokio_util::sync::CancellationToken::new();
         let addr = std::net::SocketAddr::new(config.host, config.port);
+        let upkeep_handle = metrics.clone();
         let app = match vox_gateway::router(
             daemon.orchestrator().clone(),
             config,
@@ -272,10 +273,20 @@ fn serve(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode
             "vox serve: listening on http://{bound} (profile {})",
             daemon.orchestrator().profile().canonical()
         );
+        // The recorder keeps every histogram sample until upkeep folds them into its summaries:
+        // without this task the daemon's memory would grow with each call.
+        let upkeep = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+            loop {
+                tick.tick().await;
+                upkeep_handle.run_upkeep();
+            }
+        });
         let http = tokio::spawn(vox_gateway::serve(listener, app, shutdown.clone()));
         // The daemon stops on SIGTERM/SIGINT or orch.shutdown; then the gateway drains.
         daemon.run().await;
         shutdown.cancel();
+        upkeep.abort();
         let _ = http.await;
         Ok(ExitCode::SUCCESS)
     })

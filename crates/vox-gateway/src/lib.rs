@@ -104,6 +104,11 @@ pub async fn serve(
     app: Router,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    // Without TCP_NODELAY, a response written in pieces (SSE on /mcp) waits on delayed ACKs.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),
