@@ -55,9 +55,35 @@ async def main() -> None:
                     check(structured(r)["memory"]["value"] == "over http", f"[{mode}] read token recalls")
                     r = await c.call_tool("vox_memory_store", {"key": "x", "value": "y"})
                     check(r.is_error and structured(r)["error"]["code"] == "insufficient_role", f"[{mode}] read token store is insufficient_role")
+                    r = await c.call_tool("vox_repo_log", {})
+                    check(r.is_error and structured(r)["error"]["code"] == "tool_not_in_profile", f"[{mode}] out-of-profile tool is tool_not_in_profile")
+        finally:
+            subprocess.run([VOX, "daemon", "stop"], env=env, capture_output=True)
+            server.wait(timeout=20)
+
+
+async def degraded() -> None:
+    """exposure_denied and subsystem_not_booted over /mcp: attention+knowledge with a broken store."""
+    with tempfile.TemporaryDirectory(prefix="voxhttp", dir="/tmp") as ws:
+        open(os.path.join(ws, "blocker"), "w").write("x")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("VOX_")}
+        env.update({"VOX_WORKSPACE": ws, "VOX_HOME": os.path.join(ws, "home"), "VOX_MCP_HTTP_PORT": "0",
+                    "VOX_MCP_HTTP_BEARER_TOKEN": WRITE, "VOX_MCP_HTTP_READ_BEARER_TOKEN": READ, "VOX_LOG": "warn",
+                    "VOX_DB_PATH": os.path.join(ws, "blocker", "journey.db")})
+        server = subprocess.Popen([VOX, "serve", "--profile", "attention,knowledge"], env=env, stdout=subprocess.PIPE, text=True)
+        try:
+            url = "http://" + server.stdout.readline().split("http://")[1].split()[0] + "/mcp"
+            async with await session(url, READ, "legacy") as c:
+                r = await c.call_tool("vox_trust_override", {"agent": "a", "level": "high"})
+                check(r.is_error and structured(r)["error"]["code"] == "exposure_denied", "read token on an operator tool is exposure_denied over /mcp")
+            async with await session(url, WRITE, "auto") as c:
+                r = await c.call_tool("vox_memory_recall", {"key": "k"})
+                err = structured(r)["error"]
+                check(r.is_error and err["code"] == "subsystem_not_booted" and err["subsystem"] == "memory", "a down subsystem is subsystem_not_booted over /mcp")
         finally:
             subprocess.run([VOX, "daemon", "stop"], env=env, capture_output=True)
             server.wait(timeout=20)
 
 
 asyncio.run(main())
+asyncio.run(degraded())

@@ -544,3 +544,109 @@ async fn the_rate_limit_answers_429_and_oversized_bodies_413() {
     let r = http(s2.addr, "POST", "/v1/tools/call", Some(WRITE), Some(&big)).await;
     assert_eq!(r.status, 413);
 }
+
+#[tokio::test]
+async fn subsystem_not_booted_is_503_on_rest_and_ws() {
+    let ws = Ws::new();
+    std::fs::write(ws.root().join("blocker"), "x").unwrap();
+    let bad = ws
+        .root()
+        .join("blocker/journey.db")
+        .to_string_lossy()
+        .into_owned();
+    let s = Server::start(
+        ws,
+        "knowledge",
+        &[("VOX_MCP_HTTP_BEARER_TOKEN", WRITE), ("VOX_DB_PATH", &bad)],
+    )
+    .unwrap();
+    let r = call(&s, Some(WRITE), "vox_memory_recall", json!({"key": "k"})).await;
+    assert_eq!(
+        (
+            r.status,
+            r.body["error"]["code"].as_str(),
+            r.body["error"]["subsystem"].as_str()
+        ),
+        (503, Some("subsystem_not_booted"), Some("memory"))
+    );
+    let listed = names(
+        &http(s.addr, "GET", "/v1/tools", Some(WRITE), None)
+            .await
+            .body,
+    );
+    assert_eq!(listed, ["vox_search_structural", "vox_search_text"]);
+    let url = format!("ws://{}/v1/ws", s.addr);
+    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
+        url.as_str(),
+    )
+    .unwrap();
+    req.headers_mut()
+        .insert("Authorization", format!("Bearer {WRITE}").parse().unwrap());
+    let (mut socket, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    let msg =
+        json!({"id": "a", "type": "call_tool", "name": "vox_kb_query", "args": {"query": "x"}});
+    socket
+        .send(tokio_tungstenite::tungstenite::Message::Text(
+            msg.to_string().into(),
+        ))
+        .await
+        .unwrap();
+    let v: Value =
+        serde_json::from_str(socket.next().await.unwrap().unwrap().to_text().unwrap()).unwrap();
+    assert_eq!(
+        (
+            v["id"].as_str(),
+            v["status"].as_u64(),
+            v["error"]["code"].as_str(),
+            v["error"]["subsystem"].as_str()
+        ),
+        (
+            Some("a"),
+            Some(503),
+            Some("subsystem_not_booted"),
+            Some("db")
+        )
+    );
+}
+
+#[tokio::test]
+async fn sigterm_stops_serve_cleanly_and_keeps_acknowledged_writes() {
+    let mut s = Server::tokens(Ws::new(), "knowledge");
+    let inflight = tokio::spawn({
+        let addr = s.addr;
+        async move { call_at(addr, "vox_memory_store", json!({"key": "k", "value": "v"})).await }
+    });
+    let r = inflight.await.unwrap();
+    assert_eq!(r.status, 200);
+    Command::new("kill")
+        .args(["-TERM", &s.child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = s.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(!s.ws.vox_dir().join("orchestrator.sock").exists());
+    assert!(
+        tokio::net::TcpStream::connect(s.addr).await.is_err(),
+        "the port is closed"
+    );
+    // The acknowledged write is in the store for the next daemon.
+    let c = s.ws.client(&["--profile", "knowledge"]).await;
+    assert_eq!(
+        ok(&c, "vox_memory_recall", json!({"key": "k"})).await["memory"]["value"],
+        "v"
+    );
+    c.cancel().await.unwrap();
+}
+
+async fn call_at(addr: SocketAddr, name: &str, args: Value) -> Reply {
+    let auth = format!("Bearer {WRITE}");
+    http_from(
+        "127.0.0.1",
+        addr,
+        "POST",
+        "/v1/tools/call",
+        &[("Authorization", &auth)],
+        Some(&json!({"name": name, "args": args})),
+    )
+    .await
+}
