@@ -133,6 +133,14 @@ enum DaemonCommand {
 fn main() -> ExitCode {
     vox_cli::init_logging("warn");
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Mcp { .. } | Command::Serve { .. }) {
+        // Reporting commands end quietly when their reader goes away (`vox profile list | head`),
+        // as other command-line tools do, instead of panicking in `println!`.
+        // SAFETY: restoring the default disposition of one signal before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     match run(cli) {
         Ok(code) => code,
         Err(e) => {

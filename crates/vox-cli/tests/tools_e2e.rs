@@ -472,3 +472,17 @@ fn vox_check_run_and_test_commands() {
     let out = ws.vox(&["check", "bad.vox"]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn a_closed_pipe_ends_a_report_quietly() {
+    let ws = Ws::new();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        // The reader is gone before vox writes: the write meets a closed pipe every time.
+        .arg(format!("(sleep 0.2; '{VOX}' profile show dev) | true"))
+        .env("VOX_HOME", ws.home.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
