@@ -1,0 +1,352 @@
+//! `WorkspaceMcpLoader`: scans a workspace's `.vox` files, compiles each once (cached by
+//! content hash), and builds the federated surface of `@tool` functions and `@mcp.resource`
+//! functions under the spec's collision rules:
+//!
+//! - a static catalog name wins: the workspace tool is *shadowed* (reported, never served);
+//! - a second tool name or resource URI across files is skipped: the first file in sorted path
+//!   order wins (reported);
+//! - a file that fails to compile is reported with its diagnostic and the scan goes on.
+//!
+//! The scan globs come from `contracts/mcp/workspace-mcp-surface.v1.yaml` in the workspace when
+//! it exists, else `**/*.vox` minus `target/`, `node_modules/`, `.vox/` and `.git/`.
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use vox_lang::Module;
+use vox_lang::hir::FnRole;
+
+/// Where the surface file lives inside a workspace.
+pub const SURFACE_FILE: &str = "contracts/mcp/workspace-mcp-surface.v1.yaml";
+
+/// Largest `.vox` file the loader compiles.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// `contracts/mcp/workspace-mcp-surface.v1.yaml`.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SurfaceConfig {
+    pub version: u32,
+    pub scan_globs: Vec<String>,
+    #[serde(default)]
+    pub exclude_globs: Vec<String>,
+}
+
+impl Default for SurfaceConfig {
+    fn default() -> Self {
+        SurfaceConfig {
+            version: 1,
+            scan_globs: vec!["**/*.vox".into()],
+            exclude_globs: [
+                "**/target/**",
+                "**/node_modules/**",
+                "**/.vox/**",
+                "**/.git/**",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+        }
+    }
+}
+
+/// A federated tool.
+#[derive(Clone)]
+pub struct WorkspaceTool {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    /// Workspace-relative path, `/`-separated.
+    pub file: String,
+    pub module: Arc<Module>,
+}
+
+/// A federated resource.
+#[derive(Clone)]
+pub struct WorkspaceResource {
+    pub uri: String,
+    pub name: String,
+    pub description: String,
+    pub file: String,
+    pub module: Arc<Module>,
+}
+
+/// A name (or URI) that was not federated, and why.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Skipped {
+    pub name: String,
+    pub file: String,
+    /// The file that keeps the name (duplicates only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept_from: Option<String>,
+}
+
+/// A file that could not be used.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct FileError {
+    pub file: String,
+    pub diagnostic: String,
+}
+
+/// What a scan found: the `vox_workspace_mcp_refresh` answer.
+#[derive(Debug, Clone, Serialize, Default, PartialEq, Eq)]
+pub struct RefreshReport {
+    pub tool_count: usize,
+    pub resource_count: usize,
+    pub shadowed: Vec<Skipped>,
+    pub duplicate_tools: Vec<Skipped>,
+    pub duplicate_resources: Vec<Skipped>,
+    pub errors: Vec<FileError>,
+    pub files: usize,
+    pub compiled: usize,
+}
+
+/// The federated surface, in deterministic (name / URI) order.
+#[derive(Clone, Default)]
+pub struct Surface {
+    pub tools: BTreeMap<String, WorkspaceTool>,
+    pub resources: BTreeMap<String, WorkspaceResource>,
+    pub report: RefreshReport,
+}
+
+impl Surface {
+    /// Whether two surfaces serve the same names and URIs (decides `list_changed`).
+    pub fn same_names(&self, other: &Surface) -> bool {
+        self.tools.keys().eq(other.tools.keys()) && self.resources.keys().eq(other.resources.keys())
+    }
+}
+
+/// Why the surface file itself is unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum LoaderError {
+    #[error("{path}: {message}")]
+    Config { path: PathBuf, message: String },
+}
+
+type Cached = (String, Result<Arc<Module>, String>);
+
+/// Scans a workspace; keeps compiled modules by content hash between scans.
+pub struct WorkspaceMcpLoader {
+    root: PathBuf,
+    cache: Mutex<HashMap<String, Cached>>,
+}
+
+fn globset(path: &Path, globs: &[String]) -> Result<GlobSet, LoaderError> {
+    let mut b = GlobSetBuilder::new();
+    for g in globs {
+        b.add(Glob::new(g).map_err(|e| LoaderError::Config {
+            path: path.to_owned(),
+            message: format!("invalid glob `{g}`: {e}"),
+        })?);
+    }
+    b.build().map_err(|e| LoaderError::Config {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+fn first_error(e: &vox_lang::CompileError) -> String {
+    let diags = vox_lang::diag::to_json(&e.file, &e.diagnostics);
+    diags
+        .iter()
+        .find(|d| matches!(d.severity, vox_lang::Severity::Error))
+        .or(diags.first())
+        .map(|d| {
+            format!(
+                "{}:{}:{}: {}: {}",
+                d.file, d.line, d.column, d.code, d.message
+            )
+        })
+        .unwrap_or_else(|| "does not compile".into())
+}
+
+impl WorkspaceMcpLoader {
+    /// A loader for `root`; nothing is read until [`Self::scan`].
+    pub fn new(root: PathBuf) -> Self {
+        WorkspaceMcpLoader {
+            root,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The surface file's settings, or the defaults when there is none.
+    pub fn config(&self) -> Result<SurfaceConfig, LoaderError> {
+        let path = self.root.join(SURFACE_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                let c: SurfaceConfig =
+                    serde_norway::from_str(&text).map_err(|e| LoaderError::Config {
+                        path: path.clone(),
+                        message: e.to_string(),
+                    })?;
+                if c.version != 1 {
+                    return Err(LoaderError::Config {
+                        path,
+                        message: "version must be 1".into(),
+                    });
+                }
+                Ok(c)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(SurfaceConfig::default()),
+            Err(e) => Err(LoaderError::Config {
+                path,
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    /// The workspace-relative `.vox` files to load, sorted.
+    fn files(&self, config: &SurfaceConfig) -> Result<Vec<String>, LoaderError> {
+        let path = self.root.join(SURFACE_FILE);
+        let include = globset(&path, &config.scan_globs)?;
+        let exclude = globset(&path, &config.exclude_globs)?;
+        let mut out = Vec::new();
+        let walker = ignore::WalkBuilder::new(&self.root)
+            .standard_filters(false)
+            .filter_entry(|e| {
+                !matches!(
+                    e.file_name().to_str(),
+                    Some(".git" | ".vox" | "target" | "node_modules")
+                )
+            })
+            .build();
+        for entry in walker.flatten() {
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            let Ok(rel) = entry.path().strip_prefix(&self.root) else {
+                continue;
+            };
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            if include.is_match(&rel) && !exclude.is_match(&rel) {
+                out.push(rel);
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Compiles `rel` unless its content hash is cached.
+    fn module(&self, rel: &str, compiled: &mut usize) -> Result<Arc<Module>, String> {
+        let path = self.root.join(rel);
+        let meta = std::fs::metadata(&path).map_err(|e| format!("cannot read: {e}"))?;
+        if meta.len() > MAX_FILE_BYTES {
+            return Err(format!(
+                "{} bytes; the limit is {MAX_FILE_BYTES}",
+                meta.len()
+            ));
+        }
+        let bytes = std::fs::read(&path).map_err(|e| format!("cannot read: {e}"))?;
+        let hash: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((h, m)) = cache.get(rel)
+            && *h == hash
+        {
+            return m.clone();
+        }
+        *compiled += 1;
+        let m = Module::compile(rel, &bytes)
+            .map(Arc::new)
+            .map_err(|e| first_error(&e));
+        cache.insert(rel.to_owned(), (hash, m.clone()));
+        m
+    }
+
+    /// Scans and applies the collision rules. `is_static` says whether a name belongs to the
+    /// static catalog (which always wins).
+    pub fn scan(&self, is_static: &dyn Fn(&str) -> bool) -> Result<Surface, LoaderError> {
+        let config = self.config()?;
+        let files = self.files(&config)?;
+        let mut s = Surface::default();
+        s.report.files = files.len();
+        for rel in &files {
+            let module = match self.module(rel, &mut s.report.compiled) {
+                Ok(m) => m,
+                Err(diagnostic) => {
+                    s.report.errors.push(FileError {
+                        file: rel.clone(),
+                        diagnostic,
+                    });
+                    continue;
+                }
+            };
+            for f in module.tools() {
+                let name = f.name.clone();
+                if is_static(&name) {
+                    s.report.shadowed.push(Skipped {
+                        name,
+                        file: rel.clone(),
+                        kept_from: None,
+                    });
+                    continue;
+                }
+                if let Some(first) = s.tools.get(&name) {
+                    s.report.duplicate_tools.push(Skipped {
+                        name,
+                        file: rel.clone(),
+                        kept_from: Some(first.file.clone()),
+                    });
+                    continue;
+                }
+                let description = match &f.role {
+                    FnRole::Tool {
+                        description: Some(d),
+                        ..
+                    } => d.clone(),
+                    _ => format!("{name} (from {rel})"),
+                };
+                let input_schema = module
+                    .input_schema(&name)
+                    .unwrap_or_else(|| serde_json::json!({"type": "object"}));
+                s.tools.insert(
+                    name.clone(),
+                    WorkspaceTool {
+                        name,
+                        description,
+                        input_schema,
+                        file: rel.clone(),
+                        module: module.clone(),
+                    },
+                );
+            }
+            for f in module.resources() {
+                let FnRole::Resource { uri, description } = &f.role else {
+                    continue;
+                };
+                if let Some(first) = s.resources.get(uri) {
+                    s.report.duplicate_resources.push(Skipped {
+                        name: uri.clone(),
+                        file: rel.clone(),
+                        kept_from: Some(first.file.clone()),
+                    });
+                    continue;
+                }
+                s.resources.insert(
+                    uri.clone(),
+                    WorkspaceResource {
+                        uri: uri.clone(),
+                        name: f.name.clone(),
+                        description: description.clone().unwrap_or_default(),
+                        file: rel.clone(),
+                        module: module.clone(),
+                    },
+                );
+            }
+        }
+        // Forget files that are gone so the cache does not grow with renames.
+        self.cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|k, _| files.binary_search(k).is_ok());
+        s.report.tool_count = s.tools.len();
+        s.report.resource_count = s.resources.len();
+        Ok(s)
+    }
+}

@@ -1,0 +1,155 @@
+use std::path::Path;
+use vox_workspace_mcp::*;
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn is_static(name: &str) -> bool {
+    name.starts_with("vox_")
+}
+
+const GREET: &str = "@tool \"Say hello\"\nfn greet(name: str) to str {\n    \"Hello {name}\"\n}\n\n@mcp.resource(\"docs://readme\", \"The readme\")\nfn readme() to str {\n    \"# readme\"\n}\n";
+
+#[test]
+fn tools_and_resources_are_federated_with_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "tools/greet.vox", GREET);
+    let loader = WorkspaceMcpLoader::new(dir.path().to_path_buf());
+    let s = loader.scan(&is_static).unwrap();
+    let t = &s.tools["greet"];
+    assert_eq!(t.description, "Say hello");
+    assert_eq!(t.file, "tools/greet.vox");
+    assert_eq!(t.input_schema["required"], serde_json::json!(["name"]));
+    let r = &s.resources["docs://readme"];
+    assert_eq!(r.description, "The readme");
+    let out = t
+        .module
+        .call_json(
+            "greet",
+            &serde_json::json!({"name": "Ada"}),
+            &Default::default(),
+        )
+        .unwrap();
+    assert_eq!(out.value, serde_json::json!("Hello Ada"));
+    assert_eq!(
+        r.module
+            .read_resource("docs://readme", &Default::default())
+            .unwrap(),
+        "# readme"
+    );
+    assert_eq!((s.report.tool_count, s.report.resource_count), (1, 1));
+}
+
+#[test]
+fn static_names_shadow_and_the_first_file_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "a.vox",
+        "@tool\nfn vox_memory_store() to str { \"mine\" }\n\n@tool\nfn dup() to int { 1 }\n\n@mcp.resource(\"r://x\")\nfn rx() to str { \"a\" }\n",
+    );
+    write(
+        dir.path(),
+        "b.vox",
+        "@tool\nfn dup() to int { 2 }\n\n@mcp.resource(\"r://x\")\nfn ry() to str { \"b\" }\n",
+    );
+    let s = WorkspaceMcpLoader::new(dir.path().to_path_buf())
+        .scan(&is_static)
+        .unwrap();
+    assert!(!s.tools.contains_key("vox_memory_store"));
+    assert_eq!(
+        s.report.shadowed,
+        [Skipped {
+            name: "vox_memory_store".into(),
+            file: "a.vox".into(),
+            kept_from: None
+        }]
+    );
+    assert_eq!(s.tools["dup"].file, "a.vox");
+    assert_eq!(
+        s.report.duplicate_tools[0],
+        Skipped {
+            name: "dup".into(),
+            file: "b.vox".into(),
+            kept_from: Some("a.vox".into())
+        }
+    );
+    assert_eq!(s.resources["r://x"].file, "a.vox");
+    assert_eq!(s.report.duplicate_resources[0].file, "b.vox");
+}
+
+#[test]
+fn a_broken_file_is_reported_and_the_scan_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "bad.vox", "@tool\nfn broken( {\n");
+    write(dir.path(), "good.vox", GREET);
+    let s = WorkspaceMcpLoader::new(dir.path().to_path_buf())
+        .scan(&is_static)
+        .unwrap();
+    assert!(s.tools.contains_key("greet"));
+    assert_eq!(s.report.errors.len(), 1);
+    assert_eq!(s.report.errors[0].file, "bad.vox");
+    assert!(
+        s.report.errors[0].diagnostic.contains("bad.vox:"),
+        "{:?}",
+        s.report.errors
+    );
+}
+
+#[test]
+fn default_excludes_and_the_surface_file_globs() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "target/x.vox",
+        "@tool\nfn in_target() to int { 1 }\n",
+    );
+    write(
+        dir.path(),
+        "node_modules/y.vox",
+        "@tool\nfn in_modules() to int { 1 }\n",
+    );
+    write(dir.path(), "src/z.vox", "@tool\nfn in_src() to int { 1 }\n");
+    write(
+        dir.path(),
+        "other/w.vox",
+        "@tool\nfn in_other() to int { 1 }\n",
+    );
+    let loader = WorkspaceMcpLoader::new(dir.path().to_path_buf());
+    let names: Vec<String> = loader.scan(&is_static).unwrap().tools.into_keys().collect();
+    assert_eq!(names, ["in_other", "in_src"]);
+    write(
+        dir.path(),
+        SURFACE_FILE,
+        "version: 1\nscan_globs: [\"src/**/*.vox\"]\nexclude_globs: []\n",
+    );
+    let names: Vec<String> = loader.scan(&is_static).unwrap().tools.into_keys().collect();
+    assert_eq!(names, ["in_src"]);
+    write(
+        dir.path(),
+        SURFACE_FILE,
+        "version: 1\nscan_glob: [\"src/**\"]\n",
+    );
+    let err = loader.scan(&is_static).err().unwrap().to_string();
+    assert!(
+        err.contains("workspace-mcp-surface.v1.yaml") && err.contains("scan_glob"),
+        "{err}"
+    );
+}
+
+#[test]
+fn files_compile_once_until_their_content_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.vox", GREET);
+    write(dir.path(), "b.vox", "@tool\nfn two() to int { 2 }\n");
+    let loader = WorkspaceMcpLoader::new(dir.path().to_path_buf());
+    assert_eq!(loader.scan(&is_static).unwrap().report.compiled, 2);
+    assert_eq!(loader.scan(&is_static).unwrap().report.compiled, 0);
+    write(dir.path(), "b.vox", "@tool\nfn three() to int { 3 }\n");
+    let s = loader.scan(&is_static).unwrap();
+    assert_eq!(s.report.compiled, 1);
+    assert!(s.tools.contains_key("three") && !s.tools.contains_key("two"));
+}
