@@ -37,11 +37,21 @@ pub fn call_result(
             .to_owned();
         return Err(McpError::invalid_params(message, Some(structured)));
     }
-    Ok(if is_error {
+    // MCP's structuredContent is an object: a workspace tool's bare value (a number, a string)
+    // is wrapped as {"result": v}; the text block carries the value as it was.
+    let text = structured.to_string();
+    let structured = if structured.is_object() {
+        structured
+    } else {
+        json!({ "result": structured })
+    };
+    let mut result = if is_error {
         CallToolResult::structured_error(structured)
     } else {
         CallToolResult::structured(structured)
-    })
+    };
+    result.content = vec![rmcp::model::ContentBlock::text(text)];
+    Ok(result)
 }
 
 /// The adapter's state: which daemon to talk to, and the live connection if any.
@@ -122,6 +132,51 @@ impl ServerHandler for StdioAdapter {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        let client = self.client().await?;
+        let answer = client
+            .call("orch.list_resources", json!({}))
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let resources: Vec<rmcp::model::Resource> =
+            serde_json::from_value(answer.get("resources").cloned().unwrap_or(Value::Null))
+                .map_err(|e| McpError::internal_error(format!("malformed resources: {e}"), None))?;
+        Ok(rmcp::model::ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        let client = self.client().await?;
+        let answer = client
+            .call("orch.read_resource", json!({"uri": request.uri}))
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        match answer.get("text").and_then(Value::as_str) {
+            Some(text) => {
+                Ok(
+                    rmcp::model::ReadResourceResult::new(vec![
+                        rmcp::model::ResourceContents::text(text, request.uri.clone()),
+                    ])
+                    .into(),
+                )
+            }
+            None => Err(McpError::resource_not_found(
+                answer["error"]["message"]
+                    .as_str()
+                    .unwrap_or("resource not found")
+                    .to_owned(),
+                Some(answer),
+            )),
+        }
     }
 
     async fn list_tools(

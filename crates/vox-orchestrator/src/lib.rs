@@ -12,6 +12,7 @@ mod orchestrator;
 pub mod rpc;
 pub mod tools;
 pub mod workspace;
+pub mod workspace_tools;
 
 pub use boot::{BootReport, StepReport};
 pub use orchestrator::{Ctx, Orchestrator, ToolDescriptor, ToolError, ToolOutcome};

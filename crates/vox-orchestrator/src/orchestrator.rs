@@ -28,6 +28,9 @@ pub enum ToolError {
     Unavailable(String),
     #[error("{0}")]
     Internal(String),
+    /// A workspace tool returned `Error(e)`.
+    #[error("{0}")]
+    Failed(String),
 }
 
 impl ToolError {
@@ -39,6 +42,7 @@ impl ToolError {
             ToolError::Conflict(_) => "conflict",
             ToolError::Unavailable(_) => "unavailable",
             ToolError::Internal(_) => "internal",
+            ToolError::Failed(_) => "tool_error",
         }
     }
     /// The one error shape: `{"error":{"code":…,"message":…}}`.
@@ -111,6 +115,8 @@ pub struct Ctx {
     pub sessions: Option<Box<dyn SessionStore>>,
     pub attention: Option<Attention>,
     pub search: Option<crate::tools::search::Search>,
+    /// Federated `.vox` tools and resources; present under `dev` only.
+    pub workspace_tools: Option<crate::workspace_tools::WorkspaceTools>,
     pub boot: BootReport,
 }
 
@@ -179,6 +185,7 @@ impl Orchestrator {
             sessions: None,
             attention: None,
             search: None,
+            workspace_tools: None,
             boot: BootReport::default(),
         };
         let report = boot::boot(&profile, |step, _sub| run_step(&mut ctx, step));
@@ -253,11 +260,38 @@ impl Orchestrator {
 
     /// Authorizes, dispatches with a deadline, caps the result, and records attention.
     pub async fn call(&self, name: &str, args: Value, caller: Caller, agent: &str) -> ToolOutcome {
-        self.call_as(&self.ctx.profile, name, args, caller, agent)
+        self.call_inner(&self.ctx.profile, name, args, caller, agent, true)
             .await
     }
 
-    /// [`Self::call`] for a surface narrower than the daemon's profile.
+    /// Federated workspace tools to advertise (under `dev` with `VOX_MCP_WORKSPACE_TOOLS=1`).
+    pub fn workspace_tool_descriptors(&self) -> Vec<Value> {
+        match &self.ctx.workspace_tools {
+            Some(wt) if crate::workspace_tools::advertised() => wt.descriptors(),
+            _ => vec![],
+        }
+    }
+
+    /// Federated resources (under `dev`).
+    pub fn resources(&self) -> Vec<Value> {
+        self.ctx
+            .workspace_tools
+            .as_ref()
+            .map(|wt| wt.resources())
+            .unwrap_or_default()
+    }
+
+    /// Reads a federated resource.
+    pub fn read_resource(&self, uri: &str) -> Result<String, ToolError> {
+        self.ctx
+            .workspace_tools
+            .as_ref()
+            .and_then(|wt| wt.read(uri))
+            .unwrap_or_else(|| Err(ToolError::NotFound(format!("no resource {uri}"))))
+    }
+
+    /// [`Self::call`] for a surface narrower than the daemon's profile (the HTTP gateway's);
+    /// workspace tools are never served there.
     pub async fn call_as(
         &self,
         surface: &ProfileSet,
@@ -266,8 +300,21 @@ impl Orchestrator {
         caller: Caller,
         agent: &str,
     ) -> ToolOutcome {
+        self.call_inner(surface, name, args, caller, agent, false)
+            .await
+    }
+
+    async fn call_inner(
+        &self,
+        surface: &ProfileSet,
+        name: &str,
+        args: Value,
+        caller: Caller,
+        agent: &str,
+        workspace: bool,
+    ) -> ToolOutcome {
         let started = Instant::now();
-        let outcome = self.dispatch(surface, name, args, caller).await;
+        let outcome = self.dispatch(surface, name, args, caller, workspace).await;
         let elapsed = started.elapsed();
         let tool_label = if vox_mcp_registry::tool_by_name(name).is_some() {
             name.to_owned()
@@ -300,9 +347,18 @@ impl Orchestrator {
         name: &str,
         args: Value,
         caller: Caller,
+        workspace: bool,
     ) -> ToolOutcome {
         let tool = match authorize_tool(surface, name, caller, self.ctx.boot.booted_mask) {
             Ok(t) => t,
+            // Under dev, a name outside the static catalog may be a federated workspace tool.
+            Err(d)
+                if d.code == vox_mcp_registry::DenialCode::UnknownTool
+                    && workspace
+                    && self.ctx.workspace_tools.is_some() =>
+            {
+                return self.dispatch_workspace(name, args, d).await;
+            }
             Err(d) => return ToolOutcome::Denied(d),
         };
         let args = match args {
@@ -334,6 +390,31 @@ impl Orchestrator {
         match result {
             Ok(v) => cap_result(name, v),
             Err(e) => ToolOutcome::Failed(e),
+        }
+    }
+}
+
+impl Orchestrator {
+    async fn dispatch_workspace(&self, name: &str, args: Value, unknown: Denial) -> ToolOutcome {
+        let args = if args.is_null() { json!({}) } else { args };
+        let ctx = self.ctx.clone();
+        let owned = name.to_owned();
+        let job = tokio::task::spawn_blocking(move || {
+            ctx.workspace_tools
+                .as_ref()
+                .and_then(|wt| wt.call(&owned, &args))
+        });
+        match tokio::time::timeout(self.timeout, job).await {
+            Ok(Ok(Some(Ok(v)))) => cap_result(name, v),
+            Ok(Ok(Some(Err(e)))) => ToolOutcome::Failed(e),
+            Ok(Ok(None)) => ToolOutcome::Denied(unknown),
+            Ok(Err(e)) => {
+                ToolOutcome::Failed(ToolError::Internal(format!("tool {name} panicked: {e}")))
+            }
+            Err(_) => ToolOutcome::Failed(ToolError::Unavailable(format!(
+                "tool {name} did not finish within {} ms",
+                self.timeout.as_millis()
+            ))),
         }
     }
 }
@@ -394,6 +475,16 @@ fn run_step(ctx: &mut Ctx, step: &str) -> Result<String, String> {
         "search_index" => {
             ctx.search = Some(crate::tools::search::Search::new(&ctx.workspace.root));
             Ok("indexes build on first query".into())
+        }
+        "compiler" => {
+            if ctx.profile.is_dev() {
+                ctx.workspace_tools = Some(crate::workspace_tools::WorkspaceTools::new(
+                    ctx.workspace.root.clone(),
+                ));
+                Ok("vox-lang; workspace tools scan on first use".into())
+            } else {
+                Ok("vox-lang".into())
+            }
         }
         "memory" => Ok(if ctx.store.is_some() {
             "store-backed".into()

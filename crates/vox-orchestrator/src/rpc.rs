@@ -194,7 +194,29 @@ async fn handle(orch: &Orchestrator, req: Value, stop: &watch::Sender<bool>) -> 
     let result = match method {
         "orch.ping" => Ok(ping(orch)),
         "orch.boot_report" => Ok(serde_json::to_value(orch.boot_report()).unwrap_or_default()),
-        "orch.list_tools" => Ok(json!({"tools": orch.list_tools(Caller::LOCAL)})),
+        "orch.list_tools" => {
+            let mut tools =
+                serde_json::to_value(orch.list_tools(Caller::LOCAL)).unwrap_or_default();
+            if let Some(list) = tools.as_array_mut() {
+                list.extend(orch.workspace_tool_descriptors());
+            }
+            Ok(json!({"tools": tools}))
+        }
+        "orch.list_resources" => Ok(json!({"resources": orch.resources()})),
+        "orch.read_resource" => match params.get("uri").and_then(Value::as_str) {
+            None => Err((
+                codes::INVALID_PARAMS,
+                "orch.read_resource needs a string `uri`".to_owned(),
+            )),
+            Some(uri) => {
+                let uri = uri.to_owned();
+                let text = tokio::task::block_in_place(|| orch.read_resource(&uri));
+                match text {
+                    Ok(t) => Ok(json!({"uri": uri, "text": t})),
+                    Err(e) => Ok(json!({"error": e.to_json()["error"]})),
+                }
+            }
+        },
         "orch.tool_call" => tool_call(orch, params).await,
         "orch.shutdown" => {
             let _ = stop.send(true);

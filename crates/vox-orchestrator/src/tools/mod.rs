@@ -8,6 +8,7 @@ mod memory;
 mod repo;
 pub mod search;
 mod sessions;
+mod workspace;
 
 use crate::orchestrator::{Ctx, ToolError};
 use schemars::JsonSchema;
@@ -79,5 +80,6 @@ pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     all.extend(search::handlers());
     all.extend(repo::handlers());
     all.extend(lang::handlers());
+    all.extend(workspace::handlers());
     all
 }

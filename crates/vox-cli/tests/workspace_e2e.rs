@@ -1,0 +1,107 @@
+//! End to end: federated `.vox` workspace tools and resources through `vox mcp`.
+
+mod common;
+use common::*;
+use rmcp::model::ReadResourceRequestParams;
+use serde_json::json;
+
+const TOOLS: &str = "@tool \"Add two numbers\"\nfn add(a: int, b: int = 1) to int {\n    a + b\n}\n\n@tool\nfn vox_memory_store() to str {\n    \"shadowed\"\n}\n\n@mcp.resource(\"docs://team\", \"Who is on the team\")\nfn team() to str {\n    \"Ada, Grace\"\n}\n";
+
+fn workspace() -> Ws {
+    let ws = Ws::new();
+    std::fs::create_dir_all(ws.root().join("tools")).unwrap();
+    std::fs::write(ws.root().join("tools/math.vox"), TOOLS).unwrap();
+    std::fs::write(
+        ws.root().join("tools/zz_dup.vox"),
+        "@tool\nfn add(a: int) to int {\n    a * 100\n}\n",
+    )
+    .unwrap();
+    std::fs::write(ws.root().join("tools/broken.vox"), "@tool\nfn oops( {\n").unwrap();
+    ws
+}
+
+#[tokio::test]
+async fn workspace_tools_are_callable_under_dev_and_advertised_only_on_request() {
+    let ws = workspace();
+    let c = ws.client(&[]).await;
+    let names = tool_names(&c).await;
+    assert!(
+        !names.contains(&"add".to_owned()),
+        "not advertised without VOX_MCP_WORKSPACE_TOOLS=1"
+    );
+    assert_eq!(ok(&c, "add", json!({"a": 41})).await, json!({"result": 42}));
+    let e = err(&c, "add", json!({"b": 2})).await;
+    assert_eq!(e["code"], "invalid_arguments");
+    // The static catalog wins: vox_memory_store is the catalog's tool.
+    let r = ok(&c, "vox_memory_store", json!({"key": "k", "value": "v"})).await;
+    assert_eq!(r["stored"], true);
+    let res = c.list_all_resources().await.unwrap();
+    assert_eq!(res.len(), 1);
+    assert_eq!(res[0].uri, "docs://team");
+    let read = c
+        .read_resource(ReadResourceRequestParams::new("docs://team"))
+        .await
+        .unwrap();
+    assert!(format!("{read:?}").contains("Ada, Grace"));
+    let report = ok(&c, "vox_workspace_mcp_refresh", json!({})).await;
+    assert_eq!(report["tool_count"], 1);
+    assert_eq!(report["resource_count"], 1);
+    assert_eq!(report["shadowed"][0]["name"], "vox_memory_store");
+    assert_eq!(
+        report["duplicate_tools"][0],
+        json!({"name": "add", "file": "tools/zz_dup.vox", "kept_from": "tools/math.vox"})
+    );
+    assert_eq!(report["errors"][0]["file"], "tools/broken.vox");
+    assert!(
+        report["errors"][0]["diagnostic"]
+            .as_str()
+            .unwrap()
+            .contains("broken.vox:")
+    );
+    // A new file is picked up by the next refresh.
+    std::fs::write(
+        ws.root().join("tools/more.vox"),
+        "@tool\nfn twice(x: int) to int {\n    x * 2\n}\n",
+    )
+    .unwrap();
+    let report = ok(&c, "vox_workspace_mcp_refresh", json!({})).await;
+    assert_eq!(
+        (report["tool_count"].as_u64(), report["changed"].as_bool()),
+        (Some(2), Some(true))
+    );
+    assert_eq!(
+        ok(&c, "twice", json!({"x": 21})).await,
+        json!({"result": 42})
+    );
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn workspace_tools_are_advertised_with_their_source_when_asked() {
+    let ws = workspace().with_env("VOX_MCP_WORKSPACE_TOOLS", "1");
+    let c = ws.client(&[]).await;
+    let tools = tools(&c).await;
+    let add = tools.iter().find(|t| t.name == "add").expect("advertised");
+    let meta = add.meta.as_ref().unwrap();
+    assert_eq!(
+        (meta["vox_source"].as_str(), meta["vox_file"].as_str()),
+        (Some("workspace"), Some("tools/math.vox"))
+    );
+    assert_eq!(add.input_schema["required"], json!(["a"]));
+    // Static tools first (sorted), then workspace tools (sorted): a deterministic order.
+    assert_eq!(tools.last().unwrap().name, "add");
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn named_profiles_serve_no_workspace_tools() {
+    let ws = workspace().with_env("VOX_MCP_WORKSPACE_TOOLS", "1");
+    let c = ws.client(&["--profile", "lang"]).await;
+    assert!(!tool_names(&c).await.contains(&"add".to_owned()));
+    assert_eq!(
+        err(&c, "add", json!({"a": 1})).await["code"],
+        "tool_not_in_profile"
+    );
+    assert!(c.list_all_resources().await.unwrap().is_empty());
+    c.cancel().await.unwrap();
+}

@@ -1,0 +1,25 @@
+//! `vox_workspace_mcp_refresh`: rescan the workspace's `.vox` files.
+
+use super::{HandlerEntry, typed};
+use crate::orchestrator::{Ctx, ToolError};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+fn refresh(ctx: &Ctx, _a: NoArgs) -> Result<Value, ToolError> {
+    let wt = ctx.workspace_tools.as_ref().ok_or_else(|| {
+        ToolError::Unavailable("workspace tools are served under the dev profile only".into())
+    })?;
+    let (report, changed) = wt.refresh();
+    let mut v = serde_json::to_value(report).map_err(|e| ToolError::Internal(e.to_string()))?;
+    v["changed"] = Value::Bool(changed);
+    Ok(v)
+}
+
+pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
+    vec![("vox_workspace_mcp_refresh", typed(refresh))]
+}

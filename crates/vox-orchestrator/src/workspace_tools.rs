@@ -1,0 +1,150 @@
+//! Federated workspace tools and resources (`@tool` / `@mcp.resource` in `.vox` files), served
+//! under `dev` only: dispatchable by name, advertised with `VOX_MCP_WORKSPACE_TOOLS=1`.
+
+use crate::orchestrator::ToolError;
+use serde_json::{Value, json};
+use std::sync::{Arc, RwLock};
+use vox_workspace_mcp::{RefreshReport, Surface, WorkspaceMcpLoader};
+
+/// The loader and the current surface (scanned on first use, then on refresh).
+pub struct WorkspaceTools {
+    loader: WorkspaceMcpLoader,
+    surface: RwLock<Option<Arc<Surface>>>,
+}
+
+fn is_static(name: &str) -> bool {
+    vox_mcp_registry::tool_by_name(name).is_some()
+}
+
+/// Whether workspace tools are advertised in `tools/list` (they are always callable by name
+/// under `dev`). `VOX_MCP_TIERS=workspace|all` is the deprecated spelling.
+pub fn advertised() -> bool {
+    if std::env::var("VOX_MCP_WORKSPACE_TOOLS").as_deref() == Ok("1") {
+        return true;
+    }
+    match std::env::var("VOX_MCP_TIERS").as_deref() {
+        Ok("workspace") | Ok("all") => {
+            tracing::warn!("VOX_MCP_TIERS is deprecated; set VOX_MCP_WORKSPACE_TOOLS=1");
+            true
+        }
+        _ => false,
+    }
+}
+
+impl WorkspaceTools {
+    /// Nothing is scanned until first use.
+    pub fn new(root: std::path::PathBuf) -> Self {
+        WorkspaceTools {
+            loader: WorkspaceMcpLoader::new(root),
+            surface: RwLock::new(None),
+        }
+    }
+
+    fn scan(&self) -> Arc<Surface> {
+        let s = self.loader.scan(&is_static).unwrap_or_else(|e| {
+            let mut s = Surface::default();
+            s.report.errors.push(vox_workspace_mcp::FileError {
+                file: vox_workspace_mcp::SURFACE_FILE.into(),
+                diagnostic: e.to_string(),
+            });
+            s
+        });
+        for sh in &s.report.shadowed {
+            tracing::warn!(
+                file = sh.file,
+                "workspace tool {} is shadowed by the static catalog",
+                sh.name
+            );
+        }
+        for d in s
+            .report
+            .duplicate_tools
+            .iter()
+            .chain(&s.report.duplicate_resources)
+        {
+            tracing::warn!(file = d.file, "duplicate workspace name {} skipped", d.name);
+        }
+        for e in &s.report.errors {
+            tracing::warn!(file = e.file, "workspace file not loaded: {}", e.diagnostic);
+        }
+        Arc::new(s)
+    }
+
+    /// The current surface.
+    pub fn surface(&self) -> Arc<Surface> {
+        if let Some(s) = self
+            .surface
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            return s.clone();
+        }
+        let mut slot = self.surface.write().unwrap_or_else(|p| p.into_inner());
+        slot.get_or_insert_with(|| self.scan()).clone()
+    }
+
+    /// Rescans; returns the report and whether the served names changed.
+    pub fn refresh(&self) -> (RefreshReport, bool) {
+        let fresh = self.scan();
+        let mut slot = self.surface.write().unwrap_or_else(|p| p.into_inner());
+        let changed = slot.as_ref().is_none_or(|old| !old.same_names(&fresh));
+        let report = fresh.report.clone();
+        *slot = Some(fresh);
+        (report, changed)
+    }
+
+    /// MCP tool descriptors of the federated tools, in name order.
+    pub fn descriptors(&self) -> Vec<Value> {
+        self.surface()
+            .tools
+            .values()
+            .map(|t| {
+                json!({
+                    "name": t.name, "title": t.name, "description": t.description, "inputSchema": t.input_schema,
+                    "annotations": {"readOnlyHint": false, "destructiveHint": false, "openWorldHint": false},
+                    "_meta": {"vox_source": "workspace", "vox_file": t.file},
+                })
+            })
+            .collect()
+    }
+
+    /// MCP resource descriptors, in URI order.
+    pub fn resources(&self) -> Vec<Value> {
+        self.surface()
+            .resources
+            .values()
+            .map(|r| {
+                json!({"uri": r.uri, "name": r.name, "description": r.description, "mimeType": "text/plain",
+                       "_meta": {"vox_source": "workspace", "vox_file": r.file}})
+            })
+            .collect()
+    }
+
+    /// Calls a federated tool under the interpreter's default budget; `None` if no such tool.
+    pub fn call(&self, name: &str, args: &Value) -> Option<Result<Value, ToolError>> {
+        let surface = self.surface();
+        let tool = surface.tools.get(name)?;
+        let out = tool.module.call_json(name, args, &Default::default());
+        Some(out.map(|o| o.value).map_err(|e| {
+            if e.is_input_error() {
+                ToolError::InvalidArguments(e.to_string())
+            } else if e.code() == "tool_error" {
+                ToolError::Failed(e.to_string())
+            } else {
+                ToolError::Unavailable(format!("{name}: {e}"))
+            }
+        }))
+    }
+
+    /// Reads a federated resource; `None` if no such URI.
+    pub fn read(&self, uri: &str) -> Option<Result<String, ToolError>> {
+        let surface = self.surface();
+        let r = surface.resources.get(uri)?;
+        Some(
+            r.module
+                .read_resource(uri, &Default::default())
+                .map_err(|e| ToolError::Unavailable(format!("{uri}: {e}"))),
+        )
+    }
+}
