@@ -105,3 +105,60 @@ async fn named_profiles_serve_no_workspace_tools() {
     assert!(c.list_all_resources().await.unwrap().is_empty());
     c.cancel().await.unwrap();
 }
+
+#[derive(Clone)]
+struct Watcher(tokio::sync::mpsc::UnboundedSender<&'static str>);
+
+impl rmcp::ClientHandler for Watcher {
+    async fn on_tool_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send("tools");
+    }
+    async fn on_resource_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send("resources");
+    }
+}
+
+#[tokio::test]
+async fn a_refresh_that_changes_the_set_notifies_connected_clients() {
+    use rmcp::ServiceExt;
+    let ws = workspace();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let transport = rmcp::transport::TokioChildProcess::new(ws.mcp_command(&[])).unwrap();
+    let c = Watcher(tx).serve(transport).await.unwrap();
+    let call = |name: &'static str| rmcp::model::CallToolRequestParams::new(name);
+    c.call_tool(call("vox_workspace_mcp_refresh"))
+        .await
+        .unwrap();
+    // The first refresh after the lazy scan may or may not change the set; drain what came.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    while rx.try_recv().is_ok() {}
+    c.call_tool(call("vox_workspace_mcp_refresh"))
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(rx.try_recv().is_err(), "an unchanged refresh sends nothing");
+    std::fs::write(
+        ws.root().join("tools/new.vox"),
+        "@tool\nfn fresh() to int {\n    7\n}\n",
+    )
+    .unwrap();
+    c.call_tool(call("vox_workspace_mcp_refresh"))
+        .await
+        .unwrap();
+    let mut got = vec![];
+    while got.len() < 2 {
+        match tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await {
+            Ok(Some(kind)) => got.push(kind),
+            _ => break,
+        }
+    }
+    got.sort();
+    assert_eq!(got, ["resources", "tools"]);
+    c.cancel().await.unwrap();
+}

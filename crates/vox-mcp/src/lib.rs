@@ -60,6 +60,31 @@ pub struct StdioAdapter {
     profile: String,
     daemon_exe: PathBuf,
     client: tokio::sync::Mutex<Option<Arc<DaemonClient>>>,
+    /// Daemon notification frames, forwarded to the MCP client once it is known.
+    notes: tokio::sync::mpsc::UnboundedSender<Value>,
+    peer: Arc<std::sync::Mutex<Option<rmcp::Peer<RoleServer>>>>,
+}
+
+/// Forwards daemon notifications (`*/list_changed`) to the connected MCP client.
+async fn forward_notifications(
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<Value>,
+    peer: Arc<std::sync::Mutex<Option<rmcp::Peer<RoleServer>>>>,
+) {
+    while let Some(frame) = rx.recv().await {
+        let Some(peer) = peer.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
+            continue;
+        };
+        let sent = match frame.get("method").and_then(Value::as_str) {
+            Some("notifications/tools/list_changed") => peer.notify_tool_list_changed().await,
+            Some("notifications/resources/list_changed") => {
+                peer.notify_resource_list_changed().await
+            }
+            _ => Ok(()),
+        };
+        if let Err(e) = sent {
+            tracing::debug!("notification not delivered: {e}");
+        }
+    }
 }
 
 impl StdioAdapter {
@@ -70,12 +95,18 @@ impl StdioAdapter {
         profile: String,
         daemon_exe: PathBuf,
     ) -> Result<Self, AdoptError> {
-        let (client, _ping) = adopt_or_spawn(&ws, &profile, &daemon_exe, None).await?;
+        let (notes, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (client, _ping) =
+            adopt_or_spawn(&ws, &profile, &daemon_exe, Some(notes.clone())).await?;
+        let peer = Arc::new(std::sync::Mutex::new(None));
+        tokio::spawn(forward_notifications(rx, peer.clone()));
         Ok(StdioAdapter {
             ws,
             profile,
             daemon_exe,
             client: tokio::sync::Mutex::new(Some(Arc::new(client))),
+            notes,
+            peer,
         })
     }
 
@@ -85,9 +116,14 @@ impl StdioAdapter {
         if let Some(c) = slot.as_ref().filter(|c| c.is_alive()) {
             return Ok(c.clone());
         }
-        let (c, _) = adopt_or_spawn(&self.ws, &self.profile, &self.daemon_exe, None)
-            .await
-            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let (c, _) = adopt_or_spawn(
+            &self.ws,
+            &self.profile,
+            &self.daemon_exe,
+            Some(self.notes.clone()),
+        )
+        .await
+        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         let c = Arc::new(c);
         *slot = Some(c.clone());
         Ok(c)
@@ -132,6 +168,10 @@ impl ServerHandler for StdioAdapter {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         Ok(())
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        *self.peer.lock().unwrap_or_else(|p| p.into_inner()) = Some(context.peer);
     }
 
     async fn list_resources(

@@ -117,6 +117,8 @@ pub struct Ctx {
     pub search: Option<crate::tools::search::Search>,
     /// Federated `.vox` tools and resources; present under `dev` only.
     pub workspace_tools: Option<crate::workspace_tools::WorkspaceTools>,
+    /// Daemon → client notification frames (`notifications/tools/list_changed`, ...).
+    pub notifier: tokio::sync::broadcast::Sender<Value>,
     pub boot: BootReport,
 }
 
@@ -186,6 +188,7 @@ impl Orchestrator {
             attention: None,
             search: None,
             workspace_tools: None,
+            notifier: tokio::sync::broadcast::channel(16).0,
             boot: BootReport::default(),
         };
         let report = boot::boot(&profile, |step, _sub| run_step(&mut ctx, step));

@@ -127,8 +127,20 @@ async fn connection(
 ) {
     let (read, mut write) = stream.into_split();
     let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+    let mut notes = orch.ctx().notifier.subscribe();
     let writer = tokio::spawn(async move {
-        while let Some(frame) = rx.recv().await {
+        loop {
+            let frame = tokio::select! {
+                f = rx.recv() => match f {
+                    Some(f) => f,
+                    None => break,
+                },
+                n = notes.recv() => match n {
+                    Ok(n) => n,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(_) => break,
+                },
+            };
             let mut bytes = serde_json::to_vec(&frame).unwrap_or_default();
             bytes.push(b'\n');
             if write.write_all(&bytes).await.is_err() {
