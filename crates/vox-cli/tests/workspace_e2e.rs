@@ -162,3 +162,37 @@ async fn a_refresh_that_changes_the_set_notifies_connected_clients() {
     assert_eq!(got, ["resources", "tools"]);
     c.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_new_vox_file_is_picked_up_by_the_watcher() {
+    use rmcp::ServiceExt;
+    let ws = workspace();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let transport = rmcp::transport::TokioChildProcess::new(ws.mcp_command(&[])).unwrap();
+    let c = Watcher(tx).serve(transport).await.unwrap();
+    // Make the daemon scan once, so the change below is a change.
+    let first = c
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("add")
+                .with_arguments(json!({"a": 1}).as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(first.structured_content, Some(json!({"result": 2})));
+    std::fs::write(
+        ws.root().join("tools/watched.vox"),
+        "@tool\nfn watched() to int {\n    9\n}\n",
+    )
+    .unwrap();
+    let kind = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv())
+        .await
+        .expect("a notification")
+        .unwrap();
+    assert!(kind == "tools" || kind == "resources");
+    let r = c
+        .call_tool(rmcp::model::CallToolRequestParams::new("watched"))
+        .await
+        .unwrap();
+    assert_eq!(r.structured_content, Some(json!({"result": 9})));
+    c.cancel().await.unwrap();
+}

@@ -217,8 +217,12 @@ impl Orchestrator {
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(30_000);
+        let ctx = Arc::new(ctx);
+        // Setting up a recursive watch walks the tree: keep it off the boot path.
+        let watched = ctx.clone();
+        std::thread::spawn(move || crate::workspace_tools::watch(watched));
         Ok(Orchestrator {
-            ctx: Arc::new(ctx),
+            ctx,
             handlers: Arc::new(handlers),
             descriptors,
             timeout: Duration::from_millis(timeout_ms),

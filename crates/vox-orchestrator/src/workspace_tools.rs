@@ -148,3 +148,78 @@ impl WorkspaceTools {
         )
     }
 }
+
+/// How long the workspace must be quiet after a `.vox` change before the automatic refresh.
+const DEBOUNCE: std::time::Duration = std::time::Duration::from_millis(250);
+
+fn relevant(path: &std::path::Path, root: &std::path::Path) -> bool {
+    let Ok(rel) = path.strip_prefix(root) else {
+        return false;
+    };
+    let skipped = rel.components().any(|c| {
+        matches!(
+            c.as_os_str().to_str(),
+            Some(".git" | ".vox" | "target" | "node_modules")
+        )
+    });
+    !skipped
+        && (rel.extension().is_some_and(|e| e == "vox")
+            || rel == std::path::Path::new(vox_workspace_mcp::SURFACE_FILE))
+}
+
+/// Watches the workspace (`notify`) and refreshes the surface after changes settle, notifying
+/// clients when the served set changed. `VOX_WORKSPACE_WATCH=0` turns it off.
+pub fn watch(ctx: std::sync::Arc<crate::orchestrator::Ctx>) {
+    use notify::Watcher;
+    if std::env::var("VOX_WORKSPACE_WATCH").as_deref() == Ok("0") || ctx.workspace_tools.is_none() {
+        return;
+    }
+    let root = ctx.workspace.root.clone();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let filter_root = root.clone();
+    let handler = move |res: notify::Result<notify::Event>| {
+        if let Ok(ev) = res
+            && ev.paths.iter().any(|p| relevant(p, &filter_root))
+        {
+            let _ = tx.send(());
+        }
+    };
+    let mut watcher = match notify::recommended_watcher(handler) {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::warn!("workspace watch unavailable: {e}");
+            return;
+        }
+    };
+    if let Err(e) = watcher.watch(&root, notify::RecursiveMode::Recursive) {
+        tracing::warn!("cannot watch {}: {e}", root.display());
+        return;
+    }
+    std::thread::spawn(move || {
+        let _keep = watcher;
+        while rx.recv().is_ok() {
+            // Debounce: wait until no change arrived for DEBOUNCE.
+            while rx.recv_timeout(DEBOUNCE).is_ok() {}
+            let Some(wt) = ctx.workspace_tools.as_ref() else {
+                return;
+            };
+            let (report, changed) = wt.refresh();
+            tracing::info!(
+                tools = report.tool_count,
+                resources = report.resource_count,
+                changed,
+                "workspace tools refreshed"
+            );
+            if changed {
+                for method in [
+                    "notifications/tools/list_changed",
+                    "notifications/resources/list_changed",
+                ] {
+                    let _ = ctx
+                        .notifier
+                        .send(json!({"jsonrpc": "2.0", "method": method}));
+                }
+            }
+        }
+    });
+}
