@@ -201,7 +201,13 @@ fn mcp(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> 
         Err(code) => return Ok(code),
     };
     let ws = Workspace::resolve(workspace.as_deref())?;
-    runtime()?.block_on(async move {
+    // One thread: the adapter only relays, and keeping stdin, stdout and the socket on one
+    // thread saves cross-thread wake-ups on every call.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(async move {
         let adapter = match vox_mcp::StdioAdapter::connect(
             ws,
             profile.canonical().to_owned(),
