@@ -14,5 +14,6 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import mcp' 2>/dev/null; 
   .venv/bin/pip install --quiet 'mcp==2.3.0'
 fi
 cargo build --quiet --bin vox --bin vox-orchestrator-d
+"${CARGO_TARGET_DIR:-target}/debug/vox" ci operations-verify
 .venv/bin/python tests/python/test_stdio_e2e.py "${CARGO_TARGET_DIR:-target}/debug/vox"
 .venv/bin/python tests/python/test_http_e2e.py "${CARGO_TARGET_DIR:-target}/debug/vox"

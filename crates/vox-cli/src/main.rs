@@ -43,6 +43,11 @@ enum Command {
         #[arg(long)]
         workspace: Option<PathBuf>,
     },
+    /// CI gates.
+    Ci {
+        #[command(subcommand)]
+        command: CiCommand,
+    },
     /// Inspect capability profiles.
     Profile {
         #[command(subcommand)]
@@ -77,6 +82,15 @@ enum Command {
     Test {
         /// Files or directories (default: the current directory).
         paths: Vec<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum CiCommand {
+    /// Catalog ↔ handlers ↔ input schemas ↔ profiles: nothing missing, nothing extra.
+    OperationsVerify {
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -162,6 +176,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Mcp { profile, workspace } => mcp(profile, workspace),
         Command::Serve { profile, workspace } => serve(profile, workspace),
+        Command::Ci {
+            command: CiCommand::OperationsVerify { json },
+        } => operations_verify(json),
         Command::Profile { command } => profile_cmd(command),
         Command::Bundle { command } => bundle_cmd(command),
         Command::Daemon { command } => daemon_cmd(command),
@@ -303,6 +320,71 @@ fn serve(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode
         upkeep.abort();
         let _ = http.await;
         Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// The static wiring gate: every built catalog tool has a handler with a plain object input
+/// schema, every handler has a catalog row, and every profile composes from catalog tools whose
+/// subsystems its closure covers.
+fn operations_verify(json_out: bool) -> Result<ExitCode> {
+    use vox_mcp_registry::TOOL_REGISTRY;
+    let mut problems: Vec<String> = Vec::new();
+    match vox_orchestrator::handler_table() {
+        Err(e) => problems.push(e),
+        Ok(table) => {
+            for t in TOOL_REGISTRY.iter().filter(|t| t.built) {
+                if let Some(h) = &table[t.index] {
+                    if h.schema.get("type").and_then(Value::as_str) != Some("object")
+                        || !h.schema["properties"].is_object()
+                    {
+                        problems.push(format!(
+                            "{}: input schema is not an object schema with properties",
+                            t.name
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let mut profiles = vec!["dev"];
+    profiles.extend(PROFILES.iter().map(|p| p.id));
+    for id in &profiles {
+        match ProfileSet::parse(id) {
+            Err(e) => problems.push(format!("profile {id}: {e}")),
+            Ok(p) => {
+                for t in p.tools().iter() {
+                    if t.requires_mask & !p.closure_mask() != 0 {
+                        problems.push(format!(
+                            "profile {id}: {} requires subsystems outside the closure",
+                            t.name
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let report = json!({
+        "tools": TOOL_REGISTRY.len(),
+        "built": TOOL_REGISTRY.iter().filter(|t| t.built).count(),
+        "profiles": profiles.len(),
+        "problems": problems,
+    });
+    if json_out {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else if problems.is_empty() {
+        println!(
+            "operations-verify: {} tools, {} profiles: catalog, handlers, schemas and profiles agree",
+            report["tools"], report["profiles"]
+        );
+    } else {
+        for p in &problems {
+            println!("problem: {p}");
+        }
+    }
+    Ok(if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     })
 }
 

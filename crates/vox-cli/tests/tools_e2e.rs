@@ -486,3 +486,20 @@ fn a_closed_pipe_ends_a_report_quietly() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn ci_operations_verify_passes_on_this_build() {
+    let ws = Ws::new();
+    let out = ws.vox(&["ci", "operations-verify", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["problems"], json!([]));
+    assert_eq!(
+        v["tools"].as_u64().unwrap() as usize,
+        vox_mcp_registry::TOOL_REGISTRY.len()
+    );
+}

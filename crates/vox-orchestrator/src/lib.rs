@@ -15,7 +15,7 @@ pub mod workspace;
 pub mod workspace_tools;
 
 pub use boot::{BootReport, StepReport};
-pub use orchestrator::{Ctx, Orchestrator, ToolDescriptor, ToolError, ToolOutcome};
+pub use orchestrator::{Ctx, Orchestrator, ToolDescriptor, ToolError, ToolOutcome, handler_table};
 pub use workspace::Workspace;
 
 /// Version of the daemon socket protocol reported by `orch.ping`.
