@@ -333,15 +333,14 @@ fn operations_verify(json_out: bool) -> Result<ExitCode> {
         Err(e) => problems.push(e),
         Ok(table) => {
             for t in TOOL_REGISTRY.iter().filter(|t| t.built) {
-                if let Some(h) = &table[t.index] {
-                    if h.schema.get("type").and_then(Value::as_str) != Some("object")
-                        || !h.schema["properties"].is_object()
-                    {
-                        problems.push(format!(
-                            "{}: input schema is not an object schema with properties",
-                            t.name
-                        ));
-                    }
+                if let Some(h) = &table[t.index]
+                    && (h.schema.get("type").and_then(Value::as_str) != Some("object")
+                        || !h.schema["properties"].is_object())
+                {
+                    problems.push(format!(
+                        "{}: input schema is not an object schema with properties",
+                        t.name
+                    ));
                 }
             }
         }
