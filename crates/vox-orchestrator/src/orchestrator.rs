@@ -323,17 +323,14 @@ impl Orchestrator {
         let started = Instant::now();
         let outcome = self.dispatch(surface, name, args, caller, workspace).await;
         let elapsed = started.elapsed();
-        let tool_label = if vox_mcp_registry::tool_by_name(name).is_some() {
-            name.to_owned()
-        } else {
-            "(other)".to_owned()
-        };
-        metrics::counter!("vox_tool_calls_total", "tool" => tool_label.clone(), "outcome" => outcome.label()).increment(1);
+        // Static labels: no allocation per call, and unknown names cannot grow the label set.
+        let tool_label = vox_mcp_registry::tool_by_name(name).map_or("(other)", |t| t.name);
+        metrics::counter!("vox_tool_calls_total", "tool" => tool_label, "outcome" => outcome.label()).increment(1);
         metrics::histogram!("vox_tool_call_seconds", "tool" => tool_label)
             .record(elapsed.as_secs_f64());
         if let Some(att) = &self.ctx.attention {
             let bytes = match &outcome {
-                ToolOutcome::Ok(v) => serde_json::to_vec(v).map(|b| b.len()).unwrap_or(0),
+                ToolOutcome::Ok(v) => json_len(v),
                 _ => 0,
             };
             att.record(AttentionEvent {
@@ -426,6 +423,23 @@ impl Orchestrator {
     }
 }
 
+/// The size of a value's JSON encoding, counted without building the string.
+fn json_len(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    let _ = serde_json::to_writer(&mut c, v);
+    c.0
+}
+
 fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -439,7 +453,7 @@ fn json_kind(v: &Value) -> &'static str {
 
 /// A result larger than the message cap would flood a model's context: refuse it, saying so.
 fn cap_result(name: &str, v: Value) -> ToolOutcome {
-    let len = serde_json::to_vec(&v).map(|b| b.len()).unwrap_or(0);
+    let len = json_len(&v);
     if len > MAX_MESSAGE_BYTES / 2 {
         return ToolOutcome::Failed(ToolError::Unavailable(format!(
             "tool {name} produced {len} bytes, above the {} byte result cap; narrow the request (limit, path, line range)",
@@ -522,6 +536,12 @@ mod tests {
     fn every_catalog_tool_has_a_handler_and_every_handler_a_row() {
         let table = handler_table().expect("catalog and handlers agree");
         assert_eq!(table.len(), TOOL_REGISTRY.len());
+    }
+
+    #[test]
+    fn json_len_is_the_encoded_length() {
+        let v = json!({"key": "ä", "n": [1, 2.5, null], "s": "a\"b"});
+        assert_eq!(json_len(&v), serde_json::to_vec(&v).unwrap().len());
     }
 
     #[test]

@@ -211,15 +211,21 @@ pub fn watch(ctx: std::sync::Arc<crate::orchestrator::Ctx>) {
                 "workspace tools refreshed"
             );
             if changed {
-                for method in [
-                    "notifications/tools/list_changed",
-                    "notifications/resources/list_changed",
-                ] {
-                    let _ = ctx
-                        .notifier
-                        .send(json!({"jsonrpc": "2.0", "method": method}));
-                }
+                notify_list_changed(&ctx);
             }
         }
     });
+}
+
+/// Tells every connected client that the tool and resource lists changed. No receiver (no
+/// client connected) is not an error.
+pub fn notify_list_changed(ctx: &crate::orchestrator::Ctx) {
+    for method in [
+        "notifications/tools/list_changed",
+        "notifications/resources/list_changed",
+    ] {
+        let _ = ctx
+            .notifier
+            .send(json!({"jsonrpc": "2.0", "method": method}));
+    }
 }

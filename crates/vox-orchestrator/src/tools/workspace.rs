@@ -16,15 +16,7 @@ fn refresh(ctx: &Ctx, _a: NoArgs) -> Result<Value, ToolError> {
     })?;
     let (report, changed) = wt.refresh();
     if changed {
-        // No receiver (no client connected) is not an error.
-        for method in [
-            "notifications/tools/list_changed",
-            "notifications/resources/list_changed",
-        ] {
-            let _ = ctx
-                .notifier
-                .send(serde_json::json!({"jsonrpc": "2.0", "method": method}));
-        }
+        crate::workspace_tools::notify_list_changed(ctx);
     }
     let mut v = serde_json::to_value(report).map_err(|e| ToolError::Internal(e.to_string()))?;
     v["changed"] = Value::Bool(changed);
