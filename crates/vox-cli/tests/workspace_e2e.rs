@@ -36,8 +36,9 @@ async fn workspace_tools_are_callable_under_dev_and_advertised_only_on_request()
     let r = ok(&c, "vox_memory_store", json!({"key": "k", "value": "v"})).await;
     assert_eq!(r["stored"], true);
     let res = c.list_all_resources().await.unwrap();
-    assert_eq!(res.len(), 1);
-    assert_eq!(res[0].uri, "docs://team");
+    let uris: Vec<&str> = res.iter().map(|r| r.uri.as_str()).collect();
+    // Workspace resources first, then the skill index (no skill is installed here).
+    assert_eq!(uris, ["docs://team", "skill://index.json"]);
     let read = c
         .read_resource(ReadResourceRequestParams::new("docs://team"))
         .await

@@ -37,6 +37,30 @@ pub struct Who {
     pub caller: Caller,
     /// The rate-limit and attention key: the role for token callers, the peer IP otherwise.
     pub agent: String,
+    /// The session key that scopes the active skill: per WebSocket connection, per `/mcp`
+    /// session, and for REST the caller's `X-Vox-Session` header (else the agent). Always
+    /// prefixed with the agent, so one caller cannot name another's session.
+    pub session: String,
+}
+
+/// Longest `X-Vox-Session` value accepted.
+const MAX_SESSION_HEADER: usize = 128;
+
+/// The REST session key: `X-Vox-Session` when it is a short token of `[A-Za-z0-9_.:-]`.
+fn rest_session(agent: &str, headers: &axum::http::HeaderMap) -> Result<String, &'static str> {
+    match headers.get("x-vox-session").map(|v| v.to_str()) {
+        None => Ok(format!("rest:{agent}")),
+        Some(Ok(v))
+            if !v.is_empty()
+                && v.len() <= MAX_SESSION_HEADER
+                && v.bytes().all(|b| {
+                    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-')
+                }) =>
+        {
+            Ok(format!("rest:{agent}:{v}"))
+        }
+        Some(_) => Err("X-Vox-Session must be 1-128 characters of [A-Za-z0-9_.:-]"),
+    }
 }
 
 /// State shared by every route.
@@ -55,7 +79,16 @@ impl Shared {
     }
     async fn call(&self, who: &Who, name: &str, args: Value) -> ToolOutcome {
         self.orch
-            .call_as(&self.surface, name, args, who.caller, &who.agent)
+            .call_as(
+                &self.surface,
+                name,
+                args,
+                vox_orchestrator::CallScope {
+                    caller: who.caller,
+                    agent: &who.agent,
+                    session: &who.session,
+                },
+            )
             .await
     }
 }
@@ -246,9 +279,14 @@ async fn guard(
             .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         return r;
     }
+    let session = match rest_session(&agent, req.headers()) {
+        Ok(s) => s,
+        Err(m) => return error(StatusCode::BAD_REQUEST, "invalid_request", m),
+    };
     req.extensions_mut().insert(Who {
         caller: Caller { loopback, role },
         agent,
+        session,
     });
     next.run(req).await
 }

@@ -16,16 +16,60 @@ use tokio_util::sync::CancellationToken;
 
 /// The MCP handler of the gateway: one per session (rmcp builds them), sharing the state.
 #[derive(Clone)]
-pub struct HttpMcp(Arc<Shared>);
+pub struct HttpMcp(Arc<Shared>, Arc<SessionEnd>);
+
+/// Ends the orchestrator-side state of an `/mcp` session (its active skill) when rmcp drops the
+/// session's handler.
+struct SessionEnd {
+    shared: Arc<Shared>,
+    key: std::sync::Mutex<Option<String>>,
+}
+
+impl Drop for SessionEnd {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.get_mut().ok().and_then(|k| k.take()) {
+            self.shared.orch.end_session(&key);
+        }
+    }
+}
+
+impl HttpMcp {
+    fn new(shared: Arc<Shared>) -> Self {
+        let end = Arc::new(SessionEnd {
+            shared: shared.clone(),
+            key: std::sync::Mutex::new(None),
+        });
+        HttpMcp(shared, end)
+    }
+
+    /// The caller, with the session key of its MCP session (remembered for [`SessionEnd`]).
+    fn who(&self, ctx: &RequestContext<RoleServer>) -> Result<Who, McpError> {
+        let who = who(ctx)?;
+        if who.session.starts_with("mcp:") {
+            let mut key = self.1.key.lock().unwrap_or_else(|p| p.into_inner());
+            key.get_or_insert_with(|| who.session.clone());
+        }
+        Ok(who)
+    }
+}
 
 fn who(ctx: &RequestContext<RoleServer>) -> Result<Who, McpError> {
-    ctx.extensions
-        .get::<axum::http::request::Parts>()
+    let parts = ctx.extensions.get::<axum::http::request::Parts>();
+    let mut who = parts
         .and_then(|p| p.extensions.get::<Who>())
         .cloned()
         .ok_or_else(|| {
             McpError::internal_error("request reached /mcp without an authenticated caller", None)
-        })
+        })?;
+    // A legacy-era MCP session scopes the active skill; the modern era has no sessions, so the
+    // REST rule (X-Vox-Session, else the caller) applies.
+    if let Some(id) = parts
+        .and_then(|p| p.headers.get("mcp-session-id"))
+        .and_then(|v| v.to_str().ok())
+    {
+        who.session = format!("mcp:{}:{id}", who.agent);
+    }
+    Ok(who)
 }
 
 #[allow(deprecated)] // enable_logging: see set_level
@@ -62,7 +106,7 @@ impl ServerHandler for HttpMcp {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let who = who(&context)?;
+        let who = self.who(&context)?;
         Ok(ListToolsResult::with_all_items(vox_mcp::tools_from_json(
             self.0.tools_json(&who),
         )?))
@@ -73,7 +117,7 @@ impl ServerHandler for HttpMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let who = who(&context)?;
+        let who = self.who(&context)?;
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let outcome = self.0.call(&who, &request.name, args).await;
         vox_mcp::call_result(outcome.label(), outcome.is_error(), outcome.to_json()).map(Into::into)
@@ -88,9 +132,8 @@ pub fn service(
     let mut config = StreamableHttpServerConfig::default();
     config.allowed_hosts = shared.config.allowed_hosts();
     config.cancellation_token = shutdown;
-    let handler = HttpMcp(shared);
     StreamableHttpService::new(
-        move || Ok(handler.clone()),
+        move || Ok(HttpMcp::new(shared.clone())),
         Arc::new(LocalSessionManager::default()),
         config,
     )

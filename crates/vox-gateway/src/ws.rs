@@ -19,7 +19,19 @@ pub async fn upgrade(
         .on_upgrade(move |socket| session(socket, s, who))
 }
 
-async fn session(mut socket: WebSocket, s: Arc<Shared>, who: Who) {
+async fn session(mut socket: WebSocket, s: Arc<Shared>, mut who: Who) {
+    // Each connection is its own session.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    who.session = format!(
+        "ws:{}:{}",
+        who.agent,
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    serve_session(&mut socket, &s, &who).await;
+    s.orch.end_session(&who.session);
+}
+
+async fn serve_session(socket: &mut WebSocket, s: &Shared, who: &Who) {
     while let Some(Ok(msg)) = socket.recv().await {
         let reply = match msg {
             Message::Text(text) => answer(&s, &who, text.as_str()).await,

@@ -39,6 +39,8 @@ pub enum DenialCode {
     ProfileMismatch,
     /// A name that is in no registry, under `dev` (a named profile answers `tool_not_in_profile`).
     UnknownTool,
+    /// The session's active skill does not list the tool.
+    SkillToolNotAllowed,
 }
 
 impl DenialCode {
@@ -52,6 +54,7 @@ impl DenialCode {
             DenialCode::ProfileUnknown => "profile_unknown",
             DenialCode::ProfileMismatch => "profile_mismatch",
             DenialCode::UnknownTool => "unknown_tool",
+            DenialCode::SkillToolNotAllowed => "skill_tool_not_allowed",
         }
     }
     /// The HTTP status that goes with the code.
@@ -59,7 +62,9 @@ impl DenialCode {
         match self {
             DenialCode::ToolNotInProfile | DenialCode::UnknownTool => 404,
             DenialCode::SubsystemNotBooted => 503,
-            DenialCode::ExposureDenied | DenialCode::InsufficientRole => 403,
+            DenialCode::ExposureDenied
+            | DenialCode::InsufficientRole
+            | DenialCode::SkillToolNotAllowed => 403,
             DenialCode::ProfileUnknown => 400,
             DenialCode::ProfileMismatch => 409,
         }
@@ -72,6 +77,8 @@ pub struct Denial {
     pub code: DenialCode,
     pub message: String,
     pub subsystem: Option<&'static str>,
+    /// The active skill whose tool list refused the call (`skill_tool_not_allowed`).
+    pub skill: Option<String>,
 }
 
 impl Denial {
@@ -81,6 +88,7 @@ impl Denial {
             code,
             message: message.into(),
             subsystem: None,
+            skill: None,
         }
     }
     /// `{"error":{"code":…,"message":…,"subsystem":…}}` (subsystem only when there is one).
@@ -88,6 +96,9 @@ impl Denial {
         let mut error = json!({"code": self.code.as_str(), "message": self.message});
         if let Some(s) = self.subsystem {
             error["subsystem"] = json!(s);
+        }
+        if let Some(s) = &self.skill {
+            error["skill"] = json!(s);
         }
         json!({ "error": error })
     }
@@ -204,6 +215,7 @@ fn authorize_entry(
                 tool.name
             ),
             subsystem: Some(sub),
+            skill: None,
         });
     }
     Ok(())

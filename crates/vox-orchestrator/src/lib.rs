@@ -10,12 +10,15 @@ pub mod client;
 pub mod daemon;
 mod orchestrator;
 pub mod rpc;
+pub mod skills;
 pub mod tools;
 pub mod workspace;
 pub mod workspace_tools;
 
 pub use boot::{BootReport, StepReport};
-pub use orchestrator::{Ctx, Orchestrator, ToolDescriptor, ToolError, ToolOutcome, handler_table};
+pub use orchestrator::{
+    CallScope, Ctx, Orchestrator, ToolDescriptor, ToolError, ToolOutcome, handler_table,
+};
 pub use workspace::Workspace;
 
 /// Version of the daemon socket protocol reported by `orch.ping`.

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vox_mcp_registry::{
-    Caller, Denial, ProfileSet, SideEffectClass, TOOL_REGISTRY, ToolEntry, authorize_tool,
-    visible_tools,
+    Caller, Denial, DenialCode, ProfileSet, SideEffectClass, TOOL_REGISTRY, ToolEntry,
+    authorize_tool, visible_tools,
 };
 use vox_store::{AttentionEvent, FileSessions, SessionStore, Store, StoreError, now_ms};
 
@@ -117,6 +117,8 @@ pub struct Ctx {
     pub search: Option<crate::tools::search::Search>,
     /// Federated `.vox` tools and resources; present under `dev` only.
     pub workspace_tools: Option<crate::workspace_tools::WorkspaceTools>,
+    /// Installed skills; present under `dev` and profiles that serve the skill tools.
+    pub skills: Option<crate::skills::Skills>,
     /// Daemon → client notification frames (`notifications/tools/list_changed`, ...).
     pub notifier: tokio::sync::broadcast::Sender<Value>,
     pub boot: BootReport,
@@ -129,6 +131,16 @@ impl Ctx {
             .as_deref()
             .ok_or_else(|| ToolError::Unavailable("the journey store is not running".into()))
     }
+}
+
+/// Who is calling: the caller's trust, its attention and rate-limit key (`agent`), and the
+/// key of its session (one socket or WebSocket connection, one `/mcp` session, or what a REST
+/// caller names in `X-Vox-Session`), which scopes the active skill.
+#[derive(Debug, Clone, Copy)]
+pub struct CallScope<'a> {
+    pub caller: Caller,
+    pub agent: &'a str,
+    pub session: &'a str,
 }
 
 /// The orchestrator of one workspace under one profile.
@@ -188,11 +200,18 @@ impl Orchestrator {
             attention: None,
             search: None,
             workspace_tools: None,
+            skills: None,
             notifier: tokio::sync::broadcast::channel(16).0,
             boot: BootReport::default(),
         };
         let report = boot::boot(&profile, |step, _sub| run_step(&mut ctx, step));
         ctx.boot = report;
+        let serves_skills = profile.is_dev()
+            || vox_mcp_registry::tool_by_name("vox_skill_list")
+                .is_some_and(|t| profile.tools().contains(t.index));
+        if serves_skills {
+            ctx.skills = Some(crate::skills::Skills::hydrate(&ctx.workspace.root));
+        }
         let descriptors = TOOL_REGISTRY
             .iter()
             .filter_map(|t| {
@@ -266,35 +285,63 @@ impl Orchestrator {
     }
 
     /// Authorizes, dispatches with a deadline, caps the result, and records attention.
-    pub async fn call(&self, name: &str, args: Value, caller: Caller, agent: &str) -> ToolOutcome {
-        self.call_inner(&self.ctx.profile, name, args, caller, agent, true)
+    pub async fn call(&self, name: &str, args: Value, scope: CallScope<'_>) -> ToolOutcome {
+        self.call_inner(&self.ctx.profile, name, args, scope, true)
             .await
     }
 
-    /// Federated workspace tools to advertise (under `dev` with `VOX_MCP_WORKSPACE_TOOLS=1`).
-    pub fn workspace_tool_descriptors(&self) -> Vec<Value> {
-        match &self.ctx.workspace_tools {
+    /// The tools beyond the static catalog, under `dev`: federated workspace tools (advertised
+    /// with `VOX_MCP_WORKSPACE_TOOLS=1`), then skill macro tools, each group in name order. A
+    /// macro tool whose name a workspace tool already has is not listed (the workspace tool is
+    /// the one called).
+    pub fn dynamic_tool_descriptors(&self) -> Vec<Value> {
+        let mut tools = match &self.ctx.workspace_tools {
             Some(wt) if crate::workspace_tools::advertised() => wt.descriptors(),
             _ => vec![],
+        };
+        if let (Some(sk), Some(wt)) = (&self.ctx.skills, &self.ctx.workspace_tools) {
+            let surface = wt.surface();
+            tools.extend(sk.macro_descriptors().into_iter().filter(|d| {
+                d["name"]
+                    .as_str()
+                    .is_some_and(|n| !surface.tools.contains_key(n))
+            }));
         }
+        tools
     }
 
-    /// Federated resources (under `dev`).
+    /// Resources: federated workspace resources (under `dev`), then the `skill://` resources.
     pub fn resources(&self) -> Vec<Value> {
-        self.ctx
+        let mut v = self
+            .ctx
             .workspace_tools
             .as_ref()
             .map(|wt| wt.resources())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        if let Some(sk) = &self.ctx.skills {
+            v.extend(sk.resources());
+        }
+        v
     }
 
-    /// Reads a federated resource.
+    /// Reads a resource (workspace or `skill://`).
     pub fn read_resource(&self, uri: &str) -> Result<String, ToolError> {
-        self.ctx
-            .workspace_tools
-            .as_ref()
-            .and_then(|wt| wt.read(uri))
-            .unwrap_or_else(|| Err(ToolError::NotFound(format!("no resource {uri}"))))
+        let found = match (uri.starts_with("skill://"), &self.ctx.skills) {
+            (true, Some(sk)) => sk.read(uri),
+            _ => self
+                .ctx
+                .workspace_tools
+                .as_ref()
+                .and_then(|wt| wt.read(uri)),
+        };
+        found.unwrap_or_else(|| Err(ToolError::NotFound(format!("no resource {uri}"))))
+    }
+
+    /// Forgets what was scoped to a session that ended (its active skill).
+    pub fn end_session(&self, session: &str) {
+        if let Some(sk) = &self.ctx.skills {
+            sk.end_session(session);
+        }
     }
 
     /// [`Self::call`] for a surface narrower than the daemon's profile (the HTTP gateway's);
@@ -304,11 +351,9 @@ impl Orchestrator {
         surface: &ProfileSet,
         name: &str,
         args: Value,
-        caller: Caller,
-        agent: &str,
+        scope: CallScope<'_>,
     ) -> ToolOutcome {
-        self.call_inner(surface, name, args, caller, agent, false)
-            .await
+        self.call_inner(surface, name, args, scope, false).await
     }
 
     async fn call_inner(
@@ -316,12 +361,11 @@ impl Orchestrator {
         surface: &ProfileSet,
         name: &str,
         args: Value,
-        caller: Caller,
-        agent: &str,
+        scope: CallScope<'_>,
         workspace: bool,
     ) -> ToolOutcome {
         let started = Instant::now();
-        let outcome = self.dispatch(surface, name, args, caller, workspace).await;
+        let outcome = self.dispatch(surface, name, args, scope, workspace).await;
         let elapsed = started.elapsed();
         // Static labels: no allocation per call, and unknown names cannot grow the label set.
         let tool_label = vox_mcp_registry::tool_by_name(name).map_or("(other)", |t| t.name);
@@ -335,7 +379,7 @@ impl Orchestrator {
             };
             att.record(AttentionEvent {
                 ts: now_ms(),
-                agent: agent.to_owned(),
+                agent: scope.agent.to_owned(),
                 tool: name.chars().take(128).collect(),
                 outcome: outcome.label().to_owned(),
                 latency_us: elapsed.as_micros() as i64,
@@ -350,14 +394,29 @@ impl Orchestrator {
         surface: &ProfileSet,
         name: &str,
         args: Value,
-        caller: Caller,
+        scope: CallScope<'_>,
         workspace: bool,
     ) -> ToolOutcome {
-        let tool = match authorize_tool(surface, name, caller, self.ctx.boot.booted_mask) {
+        let authorized = authorize_tool(surface, name, scope.caller, self.ctx.boot.booted_mask);
+        // The active skill's allowlist narrows whatever the profile allows.
+        if let (
+            Some(sk),
+            Ok(_)
+            | Err(Denial {
+                code: DenialCode::UnknownTool,
+                ..
+            }),
+        ) = (&self.ctx.skills, &authorized)
+            && let Err(d) = sk.check(scope.session, name)
+        {
+            return ToolOutcome::Denied(d);
+        }
+        let tool = match authorized {
             Ok(t) => t,
-            // Under dev, a name outside the static catalog may be a federated workspace tool.
+            // Under dev, a name outside the static catalog may be a federated workspace tool
+            // or a skill's macro tool.
             Err(d)
-                if d.code == vox_mcp_registry::DenialCode::UnknownTool
+                if d.code == DenialCode::UnknownTool
                     && workspace
                     && self.ctx.workspace_tools.is_some() =>
             {
@@ -378,9 +437,10 @@ impl Orchestrator {
         let ctx = self.ctx.clone();
         let handlers = self.handlers.clone();
         let index = tool.index;
+        let session = scope.session.to_owned();
         // Handlers are synchronous (SQLite, tantivy, git); run them off the async workers.
         let job = tokio::task::spawn_blocking(move || match &handlers[index] {
-            Some(h) => (h.call)(&ctx, args),
+            Some(h) => (h.call)(&ctx, &session, args),
             None => Err(ToolError::Internal("no handler".into())),
         });
         let result = match tokio::time::timeout(self.timeout, job).await {
@@ -407,6 +467,7 @@ impl Orchestrator {
             ctx.workspace_tools
                 .as_ref()
                 .and_then(|wt| wt.call(&owned, &args))
+                .or_else(|| ctx.skills.as_ref()?.call_macro(&owned, &args))
         });
         match tokio::time::timeout(self.timeout, job).await {
             Ok(Ok(Some(Ok(v)))) => cap_result(name, v),

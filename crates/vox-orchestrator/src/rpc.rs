@@ -125,6 +125,10 @@ async fn connection(
     stop: Arc<watch::Sender<bool>>,
     in_flight: InFlight,
 ) {
+    // One connection is one session (a `vox mcp` process holds one): it scopes the active skill.
+    static NEXT_CONNECTION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let session: Arc<str> =
+        format!("socket:{}", NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed)).into();
     let (read, mut write) = stream.into_split();
     let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
     let mut notes = orch.ctx().notifier.subscribe();
@@ -180,19 +184,26 @@ async fn connection(
         let orch = orch.clone();
         let stop = stop.clone();
         let guard = in_flight.enter();
+        let session = session.clone();
         tokio::spawn(async move {
             let _guard = guard;
-            if let Some(frame) = handle(&orch, req, &stop).await {
+            if let Some(frame) = handle(&orch, req, &stop, &session).await {
                 let _ = tx.send(frame);
             }
         });
     }
     drop(tx);
     let _ = writer.await;
+    orch.end_session(&session);
 }
 
 /// Answers one request; `None` for notifications.
-async fn handle(orch: &Orchestrator, req: Value, stop: &watch::Sender<bool>) -> Option<Value> {
+async fn handle(
+    orch: &Orchestrator,
+    req: Value,
+    stop: &watch::Sender<bool>,
+    session: &str,
+) -> Option<Value> {
     let id = req.get("id").cloned();
     let Some(method) = req.get("method").and_then(Value::as_str) else {
         return Some(error_frame(
@@ -210,7 +221,7 @@ async fn handle(orch: &Orchestrator, req: Value, stop: &watch::Sender<bool>) -> 
             let mut tools =
                 serde_json::to_value(orch.list_tools(Caller::LOCAL)).unwrap_or_default();
             if let Some(list) = tools.as_array_mut() {
-                list.extend(orch.workspace_tool_descriptors());
+                list.extend(orch.dynamic_tool_descriptors());
             }
             Ok(json!({"tools": tools}))
         }
@@ -229,7 +240,7 @@ async fn handle(orch: &Orchestrator, req: Value, stop: &watch::Sender<bool>) -> 
                 }
             }
         },
-        "orch.tool_call" => tool_call(orch, params).await,
+        "orch.tool_call" => tool_call(orch, params, session).await,
         "orch.shutdown" => {
             let _ = stop.send(true);
             Ok(json!({"stopping": true}))
@@ -254,7 +265,11 @@ pub fn ping(orch: &Orchestrator) -> Value {
     })
 }
 
-async fn tool_call(orch: &Orchestrator, params: Value) -> Result<Value, (i64, String)> {
+async fn tool_call(
+    orch: &Orchestrator,
+    params: Value,
+    session: &str,
+) -> Result<Value, (i64, String)> {
     let name = params.get("name").and_then(Value::as_str).ok_or((
         codes::INVALID_PARAMS,
         "orch.tool_call needs a string `name`".to_owned(),
@@ -264,7 +279,12 @@ async fn tool_call(orch: &Orchestrator, params: Value) -> Result<Value, (i64, St
         .get("agent")
         .and_then(Value::as_str)
         .unwrap_or("socket");
-    let outcome = orch.call(name, args, Caller::LOCAL, agent).await;
+    let scope = crate::CallScope {
+        caller: Caller::LOCAL,
+        agent,
+        session,
+    };
+    let outcome = orch.call(name, args, scope).await;
     Ok(
         json!({"is_error": outcome.is_error(), "outcome": outcome.label(), "structured": outcome.to_json()}),
     )

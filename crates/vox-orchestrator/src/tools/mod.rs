@@ -8,6 +8,7 @@ mod memory;
 mod repo;
 pub mod search;
 mod sessions;
+mod skills;
 mod workspace;
 
 use crate::orchestrator::{Ctx, ToolError};
@@ -15,7 +16,8 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-type HandlerFn = Box<dyn Fn(&Ctx, Value) -> Result<Value, ToolError> + Send + Sync>;
+/// A handler: the context, the calling session's key (see `CallScope`), the arguments.
+type HandlerFn = Box<dyn Fn(&Ctx, &str, Value) -> Result<Value, ToolError> + Send + Sync>;
 
 /// A handler with the input schema generated from its argument type.
 pub struct HandlerEntry {
@@ -28,6 +30,13 @@ pub struct HandlerEntry {
 fn typed<A: DeserializeOwned + JsonSchema + 'static>(
     f: fn(&Ctx, A) -> Result<Value, ToolError>,
 ) -> HandlerEntry {
+    typed_in_session::<A>(Box::new(move |ctx, _session, a| f(ctx, a)))
+}
+
+/// [`typed`] for a handler that needs the calling session (`vox_skill_use`, `vox_skill_info`).
+fn typed_in_session<A: DeserializeOwned + JsonSchema + 'static>(
+    f: Box<dyn Fn(&Ctx, &str, A) -> Result<Value, ToolError> + Send + Sync>,
+) -> HandlerEntry {
     let mut schema =
         serde_json::to_value(schemars::schema_for!(A)).unwrap_or_else(|_| serde_json::json!({}));
     if let Some(obj) = schema.as_object_mut() {
@@ -39,7 +48,7 @@ fn typed<A: DeserializeOwned + JsonSchema + 'static>(
     }
     HandlerEntry {
         schema,
-        call: Box::new(move |ctx, args| {
+        call: Box::new(move |ctx, session, args| {
             let a: A = serde_path_to_error::deserialize(args).map_err(|e| {
                 let path = e.path().to_string();
                 let inner = e.into_inner();
@@ -49,7 +58,7 @@ fn typed<A: DeserializeOwned + JsonSchema + 'static>(
                     ToolError::InvalidArguments(format!("invalid argument `{path}`: {inner}"))
                 }
             })?;
-            f(ctx, a)
+            f(ctx, session, a)
         }),
     }
 }
@@ -81,5 +90,6 @@ pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     all.extend(repo::handlers());
     all.extend(lang::handlers());
     all.extend(workspace::handlers());
+    all.extend(skills::handlers());
     all
 }

@@ -1,0 +1,359 @@
+//! End to end: skills through `vox mcp` with the rmcp client: discovery, install, search,
+//! resources, macro tools, activation and the allowlist, bad input, and named profiles.
+
+mod common;
+use common::*;
+use rmcp::model::ReadResourceRequestParams;
+use serde_json::json;
+use std::path::Path;
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+const GIT_HELPER: &str = "---\nname: git-helper\ndescription: Find the commit that broke a test with git bisect.\nlicense: Apache-2.0\nmetadata:\n  vox-tools: vox_memory_* vox_repo_status\n  tags: git, regression\n---\n# Bisecting\nRun `git bisect start`, mark good and bad commits, then `git bisect run` a test script.\n";
+
+/// A workspace with a skill to install, a TOML skill and a broken one already in the store, and
+/// a skill in the user's home root.
+fn workspace() -> Ws {
+    let ws = Ws::new();
+    write(
+        &ws.root().join("src-skills/git-helper/SKILL.md"),
+        GIT_HELPER,
+    );
+    write(
+        &ws.root().join("src-skills/git-helper/scripts/check.sh"),
+        "#!/bin/sh\nexit 0\n",
+    );
+    write(
+        &ws.root().join(".vox/skills/release-notes/SKILL.md"),
+        "+++\nname = \"release-notes\"\ndescription = \"Draft release notes from merged changes.\"\n[metadata]\ntags = [\"docs\", \"release\"]\n+++\nCollect the merged changes and group them by area.\n",
+    );
+    write(
+        &ws.root().join(".vox/skills/broken/SKILL.md"),
+        "---\nname: broken\n---\nno description\n",
+    );
+    write(
+        &ws.home.path().join("skills/home-skill/SKILL.md"),
+        "---\nname: home-skill\ndescription: A skill from the user's home.\n---\nHello from home.\n",
+    );
+    ws
+}
+
+#[tokio::test]
+async fn install_search_resources_macro_tools_and_uninstall() {
+    let ws = workspace();
+    let c = ws.client(&[]).await;
+    let list = ok(&c, "vox_skill_list", json!({})).await;
+    let ids: Vec<&str> = list["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["home-skill", "release-notes"]);
+    assert_eq!(list["skills"][0]["origin"], "home");
+    assert_eq!(list["skills"][1]["format"], "toml");
+    let errors = list["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`description` is required")
+    );
+
+    let installed = ok(
+        &c,
+        "vox_skill_install",
+        json!({"path": "src-skills/git-helper"}),
+    )
+    .await;
+    assert_eq!(installed["installed"]["id"], "git-helper");
+    assert_eq!(
+        installed["installed"]["tools"],
+        json!(["vox_memory_*", "vox_repo_status"])
+    );
+    assert!(
+        ws.root()
+            .join(".vox/skills/git-helper/scripts/check.sh")
+            .is_file()
+    );
+    let again = err(
+        &c,
+        "vox_skill_install",
+        json!({"path": "src-skills/git-helper"}),
+    )
+    .await;
+    assert_eq!(again["code"], "conflict");
+    ok(
+        &c,
+        "vox_skill_install",
+        json!({"path": "src-skills/git-helper", "replace": true}),
+    )
+    .await;
+
+    let hits = ok(
+        &c,
+        "vox_skill_search",
+        json!({"query": "bisect regression"}),
+    )
+    .await;
+    assert_eq!(hits["hits"][0]["id"], "git-helper");
+    let hits = ok(&c, "vox_skill_search", json!({"query": "release notes"})).await;
+    assert_eq!(hits["hits"][0]["id"], "release-notes");
+
+    let info = ok(&c, "vox_skill_info", json!({"id": "git-helper"})).await;
+    assert_eq!(info["files"], json!(["SKILL.md", "scripts/check.sh"]));
+    assert_eq!(info["license"], "Apache-2.0");
+    assert_eq!(info["active"], false);
+
+    // Each skill is an instructional macro tool under dev.
+    let listed = tools(&c).await;
+    let mac = listed
+        .iter()
+        .find(|t| t.name == "vox_skill_git_helper")
+        .expect("macro tool listed");
+    assert_eq!(
+        mac.meta.as_ref().unwrap().get("vox_source"),
+        Some(&json!("skill"))
+    );
+    let r = ok(&c, "vox_skill_git_helper", json!({})).await;
+    assert!(
+        r["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("git bisect run")
+    );
+
+    let uris: Vec<String> = c
+        .list_all_resources()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.uri.to_string())
+        .collect();
+    assert_eq!(
+        uris,
+        [
+            "skill://index.json",
+            "skill://git-helper/SKILL.md",
+            "skill://home-skill/SKILL.md",
+            "skill://release-notes/SKILL.md"
+        ]
+    );
+    let index = c
+        .read_resource(ReadResourceRequestParams::new("skill://index.json"))
+        .await
+        .unwrap();
+    let text = format!("{index:?}");
+    assert!(
+        text.contains("git-helper") && text.contains("vox_repo_status"),
+        "{text}"
+    );
+    let md = c
+        .read_resource(ReadResourceRequestParams::new(
+            "skill://git-helper/SKILL.md",
+        ))
+        .await
+        .unwrap();
+    assert!(format!("{md:?}").contains("name: git-helper"));
+
+    // Only the workspace store's skills can be uninstalled.
+    let e = err(&c, "vox_skill_uninstall", json!({"id": "home-skill"})).await;
+    assert_eq!(e["code"], "conflict");
+    let e = err(&c, "vox_skill_uninstall", json!({"id": "nope"})).await;
+    assert_eq!(e["code"], "not_found");
+    ok(&c, "vox_skill_uninstall", json!({"id": "git-helper"})).await;
+    assert!(!ws.root().join(".vox/skills/git-helper").exists());
+    assert!(
+        !tool_names(&c)
+            .await
+            .contains(&"vox_skill_git_helper".to_owned())
+    );
+    // Under dev an unknown name is a JSON-RPC error (-32602), as for any unknown tool.
+    let gone = c
+        .call_tool(rmcp::model::CallToolRequestParams::new(
+            "vox_skill_git_helper",
+        ))
+        .await;
+    assert!(format!("{gone:?}").contains("unknown_tool"), "{gone:?}");
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_active_skill_limits_its_session_to_its_tools() {
+    let ws = workspace();
+    let c = ws.client(&[]).await;
+    let other = ws.client(&[]).await;
+    ok(
+        &c,
+        "vox_skill_install",
+        json!({"path": "src-skills/git-helper"}),
+    )
+    .await;
+    let used = ok(&c, "vox_skill_use", json!({"id": "git-helper"})).await;
+    assert_eq!(used["active"], "git-helper");
+    assert!(used["instructions"].as_str().unwrap().contains("Bisecting"));
+    // Listed tools (exact and prefix) are allowed.
+    ok(&c, "vox_memory_store", json!({"key": "k", "value": "v"})).await;
+    ok(&c, "vox_memory_recall", json!({"key": "k"})).await;
+    // Anything else is refused, naming the skill.
+    let e = err(&c, "vox_kb_query", json!({"query": "x"})).await;
+    assert_eq!(e["code"], "skill_tool_not_allowed");
+    assert_eq!(e["skill"], "git-helper");
+    assert!(e["message"].as_str().unwrap().contains("vox_kb_query"));
+    // Workspace tools too.
+    write(
+        &ws.root().join("t.vox"),
+        "@tool\nfn add(a: int) to int {\n    a + 1\n}\n",
+    );
+    ok(&c, "vox_workspace_mcp_refresh", json!({})).await;
+    let e = err(&c, "add", json!({"a": 1})).await;
+    assert_eq!(e["code"], "skill_tool_not_allowed");
+    // Infrastructure tools stay allowed.
+    ok(&c, "vox_skill_list", json!({})).await;
+    let info = ok(&c, "vox_skill_info", json!({"id": "git-helper"})).await;
+    assert_eq!(info["active"], true);
+    // Another session is not affected.
+    ok(&other, "vox_kb_query", json!({"query": "x"})).await;
+    assert_eq!(
+        ok(&other, "add", json!({"a": 1})).await,
+        json!({"result": 2})
+    );
+    // A skill with no tool list is unrestricted.
+    ok(&c, "vox_skill_use", json!({"id": "release-notes"})).await;
+    ok(&c, "vox_kb_query", json!({"query": "x"})).await;
+    // Leaving the skill lifts the limit.
+    ok(&c, "vox_skill_use", json!({"id": "git-helper"})).await;
+    err(&c, "vox_kb_query", json!({"query": "x"})).await;
+    let left = ok(&c, "vox_skill_use", json!({"id": null})).await;
+    assert_eq!(left["active"], json!(null));
+    ok(&c, "vox_kb_query", json!({"query": "x"})).await;
+    let e = err(&c, "vox_skill_use", json!({"id": "missing"})).await;
+    assert_eq!(e["code"], "not_found");
+    c.cancel().await.unwrap();
+    other.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn bad_skills_get_clear_errors_and_the_server_keeps_serving() {
+    let ws = workspace();
+    write(
+        &ws.root().join("src-skills/bad-yaml/SKILL.md"),
+        "---\nname: bad-yaml\ndescription: [unclosed\n---\n",
+    );
+    write(
+        &ws.root().join("src-skills/huge/SKILL.md"),
+        &format!(
+            "---\nname: huge\ndescription: big\n---\n{}",
+            "x".repeat(300 * 1024)
+        ),
+    );
+    write(
+        &ws.root().join("src-skills/wrong-dir/SKILL.md"),
+        "---\nname: other-name\ndescription: d\n---\n",
+    );
+    let outside = tempfile::tempdir().unwrap();
+    write(
+        &outside.path().join("evil/SKILL.md"),
+        "---\nname: evil\ndescription: d\n---\n",
+    );
+    let c = ws.client(&[]).await;
+    let cases = [
+        (json!({"path": "src-skills/bad-yaml"}), "line 3"),
+        (json!({"path": "src-skills/huge"}), "limit is 262144"),
+        (json!({"path": "src-skills/wrong-dir"}), "directory name"),
+        (json!({"path": "../../../../etc"}), "outside the workspace"),
+        (
+            json!({"path": outside.path().join("evil").to_str().unwrap()}),
+            "outside the workspace",
+        ),
+        (json!({"path": "src-skills/missing"}), "cannot be read"),
+        (json!({"path": ""}), "must not be empty"),
+        (
+            json!({"path": "src-skills/git-helper", "extra": 1}),
+            "unknown field",
+        ),
+    ];
+    for (args, want) in cases {
+        let e = err(&c, "vox_skill_install", args.clone()).await;
+        assert_eq!(e["code"], "invalid_arguments", "{args}: {e}");
+        assert!(e["message"].as_str().unwrap().contains(want), "{args}: {e}");
+    }
+    let e = err(&c, "vox_skill_uninstall", json!({"id": "../../etc"})).await;
+    assert_eq!(e["code"], "invalid_arguments");
+    let r = c
+        .read_resource(ReadResourceRequestParams::new(
+            "skill://../../etc/passwd/SKILL.md",
+        ))
+        .await;
+    assert!(r.is_err(), "{r:?}");
+    // Still serving, and nothing was installed.
+    let list = ok(&c, "vox_skill_list", json!({})).await;
+    assert_eq!(list["skills"].as_array().unwrap().len(), 2);
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn installed_skills_survive_a_daemon_restart() {
+    let ws = workspace();
+    let c = ws.client(&[]).await;
+    ok(
+        &c,
+        "vox_skill_install",
+        json!({"path": "src-skills/git-helper"}),
+    )
+    .await;
+    c.cancel().await.unwrap();
+    ws.stop_daemon();
+    let c = ws.client(&[]).await;
+    let hits = ok(&c, "vox_skill_search", json!({"query": "bisect"})).await;
+    assert_eq!(hits["hits"][0]["id"], "git-helper");
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn named_profiles_serve_no_macro_tools_and_the_skills_profile_serves_the_tools() {
+    let ws = workspace();
+    write(
+        &ws.root().join(".vox/skills/git-helper/SKILL.md"),
+        GIT_HELPER,
+    );
+    let c = ws.client(&["--profile", "knowledge"]).await;
+    let names = tool_names(&c).await;
+    assert!(
+        names.iter().all(|n| !n.starts_with("vox_skill_")),
+        "{names:?}"
+    );
+    let e = err(&c, "vox_skill_git_helper", json!({})).await;
+    assert_eq!(e["code"], "tool_not_in_profile");
+    assert!(c.list_all_resources().await.unwrap().is_empty());
+    c.cancel().await.unwrap();
+    ws.stop_daemon();
+
+    let c = ws.client(&["--profile", "skills"]).await;
+    let names = tool_names(&c).await;
+    assert_eq!(names, registry_slice("skills"));
+    assert!(!names.contains(&"vox_skill_git_helper".to_owned()));
+    let e = err(&c, "vox_skill_git_helper", json!({})).await;
+    assert_eq!(e["code"], "tool_not_in_profile");
+    let hits = ok(&c, "vox_skill_search", json!({"query": "bisect"})).await;
+    assert_eq!(hits["hits"][0]["id"], "git-helper");
+    // The skill resources are served wherever the skill tools are.
+    let uris: Vec<String> = c
+        .list_all_resources()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.uri.to_string())
+        .collect();
+    assert!(
+        uris.contains(&"skill://git-helper/SKILL.md".to_owned()),
+        "{uris:?}"
+    );
+    // The allowlist holds under a named profile too.
+    ok(&c, "vox_skill_use", json!({"id": "git-helper"})).await;
+    c.cancel().await.unwrap();
+}

@@ -1,0 +1,304 @@
+//! Installed skills as the orchestrator serves them: the catalog (hydrated at boot, rebuilt on
+//! install and uninstall), the active skill of each calling session with its tool allowlist,
+//! the instructional macro tools (under `dev`), and the `skill://` resources.
+
+use crate::orchestrator::ToolError;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use vox_mcp_registry::{Denial, DenialCode};
+use vox_skills::{Catalog, Roots, Skill, SkillError};
+
+/// Most sessions that may have an active skill at once; a further activation is refused.
+pub const MAX_ACTIVE_SESSIONS: usize = 10_000;
+/// The index resource.
+pub const INDEX_URI: &str = "skill://index.json";
+
+/// Tools a session may always call while a skill is active: without them it could not inspect,
+/// switch or leave the skill, or refresh the workspace.
+pub fn is_infrastructure(tool: &str) -> bool {
+    tool.starts_with("vox_skill_")
+        || tool.starts_with("vox_chat_")
+        || tool == "vox_workspace_mcp_refresh"
+}
+
+impl From<SkillError> for ToolError {
+    fn from(e: SkillError) -> Self {
+        match e {
+            SkillError::Invalid(m) => ToolError::InvalidArguments(m),
+            SkillError::NotFound(m) => ToolError::NotFound(m),
+            SkillError::Conflict(m) => ToolError::Conflict(m),
+            SkillError::Io(m) => ToolError::Internal(m),
+        }
+    }
+}
+
+/// The skills of one workspace.
+pub struct Skills {
+    roots: Roots,
+    workspace_root: PathBuf,
+    catalog: RwLock<Arc<Catalog>>,
+    /// Serialises install and uninstall (each ends with a rehydrate).
+    writes: Mutex<()>,
+    /// Session → the skill active in it, as it was when activated (uninstalling a skill must not
+    /// widen what an active session may call).
+    active: Mutex<HashMap<String, Arc<Skill>>>,
+    /// `active.len()`, readable without the lock: the common case (no skill active anywhere)
+    /// costs one atomic load per call.
+    active_count: AtomicUsize,
+}
+
+/// The MCP name of a skill's macro tool.
+pub fn macro_tool_name(id: &str) -> String {
+    format!("vox_skill_{}", id.replace('-', "_"))
+}
+
+impl Skills {
+    /// Loads every skill of the search roots; problems are logged and kept for `vox_skill_list`.
+    pub fn hydrate(workspace_root: &Path) -> Self {
+        let roots = Roots::from_env(workspace_root);
+        let catalog = Catalog::hydrate(&roots);
+        log_problems(&catalog);
+        Skills {
+            roots,
+            workspace_root: workspace_root.to_path_buf(),
+            catalog: RwLock::new(Arc::new(catalog)),
+            writes: Mutex::new(()),
+            active: Mutex::new(HashMap::new()),
+            active_count: AtomicUsize::new(0),
+        }
+    }
+
+    /// The current catalog.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn rehydrate(&self) -> Arc<Catalog> {
+        let fresh = Arc::new(Catalog::hydrate(&self.roots));
+        log_problems(&fresh);
+        *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = fresh.clone();
+        fresh
+    }
+
+    /// Resolves an install path: relative paths are taken from the workspace root, and the
+    /// directory must lie inside the workspace or a skill search root.
+    fn resolve_source(&self, path: &str) -> Result<PathBuf, ToolError> {
+        let p = Path::new(path);
+        let joined = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.workspace_root.join(p)
+        };
+        let real = joined.canonicalize().map_err(|e| {
+            ToolError::InvalidArguments(format!("skill path {path:?} cannot be read: {e}"))
+        })?;
+        let mut allowed = vec![self.workspace_root.clone()];
+        allowed.extend(self.roots.home.clone());
+        allowed.extend(self.roots.extra.iter().cloned());
+        let inside = allowed
+            .iter()
+            .filter_map(|a| a.canonicalize().ok())
+            .any(|a| real.starts_with(a));
+        if !inside {
+            return Err(ToolError::InvalidArguments(format!(
+                "skill path {path:?} resolves to {}, outside the workspace and the skill roots; copy the skill into the workspace first",
+                real.display()
+            )));
+        }
+        Ok(real)
+    }
+
+    /// Validates and installs the skill at `path`; returns it.
+    pub fn install(&self, path: &str, replace: bool) -> Result<Arc<Skill>, ToolError> {
+        let src = self.resolve_source(path)?;
+        let _w = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        let skill = vox_skills::store::install(&self.roots, &src, replace)?;
+        let catalog = self.rehydrate();
+        catalog
+            .get(&skill.id)
+            .cloned()
+            .map_err(|_| ToolError::Internal(format!("skill {} vanished after install", skill.id)))
+    }
+
+    /// Removes an installed skill from the workspace store.
+    pub fn uninstall(&self, id: &str) -> Result<(), ToolError> {
+        let _w = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        vox_skills::store::uninstall(&self.roots, &self.catalog(), id)?;
+        self.rehydrate();
+        Ok(())
+    }
+
+    /// Activates `id` for `session` (or deactivates with `None`); returns the active skill.
+    pub fn activate(
+        &self,
+        session: &str,
+        id: Option<&str>,
+    ) -> Result<Option<Arc<Skill>>, ToolError> {
+        let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        let result = match id {
+            None => {
+                active.remove(session);
+                None
+            }
+            Some(id) => {
+                let skill = self.catalog().get(id)?.clone();
+                if !active.contains_key(session) && active.len() >= MAX_ACTIVE_SESSIONS {
+                    return Err(ToolError::Unavailable(format!(
+                        "{MAX_ACTIVE_SESSIONS} sessions already have an active skill; deactivate one first"
+                    )));
+                }
+                active.insert(session.to_owned(), skill.clone());
+                Some(skill)
+            }
+        };
+        self.active_count.store(active.len(), Ordering::Release);
+        Ok(result)
+    }
+
+    /// The skill active for `session`, if any.
+    pub fn active(&self, session: &str) -> Option<Arc<Skill>> {
+        if self.active_count.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        self.active
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(session)
+            .cloned()
+    }
+
+    /// Forgets a session that ended (its connection closed).
+    pub fn end_session(&self, session: &str) {
+        if self.active_count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        active.remove(session);
+        self.active_count.store(active.len(), Ordering::Release);
+    }
+
+    /// The allowlist check of the active skill: `Ok` when no skill is active, its list is
+    /// empty, it lists `tool`, or `tool` is an infrastructure tool.
+    pub fn check(&self, session: &str, tool: &str) -> Result<(), Denial> {
+        let Some(skill) = self.active(session) else {
+            return Ok(());
+        };
+        if is_infrastructure(tool) || skill.manifest.allows(tool) {
+            return Ok(());
+        }
+        let mut d = Denial::new(
+            DenialCode::SkillToolNotAllowed,
+            format!(
+                "tool {tool} is not in the tool list of skill {}, which is active for this session (allowed: {}); call vox_skill_use with id null to leave the skill",
+                skill.id,
+                skill.manifest.tools.join(", ")
+            ),
+        );
+        d.skill = Some(skill.id.clone());
+        Err(d)
+    }
+
+    /// Macro tool descriptors (dev only), in id order; a name taken by the static catalog is
+    /// not served.
+    pub fn macro_descriptors(&self) -> Vec<Value> {
+        self.catalog()
+            .skills
+            .values()
+            .filter_map(|s| {
+                let name = macro_tool_name(&s.id);
+                if vox_mcp_registry::tool_by_name(&name).is_some() {
+                    return None;
+                }
+                Some(json!({
+                    "name": name,
+                    "title": format!("Skill: {}", s.id),
+                    "description": format!("Instructions of skill {}: {}", s.id, s.manifest.description),
+                    "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
+                    "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false},
+                    "_meta": {"vox_source": "skill", "vox_skill": s.id},
+                }))
+            })
+            .collect()
+    }
+
+    /// Calls a macro tool: the skill's instructions. `None` if no skill has this macro name.
+    pub fn call_macro(&self, name: &str, args: &Value) -> Option<Result<Value, ToolError>> {
+        let rest = name.strip_prefix("vox_skill_")?;
+        let catalog = self.catalog();
+        let skill = catalog.skills.get(&rest.replace('_', "-"))?;
+        if args.as_object().is_some_and(|o| !o.is_empty()) {
+            return Some(Err(ToolError::InvalidArguments(format!(
+                "{name} takes no arguments"
+            ))));
+        }
+        Some(Ok(instructions(skill)))
+    }
+
+    /// `skill://` resource descriptors: the index, then each skill's `SKILL.md`.
+    pub fn resources(&self) -> Vec<Value> {
+        let mut v = vec![json!({
+            "uri": INDEX_URI, "name": "skills index", "mimeType": "application/json",
+            "description": "Every installed skill: id, name, description, tools.",
+            "_meta": {"vox_source": "skill"},
+        })];
+        v.extend(self.catalog().skills.values().map(|s| {
+            json!({
+                "uri": format!("skill://{}/SKILL.md", s.id), "name": s.id,
+                "description": s.manifest.description, "mimeType": "text/markdown",
+                "_meta": {"vox_source": "skill"},
+            })
+        }));
+        v
+    }
+
+    /// Reads a `skill://` resource; `None` if the URI is not one.
+    pub fn read(&self, uri: &str) -> Option<Result<String, ToolError>> {
+        let catalog = self.catalog();
+        if uri == INDEX_URI {
+            let index: Vec<Value> = catalog
+                .skills
+                .values()
+                .map(|s| json!({"id": s.id, "name": s.manifest.name, "description": s.manifest.description, "tools": s.manifest.tools}))
+                .collect();
+            return Some(Ok(json!({"skills": index}).to_string()));
+        }
+        let id = uri.strip_prefix("skill://")?.strip_suffix("/SKILL.md")?;
+        Some(
+            catalog
+                .skills
+                .get(id)
+                .map(|s| s.source.clone())
+                .ok_or_else(|| ToolError::NotFound(format!("no resource {uri}"))),
+        )
+    }
+}
+
+/// What activating or calling a skill returns: its instructions and limits.
+pub fn instructions(s: &Skill) -> Value {
+    json!({
+        "skill": s.id,
+        "description": s.manifest.description,
+        "tools": s.manifest.tools,
+        "instructions": s.manifest.body,
+        "resource": format!("skill://{}/SKILL.md", s.id),
+    })
+}
+
+fn log_problems(c: &Catalog) {
+    for e in &c.errors {
+        tracing::warn!("skill not loaded: {e}");
+    }
+    for s in &c.shadowed {
+        tracing::warn!(
+            "skill {} at {} is shadowed by a root of higher precedence",
+            s.id,
+            s.path
+        );
+    }
+}

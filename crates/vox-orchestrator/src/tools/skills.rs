@@ -1,0 +1,161 @@
+//! `vox_skill_*`: install, uninstall, list, info, search and use skills.
+
+use super::{HandlerEntry, bounded, typed, typed_in_session};
+use crate::orchestrator::{Ctx, ToolError};
+use crate::skills::{Skills, instructions, macro_tool_name};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use vox_skills::Skill;
+
+fn skills(ctx: &Ctx) -> Result<&Skills, ToolError> {
+    ctx.skills
+        .as_ref()
+        .ok_or_else(|| ToolError::Unavailable("skills are not served under this profile".into()))
+}
+
+fn summary(s: &Skill) -> Value {
+    json!({
+        "id": s.id,
+        "description": s.manifest.description,
+        "tools": s.manifest.tools,
+        "tags": s.manifest.tags,
+        "origin": s.origin,
+        "path": s.dir,
+        "format": s.manifest.format,
+        "macro_tool": macro_tool_name(&s.id),
+    })
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct InstallArgs {
+    /// The skill directory (holding SKILL.md): relative to the workspace root, or absolute inside
+    /// the workspace or a skill search root.
+    path: String,
+    /// Overwrite an installed skill with the same id.
+    #[serde(default)]
+    replace: bool,
+}
+
+fn install(ctx: &Ctx, a: InstallArgs) -> Result<Value, ToolError> {
+    bounded("path", &a.path, 4096)?;
+    let skill = skills(ctx)?.install(&a.path, a.replace)?;
+    crate::workspace_tools::notify_list_changed(ctx);
+    Ok(json!({"installed": summary(&skill)}))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct IdArgs {
+    /// The skill id (its directory name).
+    id: String,
+}
+
+fn uninstall(ctx: &Ctx, a: IdArgs) -> Result<Value, ToolError> {
+    bounded("id", &a.id, 64)?;
+    skills(ctx)?.uninstall(&a.id)?;
+    crate::workspace_tools::notify_list_changed(ctx);
+    Ok(json!({"uninstalled": a.id}))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+fn list(ctx: &Ctx, _a: NoArgs) -> Result<Value, ToolError> {
+    let catalog = skills(ctx)?.catalog();
+    let list: Vec<Value> = catalog.skills.values().map(|s| summary(s)).collect();
+    Ok(json!({
+        "skills": list,
+        "errors": catalog.errors.iter().map(|e| json!({"path": e.path, "message": e.to_string()})).collect::<Vec<_>>(),
+        "shadowed": catalog.shadowed,
+    }))
+}
+
+/// Most file names `vox_skill_info` lists.
+const MAX_LISTED_FILES: usize = 200;
+
+fn info(ctx: &Ctx, session: &str, a: IdArgs) -> Result<Value, ToolError> {
+    bounded("id", &a.id, 64)?;
+    let sk = skills(ctx)?;
+    let catalog = sk.catalog();
+    let s = catalog.get(&a.id)?;
+    let mut files = Vec::new();
+    let walker = ignore::WalkBuilder::new(&s.dir)
+        .standard_filters(false)
+        .follow_links(false)
+        .build();
+    for entry in walker
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+    {
+        if files.len() == MAX_LISTED_FILES {
+            break;
+        }
+        if let Ok(rel) = entry.path().strip_prefix(&s.dir) {
+            files.push(rel.display().to_string());
+        }
+    }
+    files.sort();
+    let mut v = summary(s);
+    v["license"] = json!(s.manifest.license);
+    v["compatibility"] = json!(s.manifest.compatibility);
+    v["metadata"] = json!(s.manifest.metadata);
+    v["instructions"] = json!(s.manifest.body);
+    v["files"] = json!(files);
+    v["active"] = json!(sk.active(session).is_some_and(|x| x.id == s.id));
+    Ok(v)
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    /// Free text; BM25 over id, name, tags, description and instructions.
+    query: String,
+    /// Most hits (default 10, at most 100).
+    limit: Option<usize>,
+}
+
+fn search(ctx: &Ctx, a: SearchArgs) -> Result<Value, ToolError> {
+    bounded("query", &a.query, 1000)?;
+    let hits = skills(ctx)?
+        .catalog()
+        .search(&a.query, a.limit.unwrap_or(10))?;
+    Ok(json!({"hits": hits}))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct UseArgs {
+    /// The skill to activate for this session; null (or absent) deactivates.
+    id: Option<String>,
+}
+
+fn use_skill(ctx: &Ctx, session: &str, a: UseArgs) -> Result<Value, ToolError> {
+    if let Some(id) = &a.id {
+        bounded("id", id, 64)?;
+    }
+    match skills(ctx)?.activate(session, a.id.as_deref())? {
+        Some(s) => {
+            let mut v = instructions(&s);
+            v["active"] = json!(s.id);
+            Ok(v)
+        }
+        None => Ok(json!({"active": null})),
+    }
+}
+
+pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
+    vec![
+        ("vox_skill_install", typed(install)),
+        ("vox_skill_uninstall", typed(uninstall)),
+        ("vox_skill_list", typed(list)),
+        ("vox_skill_info", typed_in_session::<IdArgs>(Box::new(info))),
+        ("vox_skill_search", typed(search)),
+        (
+            "vox_skill_use",
+            typed_in_session::<UseArgs>(Box::new(use_skill)),
+        ),
+    ]
+}
