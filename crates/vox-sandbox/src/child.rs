@@ -140,12 +140,13 @@ pub unsafe fn setup(p: &ChildPlan) -> io::Result<()> {
 }
 
 /// Kills every process running as `uid` — including any that left the process group with
-/// `setsid` — and waits until none is left (zombies included, so a process count afterwards
-/// sees the machine as before). Works because the uid is private to one run: a helper forked
+/// `setsid` — and waits until none is left alive. Works because the uid is private to one run: a helper forked
 /// here switches to that uid and calls `kill(-1, SIGKILL)` over and over, which reaches exactly
 /// the processes it may signal (its own uid), while the parent watches `/proc` until no other
 /// process of the uid is left, then kills the helper. (`kill(-1)` itself cannot tell: it
-/// reports success whenever any process exists at all.)
+/// reports success whenever any process exists at all.) Dead processes that were orphaned
+/// stay zombies until init reaps them; they hold no resources and cannot fork or write, so we
+/// do not wait for that (some inits reap only every second or two).
 ///
 /// Returns `true` when no process of `uid` is left within `timeout`.
 pub fn kill_all_of_uid(uid: libc::uid_t, gid: libc::gid_t, timeout: std::time::Duration) -> bool {
@@ -175,7 +176,7 @@ pub fn kill_all_of_uid(uid: libc::uid_t, gid: libc::gid_t, timeout: std::time::D
     }
     let mut clean = false;
     loop {
-        if crate::pids_of_uid(uid).iter().all(|&p| p == helper) {
+        if crate::live_pids_of_uid(uid).iter().all(|&p| p == helper) {
             clean = true;
             break;
         }

@@ -657,8 +657,9 @@ impl Drop for UidLease {
     }
 }
 
-/// Real, effective, saved and filesystem uids of every process (`/proc/<pid>/status`).
-fn for_each_process_uids(mut f: impl FnMut(libc::pid_t, &[u32])) {
+/// Pid, zombie state, and real, effective, saved and filesystem uids of every process
+/// (`/proc/<pid>/status`).
+fn for_each_process_uids(mut f: impl FnMut(libc::pid_t, bool, &[u32])) {
     let Ok(rd) = std::fs::read_dir("/proc") else {
         return;
     };
@@ -678,7 +679,10 @@ fn for_each_process_uids(mut f: impl FnMut(libc::pid_t, &[u32])) {
                 .split_whitespace()
                 .filter_map(|s| s.parse().ok())
                 .collect();
-            f(pid, &uids);
+            let zombie = status
+                .lines()
+                .any(|l| l.starts_with("State:") && l[6..].trim_start().starts_with('Z'));
+            f(pid, zombie, &uids);
         }
     }
 }
@@ -687,15 +691,15 @@ fn for_each_process_uids(mut f: impl FnMut(libc::pid_t, &[u32])) {
 fn uids_in_use() -> HashSet<u32> {
     let range = SANDBOX_UID_BASE..SANDBOX_UID_BASE + SANDBOX_UID_COUNT;
     let mut set = HashSet::new();
-    for_each_process_uids(|_, uids| set.extend(uids.iter().filter(|u| range.contains(u))));
+    for_each_process_uids(|_, _, uids| set.extend(uids.iter().filter(|u| range.contains(u))));
     set
 }
 
-/// Processes (zombies included) that have `uid` as any of their uids.
-pub(crate) fn pids_of_uid(uid: u32) -> Vec<libc::pid_t> {
+/// Live (not zombie) processes that have `uid` as any of their uids.
+pub(crate) fn live_pids_of_uid(uid: u32) -> Vec<libc::pid_t> {
     let mut pids = Vec::new();
-    for_each_process_uids(|pid, uids| {
-        if uids.contains(&uid) {
+    for_each_process_uids(|pid, zombie, uids| {
+        if !zombie && uids.contains(&uid) {
             pids.push(pid);
         }
     });

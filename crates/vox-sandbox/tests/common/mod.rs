@@ -93,6 +93,7 @@ pub fn pids_with_cmdline(needle: &str) -> Vec<u32> {
 pub struct Proc {
     pub pid: u32,
     pub uids: Vec<u32>,
+    pub zombie: bool,
     pub cmdline: String,
 }
 
@@ -115,14 +116,45 @@ pub fn processes() -> Vec<Proc> {
                     .collect()
             })
             .unwrap_or_default();
+        let zombie = status
+            .lines()
+            .any(|l| l.starts_with("State:") && l[6..].trim_start().starts_with('Z'));
         let cmdline = std::fs::read(ent.path().join("cmdline"))
             .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
             .unwrap_or_default();
-        out.push(Proc { pid, uids, cmdline });
+        out.push(Proc {
+            pid,
+            uids,
+            zombie,
+            cmdline,
+        });
     }
     out
 }
 
 pub fn scratch_root_from_pwd(pwd: &str) -> PathBuf {
     Path::new(pwd.trim()).parent().unwrap().to_path_buf()
+}
+
+/// Live (not zombie) pids whose real, effective, saved or fs uid is `uid`.
+pub fn live_pids_of_uid(uid: u32) -> Vec<u32> {
+    processes()
+        .into_iter()
+        .filter(|p| !p.zombie && p.uids.contains(&uid))
+        .map(|p| p.pid)
+        .collect()
+}
+
+/// Waits (up to `within`) until not even a zombie of `uid` is left for init to reap.
+pub fn all_gone_within(uid: u32, within: Duration) -> bool {
+    let end = std::time::Instant::now() + within;
+    loop {
+        if pids_of_uid(uid).is_empty() {
+            return true;
+        }
+        if std::time::Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
