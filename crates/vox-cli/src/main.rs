@@ -10,6 +10,8 @@ use vox_mcp_registry::{PROFILES, ProfileSet, subsystem_names};
 use vox_orchestrator::Workspace;
 use vox_orchestrator::client::{adopt_or_spawn, connect_and_ping};
 
+mod ci;
+
 const BUNDLES: &str = include_str!("../../../contracts/bundles/catalog.toml");
 
 #[derive(Parser)]
@@ -89,6 +91,26 @@ enum Command {
 enum CiCommand {
     /// Catalog ↔ handlers ↔ input schemas ↔ profiles: nothing missing, nothing extra.
     OperationsVerify {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Serve the example workspace and round-trip every tool and resource fixture; the served
+    /// set and the fixtures must match exactly.
+    McpVoxSurfaceParity {
+        /// The project root.
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+        /// The fixtures file, relative to the root.
+        #[arg(long, default_value = "contracts/mcp/workspace-tool-fixtures.v1.json")]
+        fixtures: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every bundled skill meets the SKILL.md format and names only catalog tools.
+    AgentskillsCompliance {
+        /// The directory of skills.
+        #[arg(default_value = "skills")]
+        dir: PathBuf,
         #[arg(long)]
         json: bool,
     },
@@ -176,9 +198,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Mcp { profile, workspace } => mcp(profile, workspace),
         Command::Serve { profile, workspace } => serve(profile, workspace),
-        Command::Ci {
-            command: CiCommand::OperationsVerify { json },
-        } => operations_verify(json),
+        Command::Ci { command } => match command {
+            CiCommand::OperationsVerify { json } => ci::operations_verify(json),
+            CiCommand::McpVoxSurfaceParity {
+                root,
+                fixtures,
+                json,
+            } => ci::surface_parity(&root, &fixtures, json),
+            CiCommand::AgentskillsCompliance { dir, json } => {
+                ci::agentskills_compliance(&dir, json)
+            }
+        },
         Command::Profile { command } => profile_cmd(command),
         Command::Bundle { command } => bundle_cmd(command),
         Command::Daemon { command } => daemon_cmd(command),
@@ -320,70 +350,6 @@ fn serve(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode
         upkeep.abort();
         let _ = http.await;
         Ok(ExitCode::SUCCESS)
-    })
-}
-
-/// The static wiring gate: every built catalog tool has a handler with a plain object input
-/// schema, every handler has a catalog row, and every profile composes from catalog tools whose
-/// subsystems its closure covers.
-fn operations_verify(json_out: bool) -> Result<ExitCode> {
-    use vox_mcp_registry::TOOL_REGISTRY;
-    let mut problems: Vec<String> = Vec::new();
-    match vox_orchestrator::handler_table() {
-        Err(e) => problems.push(e),
-        Ok(table) => {
-            for t in TOOL_REGISTRY.iter().filter(|t| t.built) {
-                if let Some(h) = &table[t.index]
-                    && (h.schema.get("type").and_then(Value::as_str) != Some("object")
-                        || !h.schema["properties"].is_object())
-                {
-                    problems.push(format!(
-                        "{}: input schema is not an object schema with properties",
-                        t.name
-                    ));
-                }
-            }
-        }
-    }
-    let mut profiles = vec!["dev"];
-    profiles.extend(PROFILES.iter().map(|p| p.id));
-    for id in &profiles {
-        match ProfileSet::parse(id) {
-            Err(e) => problems.push(format!("profile {id}: {e}")),
-            Ok(p) => {
-                for t in p.tools().iter() {
-                    if t.requires_mask & !p.closure_mask() != 0 {
-                        problems.push(format!(
-                            "profile {id}: {} requires subsystems outside the closure",
-                            t.name
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    let report = json!({
-        "tools": TOOL_REGISTRY.len(),
-        "built": TOOL_REGISTRY.iter().filter(|t| t.built).count(),
-        "profiles": profiles.len(),
-        "problems": problems,
-    });
-    if json_out {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else if problems.is_empty() {
-        println!(
-            "operations-verify: {} tools, {} profiles: catalog, handlers, schemas and profiles agree",
-            report["tools"], report["profiles"]
-        );
-    } else {
-        for p in &problems {
-            println!("problem: {p}");
-        }
-    }
-    Ok(if problems.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
     })
 }
 

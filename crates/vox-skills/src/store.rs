@@ -256,7 +256,7 @@ pub fn load_dir(dir: &Path, origin: Origin) -> Result<Skill, LoadError> {
 
 /// The regular files of a skill directory (relative paths), refusing symlinks, special files,
 /// and trees over the limits. `.git` is left out.
-fn skill_files(dir: &Path) -> Result<Vec<PathBuf>, SkillError> {
+pub fn tree_files(dir: &Path) -> Result<Vec<PathBuf>, SkillError> {
     let mut files = Vec::new();
     let mut total = 0u64;
     let mut stack = vec![(PathBuf::new(), 0usize)];
@@ -313,9 +313,9 @@ fn skill_files(dir: &Path) -> Result<Vec<PathBuf>, SkillError> {
 }
 
 /// Copies a skill's files from `src` into `dst` (which must not exist), with the same checks as
-/// install. Used by install and by the sandbox's scratch copy.
-pub fn copy_skill(src: &Path, dst: &Path) -> Result<(), SkillError> {
-    let files = skill_files(src)?;
+/// install. Used by install, and by `vox ci` to copy the example workspace.
+pub fn copy_tree(src: &Path, dst: &Path) -> Result<(), SkillError> {
+    let files = tree_files(src)?;
     std::fs::create_dir_all(dst)
         .map_err(|e| SkillError::Io(format!("cannot create {}: {e}", dst.display())))?;
     for rel in files {
@@ -372,7 +372,7 @@ pub fn install(roots: &Roots, src: &Path, replace: bool) -> Result<Skill, SkillE
             .unwrap_or(0)
     );
     let staging = store.join(&unique);
-    if let Err(e) = copy_skill(src, &staging) {
+    if let Err(e) = copy_tree(src, &staging) {
         let _ = std::fs::remove_dir_all(&staging);
         return Err(e);
     }
