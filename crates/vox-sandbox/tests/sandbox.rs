@@ -216,10 +216,13 @@ fn processes_that_leave_the_group_are_killed_too() {
     // group would miss it; the per-run uid sweep must not.
     let skill = skill();
     let marker = format!("31.{}", unique());
-    let script = format!(
-        "setsid sleep {marker} </dev/null >/dev/null 2>&1 & (sleep {marker} &) ; echo started"
+    // The middle process calls setsid before forking the sleeper, so the sleeper is outside the
+    // command's process group from birth (no race with the group kill).
+    let py = format!(
+        "import os, sys\npid = os.fork()\nif pid == 0:\n    os.setsid()\n    if os.fork() == 0:\n        \
+         os.execvp('sleep', ['sleep', '{marker}'])\n    os._exit(0)\nos.waitpid(pid, 0)\nprint('started')\n"
     );
-    let out = run_ok(skill.path(), &sh(&script), limits());
+    let out = run_ok(skill.path(), &argv(&["python3", "-c", &py]), limits());
     assert_eq!(out.stdout, "started\n", "{out:?}");
     assert_eq!(out.exit_code, Some(0));
     assert!(
