@@ -63,6 +63,11 @@ pub struct Limits {
     pub max_copy_bytes: u64,
     /// Files, directories and symlinks copied from the skill dir.
     pub max_copy_files: u64,
+    /// Size of the scratch tmpfs (the copy plus everything the command writes, HOME and
+    /// TMPDIR included); writes beyond it fail with ENOSPC.
+    pub max_scratch_bytes: u64,
+    /// Inodes (files, directories, symlinks) the scratch tmpfs holds.
+    pub max_scratch_files: u64,
 }
 
 impl Default for Limits {
@@ -76,6 +81,8 @@ impl Default for Limits {
             max_file_bytes: 64 << 20,
             max_copy_bytes: 64 << 20,
             max_copy_files: 10_000,
+            max_scratch_bytes: 256 << 20,
+            max_scratch_files: 50_000,
         }
     }
 }
@@ -220,12 +227,24 @@ pub fn run(req: &RunRequest<'_>) -> Result<RunOutcome, SandboxError> {
     let ids = UidLease::acquire()?;
     let (uid, gid) = (ids.uid, ids.uid);
 
-    let scratch = scratch::Scratch::create(uid, gid)?;
+    let size = scratch::ScratchSize {
+        bytes: req.limits.max_scratch_bytes,
+        inodes: req.limits.max_scratch_files,
+    };
+    let scratch = scratch::Scratch::create(uid, gid, size)?;
     let bounds = scratch::CopyBounds {
         max_bytes: req.limits.max_copy_bytes,
         max_entries: req.limits.max_copy_files,
     };
-    scratch::copy_tree(req.skill_dir, &scratch.work, uid, gid, bounds)?;
+    scratch::copy_tree(req.skill_dir, &scratch.work, uid, gid, bounds).map_err(|e| match e {
+        SandboxError::Io { source, .. } if source.raw_os_error() == Some(libc::ENOSPC) => {
+            SandboxError::InvalidRequest(format!(
+                "skill dir {} does not fit the scratch dir (Limits::max_scratch_bytes / max_scratch_files)",
+                req.skill_dir.display()
+            ))
+        }
+        e => e,
+    })?;
     let program = resolve_program(&req.argv[0], &scratch.work)?;
     let ruleset = landlock::Ruleset::build(abi, &scratch.root).map_err(|e| {
         SandboxError::Unsupported(format!(

@@ -1,12 +1,15 @@
 //! The scratch directory: a fresh private copy of the skill, owned by the run's throwaway uid,
 //! deleted when the run ends.
 //!
-//! Layout: `<tmp>/vox-sandbox-<pid>-<n>/` (mode 0700, the only tree Landlock lets the command
-//! write to) holding `work/` (the copy, the working directory), `home/` (HOME) and `tmp/`
-//! (TMPDIR).
+//! Layout: `<tmp>/vox-sandbox-<pid>-<n>-<uid>/` — a private tmpfs mount of bounded size and
+//! inode count (so the command cannot fill the host's disk), mode 0700, the only tree Landlock
+//! lets the command write to — holding `work/` (the copy, the working directory), `home/`
+//! (HOME) and `tmp/` (TMPDIR). Dropping the [`Scratch`] unmounts (lazily) and removes it.
 
+use std::ffi::CString;
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, Read, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt, lchown};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,11 +23,19 @@ pub struct Scratch {
     pub work: PathBuf,
     pub home: PathBuf,
     pub tmp: PathBuf,
+    mounted: bool,
+}
+
+/// Size bounds of the scratch tmpfs.
+#[derive(Clone, Copy)]
+pub struct ScratchSize {
+    pub bytes: u64,
+    pub inodes: u64,
 }
 
 impl Scratch {
     /// Creates the scratch tree under the system temp dir, owned by `uid:gid`.
-    pub fn create(uid: u32, gid: u32) -> Result<Scratch, SandboxError> {
+    pub fn create(uid: u32, gid: u32, size: ScratchSize) -> Result<Scratch, SandboxError> {
         let base = std::env::temp_dir();
         let pid = std::process::id();
         let mut last_err = None;
@@ -33,13 +44,16 @@ impl Scratch {
             let root = base.join(format!("vox-sandbox-{pid}-{n}-{uid}"));
             match DirBuilder::new().mode(0o700).create(&root) {
                 Ok(()) => {
-                    let s = Scratch {
+                    let mut s = Scratch {
                         work: root.join("work"),
                         home: root.join("home"),
                         tmp: root.join("tmp"),
                         root,
+                        mounted: false,
                     };
                     // From here on the guard deletes whatever was made.
+                    mount_tmpfs(&s.root, uid, gid, size)?;
+                    s.mounted = true;
                     for d in [&s.work, &s.home, &s.tmp] {
                         DirBuilder::new()
                             .mode(0o700)
@@ -66,8 +80,49 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
+        if self.mounted {
+            if let Ok(c) = CString::new(self.root.as_os_str().as_bytes()) {
+                // SAFETY: valid C string. MNT_DETACH: gone from the tree now, freed when the
+                // last user (none: every process of the run is dead) lets go.
+                if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } == 0 {
+                    let _ = fs::remove_dir(&self.root);
+                    return;
+                }
+            }
+        }
         let _ = fs::remove_dir_all(&self.root);
     }
+}
+
+fn mount_tmpfs(root: &Path, uid: u32, gid: u32, size: ScratchSize) -> Result<(), SandboxError> {
+    let unsupported = |e: io::Error| {
+        SandboxError::Unsupported(format!(
+            "cannot mount a size-bounded tmpfs for the scratch dir at {}: {e}; refusing to run with an unbounded scratch",
+            root.display()
+        ))
+    };
+    let target = CString::new(root.as_os_str().as_bytes())
+        .map_err(|_| unsupported(io::Error::other("path contains NUL")))?;
+    let data = CString::new(format!(
+        "size={},nr_inodes={},mode=0700,uid={uid},gid={gid}",
+        size.bytes.max(4096),
+        size.inodes.max(16)
+    ))
+    .expect("no NUL in formatted numbers");
+    // SAFETY: valid C strings; a fresh empty directory we own as the mount point.
+    let r = unsafe {
+        libc::mount(
+            c"vox-sandbox".as_ptr(),
+            target.as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            data.as_ptr() as *const libc::c_void,
+        )
+    };
+    if r < 0 {
+        return Err(unsupported(io::Error::last_os_error()));
+    }
+    Ok(())
 }
 
 fn io_err(what: &str, path: &Path, e: io::Error) -> SandboxError {

@@ -108,7 +108,7 @@ fn a_fork_bomb_is_contained_and_cleaned_up() {
     );
 
     assert!(
-        took < Duration::from_millis(4500),
+        took < Duration::from_secs(6),
         "returns at the wall limit plus cleanup: {took:?} {out:?}"
     );
     assert!(
@@ -128,7 +128,9 @@ fn a_fork_bomb_is_contained_and_cleaned_up() {
     );
     let after = processes().len();
     assert!(
-        after <= before + 20,
+        // Loose: other test processes may come and go meanwhile; the bomb's own are checked
+        // exactly above.
+        after <= before + 200,
         "machine back to normal: {before} processes before, {after} after"
     );
     // And the machine can still fork.
