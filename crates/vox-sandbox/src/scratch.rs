@@ -80,15 +80,14 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        if self.mounted {
-            if let Ok(c) = CString::new(self.root.as_os_str().as_bytes()) {
-                // SAFETY: valid C string. MNT_DETACH: gone from the tree now, freed when the
-                // last user (none: every process of the run is dead) lets go.
-                if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } == 0 {
-                    let _ = fs::remove_dir(&self.root);
-                    return;
-                }
-            }
+        if self.mounted
+            && let Ok(c) = CString::new(self.root.as_os_str().as_bytes())
+            // SAFETY: valid C string. MNT_DETACH: gone from the tree now, freed when the last
+            // user (none: every process of the run is dead) lets go.
+            && unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } == 0
+        {
+            let _ = fs::remove_dir(&self.root);
+            return;
         }
         let _ = fs::remove_dir_all(&self.root);
     }
