@@ -305,6 +305,7 @@ pub fn run(req: &RunRequest<'_>) -> Result<RunOutcome, SandboxError> {
 
     let (tx, rx) = mpsc::channel();
     let cap = l.max_output_bytes;
+    let mut setup_err = None;
     for (which, stream) in [
         (
             0u8,
@@ -323,27 +324,39 @@ pub fn run(req: &RunRequest<'_>) -> Result<RunOutcome, SandboxError> {
     ] {
         let tx = tx.clone();
         if let Some(stream) = stream {
-            std::thread::Builder::new()
+            let spawned = std::thread::Builder::new()
                 .name("vox-sandbox-output".into())
                 .spawn(move || {
                     let _ = tx.send((which, read_capped(stream, cap)));
-                })
-                .map_err(|e| io_error("spawning an output reader thread", e))?;
+                });
+            if let Err(e) = spawned {
+                // Do not return with the command running: fall through to the kill below.
+                setup_err = Some(io_error("spawning an output reader thread", e));
+                break;
+            }
         } else {
             let _ = tx.send((which, (Vec::new(), false)));
         }
     }
     drop(tx);
 
-    let deadline = started + l.wall;
+    let deadline = if setup_err.is_some() {
+        started
+    } else {
+        started + l.wall
+    };
     let wall_hit = !wait_exit_until(pid, deadline);
     // The command is done (or out of time): kill its process group while its pid still
     // names it (it is not reaped yet), reap it, then kill whatever else runs as the run's uid.
     // SAFETY: signalling our own child's process group.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
-    let (status, rusage) = reap(pid).map_err(|e| io_error("waiting for the command", e))?;
+    let reaped = reap(pid);
     let duration_ms = started.elapsed().as_millis() as u64;
     let all_gone = child::kill_all_of_uid(uid, gid, Duration::from_secs(10));
+    if let Some(e) = setup_err {
+        return Err(e);
+    }
+    let (status, rusage) = reaped.map_err(|e| io_error("waiting for the command", e))?;
 
     let mut out = (Vec::new(), false);
     let mut err = (Vec::new(), false);
