@@ -2,8 +2,9 @@
 //!
 //! What a run gets (see README.md for the why of each):
 //! - **Scratch copy**: the skill dir is copied (symlinks never followed, size and entry count
-//!   bounded) into a fresh `0700` dir under the system temp dir; the command runs in that
-//!   copy, `HOME` and `TMPDIR` point into it, and it is deleted afterwards.
+//!   bounded) into a fresh `0700` tmpfs (size- and inode-bounded) mounted under the system temp
+//!   dir; the command runs in that copy, `HOME` and `TMPDIR` point into it, and it is unmounted
+//!   and deleted afterwards.
 //! - **Throwaway uid**: the command runs as a uid/gid private to this run (no groups), so
 //!   `RLIMIT_NPROC` really applies (root is exempt from it) and every process of the run,
 //!   even one that left the process group, can be found and killed.
@@ -17,7 +18,8 @@
 //!   a wall-clock deadline after which the whole tree is `SIGKILL`ed; stdout and stderr each
 //!   capped (drained and discarded past the cap).
 //!
-//! Needs root (to switch uid and create namespaces) on Linux with Landlock ABI >= 3.
+//! Needs root (to switch uid, create namespaces and mount the scratch tmpfs) on Linux with
+//! Landlock ABI >= 3. `run` blocks; call it from a blocking thread in async code.
 
 mod child;
 mod landlock;
