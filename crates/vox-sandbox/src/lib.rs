@@ -208,7 +208,10 @@ pub fn probe() -> Result<Support, SandboxError> {
 
 fn require_root() -> Result<(), SandboxError> {
     // SAFETY: plain getter.
-    let euid = unsafe { libc::geteuid() };
+    check_root(unsafe { libc::geteuid() })
+}
+
+fn check_root(euid: libc::uid_t) -> Result<(), SandboxError> {
     if euid != 0 {
         return Err(SandboxError::Unsupported(format!(
             "vox-sandbox must run as root (it is uid {euid}): it switches the command to a throwaway uid so that \
@@ -738,4 +741,31 @@ pub(crate) fn live_pids_of_uid(uid: u32) -> Vec<libc::pid_t> {
         }
     });
     pids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_non_root_caller_is_refused_clearly() {
+        assert!(check_root(0).is_ok());
+        match check_root(1000) {
+            Err(SandboxError::Unsupported(m)) => {
+                assert!(
+                    m.contains("must run as root") && m.contains("uid 1000"),
+                    "{m}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn output_is_capped_while_draining() {
+        let (kept, truncated) = read_capped(&[1u8; 10_000][..], 100);
+        assert_eq!((kept.len(), truncated), (100, true));
+        let (kept, truncated) = read_capped(&[1u8; 100][..], 100);
+        assert_eq!((kept.len(), truncated), (100, false));
+    }
 }
