@@ -1,23 +1,299 @@
-//! The syntax tree the parser produces. It keeps every span; names are not resolved yet.
+//! The syntax tree the parser produces. It keeps every span; names are interned but not
+//! resolved yet.
 //!
-//! Expression trees are at most [`crate::parser::MAX_HEIGHT`] high (the parser enforces it), so
-//! every recursive pass over them, and dropping them, has a bounded stack.
+//! The tree is flat: nodes live in a few vectors of the [`File`] and refer to each other by
+//! index ([`ExprId`]) or by a range ([`Seq`]) of one of those vectors. Building it costs a few
+//! amortized vector pushes instead of one allocation per node, and dropping it frees a handful
+//! of buffers. Expression trees are at most [`crate::parser::MAX_HEIGHT`] high (the parser
+//! enforces it), so every recursive pass over them has a bounded stack.
 
 use crate::diag::Span;
-use crate::lexer::StrPart;
+use std::fmt;
+use std::marker::PhantomData;
 
-/// A parsed file.
+/// A contiguous run of elements in one of the [`File`]'s (or the program's) vectors; index
+/// that vector with it (`file.exprs_list[seq]`) to get the slice.
+pub struct Seq<T> {
+    /// First element.
+    pub start: u32,
+    /// Number of elements.
+    pub len: u32,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> Seq<T> {
+    /// No elements.
+    pub const EMPTY: Seq<T> = Seq {
+        start: 0,
+        len: 0,
+        _t: PhantomData,
+    };
+
+    /// The elements pushed onto `pool` since it had length `start`.
+    pub fn since(start: usize, pool: &[T]) -> Seq<T> {
+        Seq {
+            start: start as u32,
+            len: (pool.len() - start) as u32,
+            _t: PhantomData,
+        }
+    }
+
+    /// Appends `items` to `pool` and returns where they are.
+    pub fn push_all(pool: &mut Vec<T>, items: impl IntoIterator<Item = T>) -> Seq<T> {
+        let start = pool.len();
+        pool.extend(items);
+        Seq::since(start, pool)
+    }
+
+    /// Number of elements.
+    pub fn len(self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+
+    /// The index range.
+    pub fn range(self) -> std::ops::Range<usize> {
+        self.start as usize..self.start as usize + self.len as usize
+    }
+}
+
+impl<T> Clone for Seq<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Seq<T> {}
+impl<T> Default for Seq<T> {
+    fn default() -> Self {
+        Seq::EMPTY
+    }
+}
+impl<T> fmt::Debug for Seq<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}..{}", self.start, self.start + self.len)
+    }
+}
+impl<T> PartialEq for Seq<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.start == other.start && self.len == other.len
+    }
+}
+impl<T> Eq for Seq<T> {}
+
+impl<T> std::ops::Index<Seq<T>> for Vec<T> {
+    type Output = [T];
+    fn index(&self, s: Seq<T>) -> &[T] {
+        &self[s.range()]
+    }
+}
+
+impl<T> std::ops::Index<Seq<T>> for [T] {
+    type Output = [T];
+    fn index(&self, s: Seq<T>) -> &[T] {
+        &self[s.range()]
+    }
+}
+
+/// A piece of text in [`File::strings`] (decoded literals, interned names).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct StrRef {
+    /// First byte.
+    pub start: u32,
+    /// Length in bytes.
+    pub len: u32,
+}
+
+impl StrRef {
+    /// The text in `arena`.
+    pub fn get(self, arena: &str) -> &str {
+        &arena[self.start as usize..self.start as usize + self.len as usize]
+    }
+
+    /// Appends `s` to `arena` and returns where it is.
+    pub fn push(arena: &mut String, s: &str) -> StrRef {
+        let start = arena.len();
+        arena.push_str(s);
+        StrRef {
+            start: start as u32,
+            len: s.len() as u32,
+        }
+    }
+}
+
+/// An interned name: equal names have equal symbols. The first [`Sym::PREDEFINED`] names
+/// (built-ins, constructors, built-in types and methods) have the same symbols in every file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sym(pub u32);
+
+impl Sym {
+    /// Names interned before parsing starts, in this order.
+    pub const PREDEFINED: &'static [&'static str] = &[
+        // Built-in functions.
+        "print",
+        "len",
+        "str",
+        "int",
+        "float",
+        "assert",
+        "range",
+        "now",
+        "uuid",
+        "json_encode",
+        "json_decode",
+        "min",
+        "max",
+        "abs",
+        // Built-in constructors.
+        "Some",
+        "None",
+        "Ok",
+        "Error",
+        // Built-in types (`int`, `float` and `str` are above).
+        "bool",
+        "Unit",
+        "list",
+        "List",
+        "Map",
+        "Option",
+        "Result",
+        // Methods (`len` is above).
+        "trim",
+        "to_upper",
+        "to_lower",
+        "split",
+        "replace",
+        "contains",
+        "starts_with",
+        "ends_with",
+        "find",
+        "slice",
+        "chars",
+        "lines",
+        "parse_int",
+        "parse_float",
+        "push",
+        "pop",
+        "get",
+        "first",
+        "last",
+        "map",
+        "filter",
+        "fold",
+        "any",
+        "all",
+        "join",
+        "sorted",
+        "sorted_by_key",
+        "reverse",
+        "concat",
+        "keys",
+        "values",
+        "contains_key",
+        "insert",
+        "remove",
+        "is_some",
+        "is_none",
+        "is_ok",
+        "is_error",
+        "unwrap",
+        "unwrap_or",
+        // Other names the front end looks for.
+        "_",
+    ];
+
+    /// `_`.
+    pub const UNDERSCORE: Sym = Sym(Sym::PREDEFINED.len() as u32 - 1);
+}
+
+/// The names of a file, interned.
+#[derive(Clone, Debug, Default)]
+pub struct Symbols {
+    /// Text of each symbol, in [`File::strings`].
+    pub texts: Vec<StrRef>,
+}
+
+/// A parsed file: the items, and the vectors their nodes live in.
 #[derive(Clone, Debug, Default)]
 pub struct File {
     /// Top-level items in source order.
     pub items: Vec<Item>,
+    /// Expression nodes.
+    pub exprs: Vec<Expr>,
+    /// Lists of expressions (call arguments, list items).
+    pub expr_lists: Vec<ExprId>,
+    /// Statements of all blocks.
+    pub stmts: Vec<Stmt>,
+    /// Record literal fields.
+    pub fields: Vec<(Name, ExprId)>,
+    /// Match arms.
+    pub arms: Vec<Arm>,
+    /// Patterns (sub-patterns of constructor patterns).
+    pub patterns: Vec<Pattern>,
+    /// Pieces of string literals.
+    pub str_parts: Vec<StrPart>,
+    /// Parameters of functions and closures.
+    pub params: Vec<Param>,
+    /// Written types and their arguments.
+    pub types: Vec<TypeExpr>,
+    /// `for` loops.
+    pub fors: Vec<ForLoop>,
+    /// Closures.
+    pub closures: Vec<Closure>,
+    /// Decorators.
+    pub decorators: Vec<Decorator>,
+    /// Decorator arguments.
+    pub decorator_args: Vec<DecoratorArg>,
+    /// Variants of ADT declarations.
+    pub variants: Vec<VariantDecl>,
+    /// Fields of record and variant declarations.
+    pub field_decls: Vec<FieldDecl>,
+    /// Names (imports).
+    pub names: Vec<Name>,
+    /// Decoded text of string literals and the text of every interned name.
+    pub strings: String,
+    /// Interned names.
+    pub symbols: Symbols,
 }
 
+impl File {
+    /// An expression node.
+    pub fn expr(&self, id: ExprId) -> &Expr {
+        &self.exprs[id.0 as usize]
+    }
+
+    /// The text of a name.
+    pub fn sym(&self, s: Sym) -> &str {
+        self.symbols.texts[s.0 as usize].get(&self.strings)
+    }
+
+    /// A piece of text.
+    pub fn str(&self, s: StrRef) -> &str {
+        s.get(&self.strings)
+    }
+
+    /// A written type.
+    pub fn ty(&self, id: TypeId) -> &TypeExpr {
+        &self.types[id.0 as usize]
+    }
+}
+
+/// Index of an expression in [`File::exprs`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ExprId(pub u32);
+
+/// Index of a written type in [`File::types`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TypeId(pub u32);
+
 /// A name with its span.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Name {
-    /// The text.
-    pub text: String,
+    /// The interned text ([`File::sym`]).
+    pub sym: Sym,
     /// Where.
     pub span: Span,
 }
@@ -38,21 +314,21 @@ pub enum Item {
 }
 
 /// `@name` or `@a.b` with literal arguments.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Decorator {
-    /// Dotted path, e.g. `mcp.tool`.
-    pub path: String,
+    /// Dotted path, e.g. `mcp.tool`, in [`File::strings`].
+    pub path: StrRef,
     /// Span of `@` through the path.
     pub span: Span,
     /// String (or other literal) arguments, whichever syntax was used.
-    pub args: Vec<DecoratorArg>,
+    pub args: Seq<DecoratorArg>,
 }
 
 /// One decorator argument.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct DecoratorArg {
     /// The string value, or `None` when the argument was not a plain string literal.
-    pub value: Option<String>,
+    pub value: Option<StrRef>,
     /// Where.
     pub span: Span,
 }
@@ -61,7 +337,7 @@ pub struct DecoratorArg {
 #[derive(Clone, Debug)]
 pub struct FnDecl {
     /// Decorators in order.
-    pub decorators: Vec<Decorator>,
+    pub decorators: Seq<Decorator>,
     /// `pub` was written.
     pub is_pub: bool,
     /// `async` was written (accepted and ignored: the interpreter is synchronous).
@@ -69,9 +345,9 @@ pub struct FnDecl {
     /// Name.
     pub name: Name,
     /// Parameters.
-    pub params: Vec<Param>,
+    pub params: Seq<Param>,
     /// Return type, if declared.
-    pub ret: Option<TypeExpr>,
+    pub ret: Option<TypeId>,
     /// Body.
     pub body: Block,
     /// Whole declaration.
@@ -79,32 +355,32 @@ pub struct FnDecl {
 }
 
 /// `name [: Type] [= default]`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Param {
     /// Name.
     pub name: Name,
     /// Declared type.
-    pub ty: Option<TypeExpr>,
+    pub ty: Option<TypeId>,
     /// Default value.
-    pub default: Option<Expr>,
+    pub default: Option<ExprId>,
 }
 
 /// A written type.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub enum TypeExpr {
     /// `Name` or `Name[Args]` (also lowercase builtins like `int`, `list[T]`).
     Named {
         /// Name.
         name: Name,
         /// Generic arguments.
-        args: Vec<TypeExpr>,
+        args: Seq<TypeExpr>,
     },
     /// `fn(A, B) to R`.
     Fn {
         /// Parameter types.
-        params: Vec<TypeExpr>,
+        params: Seq<TypeExpr>,
         /// Result type.
-        ret: Option<Box<TypeExpr>>,
+        ret: Option<TypeId>,
         /// Where.
         span: Span,
     },
@@ -132,30 +408,30 @@ pub struct TypeDecl {
 }
 
 /// The two shapes of a type declaration.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub enum TypeBody {
     /// `| A(x: T) | B`.
-    Adt(Vec<VariantDecl>),
+    Adt(Seq<VariantDecl>),
     /// `{ a: T, b: U }`.
-    Record(Vec<FieldDecl>),
+    Record(Seq<FieldDecl>),
 }
 
 /// One variant of an ADT.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct VariantDecl {
     /// Name.
     pub name: Name,
     /// Fields, possibly empty.
-    pub fields: Vec<FieldDecl>,
+    pub fields: Seq<FieldDecl>,
 }
 
 /// `name: Type` in a record or variant (the name may be omitted in a variant: `A(int)`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct FieldDecl {
     /// Name; positional variant fields get `_0`, `_1`, ….
     pub name: Name,
     /// Type.
-    pub ty: Option<TypeExpr>,
+    pub ty: Option<TypeId>,
 }
 
 /// `let NAME [: Type] = expr` at top level.
@@ -164,9 +440,9 @@ pub struct ConstDecl {
     /// Name.
     pub name: Name,
     /// Declared type.
-    pub ty: Option<TypeExpr>,
+    pub ty: Option<TypeId>,
     /// Value.
-    pub value: Expr,
+    pub value: ExprId,
     /// Whole declaration.
     pub span: Span,
 }
@@ -175,7 +451,7 @@ pub struct ConstDecl {
 #[derive(Clone, Debug)]
 pub struct ImportDecl {
     /// Names the import makes visible (the last segment of each path).
-    pub names: Vec<Name>,
+    pub names: Seq<Name>,
     /// Whole declaration.
     pub span: Span,
 }
@@ -192,10 +468,10 @@ pub struct OpaqueItem {
 }
 
 /// `{ stmts }`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Block {
     /// Statements; the value of a trailing `Expr` statement is the block's value.
-    pub stmts: Vec<Stmt>,
+    pub stmts: Seq<Stmt>,
     /// Where.
     pub span: Span,
     /// Height of the tree below, bounded by the parser.
@@ -203,7 +479,7 @@ pub struct Block {
 }
 
 /// A statement.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub enum Stmt {
     /// `let [mut] x [: T] = e`.
     Let {
@@ -212,21 +488,21 @@ pub enum Stmt {
         /// Name.
         name: Name,
         /// Declared type.
-        ty: Option<TypeExpr>,
+        ty: Option<TypeId>,
         /// Value.
-        value: Expr,
+        value: ExprId,
     },
     /// `place op= e`.
     Assign {
         /// Target.
-        target: Expr,
+        target: ExprId,
         /// `None` for `=`, else the arithmetic operator.
         op: Option<BinOp>,
         /// Value.
-        value: Expr,
+        value: ExprId,
     },
     /// An expression.
-    Expr(Expr),
+    Expr(ExprId),
 }
 
 /// Binary operators.
@@ -291,7 +567,7 @@ pub enum UnOp {
 }
 
 /// An expression with its span.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Expr {
     /// What.
     pub kind: ExprKind,
@@ -302,99 +578,108 @@ pub struct Expr {
 }
 
 /// Expression kinds.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub enum ExprKind {
     /// Integer literal.
     Int(i64),
     /// Float literal.
     Float(f64),
     /// String literal, possibly interpolating.
-    Str(Vec<StrPart>),
+    Str(Seq<StrPart>),
     /// `true` / `false`.
     Bool(bool),
-    /// A lowercase name (the span of the identifier; the text is in the source).
-    Var(Span),
+    /// A lowercase name.
+    Var(Sym),
     /// An uppercase name: constructor, constant or type.
-    Upper(Span),
+    Upper(Sym),
     /// `[a, b]`.
-    List(Vec<Expr>),
+    List(Seq<ExprId>),
     /// `{ k: v }`.
-    Record(Vec<(Name, Expr)>),
+    Record(Seq<(Name, ExprId)>),
     /// `a op b`.
-    Binary(BinOp, Box<Expr>, Box<Expr>),
+    Binary(BinOp, ExprId, ExprId),
     /// `op a`.
-    Unary(UnOp, Box<Expr>),
+    Unary(UnOp, ExprId),
     /// `f(args)`.
-    Call(Box<Expr>, Vec<Expr>),
+    Call(ExprId, Seq<ExprId>),
     /// `recv.name(args)`.
-    Method(Box<Expr>, Name, Vec<Expr>),
+    Method(ExprId, Name, Seq<ExprId>),
     /// `recv.name`.
-    Field(Box<Expr>, Name),
+    Field(ExprId, Name),
     /// `recv[index]`.
-    Index(Box<Expr>, Box<Expr>),
+    Index(ExprId, ExprId),
     /// `e?`.
-    Try(Box<Expr>),
+    Try(ExprId),
     /// `x |> f`.
-    Pipe(Box<Expr>, Box<Expr>),
+    Pipe(ExprId, ExprId),
     /// `if c { } else …`.
-    If(Box<Expr>, Block, Option<Box<Expr>>),
+    If(ExprId, Block, Option<ExprId>),
     /// `match e { arms }`.
-    Match(Box<Expr>, Vec<Arm>),
+    Match(ExprId, Seq<Arm>),
     /// `while c { }`.
-    While(Box<Expr>, Block),
+    While(ExprId, Block),
     /// `loop { }`.
     Loop(Block),
-    /// `for x[, i] in e { }`.
-    For(Box<ForLoop>),
+    /// `for x[, i] in e { }`: index into [`File::fors`].
+    For(u32),
     /// `break`.
     Break,
     /// `continue`.
     Continue,
     /// `return [e]`.
-    Return(Option<Box<Expr>>),
+    Return(Option<ExprId>),
     /// `{ stmts }` as an expression.
     Block(Block),
-    /// `fn(params) [to T] { body }`.
-    Closure(Box<Closure>),
+    /// `fn(params) [to T] { body }`: index into [`File::closures`].
+    Closure(u32),
     /// A syntax error was reported here.
     Error,
 }
 
+/// A piece of a decoded string literal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrPart {
+    /// Literal text.
+    Text(StrRef),
+    /// `{name}` interpolation, with the span of `name`.
+    Var(Sym, Span),
+}
+
 /// `for var[, index] in iter body`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct ForLoop {
     /// Loop variable.
     pub var: Name,
     /// Index variable.
     pub index: Option<Name>,
     /// Iterated value.
-    pub iter: Expr,
+    pub iter: ExprId,
     /// Body.
     pub body: Block,
 }
 
 /// `fn(params) [to T] { body }`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Closure {
     /// Parameters.
-    pub params: Vec<Param>,
+    pub params: Seq<Param>,
     /// Declared result type.
-    pub ret: Option<TypeExpr>,
+    pub ret: Option<TypeId>,
     /// Body.
     pub body: Block,
 }
 
 /// `pattern => body`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Arm {
     /// Pattern.
     pub pat: Pattern,
     /// Body.
-    pub body: Expr,
+    pub body: ExprId,
 }
 
 /// Match patterns.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub enum Pattern {
     /// `_`.
     Wild(Span),
@@ -405,11 +690,11 @@ pub enum Pattern {
     /// Float literal.
     Float(f64, Span),
     /// String literal.
-    Str(String, Span),
+    Str(StrRef, Span),
     /// `true`/`false`.
     Bool(bool, Span),
     /// `Name` or `Name(p, …)`.
-    Ctor(Name, Vec<Pattern>),
+    Ctor(Name, Seq<Pattern>),
     /// A syntax error was reported here.
     Error(Span),
 }

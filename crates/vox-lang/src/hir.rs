@@ -2,12 +2,16 @@
 //! interpolation desugared. It holds no interior mutability and no `Rc`, so a
 //! [`crate::Module`] built from it is `Send + Sync`.
 
-use crate::ast::{BinOp, UnOp};
+pub use crate::ast::{BinOp, Seq, StrRef, UnOp};
 use crate::diag::Span;
 use serde::Serialize;
 
 /// Index of a function body in [`Program::bodies`].
 pub type BodyId = u32;
+
+/// Index of an expression in [`Program::exprs`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ExprId(pub u32);
 
 /// A declared type, as far as the interpreter and JSON schemas care.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -184,23 +188,35 @@ pub struct OpaqueDef {
 }
 
 /// Executable code for one function, closure or constant initializer.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Body {
     /// Frame size.
     pub n_slots: u32,
     /// Number of parameters (slots `0..n_params`).
     pub n_params: u32,
-    /// Number of parameters without default (they come first or not; checked per argument).
-    pub defaults: Vec<Option<Expr>>,
-    /// Parameter names, for error messages and named JSON binding.
-    pub param_names: Vec<String>,
+    /// Parameters: names (for error messages) and defaults, in [`Program::params`].
+    pub params: Seq<BodyParam>,
     /// Code.
-    pub expr: Expr,
-    /// Name for error messages.
-    pub name: String,
+    pub expr: ExprId,
+    /// Name for error messages, in [`Program::strings`].
+    pub name: StrRef,
+}
+
+/// A parameter of a [`Body`].
+#[derive(Clone, Copy, Debug)]
+pub struct BodyParam {
+    /// Name, in [`Program::strings`].
+    pub name: StrRef,
+    /// Default value, if any.
+    pub default: Option<ExprId>,
 }
 
 /// A whole lowered file.
+///
+/// Code is flat: expressions, statements, patterns and the like live in the vectors below and
+/// refer to each other by index ([`ExprId`]) or range ([`Seq`]), so lowering a file costs a few
+/// vector pushes per node and no allocation of its own, and dropping the program frees a
+/// handful of buffers.
 #[derive(Clone, Debug, Default)]
 pub struct Program {
     /// Top-level functions, in source order.
@@ -215,6 +231,43 @@ pub struct Program {
     pub opaque: Vec<OpaqueDef>,
     /// Names brought in by `import` (not loaded).
     pub imports: Vec<String>,
+    /// Expression nodes.
+    pub exprs: Vec<Expr>,
+    /// Lists of expressions (arguments, list items).
+    pub expr_lists: Vec<ExprId>,
+    /// Statements of all blocks.
+    pub stmts: Vec<Stmt>,
+    /// Record literal fields.
+    pub fields: Vec<(StrRef, ExprId)>,
+    /// Match arms.
+    pub arms: Vec<Arm>,
+    /// Sub-patterns of constructor patterns.
+    pub pats: Vec<Pat>,
+    /// Pieces of interpolated strings.
+    pub pieces: Vec<StrPiece>,
+    /// Assignable places.
+    pub places: Vec<Place>,
+    /// Steps of places.
+    pub place_steps: Vec<PlaceStep>,
+    /// Closure captures: (outer slot, inner slot).
+    pub captures: Vec<(u32, u32)>,
+    /// Parameters of bodies.
+    pub params: Vec<BodyParam>,
+    /// Text of string literals, field names and messages.
+    pub strings: String,
+}
+
+impl Program {
+    /// An expression node.
+    #[inline(always)]
+    pub fn expr(&self, id: ExprId) -> &Expr {
+        &self.exprs[id.0 as usize]
+    }
+
+    /// A piece of text.
+    pub fn str(&self, s: StrRef) -> &str {
+        s.get(&self.strings)
+    }
 }
 
 /// Built-in functions.
@@ -284,6 +337,15 @@ impl Builtin {
             .find(|(b, ..)| *b == self)
             .map(|(_, n, ..)| *n)
             .unwrap_or("?")
+    }
+
+    /// The arity range (min, max).
+    pub fn arity(self) -> (usize, usize) {
+        Self::ALL
+            .iter()
+            .find(|(b, ..)| *b == self)
+            .map(|&(_, _, lo, hi)| (lo, hi))
+            .unwrap_or((0, usize::MAX))
     }
 }
 
@@ -436,34 +498,34 @@ impl Method {
 }
 
 /// An assignable place: a local slot and a path of fields and indexes below it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Place {
     /// Root slot.
     pub slot: u32,
-    /// Steps from the root.
-    pub path: Vec<PlaceStep>,
+    /// Steps from the root, in [`Program::place_steps`].
+    pub path: Seq<PlaceStep>,
 }
 
 /// One step of a [`Place`].
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub enum PlaceStep {
     /// `.name`
-    Field(String),
+    Field(StrRef),
     /// `[expr]`
-    Index(Expr),
+    Index(ExprId),
 }
 
 /// A piece of an interpolated string.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub enum StrPiece {
     /// Literal text.
-    Text(String),
+    Text(StrRef),
     /// A value to format.
-    Value(Expr),
+    Value(ExprId),
 }
 
 /// A match pattern with bindings resolved to slots.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub enum Pat {
     /// `_`
     Wild,
@@ -474,35 +536,35 @@ pub enum Pat {
     /// Literal float.
     Float(f64),
     /// Literal string.
-    Str(String),
+    Str(StrRef),
     /// Literal bool.
     Bool(bool),
-    /// Constructor with sub-patterns.
-    Ctor(Ctor, Vec<Pat>),
+    /// Constructor with sub-patterns (in [`Program::pats`]).
+    Ctor(Ctor, Seq<Pat>),
 }
 
 /// Match arm.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Arm {
     /// Pattern.
     pub pat: Pat,
     /// Body.
-    pub body: Expr,
+    pub body: ExprId,
 }
 
 /// A statement.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub enum Stmt {
     /// `let`: evaluate into a slot.
-    Let(u32, Expr),
-    /// Assignment, optionally compound.
-    Assign(Place, Option<BinOp>, Expr),
+    Let(u32, ExprId),
+    /// Assignment (to [`Program::places`]), optionally compound.
+    Assign(u32, Option<BinOp>, ExprId),
     /// Expression.
-    Expr(Expr),
+    Expr(ExprId),
 }
 
 /// A lowered expression with the span used for run-time errors.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Expr {
     /// What.
     pub kind: ExprKind,
@@ -511,7 +573,7 @@ pub struct Expr {
 }
 
 /// Lowered expression kinds.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub enum ExprKind {
     /// `()`
     Unit,
@@ -522,59 +584,61 @@ pub enum ExprKind {
     /// Float literal.
     Float(f64),
     /// String literal.
-    Str(String),
+    Str(StrRef),
     /// Interpolated string.
-    Interp(Vec<StrPiece>),
+    Interp(Seq<StrPiece>),
     /// Local slot.
     Local(u32),
     /// Global name.
     Global(Global),
     /// `[..]`
-    List(Vec<Expr>),
+    List(Seq<ExprId>),
     /// `{ k: v }`
-    Record(Vec<(String, Expr)>),
+    Record(Seq<(StrRef, ExprId)>),
     /// Binary operator (`and`/`or` short-circuit).
-    Binary(BinOp, Box<Expr>, Box<Expr>),
+    Binary(BinOp, ExprId, ExprId),
     /// Unary operator.
-    Unary(UnOp, Box<Expr>),
+    Unary(UnOp, ExprId),
     /// Direct call of a top-level function.
-    CallFn(u32, Vec<Expr>),
+    CallFn(u32, Seq<ExprId>),
     /// Call of a built-in.
-    CallBuiltin(Builtin, Vec<Expr>),
+    CallBuiltin(Builtin, Seq<ExprId>),
     /// Constructor application.
-    Construct(Ctor, Vec<Expr>),
+    Construct(Ctor, Seq<ExprId>),
     /// Call of a computed value.
-    Call(Box<Expr>, Vec<Expr>),
+    Call(ExprId, Seq<ExprId>),
     /// Non-mutating method.
-    Method(Box<Expr>, Method, Vec<Expr>),
-    /// Mutating method on a place (`xs.push(v)`).
-    MutMethod(Place, Method, Vec<Expr>),
+    Method(ExprId, Method, Seq<ExprId>),
+    /// Mutating method on a place (`xs.push(v)`), by index into [`Program::places`].
+    MutMethod(u32, Method, Seq<ExprId>),
     /// `.field`
-    Field(Box<Expr>, String),
+    Field(ExprId, StrRef),
     /// `[index]`
-    Index(Box<Expr>, Box<Expr>),
+    Index(ExprId, ExprId),
     /// `?`
-    Try(Box<Expr>),
+    Try(ExprId),
     /// `if`
-    If(Box<Expr>, Box<Expr>, Option<Box<Expr>>),
+    If(ExprId, ExprId, Option<ExprId>),
     /// `match`
-    Match(Box<Expr>, Vec<Arm>),
+    Match(ExprId, Seq<Arm>),
     /// `while`
-    While(Box<Expr>, Box<Expr>),
+    While(ExprId, ExprId),
     /// `loop`
-    Loop(Box<Expr>),
+    Loop(ExprId),
     /// `for var[, index] in iter`
-    For(u32, Option<u32>, Box<Expr>, Box<Expr>),
+    For(u32, Option<u32>, ExprId, ExprId),
     /// `break`
     Break,
     /// `continue`
     Continue,
     /// `return`
-    Return(Option<Box<Expr>>),
+    Return(Option<ExprId>),
     /// Block: statements, value of the last expression statement.
-    Block(Vec<Stmt>),
+    Block(Seq<Stmt>),
     /// Closure creation: body and (outer slot, inner slot) captures.
-    Closure(BodyId, Vec<(u32, u32)>),
-    /// A call of an opaque item or import: always fails at run time.
-    Unavailable(String),
+    Closure(BodyId, Seq<(u32, u32)>),
+    /// A call of an opaque item or import: always fails at run time with this message.
+    Unavailable(StrRef),
 }
+
+const _: () = assert!(std::mem::size_of::<Expr>() <= 32);

@@ -152,6 +152,7 @@ pub type LogSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
 /// One call's interpreter state.
 pub(crate) struct Interp<'p> {
     pub(crate) p: &'p Program,
+    exprs: &'p [Expr],
     stack: Vec<Value>,
     fp: usize,
     pub(crate) steps: u64,
@@ -180,6 +181,7 @@ impl<'p> Interp<'p> {
         PENDING.with(|p| p.borrow_mut().take());
         Interp {
             p,
+            exprs: &p.exprs,
             stack: Vec::with_capacity(256),
             fp: 0,
             steps: 0,
@@ -275,7 +277,8 @@ impl<'p> Interp<'p> {
             return Err(rt(
                 format!(
                     "`{}` takes {} argument(s), but {nargs} were given",
-                    body.name, body.n_params
+                    p.str(body.name),
+                    body.n_params
                 ),
                 span,
             ));
@@ -320,7 +323,7 @@ impl<'p> Interp<'p> {
         let n_params = body.n_params as usize;
         // The common call: every argument given, nothing captured.
         if nargs == n_params && missing.is_empty() && captures.is_empty() {
-            return self.eval(&body.expr);
+            return self.eval(self.x(body.expr));
         }
         for (slot, v) in captures {
             self.stack[self.fp + *slot as usize] = v.clone();
@@ -329,23 +332,25 @@ impl<'p> Interp<'p> {
             if i < nargs && !missing.contains(&i) {
                 continue;
             }
-            match &body.defaults[i] {
+            let param = self.p.params[body.params][i];
+            match param.default {
                 Some(d) => {
-                    let v = self.eval(d)?;
+                    let v = self.eval(self.x(d))?;
                     self.stack[self.fp + i] = v;
                 }
                 None => {
                     return Err(rt(
                         format!(
                             "`{}` is missing argument `{}`",
-                            body.name, body.param_names[i]
+                            self.p.str(body.name),
+                            self.p.str(param.name)
                         ),
                         span,
                     ));
                 }
             }
         }
-        self.eval(&body.expr)
+        self.eval(self.x(body.expr))
     }
 
     /// Calls a top-level function with optional arguments (`None` takes the default).
@@ -390,7 +395,7 @@ impl<'p> Interp<'p> {
                 self.invoke(*body, base, n, captures, &[], span)
             }
             Func::Builtin(b) => {
-                let (_, lo, hi) = Builtin::by_name(b.name()).unwrap_or((*b, 0, usize::MAX));
+                let (lo, hi) = b.arity();
                 if args.len() < lo || args.len() > hi {
                     return Err(rt(
                         format!("`{}` got {} argument(s)", b.name(), args.len()),
@@ -469,10 +474,22 @@ impl<'p> Interp<'p> {
 
     // ---- evaluation ----------------------------------------------------------------------
 
-    fn eval_args(&mut self, args: &'p [Expr]) -> R<Vec<Value>> {
+    /// An expression node by id.
+    #[inline(always)]
+    fn x(&self, id: ExprId) -> &'p Expr {
+        &self.exprs[id.0 as usize]
+    }
+
+    #[inline(always)]
+    fn list(&self, s: Seq<ExprId>) -> &'p [ExprId] {
+        &self.p.expr_lists[s]
+    }
+
+    fn eval_args(&mut self, args: Seq<ExprId>) -> R<Vec<Value>> {
+        let args = self.list(args);
         let mut out = Vec::with_capacity(args.len());
-        for a in args {
-            out.push(self.eval(a)?);
+        for &a in args {
+            out.push(self.eval(self.x(a))?);
         }
         Ok(out)
     }
@@ -492,7 +509,7 @@ impl<'p> Interp<'p> {
     fn operand(&mut self, e: &'p Expr) -> R {
         match &e.kind {
             ExprKind::Binary(op, l, r)
-                if let (Some(x), Some(y)) = (self.peek_int(l), self.peek_int(r))
+                if let (Some(x), Some(y)) = (self.peek_int(self.x(*l)), self.peek_int(self.x(*r)))
                     && let Some(v) = int_op(*op, x, y) =>
             {
                 self.steps += 3;
@@ -519,19 +536,19 @@ impl<'p> Interp<'p> {
             ExprKind::Int(i) => Ok(Value::Int(*i)),
             ExprKind::Local(slot) => Ok(self.local(*slot)),
             ExprKind::Binary(op, l, r) if !matches!(op, BinOp::And | BinOp::Or) => {
-                self.eval_binary(*op, l, r, span)
+                self.eval_binary(*op, self.x(*l), self.x(*r), span)
             }
-            ExprKind::CallFn(id, args) => self.eval_call_fn(*id, args, span),
+            ExprKind::CallFn(id, args) => self.eval_call_fn(*id, self.list(*args), span),
             ExprKind::If(c, then, otherwise) => {
-                if self.truth(c)? {
-                    self.eval(then)
+                if self.truth(self.x(*c))? {
+                    self.eval(self.x(*then))
                 } else if let Some(o) = otherwise {
-                    self.eval(o)
+                    self.eval(self.x(*o))
                 } else {
                     Ok(Value::Unit)
                 }
             }
-            ExprKind::Block(stmts) => self.eval_block(stmts, span),
+            ExprKind::Block(stmts) => self.eval_block(&self.p.stmts[*stmts], span),
             _ => self.eval_cold(e),
         }
     }
@@ -567,7 +584,7 @@ impl<'p> Interp<'p> {
     fn arg_int(&self, e: &Expr) -> Option<i64> {
         match &e.kind {
             ExprKind::Binary(op, l, r) => {
-                let (x, y) = (self.peek_int(l)?, self.peek_int(r)?);
+                let (x, y) = (self.peek_int(self.x(*l))?, self.peek_int(self.x(*r))?);
                 match op {
                     BinOp::Add => x.checked_add(y),
                     BinOp::Sub => x.checked_sub(y),
@@ -594,9 +611,10 @@ impl<'p> Interp<'p> {
     }
 
     #[inline]
-    fn eval_call_fn(&mut self, id: u32, args: &'p [Expr], span: Span) -> R {
+    fn eval_call_fn(&mut self, id: u32, args: &'p [ExprId], span: Span) -> R {
         let base = self.stack.len();
-        for a in args {
+        for &a in args {
+            let a = self.x(a);
             // An int argument is written straight into its slot: building it as a result
             // first and copying it cost a store-forwarding stall per argument.
             if let Some(i) = self.arg_int(a) {
@@ -622,12 +640,14 @@ impl<'p> Interp<'p> {
             last = Value::Unit;
             match s {
                 Stmt::Let(slot, x) => {
-                    let v = self.eval(x)?;
+                    let v = self.eval(self.x(*x))?;
                     self.stack[self.fp + *slot as usize] = v;
                 }
                 Stmt::Assign(place, op, x) => {
+                    let x = self.x(*x);
                     let v = self.eval(x)?;
                     let op = *op;
+                    let place = &self.p.places[*place as usize];
                     self.with_place(place, x.span, &mut |interp, target| {
                         let new = match op {
                             Some(op) => interp.binary(op, target, &v, span)?,
@@ -637,7 +657,7 @@ impl<'p> Interp<'p> {
                         Ok(Value::Unit)
                     })?;
                 }
-                Stmt::Expr(x) => last = self.eval(x)?,
+                Stmt::Expr(x) => last = self.eval(self.x(*x))?,
             }
         }
         Ok(last)
@@ -652,16 +672,17 @@ impl<'p> Interp<'p> {
             ExprKind::Int(i) => Ok(Value::Int(*i)),
             ExprKind::Float(f) => Ok(Value::Float(*f)),
             ExprKind::Str(s) => {
+                let s = self.p.str(*s);
                 self.charge(16 + s.len(), span)?;
                 Ok(Value::str(s))
             }
             ExprKind::Interp(pieces) => {
                 let mut out = String::new();
-                for piece in pieces {
+                for piece in &self.p.pieces[*pieces] {
                     match piece {
-                        StrPiece::Text(t) => out.push_str(t),
+                        StrPiece::Text(t) => out.push_str(self.p.str(*t)),
                         StrPiece::Value(x) => {
-                            let v = self.eval(x)?;
+                            let v = self.eval(self.x(*x))?;
                             self.charge_display(&v, span)?;
                             self.display_into(&v, &mut out, true);
                         }
@@ -680,34 +701,34 @@ impl<'p> Interp<'p> {
                 }
             },
             ExprKind::List(items) => {
-                let items = self.eval_args(items)?;
+                let items = self.eval_args(*items)?;
                 self.fresh(Value::list(items), span)
             }
             ExprKind::Record(fields) => {
                 let mut map = BTreeMap::new();
-                for (k, x) in fields {
-                    let v = self.eval(x)?;
-                    map.insert(Rc::from(k.as_str()), v);
+                for (k, x) in &self.p.fields[*fields] {
+                    let v = self.eval(self.x(*x))?;
+                    map.insert(Rc::from(self.p.str(*k)), v);
                 }
                 self.fresh(Value::map(map), span)
             }
             ExprKind::Binary(BinOp::And, l, r) => {
-                if self.truth(l)? {
-                    Ok(Value::Bool(self.truth(r)?))
+                if self.truth(self.x(*l))? {
+                    Ok(Value::Bool(self.truth(self.x(*r))?))
                 } else {
                     Ok(Value::Bool(false))
                 }
             }
             ExprKind::Binary(BinOp::Or, l, r) => {
-                if self.truth(l)? {
+                if self.truth(self.x(*l))? {
                     Ok(Value::Bool(true))
                 } else {
-                    Ok(Value::Bool(self.truth(r)?))
+                    Ok(Value::Bool(self.truth(self.x(*r))?))
                 }
             }
-            ExprKind::Binary(op, l, r) => self.eval_binary(*op, l, r, span),
+            ExprKind::Binary(op, l, r) => self.eval_binary(*op, self.x(*l), self.x(*r), span),
             ExprKind::Unary(op, x) => {
-                let v = self.eval(x)?;
+                let v = self.eval(self.x(*x))?;
                 match (op, &v) {
                     (UnOp::Neg, Value::Int(i)) => i
                         .checked_neg()
@@ -722,46 +743,47 @@ impl<'p> Interp<'p> {
                     )),
                 }
             }
-            ExprKind::CallFn(id, args) => self.eval_call_fn(*id, args, span),
+            ExprKind::CallFn(id, args) => self.eval_call_fn(*id, self.list(*args), span),
             ExprKind::CallBuiltin(b, args) => {
-                let args = self.eval_args(args)?;
+                let args = self.eval_args(*args)?;
                 crate::builtins::call_builtin(self, *b, args, span)
             }
             ExprKind::Construct(c, args) => {
                 if *c == Ctor::None {
                     return Ok(Value::None);
                 }
-                let args = self.eval_args(args)?;
+                let args = self.eval_args(*args)?;
                 self.construct(*c, args, span)
             }
             ExprKind::Call(f, args) => {
-                let fv = self.eval(f)?;
-                let args = self.eval_args(args)?;
+                let fv = self.eval(self.x(*f))?;
+                let args = self.eval_args(*args)?;
                 self.call_value(&fv, args, span)
             }
             ExprKind::Method(recv, m, args) => {
-                let rv = self.eval(recv)?;
-                let args = self.eval_args(args)?;
+                let rv = self.eval(self.x(*recv))?;
+                let args = self.eval_args(*args)?;
                 crate::builtins::call_method(self, rv, *m, args, span)
             }
             ExprKind::MutMethod(place, m, args) => {
-                let args = self.eval_args(args)?;
+                let args = self.eval_args(*args)?;
                 let m = *m;
+                let place = &self.p.places[*place as usize];
                 self.with_place(place, span, &mut |interp, target| {
                     crate::builtins::mutate(interp, target, m, &args, span)
                 })
             }
             ExprKind::Field(recv, name) => {
-                let rv = self.eval(recv)?;
-                self.field(&rv, name, span)
+                let rv = self.eval(self.x(*recv))?;
+                self.field(&rv, self.p.str(*name), span)
             }
             ExprKind::Index(recv, idx) => {
-                let rv = self.eval(recv)?;
-                let iv = self.eval(idx)?;
+                let rv = self.eval(self.x(*recv))?;
+                let iv = self.eval(self.x(*idx))?;
                 self.index(&rv, &iv, span)
             }
             ExprKind::Try(x) => {
-                let v = self.eval(x)?;
+                let v = self.eval(self.x(*x))?;
                 match &v {
                     Value::None => {
                         self.ret_val = Some(Value::None);
@@ -784,25 +806,26 @@ impl<'p> Interp<'p> {
                 }
             }
             ExprKind::If(c, then, otherwise) => {
-                if self.truth(c)? {
-                    self.eval(then)
+                if self.truth(self.x(*c))? {
+                    self.eval(self.x(*then))
                 } else if let Some(o) = otherwise {
-                    self.eval(o)
+                    self.eval(self.x(*o))
                 } else {
                     Ok(Value::Unit)
                 }
             }
             ExprKind::Match(s, arms) => {
-                let v = self.eval(s)?;
-                for arm in arms {
+                let v = self.eval(self.x(*s))?;
+                for arm in &self.p.arms[*arms] {
                     if self.matches(&arm.pat, &v) {
-                        return self.eval(&arm.body);
+                        return self.eval(self.x(arm.body));
                     }
                 }
                 let shown = self.display(&v);
                 Err(rt(format!("no match arm covers the value {shown}"), span))
             }
             ExprKind::While(c, body) => {
+                let (c, body) = (self.x(*c), self.x(*body));
                 while self.truth(c)? {
                     match self.eval(body) {
                         Ok(_) | Err(Flow::Continue) => {}
@@ -813,14 +836,15 @@ impl<'p> Interp<'p> {
                 Ok(Value::Unit)
             }
             ExprKind::Loop(body) => loop {
-                match self.eval(body) {
+                match self.eval(self.x(*body)) {
                     Ok(_) | Err(Flow::Continue) => {}
                     Err(Flow::Break) => return Ok(Value::Unit),
                     Err(e) => return Err(e),
                 }
             },
             ExprKind::For(var, index, iter, body) => {
-                let it = self.eval(iter)?;
+                let body = self.x(*body);
+                let it = self.eval(self.x(*iter))?;
                 let items: Vec<Value> = match &it {
                     Value::List(l) => {
                         let l = Rc::clone(l);
@@ -848,21 +872,21 @@ impl<'p> Interp<'p> {
             ExprKind::Continue => Err(Flow::Continue),
             ExprKind::Return(v) => {
                 let v = match v {
-                    Some(x) => self.eval(x)?,
+                    Some(x) => self.eval(self.x(*x))?,
                     None => Value::Unit,
                 };
                 self.ret_val = Some(v);
                 Err(Flow::Return)
             }
-            ExprKind::Block(stmts) => self.eval_block(stmts, span),
+            ExprKind::Block(stmts) => self.eval_block(&self.p.stmts[*stmts], span),
             ExprKind::Closure(body, caps) => {
-                let captures = caps
+                let captures = self.p.captures[*caps]
                     .iter()
                     .map(|(outer, inner)| (*inner, self.stack[self.fp + *outer as usize].clone()))
                     .collect();
                 self.fresh(Value::closure(*body, captures), span)
             }
-            ExprKind::Unavailable(msg) => Err(rt(msg.clone(), span)),
+            ExprKind::Unavailable(msg) => Err(rt(self.p.str(*msg).to_string(), span)),
         }
     }
 
@@ -889,7 +913,7 @@ impl<'p> Interp<'p> {
 
     fn truth(&mut self, e: &'p Expr) -> R<bool> {
         if let ExprKind::Binary(op, l, r) = &e.kind
-            && let (Some(x), Some(y)) = (self.peek_int(l), self.peek_int(r))
+            && let (Some(x), Some(y)) = (self.peek_int(self.x(*l)), self.peek_int(self.x(*r)))
             && let Some(Value::Bool(b)) = int_op(*op, x, y)
         {
             self.steps += 3;
@@ -1069,11 +1093,12 @@ impl<'p> Interp<'p> {
         span: Span,
         f: &mut dyn FnMut(&mut Interp<'p>, &mut Value) -> R,
     ) -> R {
-        let mut steps = Vec::with_capacity(place.path.len());
-        for s in &place.path {
+        let path = &self.p.place_steps[place.path];
+        let mut steps = Vec::with_capacity(path.len());
+        for s in path {
             steps.push(match s {
-                PlaceStep::Field(name) => Value::str(name),
-                PlaceStep::Index(x) => self.eval(x)?,
+                PlaceStep::Field(name) => Value::str(self.p.str(*name)),
+                PlaceStep::Index(x) => self.eval(self.x(*x))?,
             });
         }
         let slot = self.fp + place.slot as usize;
@@ -1185,13 +1210,13 @@ impl<'p> Interp<'p> {
             (Pat::Int(i), Value::Float(f)) => (*i as f64) == *f,
             (Pat::Float(f), Value::Float(g)) => f == g,
             (Pat::Float(f), Value::Int(i)) => *f == (*i as f64),
-            (Pat::Str(s), Value::Str(t)) => **s == **t,
+            (Pat::Str(s), Value::Str(t)) => *self.p.str(*s) == **t,
             (Pat::Bool(a), Value::Bool(b)) => a == b,
             (Pat::Ctor(Ctor::None, _), Value::None) => true,
             (Pat::Ctor(c, subs), Value::Adt(a)) => {
                 *c == a.ctor
                     && subs.len() == a.fields.len()
-                    && subs
+                    && self.p.pats[*subs]
                         .iter()
                         .zip(a.fields.iter())
                         .all(|(p, f)| self.matches(p, f))

@@ -3,6 +3,7 @@
 //! The lexer never fails: a character it does not know becomes a diagnostic and is skipped, so
 //! the parser always gets a token stream. Newlines are tokens because they end statements.
 
+use crate::ast::StrRef;
 use crate::diag::{Code, Diagnostic, Span};
 use logos::Logos;
 
@@ -268,38 +269,54 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
     (tokens, diags)
 }
 
-/// A piece of a decoded string literal.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StrPart {
-    /// Literal text.
-    Text(String),
-    /// `{name}` interpolation, with the span of `name`.
-    Var(String, Span),
+/// A piece of a decoded string literal, as [`decode_string`] produces it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RawPart {
+    /// Literal text, in the arena given to [`decode_string`].
+    Text(StrRef),
+    /// `{name}` interpolation: the span of `name`.
+    Var(Span),
 }
 
-/// Decodes a string token's slice (quotes included) into parts, reporting bad escapes.
+/// Decodes a string token's slice (quotes included), reporting bad escapes: the decoded text
+/// is appended to `arena` and the pieces to `parts`.
 ///
-/// `"…"` strings interpolate `{identifier}`; any other `{` is literal text, so JSON-looking
-/// strings need no escaping.
+/// `"…"` strings interpolate `{identifier}` when `interpolate` is set; any other `{` is literal
+/// text, so JSON-looking strings need no escaping. Without `interpolate`, `{name}` stays text.
 pub fn decode_string(
     kind: Tok,
     slice: &str,
     start: u32,
+    interpolate: bool,
     diags: &mut Vec<Diagnostic>,
-) -> Vec<StrPart> {
+    arena: &mut String,
+    parts: &mut Vec<RawPart>,
+) {
+    let text_since = |arena: &String, from: usize| StrRef {
+        start: from as u32,
+        len: (arena.len() - from) as u32,
+    };
     match kind {
         Tok::RawStr(_) => {
             let hashes = slice[1..].bytes().take_while(|&b| b == b'#').count();
             let body = &slice[2 + hashes..slice.len() - 1 - hashes];
-            vec![StrPart::Text(body.to_string())]
+            parts.push(RawPart::Text(StrRef::push(arena, body)));
         }
         _ => {
-            let interpolate = kind == Tok::Str;
+            let interpolate = interpolate && kind == Tok::Str;
             let body = &slice[1..slice.len() - 1];
+            // Most literals have no escape and no brace: their text is the slice.
+            if !body
+                .bytes()
+                .any(|b| b == b'\\' || (interpolate && b == b'{'))
+            {
+                parts.push(RawPart::Text(StrRef::push(arena, body)));
+                return;
+            }
             let base = start as usize + 1;
-            let mut parts = Vec::new();
-            let mut text = String::new();
-            let mut chars = body.char_indices().peekable();
+            let first_part = parts.len();
+            let mut text_start = arena.len();
+            let mut chars = body.char_indices();
             while let Some((i, c)) = chars.next() {
                 match c {
                     '\\' => {
@@ -326,7 +343,7 @@ pub fn decode_string(
                                 other
                             }
                         };
-                        text.push(decoded);
+                        arena.push(decoded);
                     }
                     '{' if interpolate => {
                         let rest = &body[i + 1..];
@@ -342,26 +359,25 @@ pub fn decode_string(
                             })
                             .count();
                         if name_len > 0 && rest.as_bytes().get(name_len) == Some(&b'}') {
-                            if !text.is_empty() {
-                                parts.push(StrPart::Text(std::mem::take(&mut text)));
+                            if arena.len() > text_start {
+                                parts.push(RawPart::Text(text_since(arena, text_start)));
                             }
-                            let name = &rest[..name_len];
                             let s = base + i + 1;
-                            parts.push(StrPart::Var(name.to_string(), Span::new(s, s + name_len)));
+                            parts.push(RawPart::Var(Span::new(s, s + name_len)));
                             for _ in 0..=name_len {
                                 chars.next();
                             }
+                            text_start = arena.len();
                         } else {
-                            text.push('{');
+                            arena.push('{');
                         }
                     }
-                    c => text.push(c),
+                    c => arena.push(c),
                 }
             }
-            if !text.is_empty() || parts.is_empty() {
-                parts.push(StrPart::Text(text));
+            if arena.len() > text_start || parts.len() == first_part {
+                parts.push(RawPart::Text(text_since(arena, text_start)));
             }
-            parts
         }
     }
 }

@@ -1,35 +1,13 @@
 //! AST → HIR lowering, with the checks that need resolved names: unknown names and types,
 //! arity, duplicates, decorators, resources, tests, mutability and misplaced control flow.
+//!
+//! Names are interned symbols, so the global tables are vectors indexed by symbol and a local
+//! lookup compares integers. Both trees are flat: lowering reads AST nodes by index and pushes
+//! HIR nodes onto the program's vectors, reusing scratch vectors for lists under construction.
 
-use crate::ast::{self, ExprKind as A, Item, TypeBody};
+use crate::ast::{self, ExprKind as A, Item, Seq, StrRef, Sym, TypeBody};
 use crate::diag::{Code, Diagnostic, SourceFile, Span};
 use crate::hir::*;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// A small multiplicative hasher for short identifier keys: SipHash's flood resistance buys
-/// nothing for names from one source file and costs a visible share of lowering time.
-#[derive(Default)]
-struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut buf = [0u8; 8];
-            buf[..chunk.len()].copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(buf))
-                .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.write(&[i]);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type FxBuild = BuildHasherDefault<FxHasher>;
 
 /// The lowered program and the diagnostics found while lowering.
 pub struct Lowered {
@@ -40,36 +18,59 @@ pub struct Lowered {
 }
 
 /// Lowers a parsed file.
-pub fn lower<'a>(file: &'a ast::File, src: &'a SourceFile) -> Lowered {
+pub fn lower(file: &ast::File, src: &SourceFile) -> Lowered {
+    let n_syms = file.symbols.texts.len();
+    let n_exprs = file.exprs.len();
+    let mut program = Program {
+        // Literal texts and names keep their places: the program's text starts as a copy of
+        // the file's, so their references stay valid.
+        strings: file.strings.clone(),
+        exprs: Vec::with_capacity(n_exprs + 16),
+        expr_lists: Vec::with_capacity(file.expr_lists.len() + 16),
+        stmts: Vec::with_capacity(file.stmts.len() + 16),
+        ..Program::default()
+    };
+    let closure_name = StrRef::push(&mut program.strings, "<closure>");
     let mut l = Lowerer {
+        f: file,
         src,
         diags: Vec::new(),
-        program: Program::default(),
-        // Sized up front: regrowing these maps showed up in the front-end profile.
-        globals: HashMap::with_capacity_and_hasher(file.items.len() * 2, FxBuild::default()),
-        global_spans: HashMap::with_capacity_and_hasher(file.items.len() * 2, FxBuild::default()),
-        type_index: HashMap::with_capacity_and_hasher(file.items.len() / 4, FxBuild::default()),
+        program,
+        globals: vec![None; n_syms],
+        global_spans: vec![None; n_syms],
+        type_index: vec![None; n_syms],
+        builtins: Sym::PREDEFINED
+            .iter()
+            .map(|n| Builtin::by_name(n).map(|(b, ..)| b))
+            .collect(),
+        methods: Sym::PREDEFINED.iter().map(|n| Method::by_name(n)).collect(),
+        ctors: Sym::PREDEFINED.iter().map(|n| builtin_ctor(n)).collect(),
         fn_arity: Vec::new(),
         fns: Vec::new(),
+        free_ctx: Vec::new(),
+        free_ids: Vec::new(),
+        free_stmts: Vec::new(),
+        closure_name,
     };
-    l.run(file);
+    l.run();
     Lowered {
         program: l.program,
         diags: l.diags,
     }
 }
 
-struct Local<'a> {
-    name: &'a str,
+struct Local {
+    name: Sym,
     slot: u32,
     mutable: bool,
     captured: bool,
 }
 
-struct FnCtx<'a> {
+#[derive(Default)]
+struct FnCtx {
     /// Locals of all open scopes, innermost last; `scope_starts` marks where each scope begins
     /// (one flat vector avoids an allocation per block).
-    locals: Vec<Local<'a>>,
+    locals: Vec<Local>,
     scope_starts: Vec<usize>,
     n_slots: u32,
     captures: Vec<(u32, u32)>,
@@ -77,16 +78,34 @@ struct FnCtx<'a> {
     is_const: bool,
 }
 
+/// What an assignment-like use does to its target, for error messages.
+#[derive(Clone, Copy)]
+enum Verb {
+    Assign,
+    CallOn(Sym),
+}
+
 struct Lowerer<'a> {
+    f: &'a ast::File,
     src: &'a SourceFile,
     diags: Vec<Diagnostic>,
     program: Program,
-    globals: HashMap<&'a str, Global, FxBuild>,
-    global_spans: HashMap<&'a str, Span, FxBuild>,
-    type_index: HashMap<&'a str, u32, FxBuild>,
+    /// Per symbol: the global it names, where it was defined, the user type it names.
+    globals: Vec<Option<Global>>,
+    global_spans: Vec<Option<Span>>,
+    type_index: Vec<Option<u32>>,
+    /// Per predefined symbol: the built-in, method and built-in constructor of that name.
+    builtins: Vec<Option<Builtin>>,
+    methods: Vec<Option<(Method, usize, usize, bool)>>,
+    ctors: Vec<Option<Ctor>>,
     /// (required, total) parameters per top-level function.
     fn_arity: Vec<(usize, usize)>,
-    fns: Vec<FnCtx<'a>>,
+    fns: Vec<FnCtx>,
+    /// Emptied vectors kept for reuse.
+    free_ctx: Vec<FnCtx>,
+    free_ids: Vec<Vec<ExprId>>,
+    free_stmts: Vec<Vec<Stmt>>,
+    closure_name: StrRef,
 }
 
 fn builtin_ctor(name: &str) -> Option<Ctor> {
@@ -100,8 +119,24 @@ fn builtin_ctor(name: &str) -> Option<Ctor> {
 }
 
 impl<'a> Lowerer<'a> {
-    fn text(&self, span: Span) -> &'a str {
-        &self.src.text[span.start as usize..span.end as usize]
+    fn name(&self, s: Sym) -> &'a str {
+        self.f.sym(s)
+    }
+
+    fn sym_ref(&self, s: Sym) -> StrRef {
+        self.f.symbols.texts[s.0 as usize]
+    }
+
+    fn builtin(&self, s: Sym) -> Option<Builtin> {
+        self.builtins.get(s.0 as usize).copied().flatten()
+    }
+
+    fn method(&self, s: Sym) -> Option<(Method, usize, usize, bool)> {
+        self.methods.get(s.0 as usize).copied().flatten()
+    }
+
+    fn ctor(&self, s: Sym) -> Option<Ctor> {
+        self.ctors.get(s.0 as usize).copied().flatten()
     }
 
     fn diag(&mut self, code: Code, span: Span, msg: impl Into<String>) {
@@ -112,14 +147,21 @@ impl<'a> Lowerer<'a> {
         self.src.line_col(span.start).0
     }
 
-    fn define(&mut self, name: &'a ast::Name, g: Global) {
-        if let Some(prev) = self.global_spans.get(name.text.as_str()) {
-            let line = self.line(*prev);
+    fn push(&mut self, kind: ExprKind, span: Span) -> ExprId {
+        let id = ExprId(self.program.exprs.len() as u32);
+        self.program.exprs.push(Expr { kind, span });
+        id
+    }
+
+    fn define(&mut self, name: ast::Name, g: Global) {
+        let i = name.sym.0 as usize;
+        if let Some(prev) = self.global_spans[i] {
+            let line = self.line(prev);
             self.diags.push(
                 Diagnostic::new(
                     Code::Duplicate,
                     name.span,
-                    format!("`{}` is defined more than once", name.text),
+                    format!("`{}` is defined more than once", self.name(name.sym)),
                 )
                 .with_help(format!(
                     "the first definition is on line {line}; rename one"
@@ -127,85 +169,90 @@ impl<'a> Lowerer<'a> {
             );
             return;
         }
-        self.global_spans.insert(&name.text, name.span);
-        self.globals.insert(&name.text, g);
+        self.global_spans[i] = Some(name.span);
+        self.globals[i] = Some(g);
     }
 
-    fn run(&mut self, file: &'a ast::File) {
+    fn run(&mut self) {
+        let f = self.f;
         // Pass 1: every global name, so bodies can refer to items declared later.
-        for item in &file.items {
+        for item in &f.items {
             if let Item::Type(t) = item {
-                if self.type_index.contains_key(t.name.text.as_str()) {
+                if self.type_index[t.name.sym.0 as usize].is_some() {
                     self.diag(
                         Code::Duplicate,
                         t.name.span,
-                        format!("type `{}` is defined more than once", t.name.text),
+                        format!("type `{}` is defined more than once", self.name(t.name.sym)),
                     );
                     continue;
                 }
                 let index = self.program.types.len() as u32;
-                self.type_index.insert(&t.name.text, index);
+                self.type_index[t.name.sym.0 as usize] = Some(index);
                 self.program.types.push(TypeDef {
-                    name: t.name.text.clone(),
+                    name: self.name(t.name.sym).to_string(),
                     shape: TypeShape::Record { fields: Vec::new() },
                 });
             }
         }
-        for item in &file.items {
+        for item in &f.items {
             match item {
                 Item::Type(t) => {
-                    let Some(&index) = self.type_index.get(t.name.text.as_str()) else {
+                    let Some(index) = self.type_index[t.name.sym.0 as usize] else {
                         continue;
                     };
-                    if self.program.types[index as usize].name != t.name.text {
+                    if self.program.types[index as usize].name != self.name(t.name.sym) {
                         continue;
                     }
                     self.type_decl(t, index);
                 }
-                Item::Fn(f) => {
+                Item::Fn(fd) => {
                     let id = self.program.functions.len() as u32;
-                    self.define(&f.name, Global::Fn(id));
-                    let required = f.params.iter().filter(|p| p.default.is_none()).count();
-                    self.fn_arity.push((required, f.params.len()));
+                    self.define(fd.name, Global::Fn(id));
+                    let params = &f.params[fd.params];
+                    let required = params.iter().filter(|p| p.default.is_none()).count();
+                    self.fn_arity.push((required, params.len()));
                     self.program.functions.push(FnSig {
-                        name: f.name.text.clone(),
+                        name: self.name(fd.name.sym).to_string(),
                         role: FnRole::Plain,
                         params: Vec::new(),
                         ret: Ty::Any,
-                        decorators: f.decorators.iter().map(|d| d.path.clone()).collect(),
-                        line: self.line(f.span),
+                        decorators: f.decorators[fd.decorators]
+                            .iter()
+                            .map(|d| f.str(d.path).to_string())
+                            .collect(),
+                        line: self.line(fd.span),
                         body: 0,
-                        span: f.span,
+                        span: fd.span,
                     });
                 }
                 Item::Const(c) => {
                     let id = self.program.consts.len() as u32;
-                    self.define(&c.name, Global::Const(id));
+                    self.define(c.name, Global::Const(id));
                     self.program.consts.push(ConstDef {
-                        name: c.name.text.clone(),
+                        name: self.name(c.name.sym).to_string(),
                         ty: Ty::Any,
                         body: 0,
                     });
                 }
                 Item::Import(i) => {
-                    for n in &i.names {
-                        if self.globals.contains_key(n.text.as_str()) {
+                    for n in &f.names[i.names] {
+                        if self.globals[n.sym.0 as usize].is_some() {
                             continue;
                         }
                         let id = self.program.imports.len() as u32;
-                        self.program.imports.push(n.text.clone());
-                        self.globals.insert(&n.text, Global::Import(id));
+                        self.program.imports.push(self.name(n.sym).to_string());
+                        self.globals[n.sym.0 as usize] = Some(Global::Import(id));
                     }
                 }
                 Item::Opaque(o) => {
                     let id = self.program.opaque.len() as u32;
                     self.program.opaque.push(OpaqueDef {
                         kind: o.kind.clone(),
-                        name: o.name.as_ref().map(|n| n.text.clone()),
+                        name: o.name.map(|n| self.name(n.sym).to_string()),
                         line: self.line(o.span),
                     });
                     let what = match &o.name {
-                        Some(n) => format!("`{} {}`", o.kind, n.text),
+                        Some(n) => format!("`{} {}`", o.kind, self.name(n.sym)),
                         None => format!("this `{}` declaration", o.kind),
                     };
                     let start = o.span.start as usize;
@@ -226,9 +273,9 @@ impl<'a> Lowerer<'a> {
                         ),
                     );
                     if let Some(n) = &o.name
-                        && !self.globals.contains_key(n.text.as_str())
+                        && self.globals[n.sym.0 as usize].is_none()
                     {
-                        self.globals.insert(&n.text, Global::Opaque(id));
+                        self.globals[n.sym.0 as usize] = Some(Global::Opaque(id));
                     }
                 }
             }
@@ -236,35 +283,29 @@ impl<'a> Lowerer<'a> {
         // Pass 2: bodies.
         let mut fn_id = 0usize;
         let mut const_id = 0usize;
-        for item in &file.items {
+        for item in &f.items {
             match item {
-                Item::Fn(f) => {
-                    self.fn_decl(f, fn_id);
+                Item::Fn(fd) => {
+                    self.fn_decl(fd, fn_id);
                     fn_id += 1;
                 }
                 Item::Const(c) => {
-                    let ty = match &c.ty {
-                        Some(t) => self.ty(t),
+                    let ty = match c.ty {
+                        Some(t) => self.ty(f.ty(t)),
                         None => Ty::Any,
                     };
-                    self.fns.push(FnCtx {
-                        locals: Vec::new(),
-                        scope_starts: Vec::new(),
-                        n_slots: 0,
-                        captures: Vec::new(),
-                        loop_depth: 0,
-                        is_const: true,
-                    });
-                    let expr = self.expr(&c.value);
+                    self.fns.clear();
+                    self.open_ctx(true);
+                    let expr = self.expr(c.value);
                     let ctx = self.fns.pop().expect("pushed above");
                     let body = self.push_body(Body {
                         n_slots: ctx.n_slots,
                         n_params: 0,
-                        defaults: Vec::new(),
-                        param_names: Vec::new(),
+                        params: Seq::EMPTY,
                         expr,
-                        name: c.name.text.clone(),
+                        name: self.sym_ref(c.name.sym),
                     });
+                    self.free_ctx.push(ctx);
                     let cd = &mut self.program.consts[const_id];
                     cd.ty = ty;
                     cd.body = body;
@@ -282,31 +323,32 @@ impl<'a> Lowerer<'a> {
     }
 
     fn type_decl(&mut self, t: &'a ast::TypeDecl, index: u32) {
-        let shape = match &t.body {
+        let f = self.f;
+        let shape = match t.body {
             TypeBody::Record(fields) => TypeShape::Record {
-                fields: self.fields(fields),
+                fields: self.fields(&f.field_decls[fields]),
             },
             TypeBody::Adt(variants) => {
                 let mut out = Vec::new();
-                for (vi, v) in variants.iter().enumerate() {
-                    if builtin_ctor(&v.name.text).is_some() {
+                for (vi, v) in f.variants[variants].iter().enumerate() {
+                    if self.ctor(v.name.sym).is_some() {
                         self.diag(
                             Code::Duplicate,
                             v.name.span,
-                            format!("`{}` is a built-in constructor", v.name.text),
+                            format!("`{}` is a built-in constructor", self.name(v.name.sym)),
                         );
                         continue;
                     }
                     self.define(
-                        &v.name,
+                        v.name,
                         Global::Ctor(Ctor::User {
                             ty: index,
                             variant: vi as u32,
                         }),
                     );
                     out.push(VariantDef {
-                        name: v.name.text.clone(),
-                        fields: self.fields(&v.fields),
+                        name: self.name(v.name.sym).to_string(),
+                        fields: self.fields(&f.field_decls[v.fields]),
                     });
                 }
                 TypeShape::Adt { variants: out }
@@ -317,33 +359,37 @@ impl<'a> Lowerer<'a> {
 
     fn fields(&mut self, fields: &'a [ast::FieldDecl]) -> Vec<(String, Ty)> {
         let mut out: Vec<(String, Ty)> = Vec::new();
-        for f in fields {
-            if out.iter().any(|(n, _)| *n == f.name.text) {
+        for fd in fields {
+            let name = self.name(fd.name.sym);
+            if out.iter().any(|(n, _)| n == name) {
                 self.diag(
                     Code::Duplicate,
-                    f.name.span,
-                    format!("field `{}` is declared twice", f.name.text),
+                    fd.name.span,
+                    format!("field `{name}` is declared twice"),
                 );
                 continue;
             }
-            let ty = match &f.ty {
-                Some(t) => self.ty(t),
+            let ty = match fd.ty {
+                Some(t) => self.ty(self.f.ty(t)),
                 None => Ty::Any,
             };
-            out.push((f.name.text.clone(), ty));
+            out.push((name.to_string(), ty));
         }
         out
     }
 
     fn ty(&mut self, t: &'a ast::TypeExpr) -> Ty {
+        let f = self.f;
         match t {
             ast::TypeExpr::Fn { params, ret, .. } => Ty::Fn {
-                params: params.iter().map(|p| self.ty(p)).collect(),
-                ret: Box::new(ret.as_ref().map(|r| self.ty(r)).unwrap_or(Ty::Any)),
+                params: f.types[*params].iter().map(|p| self.ty(p)).collect(),
+                ret: Box::new(ret.map(|r| self.ty(f.ty(r))).unwrap_or(Ty::Any)),
             },
             ast::TypeExpr::Named { name, args } => {
-                let mut args: Vec<Ty> = args.iter().map(|a| self.ty(a)).collect();
-                let (want, ty): (std::ops::RangeInclusive<usize>, Ty) = match name.text.as_str() {
+                let n_args = args.len();
+                let mut args: Vec<Ty> = f.types[*args].iter().map(|a| self.ty(a)).collect();
+                let text = self.name(name.sym);
+                let (want, ty): (std::ops::RangeInclusive<usize>, Ty) = match text {
                     "int" => (0..=0, Ty::Int),
                     "float" => (0..=0, Ty::Float),
                     "str" => (0..=0, Ty::Str),
@@ -383,8 +429,8 @@ impl<'a> Lowerer<'a> {
                             },
                         )
                     }
-                    other => match self.type_index.get(other) {
-                        Some(&index) => (
+                    other => match self.type_index[name.sym.0 as usize] {
+                        Some(index) => (
                             0..=0,
                             Ty::User {
                                 name: other.to_string(),
@@ -406,21 +452,19 @@ impl<'a> Lowerer<'a> {
                         }
                     },
                 };
-                if let ast::TypeExpr::Named { args, .. } = t
-                    && !want.contains(&args.len())
-                {
+                if !want.contains(&n_args) {
                     self.diag(
                         Code::UnknownType,
                         name.span,
                         format!(
                             "`{}` takes {} type argument(s), found {}",
-                            name.text,
+                            text,
                             if want.start() == want.end() {
                                 want.start().to_string()
                             } else {
                                 format!("{} to {}", want.start(), want.end())
                             },
-                            args.len()
+                            n_args
                         ),
                     );
                 }
@@ -429,21 +473,27 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn fn_decl(&mut self, f: &'a ast::FnDecl, id: usize) {
+    fn fn_decl(&mut self, fd: &'a ast::FnDecl, id: usize) {
+        let f = self.f;
         let mut role = FnRole::Plain;
         let mut role_span: Option<Span> = None;
-        for d in &f.decorators {
-            let strings: Vec<Option<String>> = d.args.iter().map(|a| a.value.clone()).collect();
-            if let Some(bad) = d.args.iter().find(|a| a.value.is_none()) {
+        for d in &f.decorators[fd.decorators] {
+            let path = f.str(d.path);
+            let args = &f.decorator_args[d.args];
+            let strings: Vec<Option<String>> = args
+                .iter()
+                .map(|a| a.value.map(|v| f.str(v).to_string()))
+                .collect();
+            if let Some(bad) = args.iter().find(|a| a.value.is_none()) {
                 self.diag(
                     Code::DecoratorArgs,
                     bad.span,
-                    format!("`@{}` takes string literals only", d.path),
+                    format!("`@{path}` takes string literals only"),
                 );
             }
-            let new_role = match d.path.as_str() {
+            let new_role = match path {
                 "tool" | "mcp.tool" => {
-                    if d.path == "mcp.tool" {
+                    if path == "mcp.tool" {
                         self.diags.push(
                             Diagnostic::new(
                                 Code::McpToolDeprecated,
@@ -453,16 +503,16 @@ impl<'a> Lowerer<'a> {
                             .with_help("write `@tool`"),
                         );
                     }
-                    if d.args.len() > 1 {
+                    if args.len() > 1 {
                         self.diag(
                             Code::DecoratorArgs,
-                            d.args[1].span,
-                            format!("`@{}` takes at most one description string", d.path),
+                            args[1].span,
+                            format!("`@{path}` takes at most one description string"),
                         );
                     }
                     Some(FnRole::Tool {
                         description: strings.first().cloned().flatten(),
-                        deprecated_spelling: d.path == "mcp.tool",
+                        deprecated_spelling: path == "mcp.tool",
                     })
                 }
                 "mcp.resource" => match strings.as_slice() {
@@ -492,10 +542,10 @@ impl<'a> Lowerer<'a> {
                     }
                 },
                 "test" => {
-                    if d.args.len() > 1 {
+                    if args.len() > 1 {
                         self.diag(
                             Code::DecoratorArgs,
-                            d.args[1].span,
+                            args[1].span,
                             "`@test` takes at most one label string",
                         );
                     }
@@ -534,33 +584,31 @@ impl<'a> Lowerer<'a> {
                 }
             }
         }
-        let ret = match &f.ret {
-            Some(t) => self.ty(t),
+        let ret = match fd.ret {
+            Some(t) => self.ty(f.ty(t)),
             None => Ty::Any,
         };
-        let params: Vec<ParamSig> = f
-            .params
+        let fn_params = &f.params[fd.params];
+        let params: Vec<ParamSig> = fn_params
             .iter()
             .map(|p| ParamSig {
-                name: p.name.text.clone(),
-                ty: match &p.ty {
-                    Some(t) => self.ty(t),
+                name: self.name(p.name.sym).to_string(),
+                ty: match p.ty {
+                    Some(t) => self.ty(f.ty(t)),
                     None => Ty::Any,
                 },
                 has_default: p.default.is_some(),
             })
             .collect();
+        let fname = self.name(fd.name.sym);
         match &role {
             FnRole::Resource { .. } => {
-                if let Some(p) = f.params.first() {
+                if let Some(p) = fn_params.first() {
                     self.diags.push(
                         Diagnostic::new(
                             Code::ResourceParams,
                             p.name.span,
-                            format!(
-                                "resource function `{}` must not take parameters",
-                                f.name.text
-                            ),
+                            format!("resource function `{fname}` must not take parameters"),
                         )
                         .with_help(
                             "resources are read without arguments; make it `fn name() to str`",
@@ -568,11 +616,11 @@ impl<'a> Lowerer<'a> {
                     );
                 }
                 if ret != Ty::Str {
-                    let span = f.ret.as_ref().map(|t| t.span()).unwrap_or(f.name.span);
-                    let msg = if f.ret.is_none() {
-                        format!("resource function `{}` must declare `to str`", f.name.text)
+                    let span = fd.ret.map(|t| f.ty(t).span()).unwrap_or(fd.name.span);
+                    let msg = if fd.ret.is_none() {
+                        format!("resource function `{fname}` must declare `to str`")
                     } else {
-                        format!("resource function `{}` must return `str`", f.name.text)
+                        format!("resource function `{fname}` must return `str`")
                     };
                     self.diags.push(
                         Diagnostic::new(Code::ResourceReturn, span, msg)
@@ -581,17 +629,17 @@ impl<'a> Lowerer<'a> {
                 }
             }
             FnRole::Test { .. } => {
-                if let Some(p) = f.params.first() {
+                if let Some(p) = fn_params.first() {
                     self.diag(
                         Code::TestParams,
                         p.name.span,
-                        format!("test function `{}` must not take parameters", f.name.text),
+                        format!("test function `{fname}` must not take parameters"),
                     );
                 }
             }
             _ => {}
         }
-        let (body, _) = self.lower_fn_body(&f.name.text, &f.params, &f.body, false);
+        let (body, _) = self.lower_fn_body(self.sym_ref(fd.name.sym), fd.params, &fd.body, false);
         let sig = &mut self.program.functions[id];
         sig.role = role;
         sig.params = params;
@@ -599,51 +647,63 @@ impl<'a> Lowerer<'a> {
         sig.body = body;
     }
 
+    fn open_ctx(&mut self, is_const: bool) {
+        let mut ctx = self.free_ctx.pop().unwrap_or_default();
+        ctx.locals.clear();
+        ctx.scope_starts.clear();
+        ctx.captures.clear();
+        ctx.n_slots = 0;
+        ctx.loop_depth = 0;
+        ctx.is_const = is_const;
+        self.fns.push(ctx);
+    }
+
     /// Lowers parameters and a body into a new frame; for closures the frame captures from the
     /// enclosing ones.
     fn lower_fn_body(
         &mut self,
-        name: &str,
-        params: &'a [ast::Param],
-        block: &'a ast::Block,
+        name: StrRef,
+        params: Seq<ast::Param>,
+        block: &ast::Block,
         closure: bool,
-    ) -> (BodyId, Vec<(u32, u32)>) {
+    ) -> (BodyId, Seq<(u32, u32)>) {
         if !closure {
-            self.fns.clear();
+            while let Some(ctx) = self.fns.pop() {
+                self.free_ctx.push(ctx);
+            }
         }
-        self.fns.push(FnCtx {
-            locals: Vec::new(),
-            scope_starts: Vec::new(),
-            n_slots: 0,
-            captures: Vec::new(),
-            loop_depth: 0,
-            is_const: false,
-        });
-        let mut defaults = Vec::new();
-        let mut names: Vec<String> = Vec::new();
-        for p in params {
-            defaults.push(p.default.as_ref().map(|d| self.expr(d)));
-            if names.contains(&p.name.text) {
+        self.open_ctx(false);
+        let f = self.f;
+        let params = &f.params[params];
+        let mut body_params = Vec::with_capacity(params.len());
+        for (i, p) in params.iter().enumerate() {
+            let default = p.default.map(|d| self.expr(d));
+            if params[..i].iter().any(|q| q.name.sym == p.name.sym) {
                 self.diag(
                     Code::Duplicate,
                     p.name.span,
-                    format!("parameter `{}` is declared twice", p.name.text),
+                    format!("parameter `{}` is declared twice", self.name(p.name.sym)),
                 );
             }
-            names.push(p.name.text.clone());
-            self.declare(&p.name.text, false);
+            body_params.push(BodyParam {
+                name: self.sym_ref(p.name.sym),
+                default,
+            });
+            self.declare(p.name.sym, false);
         }
         let expr = self.block(block);
         let ctx = self.fns.pop().expect("pushed above");
+        let captures = Seq::push_all(&mut self.program.captures, ctx.captures.iter().copied());
+        let params_seq = Seq::push_all(&mut self.program.params, body_params);
         let id = self.push_body(Body {
             n_slots: ctx.n_slots,
             n_params: params.len() as u32,
-            defaults,
-            param_names: names,
+            params: params_seq,
             expr,
-            name: name.to_string(),
+            name,
         });
-        (id, ctx.captures)
+        self.free_ctx.push(ctx);
+        (id, captures)
     }
 
     fn open_scope(&mut self) {
@@ -657,11 +717,11 @@ impl<'a> Lowerer<'a> {
         ctx.locals.truncate(start);
     }
 
-    fn ctx(&mut self) -> &mut FnCtx<'a> {
+    fn ctx(&mut self) -> &mut FnCtx {
         self.fns.last_mut().expect("inside a body")
     }
 
-    fn declare(&mut self, name: &'a str, mutable: bool) -> u32 {
+    fn declare(&mut self, name: Sym, mutable: bool) -> u32 {
         let ctx = self.ctx();
         let slot = ctx.n_slots;
         ctx.n_slots += 1;
@@ -676,7 +736,7 @@ impl<'a> Lowerer<'a> {
 
     /// Finds a local in frame `level`, capturing it from enclosing frames when needed.
     /// Returns (slot, mutable, captured).
-    fn lookup_local(&mut self, level: usize, name: &'a str) -> Option<(u32, bool, bool)> {
+    fn lookup_local(&mut self, level: usize, name: Sym) -> Option<(u32, bool, bool)> {
         if let Some(l) = self.fns[level].locals.iter().rev().find(|l| l.name == name) {
             return Some((l.slot, l.mutable, l.captured));
         }
@@ -697,19 +757,19 @@ impl<'a> Lowerer<'a> {
         Some((slot, false, true))
     }
 
-    fn resolve(&mut self, name: &'a str, span: Span) -> ExprKind {
+    fn resolve(&mut self, name: Sym, span: Span) -> ExprKind {
         if !self.fns.is_empty() {
             let level = self.fns.len() - 1;
             if let Some((slot, _, _)) = self.lookup_local(level, name) {
                 return ExprKind::Local(slot);
             }
         }
-        if let Some(&g) = self.globals.get(name) {
+        if let Some(g) = self.globals[name.0 as usize] {
             return match g {
                 Global::Ctor(Ctor::User { ty, variant })
                     if self.variant_arity(Ctor::User { ty, variant }) == 0 =>
                 {
-                    ExprKind::Construct(Ctor::User { ty, variant }, Vec::new())
+                    ExprKind::Construct(Ctor::User { ty, variant }, Seq::EMPTY)
                 }
                 Global::Opaque(_) | Global::Import(_) => {
                     ExprKind::Unavailable(self.unavailable(name, g))
@@ -717,28 +777,29 @@ impl<'a> Lowerer<'a> {
                 g => ExprKind::Global(g),
             };
         }
-        if let Some((b, _, _)) = Builtin::by_name(name) {
+        if let Some(b) = self.builtin(name) {
             return ExprKind::Global(Global::Builtin(b));
         }
-        if let Some(c) = builtin_ctor(name) {
+        if let Some(c) = self.ctor(name) {
             return if c == Ctor::None {
-                ExprKind::Construct(Ctor::None, Vec::new())
+                ExprKind::Construct(Ctor::None, Seq::EMPTY)
             } else {
                 ExprKind::Global(Global::Ctor(c))
             };
         }
-        if self.type_index.contains_key(name) {
+        let text = self.name(name);
+        if self.type_index[name.0 as usize].is_some() {
             self.diag(
                 Code::UnknownName,
                 span,
-                format!("`{name}` is a type, not a value"),
+                format!("`{text}` is a type, not a value"),
             );
         } else {
             self.diags.push(
                 Diagnostic::new(
                     Code::UnknownName,
                     span,
-                    format!("cannot find `{name}` in this scope"),
+                    format!("cannot find `{text}` in this scope"),
                 )
                 .with_help("declare it with `let`, as a parameter, or as a top-level `fn`"),
             );
@@ -746,8 +807,9 @@ impl<'a> Lowerer<'a> {
         ExprKind::Unit
     }
 
-    fn unavailable(&self, name: &str, g: Global) -> String {
-        match g {
+    fn unavailable(&mut self, name: Sym, g: Global) -> StrRef {
+        let name = self.name(name);
+        let msg = match g {
             Global::Opaque(i) => format!(
                 "`{name}` is a `{}` declaration, which the tool interpreter does not run",
                 self.program.opaque[i as usize].kind
@@ -755,7 +817,8 @@ impl<'a> Lowerer<'a> {
             _ => format!(
                 "`{name}` is imported from another file, which this interpreter does not load"
             ),
-        }
+        };
+        StrRef::push(&mut self.program.strings, &msg)
     }
 
     fn variant_arity(&self, c: Ctor) -> usize {
@@ -795,26 +858,29 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn block(&mut self, b: &'a ast::Block) -> Expr {
+    fn block(&mut self, b: &ast::Block) -> ExprId {
+        let f = self.f;
         self.open_scope();
-        let mut stmts: Vec<Stmt> = b.stmts.iter().map(|s| self.stmt(s)).collect();
+        let mut stmts = self.free_stmts.pop().unwrap_or_default();
+        for s in &f.stmts[b.stmts] {
+            let s = self.stmt(s);
+            stmts.push(s);
+        }
         self.close_scope();
         // A block that is one expression is that expression: it binds nothing, and the
         // interpreter saves a level per block (`if c { x } else { y }` is everywhere).
-        if stmts.len() == 1
-            && let Some(Stmt::Expr(_)) = stmts.last()
-            && let Some(Stmt::Expr(e)) = stmts.pop()
-        {
+        if let [Stmt::Expr(e)] = stmts[..] {
+            stmts.clear();
+            self.free_stmts.push(stmts);
             return e;
         }
-        Expr {
-            kind: ExprKind::Block(stmts),
-            span: b.span,
-        }
+        let seq = Seq::push_all(&mut self.program.stmts, stmts.drain(..));
+        self.free_stmts.push(stmts);
+        self.push(ExprKind::Block(seq), b.span)
     }
 
-    fn stmt(&mut self, s: &'a ast::Stmt) -> Stmt {
-        match s {
+    fn stmt(&mut self, s: &ast::Stmt) -> Stmt {
+        match *s {
             ast::Stmt::Let {
                 mutable,
                 name,
@@ -822,17 +888,17 @@ impl<'a> Lowerer<'a> {
                 value,
             } => {
                 if let Some(t) = ty {
-                    self.ty(t);
+                    self.ty(self.f.ty(t));
                 }
                 let v = self.expr(value);
-                let slot = self.declare(&name.text, *mutable);
+                let slot = self.declare(name.sym, mutable);
                 Stmt::Let(slot, v)
             }
             ast::Stmt::Assign { target, op, value } => {
-                let place = self.place(target, "assign to");
+                let place = self.place(target, Verb::Assign);
                 let v = self.expr(value);
                 match place {
-                    Some(p) => Stmt::Assign(p, *op, v),
+                    Some(p) => Stmt::Assign(p, op, v),
                     None => Stmt::Expr(v),
                 }
             }
@@ -840,27 +906,41 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    fn verb(&self, v: Verb) -> String {
+        match v {
+            Verb::Assign => "assign to".to_string(),
+            Verb::CallOn(m) => format!("call `{}` on", self.name(m)),
+        }
+    }
+
     /// Resolves an assignment target; reports why it cannot be assigned.
-    fn place(&mut self, e: &'a ast::Expr, verb: &str) -> Option<Place> {
+    fn place(&mut self, e: ast::ExprId, verb: Verb) -> Option<u32> {
+        let f = self.f;
         let mut path = Vec::new();
-        let mut cur = e;
+        let mut cur = f.expr(e);
         loop {
-            match &cur.kind {
+            match cur.kind {
                 A::Field(inner, name) => {
-                    path.push(PlaceStep::Field(name.text.clone()));
-                    cur = inner;
+                    path.push(PlaceStep::Field(self.sym_ref(name.sym)));
+                    cur = f.expr(inner);
                 }
                 A::Index(inner, idx) => {
                     path.push(PlaceStep::Index(self.expr(idx)));
-                    cur = inner;
+                    cur = f.expr(inner);
                 }
-                A::Var(name_span) => {
-                    let name = self.text(*name_span);
+                A::Var(sym) => {
+                    let name = self.name(sym);
                     path.reverse();
                     let level = self.fns.len() - 1;
-                    return match self.lookup_local(level, name) {
-                        Some((slot, true, _)) => Some(Place { slot, path }),
+                    return match self.lookup_local(level, sym) {
+                        Some((slot, true, _)) => {
+                            let path = Seq::push_all(&mut self.program.place_steps, path);
+                            let id = self.program.places.len() as u32;
+                            self.program.places.push(Place { slot, path });
+                            Some(id)
+                        }
                         Some((_, false, true)) => {
+                            let verb = self.verb(verb);
                             self.diags.push(
                                 Diagnostic::new(
                                     Code::ImmutableAssign,
@@ -872,6 +952,7 @@ impl<'a> Lowerer<'a> {
                             None
                         }
                         Some((_, false, false)) => {
+                            let verb = self.verb(verb);
                             self.diags.push(
                                 Diagnostic::new(
                                     Code::ImmutableAssign,
@@ -883,7 +964,9 @@ impl<'a> Lowerer<'a> {
                             None
                         }
                         None => {
-                            if self.globals.contains_key(name) || Builtin::by_name(name).is_some() {
+                            let verb = self.verb(verb);
+                            if self.globals[sym.0 as usize].is_some() || self.builtin(sym).is_some()
+                            {
                                 self.diag(
                                     Code::ImmutableAssign,
                                     cur.span,
@@ -908,222 +991,241 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn exprs(&mut self, es: &'a [ast::Expr]) -> Vec<Expr> {
-        es.iter().map(|e| self.expr(e)).collect()
+    fn exprs(&mut self, es: Seq<ast::ExprId>) -> Seq<ExprId> {
+        let f = self.f;
+        let mut out = self.free_ids.pop().unwrap_or_default();
+        for &e in &f.expr_lists[es] {
+            let id = self.expr(e);
+            out.push(id);
+        }
+        let seq = Seq::push_all(&mut self.program.expr_lists, out.drain(..));
+        self.free_ids.push(out);
+        seq
     }
 
     /// Lowers `callee(first, rest…)`; `first` is the piped value of `x |> f(…)`.
     fn call(
         &mut self,
-        callee: &'a ast::Expr,
-        first: Option<&'a ast::Expr>,
-        rest: &'a [ast::Expr],
+        callee: ast::ExprId,
+        first: Option<ast::ExprId>,
+        rest: Seq<ast::ExprId>,
         span: Span,
-    ) -> Expr {
-        let mut lowered = Vec::with_capacity(rest.len() + 1);
-        if let Some(f) = first {
-            lowered.push(self.expr(f));
+    ) -> ExprId {
+        let f = self.f;
+        let mut lowered = self.free_ids.pop().unwrap_or_default();
+        if let Some(a) = first {
+            let id = self.expr(a);
+            lowered.push(id);
         }
-        for a in rest {
-            lowered.push(self.expr(a));
+        for &a in &f.expr_lists[rest] {
+            let id = self.expr(a);
+            lowered.push(id);
         }
         let n = lowered.len();
-        let kind = match &callee.kind {
-            A::Var(name_span) | A::Upper(name_span) => {
-                let name = self.text(*name_span);
-                let callee_kind = self.resolve(name, callee.span);
+        let args = Seq::push_all(&mut self.program.expr_lists, lowered.drain(..));
+        self.free_ids.push(lowered);
+        let callee_e = f.expr(callee);
+        let kind = match callee_e.kind {
+            A::Var(sym) | A::Upper(sym) => {
+                let name = self.name(sym);
+                let callee_kind = self.resolve(sym, callee_e.span);
                 match callee_kind {
                     ExprKind::Global(Global::Fn(id)) => {
                         let (lo, hi) = self.fn_arity[id as usize];
-                        self.arity(callee.span, || format!("`{name}`"), lo, hi, n);
-                        ExprKind::CallFn(id, lowered)
+                        self.arity(callee_e.span, || format!("`{name}`"), lo, hi, n);
+                        ExprKind::CallFn(id, args)
                     }
                     ExprKind::Global(Global::Builtin(b)) => {
-                        let (_, lo, hi) = Builtin::by_name(b.name()).unwrap_or((b, 0, usize::MAX));
-                        self.arity(callee.span, || format!("`{name}`"), lo, hi, n);
-                        ExprKind::CallBuiltin(b, lowered)
+                        let (lo, hi) = b.arity();
+                        self.arity(callee_e.span, || format!("`{name}`"), lo, hi, n);
+                        ExprKind::CallBuiltin(b, args)
                     }
                     ExprKind::Global(Global::Ctor(c)) => {
                         let k = self.variant_arity(c);
-                        self.arity(callee.span, || format!("`{name}`"), k, k, n);
-                        ExprKind::Construct(c, lowered)
+                        self.arity(callee_e.span, || format!("`{name}`"), k, k, n);
+                        ExprKind::Construct(c, args)
                     }
                     ExprKind::Construct(c, _) => {
-                        self.arity(callee.span, || format!("`{name}`"), 0, 0, n);
-                        ExprKind::Construct(c, lowered)
+                        self.arity(callee_e.span, || format!("`{name}`"), 0, 0, n);
+                        ExprKind::Construct(c, args)
                     }
                     ExprKind::Unavailable(m) => ExprKind::Unavailable(m),
                     ExprKind::Unit => ExprKind::Unit,
-                    other => ExprKind::Call(
-                        Box::new(Expr {
-                            kind: other,
-                            span: callee.span,
-                        }),
-                        lowered,
-                    ),
+                    other => ExprKind::Call(self.push(other, callee_e.span), args),
                 }
             }
-            _ => ExprKind::Call(Box::new(self.expr(callee)), lowered),
+            _ => ExprKind::Call(self.expr(callee), args),
         };
-        Expr { kind, span }
+        self.push(kind, span)
     }
 
-    fn expr(&mut self, e: &'a ast::Expr) -> Expr {
+    fn expr(&mut self, id: ast::ExprId) -> ExprId {
+        let f = self.f;
+        let e = f.expr(id);
         let span = e.span;
-        let kind = match &e.kind {
-            A::Int(i) => ExprKind::Int(*i),
-            A::Float(f) => ExprKind::Float(*f),
-            A::Bool(b) => ExprKind::Bool(*b),
+        let kind = match e.kind {
+            A::Int(i) => ExprKind::Int(i),
+            A::Float(x) => ExprKind::Float(x),
+            A::Bool(b) => ExprKind::Bool(b),
             A::Str(parts) => {
-                if let [crate::lexer::StrPart::Text(t)] = parts.as_slice() {
-                    ExprKind::Str(t.clone())
+                if let [ast::StrPart::Text(t)] = f.str_parts[parts] {
+                    ExprKind::Str(t)
                 } else {
-                    let pieces = parts
-                        .iter()
-                        .map(|p| match p {
-                            crate::lexer::StrPart::Text(t) => StrPiece::Text(t.clone()),
-                            crate::lexer::StrPart::Var(name, s) => StrPiece::Value(Expr {
-                                kind: self.resolve(name, *s),
-                                span: *s,
-                            }),
-                        })
-                        .collect();
-                    ExprKind::Interp(pieces)
+                    // Resolving a name pushes no pieces, so they stay contiguous.
+                    let start = self.program.pieces.len();
+                    for p in &f.str_parts[parts] {
+                        let piece = match *p {
+                            ast::StrPart::Text(t) => StrPiece::Text(t),
+                            ast::StrPart::Var(name, s) => {
+                                let kind = self.resolve(name, s);
+                                StrPiece::Value(self.push(kind, s))
+                            }
+                        };
+                        self.program.pieces.push(piece);
+                    }
+                    ExprKind::Interp(Seq::since(start, &self.program.pieces))
                 }
             }
-            A::Var(name_span) | A::Upper(name_span) => {
-                let name = self.text(*name_span);
-                self.resolve(name, span)
-            }
+            A::Var(sym) | A::Upper(sym) => self.resolve(sym, span),
             A::List(items) => ExprKind::List(self.exprs(items)),
             A::Record(fields) => {
-                let mut out: Vec<(String, Expr)> = Vec::new();
-                for (name, value) in fields {
-                    if out.iter().any(|(n, _)| *n == name.text) {
+                let mut out: Vec<(Sym, ExprId)> = Vec::with_capacity(fields.len());
+                for &(name, value) in &f.fields[fields] {
+                    if out.iter().any(|(n, _)| *n == name.sym) {
                         self.diag(
                             Code::Duplicate,
                             name.span,
-                            format!("field `{}` appears twice in this record", name.text),
+                            format!(
+                                "field `{}` appears twice in this record",
+                                self.name(name.sym)
+                            ),
                         );
                     }
                     let v = self.expr(value);
-                    out.push((name.text.clone(), v));
+                    out.push((name.sym, v));
                 }
-                ExprKind::Record(out)
+                let out: Vec<(StrRef, ExprId)> =
+                    out.into_iter().map(|(n, v)| (self.sym_ref(n), v)).collect();
+                ExprKind::Record(Seq::push_all(&mut self.program.fields, out))
             }
             A::Binary(op, l, r) => {
-                ExprKind::Binary(*op, Box::new(self.expr(l)), Box::new(self.expr(r)))
+                let l = self.expr(l);
+                let r = self.expr(r);
+                ExprKind::Binary(op, l, r)
             }
-            A::Unary(op, x) => ExprKind::Unary(*op, Box::new(self.expr(x))),
+            A::Unary(op, x) => ExprKind::Unary(op, self.expr(x)),
             A::Call(callee, args) => return self.call(callee, None, args, span),
             A::Pipe(lhs, rhs) => {
                 // `x |> f(a)` is `f(x, a)`; `x |> f` is `f(x)`.
-                if let A::Call(callee, args) = &rhs.kind {
+                if let A::Call(callee, args) = f.expr(rhs).kind {
                     return self.call(callee, Some(lhs), args, span);
                 }
-                return self.call(rhs, Some(lhs), &[], span);
+                return self.call(rhs, Some(lhs), Seq::EMPTY, span);
             }
-            A::Method(recv, name, args) => match Method::by_name(&name.text) {
+            A::Method(recv, name, args) => match self.method(name.sym) {
                 Some((m, lo, hi, mutates)) => {
+                    let text = self.name(name.sym);
                     self.arity(
                         name.span,
-                        || format!("method `{}`", name.text),
+                        || format!("method `{text}`"),
                         lo,
                         hi,
                         args.len(),
                     );
                     let args = self.exprs(args);
-                    if mutates && matches!(recv.kind, A::Var(_) | A::Field(..) | A::Index(..)) {
-                        match self.place(recv, &format!("call `{}` on", name.text)) {
+                    if mutates && matches!(f.expr(recv).kind, A::Var(_) | A::Field(..) | A::Index(..))
+                    {
+                        match self.place(recv, Verb::CallOn(name.sym)) {
                             Some(p) => ExprKind::MutMethod(p, m, args),
                             None => ExprKind::Unit,
                         }
                     } else {
-                        ExprKind::Method(Box::new(self.expr(recv)), m, args)
+                        ExprKind::Method(self.expr(recv), m, args)
                     }
                 }
                 None => {
                     // Not a built-in method: call the record field of that name.
-                    let field = Expr {
-                        kind: ExprKind::Field(Box::new(self.expr(recv)), name.text.clone()),
-                        span: recv.span.to(name.span),
-                    };
-                    ExprKind::Call(Box::new(field), self.exprs(args))
+                    let r = self.expr(recv);
+                    let field = self.push(
+                        ExprKind::Field(r, self.sym_ref(name.sym)),
+                        f.expr(recv).span.to(name.span),
+                    );
+                    ExprKind::Call(field, self.exprs(args))
                 }
             },
-            A::Field(recv, name) => ExprKind::Field(Box::new(self.expr(recv)), name.text.clone()),
+            A::Field(recv, name) => ExprKind::Field(self.expr(recv), self.sym_ref(name.sym)),
             A::Index(recv, idx) => {
-                ExprKind::Index(Box::new(self.expr(recv)), Box::new(self.expr(idx)))
+                let r = self.expr(recv);
+                let i = self.expr(idx);
+                ExprKind::Index(r, i)
             }
-            A::Try(x) => ExprKind::Try(Box::new(self.expr(x))),
-            A::If(c, then, otherwise) => ExprKind::If(
-                Box::new(self.expr(c)),
-                Box::new(self.block(then)),
-                otherwise.as_ref().map(|o| Box::new(self.expr(o))),
-            ),
+            A::Try(x) => ExprKind::Try(self.expr(x)),
+            A::If(c, then, otherwise) => {
+                let c = self.expr(c);
+                let t = self.block(&then);
+                let o = otherwise.map(|o| self.expr(o));
+                ExprKind::If(c, t, o)
+            }
             A::Match(scrutinee, arms) => {
                 let s = self.expr(scrutinee);
-                let mut out = Vec::new();
-                for arm in arms {
+                let mut out = Vec::with_capacity(arms.len());
+                for arm in &f.arms[arms] {
                     self.open_scope();
                     let pat = self.pattern(&arm.pat);
-                    let body = self.expr(&arm.body);
+                    let body = self.expr(arm.body);
                     self.close_scope();
                     out.push(Arm { pat, body });
                 }
-                ExprKind::Match(Box::new(s), out)
+                ExprKind::Match(s, Seq::push_all(&mut self.program.arms, out))
             }
             A::While(c, body) => {
                 let c = self.expr(c);
                 self.ctx().loop_depth += 1;
-                let b = self.block(body);
+                let b = self.block(&body);
                 self.ctx().loop_depth -= 1;
-                ExprKind::While(Box::new(c), Box::new(b))
+                ExprKind::While(c, b)
             }
             A::Loop(body) => {
                 self.ctx().loop_depth += 1;
-                let b = self.block(body);
+                let b = self.block(&body);
                 self.ctx().loop_depth -= 1;
-                ExprKind::Loop(Box::new(b))
+                ExprKind::Loop(b)
             }
-            A::For(f) => {
+            A::For(i) => {
                 let ast::ForLoop {
                     var,
                     index,
                     iter,
                     body,
-                } = &**f;
+                } = f.fors[i as usize];
                 let it = self.expr(iter);
                 self.open_scope();
-                let v = self.declare(&var.text, false);
-                let i = index.as_ref().map(|n| self.declare(&n.text, false));
+                let v = self.declare(var.sym, false);
+                let i = index.map(|n| self.declare(n.sym, false));
                 self.ctx().loop_depth += 1;
-                let b = self.block(body);
+                let b = self.block(&body);
                 self.ctx().loop_depth -= 1;
                 self.close_scope();
-                ExprKind::For(v, i, Box::new(it), Box::new(b))
+                ExprKind::For(v, i, it, b)
             }
             A::Break | A::Continue => {
+                let is_break = matches!(e.kind, A::Break);
                 if self.ctx().loop_depth == 0 {
-                    let word = if matches!(e.kind, A::Break) {
-                        "break"
-                    } else {
-                        "continue"
-                    };
+                    let word = if is_break { "break" } else { "continue" };
                     self.diag(
                         Code::MisplacedControl,
                         span,
                         format!("`{word}` outside of a loop"),
                     );
                     ExprKind::Unit
-                } else if matches!(e.kind, A::Break) {
+                } else if is_break {
                     ExprKind::Break
                 } else {
                     ExprKind::Continue
                 }
             }
             A::Return(value) => {
-                let v = value.as_ref().map(|v| Box::new(self.expr(v)));
+                let v = value.map(|v| self.expr(v));
                 if self.ctx().is_const {
                     self.diag(
                         Code::MisplacedControl,
@@ -1135,57 +1237,84 @@ impl<'a> Lowerer<'a> {
                     ExprKind::Return(v)
                 }
             }
-            A::Block(b) => return self.block(b),
+            A::Block(b) => return self.block(&b),
             A::Closure(c) => {
-                let ast::Closure { params, ret, body } = &**c;
+                let ast::Closure { params, ret, body } = f.closures[c as usize];
                 if let Some(t) = ret {
-                    self.ty(t);
+                    self.ty(f.ty(t));
                 }
-                for p in params {
-                    if let Some(t) = &p.ty {
-                        self.ty(t);
+                for p in &f.params[params] {
+                    if let Some(t) = p.ty {
+                        self.ty(f.ty(t));
                     }
                 }
-                let (id, captures) = self.lower_fn_body("<closure>", params, body, true);
+                let (id, captures) = self.lower_fn_body(self.closure_name, params, &body, true);
                 ExprKind::Closure(id, captures)
             }
             A::Error => ExprKind::Unit,
         };
-        Expr { kind, span }
+        self.push(kind, span)
     }
 
-    fn pattern(&mut self, p: &'a ast::Pattern) -> Pat {
-        match p {
+    fn pattern(&mut self, p: &ast::Pattern) -> Pat {
+        let f = self.f;
+        match *p {
             ast::Pattern::Wild(_) | ast::Pattern::Error(_) => Pat::Wild,
-            ast::Pattern::Bind(n) => Pat::Bind(self.declare(&n.text, false)),
-            ast::Pattern::Int(i, _) => Pat::Int(*i),
-            ast::Pattern::Float(f, _) => Pat::Float(*f),
-            ast::Pattern::Str(s, _) => Pat::Str(s.clone()),
-            ast::Pattern::Bool(b, _) => Pat::Bool(*b),
+            ast::Pattern::Bind(n) => Pat::Bind(self.declare(n.sym, false)),
+            ast::Pattern::Int(i, _) => Pat::Int(i),
+            ast::Pattern::Float(x, _) => Pat::Float(x),
+            ast::Pattern::Str(s, _) => Pat::Str(s),
+            ast::Pattern::Bool(b, _) => Pat::Bool(b),
             ast::Pattern::Ctor(name, args) => {
-                let ctor =
-                    builtin_ctor(&name.text).or(match self.globals.get(name.text.as_str()) {
-                        Some(Global::Ctor(c)) => Some(*c),
+                let ctor = self
+                    .ctor(name.sym)
+                    .or(match self.globals[name.sym.0 as usize] {
+                        Some(Global::Ctor(c)) => Some(c),
                         _ => None,
                     });
+                let text = self.name(name.sym);
                 let Some(c) = ctor else {
                     self.diag(
                         Code::UnknownName,
                         name.span,
-                        format!("no variant named `{}`", name.text),
+                        format!("no variant named `{text}`"),
                     );
                     return Pat::Wild;
                 };
                 let k = self.variant_arity(c);
                 self.arity(
                     name.span,
-                    || format!("pattern `{}`", name.text),
+                    || format!("pattern `{text}`"),
                     k,
                     k,
                     args.len(),
                 );
-                Pat::Ctor(c, args.iter().map(|a| self.pattern(a)).collect())
+                let subs: Vec<Pat> = f.patterns[args].iter().map(|a| self.pattern(a)).collect();
+                Pat::Ctor(c, Seq::push_all(&mut self.program.pats, subs))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_and_method_name_is_predefined() {
+        for (_, name, ..) in Builtin::ALL {
+            assert!(Sym::PREDEFINED.contains(name), "{name}");
+        }
+        for (_, name, ..) in Method::ALL {
+            assert!(Sym::PREDEFINED.contains(name), "{name}");
+        }
+        for name in ["Some", "None", "Ok", "Error", "_"] {
+            assert!(Sym::PREDEFINED.contains(&name), "{name}");
+        }
+        let mut seen = std::collections::HashSet::new();
+        for name in Sym::PREDEFINED {
+            assert!(seen.insert(name), "{name} is listed twice");
+        }
+        assert_eq!(Sym::PREDEFINED[Sym::UNDERSCORE.0 as usize], "_");
     }
 }

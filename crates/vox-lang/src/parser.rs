@@ -6,7 +6,7 @@
 
 use crate::ast::*;
 use crate::diag::{Code, Diagnostic, Span};
-use crate::lexer::{self, StrPart, Tok, Token};
+use crate::lexer::{self, RawPart, Tok, Token};
 
 /// Deepest recursion the parser allows (nested brackets, blocks, prefix operators).
 pub const MAX_DEPTH: u32 = 64;
@@ -45,6 +45,14 @@ pub struct Parsed {
 pub fn parse(src: &str) -> Parsed {
     let (toks, lex_diags) = lexer::lex(src);
     let lex_errors = lex_diags.iter().map(|d| d.span.start).collect();
+    let mut f = File::default();
+    // Sized from the token count: expression nodes are fewer than tokens, and regrowing a
+    // large vector copies it.
+    f.exprs.reserve(toks.len() / 2 + 16);
+    f.expr_lists.reserve(toks.len() / 8 + 16);
+    f.stmts.reserve(toks.len() / 8 + 16);
+    f.str_parts.reserve(toks.len() / 16 + 16);
+    f.strings.reserve(src.len() / 4 + 64);
     let mut p = Parser {
         src,
         lex_errors,
@@ -53,8 +61,18 @@ pub fn parse(src: &str) -> Parsed {
         diags: Vec::new(),
         depth: 0,
         deep_reported: false,
+        f,
+        interner: Interner::default(),
+        free_ids: Vec::new(),
+        free_stmts: Vec::new(),
+        raw_parts: Vec::new(),
     };
-    let file = p.file();
+    p.interner.init(&mut p.f, src.len());
+    p.file();
+    let Parser {
+        f: mut file, diags: parse_diags, ..
+    } = p;
+    file.items.shrink_to_fit();
     let opaque: Vec<Span> = file
         .items
         .iter()
@@ -73,9 +91,73 @@ pub fn parse(src: &str) -> Parsed {
                 .any(|o| d.span.start >= o.start && d.span.start < o.end.max(o.start + 1))
         })
         .collect();
-    diags.extend(p.diags);
+    diags.extend(parse_diags);
     diags.sort_by_key(|d| (d.span.start, d.span.end));
     Parsed { file, diags }
+}
+
+/// Interns names into a [`File`]: an open-addressing table of symbols keyed by their text in
+/// [`File::strings`], so neither the table nor the symbols allocate per name.
+#[derive(Default)]
+struct Interner {
+    /// Symbol + 1 per slot, 0 when empty; the length is a power of two.
+    table: Vec<u32>,
+    /// Hash of each symbol's text.
+    hashes: Vec<u64>,
+}
+
+fn hash_name(s: &str) -> u64 {
+    let mut h: u64 = s.len() as u64;
+    for chunk in s.as_bytes().chunks(8) {
+        let mut buf = [0u8; 8];
+        buf[..chunk.len()].copy_from_slice(chunk);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(buf)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    h ^ (h >> 29)
+}
+
+impl Interner {
+    fn init(&mut self, f: &mut File, src_len: usize) {
+        let size = (src_len / 32).clamp(256, 1 << 22).next_power_of_two();
+        self.table = vec![0; size];
+        for name in Sym::PREDEFINED {
+            self.intern(f, name);
+        }
+    }
+
+    fn intern(&mut self, f: &mut File, text: &str) -> Sym {
+        let h = hash_name(text);
+        let mask = self.table.len() - 1;
+        let mut i = h as usize & mask;
+        loop {
+            let e = self.table[i];
+            if e == 0 {
+                break;
+            }
+            let sym = (e - 1) as usize;
+            if self.hashes[sym] == h && f.symbols.texts[sym].get(&f.strings) == text {
+                return Sym(sym as u32);
+            }
+            i = (i + 1) & mask;
+        }
+        let sym = f.symbols.texts.len();
+        f.symbols.texts.push(StrRef::push(&mut f.strings, text));
+        self.hashes.push(h);
+        self.table[i] = sym as u32 + 1;
+        if self.hashes.len() * 2 > self.table.len() {
+            let size = self.table.len() * 2;
+            let mask = size - 1;
+            self.table = vec![0; size];
+            for (s, &h) in self.hashes.iter().enumerate() {
+                let mut i = h as usize & mask;
+                while self.table[i] != 0 {
+                    i = (i + 1) & mask;
+                }
+                self.table[i] = s as u32 + 1;
+            }
+        }
+        Sym(sym as u32)
+    }
 }
 
 struct Parser<'a> {
@@ -87,6 +169,13 @@ struct Parser<'a> {
     diags: Vec<Diagnostic>,
     depth: u32,
     deep_reported: bool,
+    /// The tree being built.
+    f: File,
+    interner: Interner,
+    /// Emptied vectors kept for the next list, so building a list does not allocate.
+    free_ids: Vec<Vec<ExprId>>,
+    free_stmts: Vec<Vec<Stmt>>,
+    raw_parts: Vec<lexer::RawPart>,
 }
 
 fn describe(t: Tok) -> &'static str {
@@ -115,6 +204,14 @@ fn describe(t: Tok) -> &'static str {
 
 fn bh(b: &Block) -> u32 {
     b.height
+}
+
+fn height_of(f: &File, s: &Stmt) -> u32 {
+    match s {
+        Stmt::Let { value, .. } => f.expr(*value).height,
+        Stmt::Assign { target, value, .. } => f.expr(*target).height.max(f.expr(*value).height),
+        Stmt::Expr(e) => f.expr(*e).height,
+    }
 }
 
 impl<'a> Parser<'a> {
@@ -223,12 +320,39 @@ impl<'a> Parser<'a> {
 
     fn ident(&mut self, what: &str) -> PResult<Name> {
         if self.at(Tok::Ident) {
-            let text = self.text().to_string();
-            let span = self.bump().span;
-            Ok(Name { text, span })
+            Ok(self.name())
         } else {
             Err(self.unexpected(what))
         }
+    }
+
+    /// Interns the current token's text and consumes it.
+    fn name(&mut self) -> Name {
+        let sym = self.intern(self.text());
+        let span = self.bump().span;
+        Name { sym, span }
+    }
+
+    fn intern(&mut self, text: &str) -> Sym {
+        self.interner.intern(&mut self.f, text)
+    }
+
+    fn e(&self, id: ExprId) -> &Expr {
+        &self.f.exprs[id.0 as usize]
+    }
+
+    fn ids(&mut self) -> Vec<ExprId> {
+        self.free_ids.pop().unwrap_or_default()
+    }
+
+    fn finish_ids(&mut self, mut v: Vec<ExprId>) -> Seq<ExprId> {
+        let s = Seq::push_all(&mut self.f.expr_lists, v.drain(..));
+        self.free_ids.push(v);
+        s
+    }
+
+    fn max_height(&self, ids: &[ExprId]) -> u32 {
+        ids.iter().map(|&a| self.e(a).height).max().unwrap_or(0)
     }
 
     fn enter(&mut self) -> PResult<()> {
@@ -258,16 +382,20 @@ impl<'a> Parser<'a> {
     }
 
     /// Builds a node, or an error node when it would be higher than [`MAX_HEIGHT`].
-    fn mk(&mut self, kind: ExprKind, span: Span, height: u32) -> Expr {
-        if height > MAX_HEIGHT {
+    fn mk(&mut self, kind: ExprKind, span: Span, height: u32) -> ExprId {
+        let e = if height > MAX_HEIGHT {
             self.too_deep(span);
-            return Expr {
+            Expr {
                 kind: ExprKind::Error,
                 span,
                 height: 1,
-            };
-        }
-        Expr { kind, span, height }
+            }
+        } else {
+            Expr { kind, span, height }
+        };
+        let id = ExprId(self.f.exprs.len() as u32);
+        self.f.exprs.push(e);
+        id
     }
 
     // ---- recovery ------------------------------------------------------------------------
@@ -321,8 +449,7 @@ impl<'a> Parser<'a> {
 
     // ---- items ---------------------------------------------------------------------------
 
-    fn file(&mut self) -> File {
-        let mut items = Vec::new();
+    fn file(&mut self) {
         loop {
             while matches!(self.peek(), Tok::Newline | Tok::Semi) {
                 self.bump();
@@ -333,7 +460,7 @@ impl<'a> Parser<'a> {
             self.deep_reported = false;
             let before = self.pos;
             match self.item() {
-                Ok(item) => items.push(item),
+                Ok(item) => self.f.items.push(item),
                 Err(Fail) => self.recover_item(),
             }
             if self.pos == before {
@@ -341,7 +468,6 @@ impl<'a> Parser<'a> {
                 self.bump();
             }
         }
-        File { items }
     }
 
     fn item(&mut self) -> PResult<Item> {
@@ -353,13 +479,16 @@ impl<'a> Parser<'a> {
         }
         if let Some(d) = decorators
             .iter()
-            .find(|d| OPAQUE_DECORATORS.contains(&d.path.as_str()))
+            .find(|d| OPAQUE_DECORATORS.contains(&self.f.str(d.path)))
         {
-            let kind = format!("@{}", d.path);
+            let kind = format!("@{}", self.f.str(d.path));
             return Ok(self.opaque(kind, start));
         }
         match self.peek() {
-            Tok::Fn | Tok::Pub | Tok::Async => Ok(Item::Fn(self.fn_decl(decorators, start)?)),
+            Tok::Fn | Tok::Pub | Tok::Async => {
+                let decorators = Seq::push_all(&mut self.f.decorators, decorators);
+                Ok(Item::Fn(self.fn_decl(decorators, start)?))
+            }
             Tok::Type if decorators.is_empty() => Ok(Item::Type(self.type_decl()?)),
             Tok::Let if decorators.is_empty() => Ok(Item::Const(self.const_decl()?)),
             Tok::Import if decorators.is_empty() => Ok(Item::Import(self.import_decl())),
@@ -375,21 +504,25 @@ impl<'a> Parser<'a> {
 
     fn decorator(&mut self) -> PResult<Decorator> {
         let at = self.expect(Tok::At, "`@`")?;
-        let mut path = String::new();
+        let path_start = self.f.strings.len();
         loop {
             if matches!(self.peek(), Tok::Ident | Tok::TypeIdent | Tok::Type) {
-                path.push_str(self.text());
+                self.f.strings.push_str(self.text());
                 self.bump();
             } else {
                 return Err(self.unexpected("a decorator name"));
             }
             if self.at(Tok::Dot) {
                 self.bump();
-                path.push('.');
+                self.f.strings.push('.');
             } else {
                 break;
             }
         }
+        let path = StrRef {
+            start: path_start as u32,
+            len: (self.f.strings.len() - path_start) as u32,
+        };
         let span = at.to(self.prev_span());
         let mut args = Vec::new();
         if self.at(Tok::LParen) {
@@ -409,33 +542,50 @@ impl<'a> Parser<'a> {
                 args.push(self.decorator_arg()?);
             }
         }
+        let args = Seq::push_all(&mut self.f.decorator_args, args);
         Ok(Decorator { path, span, args })
+    }
+
+    /// Decodes the current string token into one piece of text, interpolation left as
+    /// written (`{x}` stays literal text).
+    fn plain_string(&mut self) -> (StrRef, Span) {
+        let tok = self.bump();
+        let slice = &self.src[tok.span.start as usize..tok.span.end as usize];
+        let start = self.f.strings.len();
+        let mut parts = std::mem::take(&mut self.raw_parts);
+        lexer::decode_string(
+            tok.kind,
+            slice,
+            tok.span.start,
+            false,
+            &mut self.diags,
+            &mut self.f.strings,
+            &mut parts,
+        );
+        parts.clear();
+        self.raw_parts = parts;
+        let text = StrRef {
+            start: start as u32,
+            len: (self.f.strings.len() - start) as u32,
+        };
+        (text, tok.span)
     }
 
     fn decorator_arg(&mut self) -> PResult<DecoratorArg> {
         match self.peek() {
-            t @ (Tok::Str | Tok::SStr | Tok::RawStr(_)) => {
-                let tok = self.bump();
-                let slice = &self.src[tok.span.start as usize..tok.span.end as usize];
-                let parts = lexer::decode_string(t, slice, tok.span.start, &mut self.diags);
+            Tok::Str | Tok::SStr | Tok::RawStr(_) => {
                 // Interpolation means nothing in a decorator, so `{x}` stays literal text.
-                let value = parts
-                    .into_iter()
-                    .map(|p| match p {
-                        StrPart::Text(t) => t,
-                        StrPart::Var(v, _) => format!("{{{v}}}"),
-                    })
-                    .collect();
+                let (value, span) = self.plain_string();
                 Ok(DecoratorArg {
                     value: Some(value),
-                    span: tok.span,
+                    span,
                 })
             }
             _ => {
                 let e = self.expr()?;
                 Ok(DecoratorArg {
                     value: None,
-                    span: e.span,
+                    span: self.e(e).span,
                 })
             }
         }
@@ -455,7 +605,7 @@ impl<'a> Parser<'a> {
                     let text = self.text();
                     if text != kind && !OPAQUE_KEYWORDS.contains(&text) {
                         name = Some(Name {
-                            text: text.to_string(),
+                            sym: self.intern(text),
                             span: self.span(),
                         });
                     }
@@ -508,7 +658,7 @@ impl<'a> Parser<'a> {
         })
     }
 
-    fn fn_decl(&mut self, decorators: Vec<Decorator>, start: Span) -> PResult<FnDecl> {
+    fn fn_decl(&mut self, decorators: Seq<Decorator>, start: Span) -> PResult<FnDecl> {
         let mut is_pub = false;
         let mut is_async = false;
         loop {
@@ -527,9 +677,7 @@ impl<'a> Parser<'a> {
                 span,
                 "function names start with a lowercase letter or `_`",
             );
-            let text = self.text().to_string();
-            self.bump();
-            Name { text, span }
+            self.name()
         } else {
             self.ident("a function name")?
         };
@@ -550,7 +698,7 @@ impl<'a> Parser<'a> {
         })
     }
 
-    fn params(&mut self) -> PResult<Vec<Param>> {
+    fn params(&mut self) -> PResult<Seq<Param>> {
         self.expect(Tok::LParen, "`(` to start the parameter list")?;
         let mut params = Vec::new();
         loop {
@@ -577,10 +725,10 @@ impl<'a> Parser<'a> {
         }
         self.skip_newlines();
         self.expect(Tok::RParen, "`,` or `)` in the parameter list")?;
-        Ok(params)
+        Ok(Seq::push_all(&mut self.f.params, params))
     }
 
-    fn ret_type(&mut self) -> PResult<Option<TypeExpr>> {
+    fn ret_type(&mut self) -> PResult<Option<TypeId>> {
         if self.eat(Tok::To) {
             return Ok(Some(self.type_expr()?));
         }
@@ -599,7 +747,14 @@ impl<'a> Parser<'a> {
         Ok(None)
     }
 
-    fn type_expr(&mut self) -> PResult<TypeExpr> {
+    fn type_expr(&mut self) -> PResult<TypeId> {
+        let t = self.type_node()?;
+        let id = TypeId(self.f.types.len() as u32);
+        self.f.types.push(t);
+        Ok(id)
+    }
+
+    fn type_node(&mut self) -> PResult<TypeExpr> {
         self.enter()?;
         let r = self.type_expr_inner();
         self.leave();
@@ -609,10 +764,7 @@ impl<'a> Parser<'a> {
     fn type_expr_inner(&mut self) -> PResult<TypeExpr> {
         match self.peek() {
             Tok::Ident | Tok::TypeIdent => {
-                let name = Name {
-                    text: self.text().to_string(),
-                    span: self.bump().span,
-                };
+                let name = self.name();
                 let mut args = Vec::new();
                 if self.eat(Tok::LBracket) {
                     loop {
@@ -620,7 +772,7 @@ impl<'a> Parser<'a> {
                         if self.at(Tok::RBracket) {
                             break;
                         }
-                        args.push(self.type_expr()?);
+                        args.push(self.type_node()?);
                         self.skip_newlines();
                         if !self.eat(Tok::Comma) {
                             break;
@@ -628,6 +780,7 @@ impl<'a> Parser<'a> {
                     }
                     self.expect(Tok::RBracket, "`]` to close the type arguments")?;
                 }
+                let args = Seq::push_all(&mut self.f.types, args);
                 Ok(TypeExpr::Named { name, args })
             }
             Tok::Fn => {
@@ -639,14 +792,15 @@ impl<'a> Parser<'a> {
                     if self.at(Tok::RParen) {
                         break;
                     }
-                    params.push(self.type_expr()?);
+                    params.push(self.type_node()?);
                     if !self.eat(Tok::Comma) {
                         break;
                     }
                 }
                 self.skip_newlines();
                 self.expect(Tok::RParen, "`)` in a function type")?;
-                let ret = self.ret_type()?.map(Box::new);
+                let params = Seq::push_all(&mut self.f.types, params);
+                let ret = self.ret_type()?;
                 Ok(TypeExpr::Fn {
                     params,
                     ret,
@@ -660,10 +814,7 @@ impl<'a> Parser<'a> {
     fn type_decl(&mut self) -> PResult<TypeDecl> {
         let start = self.expect(Tok::Type, "`type`")?;
         let name = if self.at(Tok::TypeIdent) {
-            Name {
-                text: self.text().to_string(),
-                span: self.bump().span,
-            }
+            self.name()
         } else {
             return Err(self.unexpected("a type name (starting with an uppercase letter)"));
         };
@@ -686,7 +837,7 @@ impl<'a> Parser<'a> {
         })
     }
 
-    fn variants(&mut self) -> PResult<Vec<VariantDecl>> {
+    fn variants(&mut self) -> PResult<Seq<VariantDecl>> {
         let mut variants = Vec::new();
         self.eat(Tok::Bar);
         loop {
@@ -694,10 +845,7 @@ impl<'a> Parser<'a> {
             if !self.at(Tok::TypeIdent) {
                 return Err(self.unexpected("a variant name (starting with an uppercase letter)"));
             }
-            let name = Name {
-                text: self.text().to_string(),
-                span: self.bump().span,
-            };
+            let name = self.name();
             let mut fields = Vec::new();
             if self.eat(Tok::LParen) {
                 let mut index = 0;
@@ -716,6 +864,7 @@ impl<'a> Parser<'a> {
                 self.skip_newlines();
                 self.expect(Tok::RParen, "`,` or `)` after a variant field")?;
             }
+            let fields = Seq::push_all(&mut self.f.field_decls, fields);
             variants.push(VariantDecl { name, fields });
             if self.peek_past_newlines() == Tok::Bar {
                 self.skip_newlines();
@@ -724,7 +873,7 @@ impl<'a> Parser<'a> {
                 break;
             }
         }
-        Ok(variants)
+        Ok(Seq::push_all(&mut self.f.variants, variants))
     }
 
     /// `name: Type`, or a bare type for a positional variant field.
@@ -738,10 +887,11 @@ impl<'a> Parser<'a> {
         match positional {
             Some(i) => {
                 let ty = self.type_expr()?;
+                let span = self.f.ty(ty).span();
                 Ok(FieldDecl {
                     name: Name {
-                        text: format!("_{i}"),
-                        span: ty.span(),
+                        sym: self.intern(&format!("_{i}")),
+                        span,
                     },
                     ty: Some(ty),
                 })
@@ -758,7 +908,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn record_fields(&mut self) -> PResult<Vec<FieldDecl>> {
+    fn record_fields(&mut self) -> PResult<Seq<FieldDecl>> {
         self.expect(Tok::LBrace, "`{`")?;
         let mut fields = Vec::new();
         loop {
@@ -771,7 +921,7 @@ impl<'a> Parser<'a> {
             fields.push(self.field_decl(None)?);
         }
         self.expect(Tok::RBrace, "`}` to close the record type")?;
-        Ok(fields)
+        Ok(Seq::push_all(&mut self.f.field_decls, fields))
     }
 
     fn const_decl(&mut self) -> PResult<ConstDecl> {
@@ -785,10 +935,7 @@ impl<'a> Parser<'a> {
             );
         }
         let name = if matches!(self.peek(), Tok::Ident | Tok::TypeIdent) {
-            Name {
-                text: self.text().to_string(),
-                span: self.bump().span,
-            }
+            self.name()
         } else {
             return Err(self.unexpected("a constant name"));
         };
@@ -804,7 +951,7 @@ impl<'a> Parser<'a> {
         Ok(ConstDecl {
             name,
             ty,
-            span: start.to(value.span),
+            span: start.to(self.e(value).span),
             value,
         })
     }
@@ -819,14 +966,14 @@ impl<'a> Parser<'a> {
                 && self.text() != "from"
             {
                 names.push(Name {
-                    text: self.text().to_string(),
+                    sym: self.intern(self.text()),
                     span: self.span(),
                 });
             }
             self.bump();
         }
         ImportDecl {
-            names,
+            names: Seq::push_all(&mut self.f.names, names),
             span: start.to(self.prev_span()),
         }
     }
@@ -842,7 +989,7 @@ impl<'a> Parser<'a> {
 
     fn block_inner(&mut self) -> PResult<Block> {
         let open = self.expect(Tok::LBrace, "`{`")?;
-        let mut stmts = Vec::new();
+        let mut stmts = self.free_stmts.pop().unwrap_or_default();
         let mut height = 1;
         loop {
             while matches!(self.peek(), Tok::Newline | Tok::Semi) {
@@ -872,11 +1019,7 @@ impl<'a> Parser<'a> {
             let before = self.pos;
             match self.stmt() {
                 Ok(s) => {
-                    let h = match &s {
-                        Stmt::Let { value, .. } => value.height,
-                        Stmt::Assign { target, value, .. } => target.height.max(value.height),
-                        Stmt::Expr(e) => e.height,
-                    };
+                    let h = height_of(&self.f, &s);
                     height = height.max(h + 1);
                     stmts.push(s);
                     if self.end_of_stmt().is_err() {
@@ -897,14 +1040,18 @@ impl<'a> Parser<'a> {
         let close = self.expect(Tok::RBrace, "`}`")?;
         if height > MAX_HEIGHT {
             self.too_deep(open);
+            stmts.clear();
+            self.free_stmts.push(stmts);
             return Ok(Block {
-                stmts: Vec::new(),
+                stmts: Seq::EMPTY,
                 span: open.to(close),
                 height: 1,
             });
         }
+        let seq = Seq::push_all(&mut self.f.stmts, stmts.drain(..));
+        self.free_stmts.push(stmts);
         Ok(Block {
-            stmts,
+            stmts: seq,
             span: open.to(close),
             height,
         })
@@ -959,10 +1106,10 @@ impl<'a> Parser<'a> {
         };
         self.bump();
         self.skip_newlines();
-        if !is_place(&e) {
+        if !is_place(&self.f, e) {
             self.error(
                 Code::InvalidAssignTarget,
-                e.span,
+                self.e(e).span,
                 "only a variable, a field or an index can be assigned to",
             );
         }
@@ -976,11 +1123,11 @@ impl<'a> Parser<'a> {
 
     // ---- expressions ---------------------------------------------------------------------
 
-    fn expr(&mut self) -> PResult<Expr> {
+    fn expr(&mut self) -> PResult<ExprId> {
         self.expr_bp(0)
     }
 
-    fn expr_bp(&mut self, min_bp: u8) -> PResult<Expr> {
+    fn expr_bp(&mut self, min_bp: u8) -> PResult<ExprId> {
         self.enter()?;
         let r = self.expr_bp_inner(min_bp);
         self.leave();
@@ -1010,7 +1157,7 @@ impl<'a> Parser<'a> {
         })
     }
 
-    fn expr_bp_inner(&mut self, min_bp: u8) -> PResult<Expr> {
+    fn expr_bp_inner(&mut self, min_bp: u8) -> PResult<ExprId> {
         let mut lhs = self.prefix()?;
         loop {
             // A pipe at the start of the next line continues the expression.
@@ -1039,18 +1186,19 @@ impl<'a> Parser<'a> {
             }
             self.skip_newlines();
             let rhs = self.expr_bp(bp)?;
-            let span = lhs.span.to(rhs.span);
-            let height = lhs.height.max(rhs.height) + 1;
+            let (l, r) = (self.e(lhs), self.e(rhs));
+            let span = l.span.to(r.span);
+            let height = l.height.max(r.height) + 1;
             let kind = match op {
-                Some(op) => ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
-                None => ExprKind::Pipe(Box::new(lhs), Box::new(rhs)),
+                Some(op) => ExprKind::Binary(op, lhs, rhs),
+                None => ExprKind::Pipe(lhs, rhs),
             };
             lhs = self.mk(kind, span, height);
         }
         Ok(lhs)
     }
 
-    fn prefix(&mut self) -> PResult<Expr> {
+    fn prefix(&mut self) -> PResult<ExprId> {
         let op = match self.peek() {
             Tok::Minus => Some((UnOp::Neg, 8)),
             Tok::Bang => Some((UnOp::Not, 8)),
@@ -1060,21 +1208,29 @@ impl<'a> Parser<'a> {
         if let Some((op, bp)) = op {
             let start = self.bump().span;
             let operand = self.expr_bp(bp)?;
+            let o = *self.e(operand);
             // Folding `-<int>` keeps `i64::MIN` expressible and saves a node.
             if op == UnOp::Neg
-                && let ExprKind::Int(i) = operand.kind
+                && let ExprKind::Int(i) = o.kind
             {
-                return Ok(self.mk(ExprKind::Int(i.wrapping_neg()), start.to(operand.span), 1));
+                // The literal's node is replaced in place.
+                let id = operand;
+                self.f.exprs[id.0 as usize] = Expr {
+                    kind: ExprKind::Int(i.wrapping_neg()),
+                    span: start.to(o.span),
+                    height: 1,
+                };
+                return Ok(id);
             }
-            let span = start.to(operand.span);
-            let h = operand.height + 1;
-            return Ok(self.mk(ExprKind::Unary(op, Box::new(operand)), span, h));
+            let span = start.to(o.span);
+            let h = o.height + 1;
+            return Ok(self.mk(ExprKind::Unary(op, operand), span, h));
         }
         let primary = self.primary()?;
         self.postfix(primary)
     }
 
-    fn postfix(&mut self, mut lhs: Expr) -> PResult<Expr> {
+    fn postfix(&mut self, mut lhs: ExprId) -> PResult<ExprId> {
         loop {
             if self.at(Tok::Newline) && self.peek_past_newlines() == Tok::Dot {
                 self.skip_newlines();
@@ -1082,41 +1238,35 @@ impl<'a> Parser<'a> {
             match self.peek() {
                 Tok::LParen => {
                     let args = self.args(Tok::LParen, Tok::RParen)?;
-                    let span = lhs.span.to(self.prev_span());
-                    let h = args
-                        .iter()
-                        .map(|a| a.height)
-                        .max()
-                        .unwrap_or(0)
-                        .max(lhs.height)
+                    let l = *self.e(lhs);
+                    let span = l.span.to(self.prev_span());
+                    let h = self
+                        .max_height(&self.f.expr_lists[args])
+                        .max(l.height)
                         + 1;
-                    lhs = self.mk(ExprKind::Call(Box::new(lhs), args), span, h);
+                    lhs = self.mk(ExprKind::Call(lhs, args), span, h);
                 }
                 Tok::Dot => {
                     self.bump();
                     let name = if matches!(self.peek(), Tok::Ident | Tok::TypeIdent) {
-                        Name {
-                            text: self.text().to_string(),
-                            span: self.bump().span,
-                        }
+                        self.name()
                     } else {
                         return Err(self.unexpected("a field or method name after `.`"));
                     };
                     if self.at(Tok::LParen) {
                         let args = self.args(Tok::LParen, Tok::RParen)?;
-                        let span = lhs.span.to(self.prev_span());
-                        let h = args
-                            .iter()
-                            .map(|a| a.height)
-                            .max()
-                            .unwrap_or(0)
-                            .max(lhs.height)
+                        let l = *self.e(lhs);
+                        let span = l.span.to(self.prev_span());
+                        let h = self
+                            .max_height(&self.f.expr_lists[args])
+                            .max(l.height)
                             + 1;
-                        lhs = self.mk(ExprKind::Method(Box::new(lhs), name, args), span, h);
+                        lhs = self.mk(ExprKind::Method(lhs, name, args), span, h);
                     } else {
-                        let span = lhs.span.to(name.span);
-                        let h = lhs.height + 1;
-                        lhs = self.mk(ExprKind::Field(Box::new(lhs), name), span, h);
+                        let l = *self.e(lhs);
+                        let span = l.span.to(name.span);
+                        let h = l.height + 1;
+                        lhs = self.mk(ExprKind::Field(lhs, name), span, h);
                     }
                 }
                 Tok::LBracket => {
@@ -1125,15 +1275,17 @@ impl<'a> Parser<'a> {
                     let index = self.expr()?;
                     self.skip_newlines();
                     self.expect(Tok::RBracket, "`]` after the index")?;
-                    let span = lhs.span.to(self.prev_span());
-                    let h = lhs.height.max(index.height) + 1;
-                    lhs = self.mk(ExprKind::Index(Box::new(lhs), Box::new(index)), span, h);
+                    let l = *self.e(lhs);
+                    let span = l.span.to(self.prev_span());
+                    let h = l.height.max(self.e(index).height) + 1;
+                    lhs = self.mk(ExprKind::Index(lhs, index), span, h);
                 }
                 Tok::Question => {
                     let q = self.bump().span;
-                    let span = lhs.span.to(q);
-                    let h = lhs.height + 1;
-                    lhs = self.mk(ExprKind::Try(Box::new(lhs)), span, h);
+                    let l = *self.e(lhs);
+                    let span = l.span.to(q);
+                    let h = l.height + 1;
+                    lhs = self.mk(ExprKind::Try(lhs), span, h);
                 }
                 _ => return Ok(lhs),
             }
@@ -1141,9 +1293,9 @@ impl<'a> Parser<'a> {
     }
 
     /// A comma-separated list between `open` and `close`; newlines are free inside.
-    fn args(&mut self, open: Tok, close: Tok) -> PResult<Vec<Expr>> {
+    fn args(&mut self, open: Tok, close: Tok) -> PResult<Seq<ExprId>> {
         self.expect(open, "`(`")?;
-        let mut args = Vec::new();
+        let mut args = self.ids();
         loop {
             self.skip_newlines();
             if self.at(close) {
@@ -1162,17 +1314,39 @@ impl<'a> Parser<'a> {
             "`,` or `]`"
         };
         self.expect(close, what)?;
-        Ok(args)
+        Ok(self.finish_ids(args))
     }
 
-    fn string(&mut self) -> Expr {
+    fn string(&mut self) -> ExprId {
         let tok = self.bump();
         let slice = &self.src[tok.span.start as usize..tok.span.end as usize];
-        let parts = lexer::decode_string(tok.kind, slice, tok.span.start, &mut self.diags);
+        let mut raw = std::mem::take(&mut self.raw_parts);
+        lexer::decode_string(
+            tok.kind,
+            slice,
+            tok.span.start,
+            true,
+            &mut self.diags,
+            &mut self.f.strings,
+            &mut raw,
+        );
+        let start = self.f.str_parts.len();
+        for p in raw.drain(..) {
+            let part = match p {
+                RawPart::Text(t) => StrPart::Text(t),
+                RawPart::Var(span) => {
+                    let text = &self.src[span.start as usize..span.end as usize];
+                    StrPart::Var(self.interner.intern(&mut self.f, text), span)
+                }
+            };
+            self.f.str_parts.push(part);
+        }
+        self.raw_parts = raw;
+        let parts = Seq::since(start, &self.f.str_parts);
         self.mk(ExprKind::Str(parts), tok.span, 1)
     }
 
-    fn primary(&mut self) -> PResult<Expr> {
+    fn primary(&mut self) -> PResult<ExprId> {
         let span = self.span();
         match self.peek() {
             Tok::Int => {
@@ -1200,7 +1374,12 @@ impl<'a> Parser<'a> {
                 Ok(self.mk(ExprKind::Int(v), span, 1))
             }
             Tok::Float => {
-                let digits: String = self.text().chars().filter(|&c| c != '_').collect();
+                let text = self.text();
+                let digits: std::borrow::Cow<str> = if text.contains('_') {
+                    text.replace('_', "").into()
+                } else {
+                    text.into()
+                };
                 self.bump();
                 let v = digits.parse::<f64>().unwrap_or(0.0);
                 if !v.is_finite() {
@@ -1218,12 +1397,12 @@ impl<'a> Parser<'a> {
                 Ok(self.mk(ExprKind::Bool(b), span, 1))
             }
             Tok::Ident => {
-                self.bump();
-                Ok(self.mk(ExprKind::Var(span), span, 1))
+                let name = self.name();
+                Ok(self.mk(ExprKind::Var(name.sym), span, 1))
             }
             Tok::TypeIdent => {
-                self.bump();
-                Ok(self.mk(ExprKind::Upper(span), span, 1))
+                let name = self.name();
+                Ok(self.mk(ExprKind::Upper(name.sym), span, 1))
             }
             Tok::LParen => {
                 self.bump();
@@ -1231,22 +1410,22 @@ impl<'a> Parser<'a> {
                 if self.at(Tok::RParen) {
                     let close = self.bump().span;
                     let block = Block {
-                        stmts: Vec::new(),
+                        stmts: Seq::EMPTY,
                         span: span.to(close),
                         height: 1,
                     };
                     return Ok(self.mk(ExprKind::Block(block), span.to(close), 2));
                 }
-                let mut e = self.expr()?;
+                let e = self.expr()?;
                 self.skip_newlines();
                 let close = self.expect(Tok::RParen, "`)`")?;
-                e.span = span.to(close);
+                self.f.exprs[e.0 as usize].span = span.to(close);
                 Ok(e)
             }
             Tok::LBracket => {
                 let items = self.args(Tok::LBracket, Tok::RBracket)?;
                 let span = span.to(self.prev_span());
-                let h = items.iter().map(|a| a.height).max().unwrap_or(0) + 1;
+                let h = self.max_height(&self.f.expr_lists[items]) + 1;
                 Ok(self.mk(ExprKind::List(items), span, h))
             }
             Tok::LBrace => {
@@ -1265,9 +1444,9 @@ impl<'a> Parser<'a> {
                 let cond = self.expr()?;
                 self.skip_newlines();
                 let body = self.block()?;
-                let h = cond.height.max(bh(&body)) + 1;
+                let h = self.e(cond).height.max(bh(&body)) + 1;
                 let span = span.to(body.span);
-                Ok(self.mk(ExprKind::While(Box::new(cond), body), span, h))
+                Ok(self.mk(ExprKind::While(cond, body), span, h))
             }
             Tok::Loop => {
                 self.bump();
@@ -1289,18 +1468,16 @@ impl<'a> Parser<'a> {
                 let iter = self.expr()?;
                 self.skip_newlines();
                 let body = self.block()?;
-                let h = iter.height.max(bh(&body)) + 1;
+                let h = self.e(iter).height.max(bh(&body)) + 1;
                 let span = span.to(body.span);
-                Ok(self.mk(
-                    ExprKind::For(Box::new(ForLoop {
-                        var,
-                        index,
-                        iter,
-                        body,
-                    })),
-                    span,
-                    h,
-                ))
+                let id = self.f.fors.len() as u32;
+                self.f.fors.push(ForLoop {
+                    var,
+                    index,
+                    iter,
+                    body,
+                });
+                Ok(self.mk(ExprKind::For(id), span, h))
             }
             Tok::Break => {
                 self.bump();
@@ -1325,9 +1502,10 @@ impl<'a> Parser<'a> {
                     return Ok(self.mk(ExprKind::Return(None), span, 1));
                 }
                 let value = self.expr()?;
-                let h = value.height + 1;
-                let span = span.to(value.span);
-                Ok(self.mk(ExprKind::Return(Some(Box::new(value))), span, h))
+                let v = self.e(value);
+                let h = v.height + 1;
+                let span = span.to(v.span);
+                Ok(self.mk(ExprKind::Return(Some(value)), span, h))
             }
             Tok::Fn => {
                 self.bump();
@@ -1335,19 +1513,17 @@ impl<'a> Parser<'a> {
                 let ret = self.ret_type()?;
                 self.skip_newlines();
                 let body = self.block()?;
-                let h = params
+                let h = self.f.params[params]
                     .iter()
-                    .filter_map(|p| p.default.as_ref().map(|d| d.height))
+                    .filter_map(|p| p.default.map(|d| self.e(d).height))
                     .max()
                     .unwrap_or(0)
                     .max(bh(&body))
                     + 1;
                 let span = span.to(body.span);
-                Ok(self.mk(
-                    ExprKind::Closure(Box::new(Closure { params, ret, body })),
-                    span,
-                    h,
-                ))
+                let id = self.f.closures.len() as u32;
+                self.f.closures.push(Closure { params, ret, body });
+                Ok(self.mk(ExprKind::Closure(id), span, h))
             }
             _ => Err(self.unexpected("an expression")),
         }
@@ -1367,14 +1543,14 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn record(&mut self) -> PResult<Expr> {
+    fn record(&mut self) -> PResult<ExprId> {
         self.enter()?;
         let r = self.record_inner();
         self.leave();
         r
     }
 
-    fn record_inner(&mut self) -> PResult<Expr> {
+    fn record_inner(&mut self) -> PResult<ExprId> {
         let open = self.expect(Tok::LBrace, "`{`")?;
         let mut fields = Vec::new();
         loop {
@@ -1383,24 +1559,16 @@ impl<'a> Parser<'a> {
                 break;
             }
             let name = match self.peek() {
-                Tok::Ident | Tok::TypeIdent => Name {
-                    text: self.text().to_string(),
-                    span: self.bump().span,
-                },
-                t @ (Tok::Str | Tok::SStr) => {
-                    let tok = self.bump();
-                    let slice = &self.src[tok.span.start as usize..tok.span.end as usize];
-                    let parts = lexer::decode_string(t, slice, tok.span.start, &mut self.diags);
-                    let text = parts
-                        .into_iter()
-                        .map(|p| match p {
-                            StrPart::Text(t) => t,
-                            StrPart::Var(v, _) => format!("{{{v}}}"),
-                        })
-                        .collect();
+                Tok::Ident | Tok::TypeIdent => self.name(),
+                Tok::Str | Tok::SStr => {
+                    let (text, span) = self.plain_string();
+                    let text = &self.f.strings[text.start as usize..][..text.len as usize];
+                    // The key's text is already in the arena; interning copies it once more
+                    // only when it is new, which is rare enough not to matter.
+                    let text = text.to_owned();
                     Name {
-                        text,
-                        span: tok.span,
+                        sym: self.intern(&text),
+                        span,
                     }
                 }
                 _ => return Err(self.unexpected("a field name")),
@@ -1416,23 +1584,29 @@ impl<'a> Parser<'a> {
         }
         self.skip_newlines();
         let close = self.expect(Tok::RBrace, "`,` or `}` in the record")?;
-        let h = fields.iter().map(|(_, e)| e.height).max().unwrap_or(0) + 1;
+        let h = fields
+            .iter()
+            .map(|&(_, e)| self.e(e).height)
+            .max()
+            .unwrap_or(0)
+            + 1;
+        let fields = Seq::push_all(&mut self.f.fields, fields);
         Ok(self.mk(ExprKind::Record(fields), open.to(close), h))
     }
 
-    fn if_expr(&mut self) -> PResult<Expr> {
+    fn if_expr(&mut self) -> PResult<ExprId> {
         self.enter()?;
         let r = self.if_inner();
         self.leave();
         r
     }
 
-    fn if_inner(&mut self) -> PResult<Expr> {
+    fn if_inner(&mut self) -> PResult<ExprId> {
         let start = self.expect(Tok::If, "`if`")?;
         let cond = self.expr()?;
         self.skip_newlines();
         let then = self.block()?;
-        let mut h = cond.height.max(bh(&then));
+        let mut h = self.e(cond).height.max(bh(&then));
         let mut end = then.span;
         let otherwise = if self.peek_past_newlines() == Tok::Else {
             self.skip_newlines();
@@ -1445,26 +1619,22 @@ impl<'a> Parser<'a> {
                 let (hb, sp) = (bh(&b) + 1, b.span);
                 self.mk(ExprKind::Block(b), sp, hb)
             };
-            h = h.max(e.height);
-            end = e.span;
-            Some(Box::new(e))
+            h = h.max(self.e(e).height);
+            end = self.e(e).span;
+            Some(e)
         } else {
             None
         };
-        Ok(self.mk(
-            ExprKind::If(Box::new(cond), then, otherwise),
-            start.to(end),
-            h + 1,
-        ))
+        Ok(self.mk(ExprKind::If(cond, then, otherwise), start.to(end), h + 1))
     }
 
-    fn match_expr(&mut self) -> PResult<Expr> {
+    fn match_expr(&mut self) -> PResult<ExprId> {
         let start = self.expect(Tok::Match, "`match`")?;
         let scrutinee = self.expr()?;
         self.skip_newlines();
         self.expect(Tok::LBrace, "`{` after the match value")?;
         let mut arms = Vec::new();
-        let mut h = scrutinee.height;
+        let mut h = self.e(scrutinee).height;
         loop {
             while matches!(self.peek(), Tok::Newline | Tok::Comma | Tok::Semi) {
                 self.bump();
@@ -1475,7 +1645,7 @@ impl<'a> Parser<'a> {
             let before = self.pos;
             match self.arm() {
                 Ok(arm) => {
-                    h = h.max(arm.body.height);
+                    h = h.max(self.e(arm.body).height);
                     arms.push(arm);
                 }
                 Err(Fail) => self.recover_stmt(),
@@ -1485,8 +1655,9 @@ impl<'a> Parser<'a> {
             }
         }
         let close = self.expect(Tok::RBrace, "`}` to close the match")?;
+        let arms = Seq::push_all(&mut self.f.arms, arms);
         Ok(self.mk(
-            ExprKind::Match(Box::new(scrutinee), arms),
+            ExprKind::Match(scrutinee, arms),
             start.to(close),
             h + 1,
         ))
@@ -1529,20 +1700,20 @@ impl<'a> Parser<'a> {
         let span = self.span();
         match self.peek() {
             Tok::Ident => {
-                let text = self.text().to_string();
-                self.bump();
-                if text == "_" {
+                let name = self.name();
+                if name.sym == Sym::UNDERSCORE {
                     Ok(Pattern::Wild(span))
                 } else {
-                    Ok(Pattern::Bind(Name { text, span }))
+                    Ok(Pattern::Bind(name))
                 }
             }
             Tok::Int | Tok::Minus | Tok::Float => {
-                let e = self.prefix()?;
+                let id = self.prefix()?;
+                let e = *self.e(id);
                 match e.kind {
                     ExprKind::Int(i) => Ok(Pattern::Int(i, e.span)),
                     ExprKind::Float(f) => Ok(Pattern::Float(f, e.span)),
-                    ExprKind::Unary(UnOp::Neg, inner) => match inner.kind {
+                    ExprKind::Unary(UnOp::Neg, inner) => match self.e(inner).kind {
                         ExprKind::Float(f) => Ok(Pattern::Float(-f, e.span)),
                         _ => {
                             self.error(Code::UnexpectedToken, e.span, "expected a pattern");
@@ -1556,28 +1727,12 @@ impl<'a> Parser<'a> {
                 }
             }
             Tok::Str | Tok::SStr | Tok::RawStr(_) => {
-                let e = self.string();
-                let mut s = String::new();
-                if let ExprKind::Str(parts) = e.kind {
-                    for p in parts {
-                        match p {
-                            StrPart::Text(t) => s.push_str(&t),
-                            StrPart::Var(v, _) => {
-                                s.push('{');
-                                s.push_str(&v);
-                                s.push('}');
-                            }
-                        }
-                    }
-                }
-                Ok(Pattern::Str(s, span))
+                let (text, _) = self.plain_string();
+                Ok(Pattern::Str(text, span))
             }
             Tok::True | Tok::False => Ok(Pattern::Bool(self.bump().kind == Tok::True, span)),
             Tok::TypeIdent => {
-                let name = Name {
-                    text: self.text().to_string(),
-                    span: self.bump().span,
-                };
+                let name = self.name();
                 let mut args = Vec::new();
                 if self.eat(Tok::LParen) {
                     loop {
@@ -1593,6 +1748,7 @@ impl<'a> Parser<'a> {
                     }
                     self.expect(Tok::RParen, "`,` or `)` in the pattern")?;
                 }
+                let args = Seq::push_all(&mut self.f.patterns, args);
                 Ok(Pattern::Ctor(name, args))
             }
             Tok::Unterminated => {
@@ -1604,10 +1760,10 @@ impl<'a> Parser<'a> {
     }
 }
 
-fn is_place(e: &Expr) -> bool {
-    match &e.kind {
+fn is_place(f: &File, e: ExprId) -> bool {
+    match f.expr(e).kind {
         ExprKind::Var(_) => true,
-        ExprKind::Field(inner, _) | ExprKind::Index(inner, _) => is_place(inner),
+        ExprKind::Field(inner, _) | ExprKind::Index(inner, _) => is_place(f, inner),
         _ => false,
     }
 }
