@@ -157,16 +157,27 @@ impl SourceFile {
     /// Indexes `text`.
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
         let text = text.into();
-        let mut line_starts = vec![0u32];
-        for (i, b) in text.bytes().enumerate() {
-            if b == b'\n' {
-                line_starts.push(i as u32 + 1);
-            }
-        }
+        let mut line_starts = Vec::with_capacity(text.len() / 32 + 1);
+        line_starts.push(0u32);
+        line_starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|&(_, b)| b == b'\n')
+                .map(|(i, _)| i as u32 + 1),
+        );
         SourceFile {
             name: name.into(),
             text,
             line_starts,
+        }
+    }
+
+    /// 1-based line of a byte offset.
+    pub fn line(&self, offset: u32) -> usize {
+        let offset = offset.min(self.text.len() as u32);
+        match self.line_starts.binary_search(&offset) {
+            Ok(i) => i + 1,
+            Err(i) => i,
         }
     }
 

@@ -144,7 +144,7 @@ impl<'a> Lowerer<'a> {
     }
 
     fn line(&self, span: Span) -> usize {
-        self.src.line_col(span.start).0
+        self.src.line(span.start)
     }
 
     fn push(&mut self, kind: ExprKind, span: Span) -> ExprId {

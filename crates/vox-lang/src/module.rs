@@ -16,6 +16,10 @@ pub const MAX_SOURCE_BYTES: usize = 16 << 20;
 /// Decodes bytes as UTF-8; each invalid sequence becomes a diagnostic (at most 20 are reported)
 /// and is replaced by U+FFFD so the rest of the file can still be checked.
 pub fn decode_source(bytes: &[u8]) -> (String, Vec<Diagnostic>) {
+    // Valid UTF-8 (the usual case) is checked and copied in bulk.
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return (text.to_owned(), Vec::new());
+    }
     let mut text = String::with_capacity(bytes.len());
     let mut diags = Vec::new();
     for chunk in bytes.utf8_chunks() {

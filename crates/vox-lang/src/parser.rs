@@ -100,19 +100,42 @@ pub fn parse(src: &str) -> Parsed {
 /// [`File::strings`], so neither the table nor the symbols allocate per name.
 #[derive(Default)]
 struct Interner {
-    /// Symbol + 1 per slot, 0 when empty; the length is a power of two.
-    table: Vec<u32>,
-    /// Hash of each symbol's text.
+    /// Per slot: the high half of the name's hash and symbol + 1 (0 when empty), so most
+    /// probes are settled without touching the text. The length is a power of two.
+    table: Vec<u64>,
+    /// Hash of each symbol's text, for growing the table.
     hashes: Vec<u64>,
 }
 
+const K: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// A fast hash of a short name, reading it in words (no byte-by-byte buffer, whose copy
+/// stalled the load that followed).
+#[inline]
 fn hash_name(s: &str) -> u64 {
-    let mut h: u64 = s.len() as u64;
-    for chunk in s.as_bytes().chunks(8) {
-        let mut buf = [0u8; 8];
-        buf[..chunk.len()].copy_from_slice(chunk);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(buf)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
+    let b = s.as_bytes();
+    let n = b.len();
+    let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
+    let half = |i: usize| u64::from(u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or([0; 4])));
+    let (mut h, tail) = if n >= 8 {
+        let mut h = n as u64;
+        let mut i = 0;
+        while i + 8 < n {
+            h = (h ^ word(i)).wrapping_mul(K).rotate_left(29);
+            i += 8;
+        }
+        (h, word(n - 8))
+    } else if n >= 4 {
+        (n as u64, (half(0) << 32) | half(n - 4))
+    } else if n > 0 {
+        (
+            n as u64,
+            (u64::from(b[0]) << 16) | (u64::from(b[n / 2]) << 8) | u64::from(b[n - 1]),
+        )
+    } else {
+        (0, 0)
+    };
+    h = (h ^ tail).wrapping_mul(K);
     h ^ (h >> 29)
 }
 
@@ -125,8 +148,10 @@ impl Interner {
         }
     }
 
+    #[inline]
     fn intern(&mut self, f: &mut File, text: &str) -> Sym {
         let h = hash_name(text);
+        let tag = h & !0xffff_ffff;
         let mask = self.table.len() - 1;
         let mut i = h as usize & mask;
         loop {
@@ -134,16 +159,18 @@ impl Interner {
             if e == 0 {
                 break;
             }
-            let sym = (e - 1) as usize;
-            if self.hashes[sym] == h && f.symbols.texts[sym].get(&f.strings) == text {
-                return Sym(sym as u32);
+            if e & !0xffff_ffff == tag {
+                let sym = (e & 0xffff_ffff) as usize - 1;
+                if f.symbols.texts[sym].get(&f.strings) == text {
+                    return Sym(sym as u32);
+                }
             }
             i = (i + 1) & mask;
         }
         let sym = f.symbols.texts.len();
         f.symbols.texts.push(StrRef::push(&mut f.strings, text));
         self.hashes.push(h);
-        self.table[i] = sym as u32 + 1;
+        self.table[i] = tag | (sym as u64 + 1);
         if self.hashes.len() * 2 > self.table.len() {
             let size = self.table.len() * 2;
             let mask = size - 1;
@@ -153,7 +180,7 @@ impl Interner {
                 while self.table[i] != 0 {
                     i = (i + 1) & mask;
                 }
-                self.table[i] = s as u32 + 1;
+                self.table[i] = (h & !0xffff_ffff) | (s as u64 + 1);
             }
         }
         Sym(sym as u32)
