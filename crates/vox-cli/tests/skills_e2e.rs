@@ -22,10 +22,10 @@ fn workspace() -> Ws {
         &ws.root().join("src-skills/git-helper/SKILL.md"),
         GIT_HELPER,
     );
-    write(
-        &ws.root().join("src-skills/git-helper/scripts/check.sh"),
-        "#!/bin/sh\nexit 0\n",
-    );
+    let script = ws.root().join("src-skills/git-helper/scripts/check.sh");
+    write(&script, "#!/bin/sh\nexit 0\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     write(
         &ws.root().join(".vox/skills/release-notes/SKILL.md"),
         "+++\nname = \"release-notes\"\ndescription = \"Draft release notes from merged changes.\"\n[metadata]\ntags = [\"docs\", \"release\"]\n+++\nCollect the merged changes and group them by area.\n",
@@ -355,5 +355,112 @@ async fn named_profiles_serve_no_macro_tools_and_the_skills_profile_serves_the_t
     );
     // The allowlist holds under a named profile too.
     ok(&c, "vox_skill_use", json!({"id": "git-helper"})).await;
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn skill_run_is_sandboxed_and_each_denial_really_happens() {
+    let ws = workspace();
+    let c = ws.client(&[]).await;
+    ok(
+        &c,
+        "vox_skill_install",
+        json!({"path": "src-skills/git-helper"}),
+    )
+    .await;
+    if let Err(e) = vox_sandbox::probe() {
+        // Where the kernel cannot confine a run, the tool refuses rather than run unconfined.
+        let e2 = err(
+            &c,
+            "vox_skill_run",
+            json!({"id": "git-helper", "command": ["true"]}),
+        )
+        .await;
+        assert_eq!(e2["code"], "unavailable", "{e}");
+        assert!(e2["message"].as_str().unwrap().contains("unconfined"));
+        return;
+    }
+    let run = |args: serde_json::Value| {
+        let c = &c;
+        async move { ok(c, "vox_skill_run", args).await }
+    };
+    // A normal command sees its scratch copy and may write inside it.
+    let r = run(json!({"id": "git-helper", "command": ["sh", "-c", "head -2 SKILL.md; echo made > out.txt; cat out.txt; ./scripts/check.sh && echo script-ok; echo $HOME; env | wc -l"], "stdin": ""})).await;
+    assert_eq!(r["exit_code"], 0, "{r}");
+    let out = r["stdout"].as_str().unwrap();
+    assert!(
+        out.contains("name: git-helper") && out.contains("made") && out.contains("script-ok"),
+        "{r}"
+    );
+    // The environment is scrubbed: a parent variable is not visible.
+    let r = run(
+        json!({"id": "git-helper", "command": ["sh", "-c", "echo \"[${VOX_WORKSPACE:-unset}]\""]}),
+    )
+    .await;
+    assert_eq!(r["stdout"], "[unset]\n", "{r}");
+    // A write outside the scratch copy fails: /tmp, and the installed skill itself.
+    let outside = format!("/tmp/vox-skill-run-outside-{}", std::process::id());
+    let installed = ws.root().join(".vox/skills/git-helper/SKILL.md");
+    let before = std::fs::read_to_string(&installed).unwrap();
+    let script = format!("echo x > {outside}; echo y >> {}", installed.display());
+    let r = run(json!({"id": "git-helper", "command": ["sh", "-c", script]})).await;
+    assert_ne!(r["exit_code"], 0, "{r}");
+    assert!(!Path::new(&outside).exists());
+    assert_eq!(std::fs::read_to_string(&installed).unwrap(), before);
+    // No network: a connection to a listener on this machine's loopback never arrives.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let py = format!("import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2)");
+    let r = run(json!({"id": "git-helper", "command": ["python3", "-c", py]})).await;
+    assert_ne!(r["exit_code"], 0, "{r}");
+    assert!(
+        listener.accept().is_err(),
+        "the sandbox reached the host's loopback"
+    );
+    // Too many processes: forks beyond the process limit fail (bounded, so a broken sandbox
+    // could not take the machine down), and the wall clock ends the run.
+    let r = run(json!({"id": "git-helper", "timeout_ms": 2000, "command": ["sh", "-c", "i=0; while [ $i -lt 300 ]; do sleep 20 & i=$((i+1)); done; wait"]})).await;
+    assert!(
+        r["stderr"].as_str().unwrap().contains("fork")
+            || r["stderr"]
+                .as_str()
+                .unwrap()
+                .contains("Resource temporarily unavailable"),
+        "{r}"
+    );
+    // A sleep past the limit is killed at the deadline.
+    let r = run(json!({"id": "git-helper", "timeout_ms": 1000, "command": ["sleep", "30"]})).await;
+    assert_eq!(r["limit"], "wall", "{r}");
+    assert!(r["duration_ms"].as_u64().unwrap() < 5_000, "{r}");
+    // Bad requests.
+    let e = err(
+        &c,
+        "vox_skill_run",
+        json!({"id": "nope", "command": ["true"]}),
+    )
+    .await;
+    assert_eq!(e["code"], "not_found");
+    let e = err(
+        &c,
+        "vox_skill_run",
+        json!({"id": "git-helper", "command": []}),
+    )
+    .await;
+    assert_eq!(e["code"], "invalid_arguments");
+    let e = err(
+        &c,
+        "vox_skill_run",
+        json!({"id": "git-helper", "command": ["no-such-program-xyz"]}),
+    )
+    .await;
+    assert_eq!(e["code"], "invalid_arguments", "{e}");
+    let e = err(
+        &c,
+        "vox_skill_run",
+        json!({"id": "git-helper", "command": ["true"], "timeout_ms": 999999}),
+    )
+    .await;
+    assert_eq!(e["code"], "invalid_arguments");
     c.cancel().await.unwrap();
 }

@@ -34,7 +34,7 @@ async fn session(mut socket: WebSocket, s: Arc<Shared>, mut who: Who) {
 async fn serve_session(socket: &mut WebSocket, s: &Shared, who: &Who) {
     while let Some(Ok(msg)) = socket.recv().await {
         let reply = match msg {
-            Message::Text(text) => answer(&s, &who, text.as_str()).await,
+            Message::Text(text) => answer(s, who, text.as_str()).await,
             Message::Binary(_) => {
                 json!({"id": null, "type": "error", "error": {"code": "invalid_request", "message": "send JSON text frames"}})
             }

@@ -145,7 +145,14 @@ impl Git {
         });
 
         let remaining = deadline.saturating_duration_since(Instant::now());
-        let (stdout, overflowed) = match out_rx.recv_timeout(remaining) {
+        // A deadline that passed while git was starting is a timeout, whatever git managed to
+        // write by now (otherwise the outcome would depend on thread scheduling).
+        let received = if remaining.is_zero() {
+            Err(mpsc::RecvTimeoutError::Timeout)
+        } else {
+            out_rx.recv_timeout(remaining)
+        };
+        let (stdout, overflowed) = match received {
             Ok(Ok(read)) => read,
             Ok(Err(err)) => {
                 kill_and_reap(&mut child);

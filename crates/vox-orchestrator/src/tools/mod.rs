@@ -30,12 +30,18 @@ pub struct HandlerEntry {
 fn typed<A: DeserializeOwned + JsonSchema + 'static>(
     f: fn(&Ctx, A) -> Result<Value, ToolError>,
 ) -> HandlerEntry {
-    typed_in_session::<A>(Box::new(move |ctx, _session, a| f(ctx, a)))
+    entry::<A>(move |ctx, _session, a| f(ctx, a))
 }
 
 /// [`typed`] for a handler that needs the calling session (`vox_skill_use`, `vox_skill_info`).
 fn typed_in_session<A: DeserializeOwned + JsonSchema + 'static>(
-    f: Box<dyn Fn(&Ctx, &str, A) -> Result<Value, ToolError> + Send + Sync>,
+    f: fn(&Ctx, &str, A) -> Result<Value, ToolError>,
+) -> HandlerEntry {
+    entry::<A>(f)
+}
+
+fn entry<A: DeserializeOwned + JsonSchema + 'static>(
+    f: impl Fn(&Ctx, &str, A) -> Result<Value, ToolError> + Send + Sync + 'static,
 ) -> HandlerEntry {
     let mut schema =
         serde_json::to_value(schemars::schema_for!(A)).unwrap_or_else(|_| serde_json::json!({}));

@@ -146,16 +146,95 @@ fn use_skill(ctx: &Ctx, session: &str, a: UseArgs) -> Result<Value, ToolError> {
     }
 }
 
+/// Longest wall clock a caller may ask for: below the call deadline (`VOX_TOOL_TIMEOUT_MS`,
+/// 30 s by default), so the sandbox, not the deadline, ends a long run and reports it.
+const MAX_RUN_MS: u64 = 25_000;
+/// Largest stdin accepted.
+const MAX_STDIN_BYTES: usize = 1 << 20;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RunArgs {
+    /// The installed skill whose files the command runs beside.
+    id: String,
+    /// The command and its arguments; argv[0] is looked up in PATH or is a path inside the skill
+    /// (for example `./scripts/check.sh`).
+    command: Vec<String>,
+    /// Text for the command's stdin.
+    stdin: Option<String>,
+    /// Wall clock in milliseconds (default 10,000, at most 25,000).
+    timeout_ms: Option<u64>,
+}
+
+fn run(ctx: &Ctx, a: RunArgs) -> Result<Value, ToolError> {
+    bounded("id", &a.id, 64)?;
+    if a.command.is_empty()
+        || a.command.len() > 256
+        || a.command.iter().map(String::len).sum::<usize>() > 64 * 1024
+    {
+        return Err(ToolError::InvalidArguments(
+            "`command` must hold 1-256 arguments of at most 64 KiB in all".into(),
+        ));
+    }
+    if a.stdin.as_ref().is_some_and(|s| s.len() > MAX_STDIN_BYTES) {
+        return Err(ToolError::InvalidArguments(format!(
+            "`stdin` is larger than {MAX_STDIN_BYTES} bytes"
+        )));
+    }
+    let timeout = a.timeout_ms.unwrap_or(10_000);
+    if timeout == 0 || timeout > MAX_RUN_MS {
+        return Err(ToolError::InvalidArguments(format!(
+            "`timeout_ms` must be between 1 and {MAX_RUN_MS}"
+        )));
+    }
+    let catalog = skills(ctx)?.catalog();
+    let skill = catalog.get(&a.id)?;
+    let limits = vox_sandbox::Limits {
+        wall: std::time::Duration::from_millis(timeout),
+        max_output_bytes: 256 * 1024,
+        ..Default::default()
+    };
+    let req = vox_sandbox::RunRequest {
+        skill_dir: &skill.dir,
+        argv: &a.command,
+        stdin: a.stdin.as_deref().map(str::as_bytes),
+        limits,
+    };
+    let out = vox_sandbox::run(&req).map_err(|e| match e {
+        vox_sandbox::SandboxError::Unsupported(m) => {
+            ToolError::Unavailable(format!("refusing to run skill {} unconfined: {m}", a.id))
+        }
+        vox_sandbox::SandboxError::InvalidRequest(m) => ToolError::InvalidArguments(m),
+        other => ToolError::Internal(other.to_string()),
+    })?;
+    let limit = out.limit.map(|l| match l {
+        vox_sandbox::LimitHit::Wall => "wall",
+        vox_sandbox::LimitHit::Cpu => "cpu",
+        vox_sandbox::LimitHit::FileSize => "file_size",
+        vox_sandbox::LimitHit::Output => "output",
+    });
+    Ok(json!({
+        "skill": a.id,
+        "exit_code": out.exit_code,
+        "signal": out.signal,
+        "stdout": out.stdout,
+        "stderr": out.stderr,
+        "stdout_truncated": out.stdout_truncated,
+        "stderr_truncated": out.stderr_truncated,
+        "limit": limit,
+        "duration_ms": out.duration_ms,
+        "cpu_ms": out.cpu_ms,
+    }))
+}
+
 pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
         ("vox_skill_install", typed(install)),
         ("vox_skill_uninstall", typed(uninstall)),
         ("vox_skill_list", typed(list)),
-        ("vox_skill_info", typed_in_session::<IdArgs>(Box::new(info))),
+        ("vox_skill_info", typed_in_session(info)),
         ("vox_skill_search", typed(search)),
-        (
-            "vox_skill_use",
-            typed_in_session::<UseArgs>(Box::new(use_skill)),
-        ),
+        ("vox_skill_use", typed_in_session(use_skill)),
+        ("vox_skill_run", typed(run)),
     ]
 }
