@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: formatting, every crate's tests (unit, property, snapshot and
 # end-to-end with the real binaries and the rmcp client), then the official Python MCP SDK
-# against the real `vox mcp`.
+# against the real `vox mcp`, and the `vox ci` gates.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -15,5 +15,7 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import mcp' 2>/dev/null; 
 fi
 cargo build --quiet --bin vox --bin vox-orchestrator-d
 "${CARGO_TARGET_DIR:-target}/debug/vox" ci operations-verify
+"${CARGO_TARGET_DIR:-target}/debug/vox" ci mcp-vox-surface-parity
+"${CARGO_TARGET_DIR:-target}/debug/vox" ci agentskills-compliance skills
 .venv/bin/python tests/python/test_stdio_e2e.py "${CARGO_TARGET_DIR:-target}/debug/vox"
 .venv/bin/python tests/python/test_http_e2e.py "${CARGO_TARGET_DIR:-target}/debug/vox"

@@ -650,3 +650,61 @@ async fn call_at(addr: SocketAddr, name: &str, args: Value) -> Reply {
     )
     .await
 }
+
+#[tokio::test]
+async fn an_active_skill_is_scoped_to_the_rest_session_that_chose_it() {
+    let ws = Ws::new();
+    let dir = ws.root().join(".vox/skills/mem-only");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: mem-only\ndescription: Memories only.\nmetadata:\n  vox-tools: vox_memory_*\n---\nUse memories.\n",
+    )
+    .unwrap();
+    let s = Server::tokens(ws, "knowledge,skills");
+    let in_session = |session: &'static str, name: &'static str, args: Value| {
+        let auth = format!("Bearer {WRITE}");
+        let addr = s.addr;
+        async move {
+            http_from(
+                "127.0.0.1",
+                addr,
+                "POST",
+                "/v1/tools/call",
+                &[("Authorization", &auth), ("X-Vox-Session", session)],
+                Some(&json!({"name": name, "args": args})),
+            )
+            .await
+        }
+    };
+    let r = in_session("a", "vox_skill_use", json!({"id": "mem-only"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = in_session("a", "vox_kb_query", json!({"query": "x"})).await;
+    assert_eq!(
+        (
+            r.status,
+            r.body["error"]["code"].as_str(),
+            r.body["error"]["skill"].as_str()
+        ),
+        (403, Some("skill_tool_not_allowed"), Some("mem-only")),
+        "{}",
+        r.body
+    );
+    let r = in_session("a", "vox_memory_list", json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    // Another session of the same token, and a request without a session, are not limited.
+    assert_eq!(
+        in_session("b", "vox_kb_query", json!({"query": "x"}))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        call(&s, Some(WRITE), "vox_kb_query", json!({"query": "x"}))
+            .await
+            .status,
+        200
+    );
+    let r = in_session("bad session!", "vox_kb_query", json!({"query": "x"})).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+}

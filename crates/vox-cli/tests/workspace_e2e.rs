@@ -197,3 +197,39 @@ async fn a_new_vox_file_is_picked_up_by_the_watcher() {
     assert_eq!(r.structured_content, Some(json!({"result": 9})));
     c.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_file_that_loops_forever_at_load_or_call_is_a_clear_error_and_serving_goes_on() {
+    let ws = workspace();
+    // A module constant whose initializer never ends, and a tool that never returns.
+    std::fs::write(
+        ws.root().join("tools/spin_load.vox"),
+        "fn spin() to int {\n    let mut i = 0\n    loop {\n        i += 1\n    }\n    i\n}\n\nlet FOREVER = spin()\n\n@tool\nfn uses_forever() to int {\n    FOREVER\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.root().join("tools/spin_call.vox"),
+        "@tool\nfn spin_call(n: int) to int {\n    let mut i = 0\n    loop {\n        i += n\n    }\n    i\n}\n",
+    )
+    .unwrap();
+    let c = ws.client(&[]).await;
+    let started = std::time::Instant::now();
+    let report = ok(&c, "vox_workspace_mcp_refresh", json!({})).await;
+    let e = err(&c, "spin_call", json!({"n": 1})).await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let msg = e["message"].as_str().unwrap();
+    assert!(msg.contains("spin_call"), "{e}");
+    assert!(
+        msg.contains("step") || msg.contains("time") || msg.contains("budget"),
+        "{e}"
+    );
+    // Constants are evaluated per call under the call's budget: the file loads, and the call
+    // that needs the endless constant ends with the budget error.
+    assert_eq!(report["tool_count"], 3, "{report}");
+    assert!(!report["errors"].to_string().contains("spin"), "{report}");
+    let e = err(&c, "uses_forever", json!({})).await;
+    assert!(e["message"].as_str().unwrap().contains("step limit"), "{e}");
+    // Still serving.
+    assert_eq!(ok(&c, "add", json!({"a": 1})).await, json!({"result": 2}));
+    c.cancel().await.unwrap();
+}
