@@ -112,6 +112,35 @@ pub(crate) enum Flow {
 
 pub(crate) type R<T = Value> = Result<T, Flow>;
 
+/// Why an int-path evaluation ([`Interp::eval_i`]) did not produce an int: the value was of
+/// another type (it waits in `Interp::acc`), or control flow, or an error.
+///
+/// `repr(u64)` makes `Result<i64, Slow>` a pair of machine words, which Rust returns in two
+/// registers; `R` is returned through memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u64)]
+pub(crate) enum Slow {
+    Value,
+    Break,
+    Continue,
+    Return,
+    Error,
+}
+
+impl From<Flow> for Slow {
+    #[inline(always)]
+    fn from(f: Flow) -> Slow {
+        match f {
+            Flow::Break => Slow::Break,
+            Flow::Continue => Slow::Continue,
+            Flow::Return => Slow::Return,
+            Flow::Error => Slow::Error,
+        }
+    }
+}
+
+type RI = Result<i64, Slow>;
+
 thread_local! {
     /// The error of the call running on this thread. A call is synchronous and the language
     /// cannot catch errors, so at most one is pending; `take_error` collects it at the top.
@@ -156,6 +185,11 @@ pub(crate) struct Interp<'p> {
     stack: Vec<Value>,
     fp: usize,
     pub(crate) steps: u64,
+    /// The step count at which `tick` next leaves its fast path (the step limit, or the next
+    /// native-stack check).
+    next_check: u64,
+    /// The step count at which the wall clock is next read.
+    next_time: u64,
     budget: Budget,
     deadline: Instant,
     depth: u32,
@@ -166,6 +200,8 @@ pub(crate) struct Interp<'p> {
     sink: Option<LogSink<'p>>,
     /// The value of a `return` (or `?`) while `Flow::Return` unwinds to the call.
     pub(crate) ret_val: Option<Value>,
+    /// A non-int result of the int path ([`Slow::Value`]).
+    acc: Value,
 }
 
 #[inline(always)]
@@ -185,6 +221,8 @@ impl<'p> Interp<'p> {
             stack: Vec::with_capacity(256),
             fp: 0,
             steps: 0,
+            next_check: budget.max_steps.saturating_add(1).min(8),
+            next_time: 1024,
             budget,
             deadline: Instant::now() + budget.max_wall,
             depth: 0,
@@ -194,6 +232,7 @@ impl<'p> Interp<'p> {
             logs: Vec::new(),
             sink,
             ret_val: None,
+            acc: Value::Unit,
         }
     }
 
@@ -201,22 +240,34 @@ impl<'p> Interp<'p> {
         fail(RunError::Budget { kind, span })
     }
 
-    #[inline]
+    /// Counts one step. The step limit, the wall clock (every 1024 steps) and the native
+    /// stack (every 8) are checked off the fast path, which is one compare.
+    #[inline(always)]
     fn tick(&mut self, span: Span) -> R<()> {
         self.steps += 1;
+        if self.steps >= self.next_check {
+            return self.tick_slow(span);
+        }
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn tick_slow(&mut self, span: Span) -> R<()> {
         if self.steps > self.budget.max_steps {
             return Err(self.budget_err(BudgetKind::Steps, span));
         }
-        if self.steps & 1023 == 0 && Instant::now() > self.deadline {
-            return Err(self.budget_err(BudgetKind::Time, span));
+        if self.steps >= self.next_time {
+            self.next_time = self.steps + 1024;
+            if Instant::now() > self.deadline {
+                return Err(self.budget_err(BudgetKind::Time, span));
+            }
         }
         // Calls check the native stack on entry; this catches deep nesting inside one body
         // too, within a few levels, without paying for the check on every node.
-        if self.steps & 7 == 0
-            && self.stack_base.abs_diff(stack_addr()) > self.budget.max_stack_bytes
-        {
+        if self.stack_base.abs_diff(stack_addr()) > self.budget.max_stack_bytes {
             return Err(self.budget_err(BudgetKind::Depth, span));
         }
+        self.next_check = (self.steps + 8).min(self.budget.max_steps.saturating_add(1));
         Ok(())
     }
 
@@ -507,23 +558,76 @@ impl<'p> Interp<'p> {
     /// Evaluates leaves without a recursive call; they still count as steps.
     #[inline(always)]
     fn operand(&mut self, e: &'p Expr) -> R {
-        match &e.kind {
+        let r = self.operand_i(e);
+        self.from_i(r)
+    }
+
+    /// `operand` on the int path.
+    #[inline(always)]
+    fn operand_i(&mut self, e: &'p Expr) -> RI {
+        match e.kind {
             ExprKind::Binary(op, l, r)
-                if let (Some(x), Some(y)) = (self.peek_int(self.x(*l)), self.peek_int(self.x(*r)))
-                    && let Some(v) = int_op(*op, x, y) =>
+                if let (Some(x), Some(y)) = (self.peek_int(self.x(l)), self.peek_int(self.x(r)))
+                    && let Some(v) = int_op(op, x, y) =>
             {
                 self.steps += 3;
-                Ok(v)
+                self.val_i(v)
             }
             ExprKind::Local(slot) => {
                 self.steps += 1;
-                Ok(self.local(*slot))
+                self.local_i(slot)
             }
             ExprKind::Int(i) => {
                 self.steps += 1;
-                Ok(Value::Int(*i))
+                Ok(i)
             }
-            _ => self.eval(e),
+            _ => self.eval_i(e),
+        }
+    }
+
+    /// An int-path result as a value.
+    #[inline(always)]
+    fn from_i(&mut self, r: RI) -> R {
+        match r {
+            Ok(i) => Ok(Value::Int(i)),
+            Err(Slow::Value) => Ok(std::mem::replace(&mut self.acc, Value::Unit)),
+            Err(Slow::Break) => Err(Flow::Break),
+            Err(Slow::Continue) => Err(Flow::Continue),
+            Err(Slow::Return) => Err(Flow::Return),
+            Err(Slow::Error) => Err(Flow::Error),
+        }
+    }
+
+    /// A value as an int-path result.
+    #[inline(always)]
+    fn val_i(&mut self, v: Value) -> RI {
+        match v {
+            Value::Int(i) => Ok(i),
+            other => {
+                self.acc = other;
+                Err(Slow::Value)
+            }
+        }
+    }
+
+    /// A general result as an int-path result.
+    #[inline(always)]
+    fn to_i(&mut self, r: R) -> RI {
+        match r {
+            Ok(v) => self.val_i(v),
+            Err(f) => Err(f.into()),
+        }
+    }
+
+    #[inline(always)]
+    fn local_i(&mut self, slot: u32) -> RI {
+        let i = self.fp + slot as usize;
+        match self.stack[i] {
+            Value::Int(v) => Ok(v),
+            _ => {
+                self.acc = self.stack[i].clone();
+                Err(Slow::Value)
+            }
         }
     }
 
@@ -538,7 +642,10 @@ impl<'p> Interp<'p> {
             ExprKind::Binary(op, l, r) if !matches!(op, BinOp::And | BinOp::Or) => {
                 self.eval_binary(*op, self.x(*l), self.x(*r), span)
             }
-            ExprKind::CallFn(id, args) => self.eval_call_fn(*id, self.list(*args), span),
+            ExprKind::CallFn(id, args) => {
+                let r = self.call_fn_i(*id, *args, span);
+                self.from_i(r)
+            }
             ExprKind::If(c, then, otherwise) => {
                 if self.truth(self.x(*c))? {
                     self.eval(self.x(*then))
@@ -553,23 +660,87 @@ impl<'p> Interp<'p> {
         }
     }
 
+    /// `eval` for code that usually computes ints (arithmetic, calls, conditionals): the same
+    /// steps and results, but an int comes back in registers; any other value is left in
+    /// `self.acc` with `Err(Slow::Value)`.
+    fn eval_i(&mut self, e: &'p Expr) -> RI {
+        match e.kind {
+            ExprKind::Int(i) => {
+                self.tick(e.span)?;
+                Ok(i)
+            }
+            ExprKind::Local(slot) => {
+                self.tick(e.span)?;
+                self.local_i(slot)
+            }
+            ExprKind::Binary(op, l, r) if !matches!(op, BinOp::And | BinOp::Or) => {
+                self.tick(e.span)?;
+                self.binary_i(op, self.x(l), self.x(r), e.span)
+            }
+            ExprKind::CallFn(id, args) => {
+                self.tick(e.span)?;
+                self.call_fn_i(id, args, e.span)
+            }
+            ExprKind::If(c, then, otherwise) => {
+                self.tick(e.span)?;
+                if self.truth(self.x(c))? {
+                    self.eval_i(self.x(then))
+                } else if let Some(o) = otherwise {
+                    self.eval_i(self.x(o))
+                } else {
+                    self.acc = Value::Unit;
+                    Err(Slow::Value)
+                }
+            }
+            _ => {
+                let r = self.eval(e);
+                self.to_i(r)
+            }
+        }
+    }
+
     #[inline]
     fn eval_binary(&mut self, op: BinOp, l: &'p Expr, r: &'p Expr, span: Span) -> R {
+        let r = self.binary_i(op, l, r, span);
+        self.from_i(r)
+    }
+
+    /// A binary operator other than `and`/`or`, on the int path.
+    #[inline]
+    fn binary_i(&mut self, op: BinOp, l: &'p Expr, r: &'p Expr, span: Span) -> RI {
         if let (Some(x), Some(y)) = (self.peek_int(l), self.peek_int(r))
             && let Some(v) = int_op(op, x, y)
         {
             self.steps += 2;
-            return Ok(v);
+            return self.val_i(v);
         }
-        let a = self.operand(l)?;
-        let b = self.operand(r)?;
         // Int-int arithmetic and comparison is the hot path of most tool code.
-        if let (Value::Int(x), Value::Int(y)) = (&a, &b)
-            && let Some(v) = int_op(op, *x, *y)
-        {
-            return Ok(v);
+        let x = match self.operand_i(l) {
+            Ok(x) => x,
+            Err(Slow::Value) => {
+                let a = std::mem::replace(&mut self.acc, Value::Unit);
+                let b = self.operand(r)?;
+                let v = self.binary(op, &a, &b, span);
+                return self.to_i(v);
+            }
+            Err(e) => return Err(e),
+        };
+        let y = match self.operand_i(r) {
+            Ok(y) => y,
+            Err(Slow::Value) => {
+                let b = std::mem::replace(&mut self.acc, Value::Unit);
+                let v = self.binary(op, &Value::Int(x), &b, span);
+                return self.to_i(v);
+            }
+            Err(e) => return Err(e),
+        };
+        match int_op(op, x, y) {
+            Some(v) => self.val_i(v),
+            None => {
+                let v = self.binary(op, &Value::Int(x), &Value::Int(y), span);
+                self.to_i(v)
+            }
         }
-        self.binary(op, &a, &b, span)
     }
 
     /// Kept out of line on purpose: inlined, LLVM merges it with the general push, which then
@@ -610,8 +781,12 @@ impl<'p> Interp<'p> {
         }
     }
 
-    #[inline]
-    fn eval_call_fn(&mut self, id: u32, args: &'p [ExprId], span: Span) -> R {
+    /// A direct call of a top-level function, on the int path. When every parameter gets an
+    /// argument (always, unless defaults fill some), the frame is set up here rather than in
+    /// the general `invoke`.
+    fn call_fn_i(&mut self, id: u32, args: Seq<ExprId>, span: Span) -> RI {
+        let p = self.p;
+        let args = &p.expr_lists[args];
         let base = self.stack.len();
         for &a in args {
             let a = self.x(a);
@@ -622,16 +797,52 @@ impl<'p> Interp<'p> {
                 self.push_int(i);
                 continue;
             }
-            match self.operand(a) {
-                Ok(v) => self.stack.push(v),
+            match self.operand_i(a) {
+                Ok(i) => self.push_int(i),
+                Err(Slow::Value) => {
+                    let v = std::mem::replace(&mut self.acc, Value::Unit);
+                    self.stack.push(v);
+                }
                 Err(e) => {
                     self.stack.truncate(base);
                     return Err(e);
                 }
             }
         }
-        let body = self.p.functions[id as usize].body;
-        self.invoke(body, base, args.len(), &[], &[], span)
+        let body_id = p.functions[id as usize].body;
+        let body = &p.bodies[body_id as usize];
+        if args.len() != body.n_params as usize {
+            let r = self.invoke(body_id, base, args.len(), &[], &[], span);
+            return self.to_i(r);
+        }
+        if self.depth >= self.budget.max_call_depth
+            || self.stack_base.abs_diff(stack_addr()) > self.budget.max_stack_bytes
+        {
+            self.stack.truncate(base);
+            return Err(self.budget_err(BudgetKind::Depth, span).into());
+        }
+        self.depth += 1;
+        let frame_end = base + body.n_slots as usize;
+        if self.stack.len() < frame_end {
+            self.stack.resize(frame_end, Value::Unit);
+        }
+        let saved_fp = self.fp;
+        self.fp = base;
+        let r = self.eval_i(self.x(body.expr));
+        self.fp = saved_fp;
+        self.stack.truncate(base);
+        self.depth -= 1;
+        match r {
+            Err(Slow::Return) => {
+                let v = self.ret_val.take().unwrap_or(Value::Unit);
+                self.val_i(v)
+            }
+            Err(Slow::Break | Slow::Continue) => {
+                self.acc = Value::Unit;
+                Err(Slow::Value)
+            }
+            r => r,
+        }
     }
 
     fn eval_block(&mut self, stmts: &'p [Stmt], span: Span) -> R {
@@ -743,7 +954,10 @@ impl<'p> Interp<'p> {
                     )),
                 }
             }
-            ExprKind::CallFn(id, args) => self.eval_call_fn(*id, self.list(*args), span),
+            ExprKind::CallFn(id, args) => {
+                let r = self.call_fn_i(*id, *args, span);
+                self.from_i(r)
+            }
             ExprKind::CallBuiltin(b, args) => {
                 let args = self.eval_args(*args)?;
                 crate::builtins::call_builtin(self, *b, args, span)
