@@ -182,7 +182,11 @@ pub type LogSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
 pub(crate) struct Interp<'p> {
     pub(crate) p: &'p Program,
     exprs: &'p [Expr],
+    /// Locals of all active frames, addressed by frame pointer + slot. Every element is
+    /// initialized; `sp` is the first free slot. Free slots may hold stale scalars (nothing
+    /// reads a slot before writing it) but never a value that owns memory.
     stack: Vec<Value>,
+    sp: usize,
     fp: usize,
     pub(crate) steps: u64,
     /// The step count at which `tick` next leaves its fast path (the step limit, or the next
@@ -218,7 +222,8 @@ impl<'p> Interp<'p> {
         Interp {
             p,
             exprs: &p.exprs,
-            stack: Vec::with_capacity(256),
+            stack: vec![Value::Unit; 256],
+            sp: 0,
             fp: 0,
             steps: 0,
             next_check: budget.max_steps.saturating_add(1).min(8),
@@ -310,8 +315,54 @@ impl<'p> Interp<'p> {
 
     // ---- calls ---------------------------------------------------------------------------
 
-    /// Runs a body whose `nargs` arguments are already on the stack at `base`; parameters in
-    /// `missing` (and those past `nargs`) take their defaults.
+    /// Makes sure slots below `end` exist.
+    #[inline(always)]
+    fn reserve_to(&mut self, end: usize) {
+        if end > self.stack.len() {
+            self.grow_stack(end);
+        }
+    }
+
+    #[inline(never)]
+    fn grow_stack(&mut self, end: usize) {
+        let n = end.max(self.stack.len() * 2);
+        self.stack.resize(n, Value::Unit);
+    }
+
+    /// Writes a slot. A scalar being replaced needs no drop, so the common case is two plain
+    /// stores.
+    #[inline(always)]
+    fn write_slot(&mut self, k: usize, v: Value) {
+        let slot = &mut self.stack[k];
+        if slot.is_scalar() {
+            std::mem::forget(std::mem::replace(slot, v));
+        } else {
+            *slot = v;
+        }
+    }
+
+    /// Pushes an argument onto the stack.
+    #[inline(always)]
+    fn push(&mut self, v: Value) {
+        let k = self.sp;
+        self.reserve_to(k + 1);
+        self.write_slot(k, v);
+        self.sp = k + 1;
+    }
+
+    /// Frees the slots from `base` up: values that own memory are released, scalars stay.
+    #[inline(always)]
+    fn pop_to(&mut self, base: usize) {
+        for v in &mut self.stack[base..self.sp] {
+            if !v.is_scalar() {
+                *v = Value::Unit;
+            }
+        }
+        self.sp = base;
+    }
+
+    /// Runs a body whose `nargs` arguments are already on the stack at `base` (and `sp` just
+    /// past them); parameters in `missing` (and those past `nargs`) take their defaults.
     fn invoke(
         &mut self,
         body_id: BodyId,
@@ -324,7 +375,7 @@ impl<'p> Interp<'p> {
         let p = self.p;
         let body = &p.bodies[body_id as usize];
         if nargs > body.n_params as usize {
-            self.stack.truncate(base);
+            self.pop_to(base);
             return Err(rt(
                 format!(
                     "`{}` takes {} argument(s), but {nargs} were given",
@@ -339,19 +390,18 @@ impl<'p> Interp<'p> {
         if self.depth >= self.budget.max_call_depth
             || self.stack_base.abs_diff(stack_addr()) > self.budget.max_stack_bytes
         {
-            self.stack.truncate(base);
+            self.pop_to(base);
             return Err(self.budget_err(BudgetKind::Depth, span));
         }
         self.depth += 1;
         let frame_end = base + body.n_slots as usize;
-        if self.stack.len() < frame_end {
-            self.stack.resize(frame_end, Value::Unit);
-        }
+        self.reserve_to(frame_end);
+        self.sp = self.sp.max(frame_end);
         let saved_fp = self.fp;
         self.fp = base;
         let mut r = self.run_frame(body, nargs, captures, missing, span);
         self.fp = saved_fp;
-        self.stack.truncate(base);
+        self.pop_to(base);
         self.depth -= 1;
         // `r` is returned as is on the common path, so it can live in the caller's slot
         // instead of being copied there.
@@ -407,15 +457,15 @@ impl<'p> Interp<'p> {
     /// Calls a top-level function with optional arguments (`None` takes the default).
     pub(crate) fn call_fn_optional(&mut self, fn_id: u32, args: Vec<Option<Value>>) -> R {
         let sig = &self.p.functions[fn_id as usize];
-        let base = self.stack.len();
+        let base = self.sp;
         let mut missing = Vec::new();
         let n = args.len();
         for (i, a) in args.into_iter().enumerate() {
             match a {
-                Some(v) => self.stack.push(v),
+                Some(v) => self.push(v),
                 None => {
                     missing.push(i);
-                    self.stack.push(Value::Unit);
+                    self.push(Value::Unit);
                 }
             }
         }
@@ -434,15 +484,19 @@ impl<'p> Interp<'p> {
         match &*func {
             Func::Fn(id) => {
                 let body = self.p.functions[*id as usize].body;
-                let base = self.stack.len();
+                let base = self.sp;
                 let n = args.len();
-                self.stack.extend(args);
+                for a in args {
+                    self.push(a);
+                }
                 self.invoke(body, base, n, &[], &[], span)
             }
             Func::Closure { body, captures, .. } => {
-                let base = self.stack.len();
+                let base = self.sp;
                 let n = args.len();
-                self.stack.extend(args);
+                for a in args {
+                    self.push(a);
+                }
                 self.invoke(*body, base, n, captures, &[], span)
             }
             Func::Builtin(b) => {
@@ -509,7 +563,7 @@ impl<'p> Interp<'p> {
             ConstState::Unset => {}
         }
         self.consts[id as usize] = ConstState::Running;
-        let base = self.stack.len();
+        let base = self.sp;
         let r = self.invoke(self.p.consts[id as usize].body, base, 0, &[], &[], span);
         match r {
             Ok(v) => {
@@ -743,13 +797,6 @@ impl<'p> Interp<'p> {
         }
     }
 
-    /// Kept out of line on purpose: inlined, LLVM merges it with the general push, which then
-    /// builds the value on the stack and copies it with a wider load than it was stored with.
-    #[inline(never)]
-    fn push_int(&mut self, i: i64) {
-        self.stack.push(Value::Int(i));
-    }
-
     /// Like `peek_int`, and also for int arithmetic on such operands (`n - 1`).
     #[inline(always)]
     fn arg_int(&self, e: &Expr) -> Option<i64> {
@@ -781,56 +828,80 @@ impl<'p> Interp<'p> {
         }
     }
 
-    /// A direct call of a top-level function, on the int path. When every parameter gets an
-    /// argument (always, unless defaults fill some), the frame is set up here rather than in
-    /// the general `invoke`.
-    fn call_fn_i(&mut self, id: u32, args: Seq<ExprId>, span: Span) -> RI {
-        let p = self.p;
-        let args = &p.expr_lists[args];
-        let base = self.stack.len();
+    /// Evaluates call arguments onto the stack (the general calling convention).
+    fn push_args(&mut self, args: &'p [ExprId]) -> Result<(), Slow> {
+        let base = self.sp;
         for &a in args {
             let a = self.x(a);
-            // An int argument is written straight into its slot: building it as a result
-            // first and copying it cost a store-forwarding stall per argument.
             if let Some(i) = self.arg_int(a) {
                 self.steps += 1;
-                self.push_int(i);
+                self.push(Value::Int(i));
                 continue;
             }
             match self.operand_i(a) {
-                Ok(i) => self.push_int(i),
+                Ok(i) => self.push(Value::Int(i)),
                 Err(Slow::Value) => {
                     let v = std::mem::replace(&mut self.acc, Value::Unit);
-                    self.stack.push(v);
+                    self.push(v);
                 }
                 Err(e) => {
-                    self.stack.truncate(base);
+                    self.pop_to(base);
                     return Err(e);
                 }
             }
         }
+        Ok(())
+    }
+
+    /// A direct call of a top-level function, on the int path. When every parameter gets an
+    /// argument (always, unless defaults fill some), the frame is set up here rather than in
+    /// the general `invoke`, and each argument is written straight into its slot.
+    fn call_fn_i(&mut self, id: u32, args: Seq<ExprId>, span: Span) -> RI {
+        let p = self.p;
+        let args = &p.expr_lists[args];
         let body_id = p.functions[id as usize].body;
         let body = &p.bodies[body_id as usize];
+        let base = self.sp;
         if args.len() != body.n_params as usize {
+            self.push_args(args)?;
             let r = self.invoke(body_id, base, args.len(), &[], &[], span);
             return self.to_i(r);
+        }
+        let frame_end = base + body.n_slots as usize;
+        self.reserve_to(frame_end);
+        // Calls made while evaluating the arguments get frames above this one.
+        self.sp = frame_end;
+        for (k, &a) in args.iter().enumerate() {
+            let a = self.x(a);
+            if let Some(i) = self.arg_int(a) {
+                self.steps += 1;
+                self.write_slot(base + k, Value::Int(i));
+                continue;
+            }
+            match self.operand_i(a) {
+                Ok(i) => self.write_slot(base + k, Value::Int(i)),
+                Err(Slow::Value) => {
+                    let v = std::mem::replace(&mut self.acc, Value::Unit);
+                    self.write_slot(base + k, v);
+                }
+                Err(e) => {
+                    self.pop_to(base);
+                    return Err(e);
+                }
+            }
         }
         if self.depth >= self.budget.max_call_depth
             || self.stack_base.abs_diff(stack_addr()) > self.budget.max_stack_bytes
         {
-            self.stack.truncate(base);
+            self.pop_to(base);
             return Err(self.budget_err(BudgetKind::Depth, span).into());
         }
         self.depth += 1;
-        let frame_end = base + body.n_slots as usize;
-        if self.stack.len() < frame_end {
-            self.stack.resize(frame_end, Value::Unit);
-        }
         let saved_fp = self.fp;
         self.fp = base;
         let r = self.eval_i(self.x(body.expr));
         self.fp = saved_fp;
-        self.stack.truncate(base);
+        self.pop_to(base);
         self.depth -= 1;
         match r {
             Err(Slow::Return) => {

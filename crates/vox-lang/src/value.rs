@@ -119,6 +119,15 @@ impl Value {
         }
     }
 
+    /// Whether the value owns no memory (dropping it does nothing).
+    #[inline(always)]
+    pub fn is_scalar(&self) -> bool {
+        matches!(
+            self,
+            Value::Unit | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::None
+        )
+    }
+
     /// A string value.
     pub fn str(s: &str) -> Value {
         Value::Str(Rc::new(s.to_string()))
