@@ -233,3 +233,34 @@ async fn a_file_that_loops_forever_at_load_or_call_is_a_clear_error_and_serving_
     assert_eq!(ok(&c, "add", json!({"a": 1})).await, json!({"result": 2}));
     c.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn modern_era_clients_get_list_changes_on_their_listen_stream() {
+    let ws = workspace().with_env("VOX_WORKSPACE_WATCH", "0");
+    let c = ws.modern_client(&[]).await;
+    let mut filter = rmcp::model::SubscriptionFilter::new();
+    filter.tools_list_changed = Some(true);
+    filter.resources_list_changed = Some(true);
+    let mut sub = c.listen(filter).await.expect("subscriptions/listen");
+    ok(&c, "vox_workspace_mcp_refresh", json!({})).await;
+    std::fs::write(
+        ws.root().join("tools/new.vox"),
+        "@tool\nfn fresh() to int {\n    7\n}\n",
+    )
+    .unwrap();
+    let report = ok(&c, "vox_workspace_mcp_refresh", json!({})).await;
+    assert_eq!(report["changed"], true, "{report}");
+    let mut got = vec![];
+    while got.len() < 2 {
+        match tokio::time::timeout(std::time::Duration::from_secs(5), sub.next()).await {
+            Ok(Ok(Some(n))) => got.push(format!("{n:?}")),
+            other => panic!("no notification on the listen stream: {other:?} after {got:?}"),
+        }
+    }
+    let text = got.join(" ");
+    assert!(text.contains("ToolListChanged"), "{text}");
+    assert!(text.contains("ResourceListChanged"), "{text}");
+    // The client ends its stream; the server's listen handler returns at once.
+    sub.cancel().await.unwrap();
+    c.cancel().await.unwrap();
+}

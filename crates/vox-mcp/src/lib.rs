@@ -62,27 +62,61 @@ pub struct StdioAdapter {
     client: tokio::sync::Mutex<Option<Arc<DaemonClient>>>,
     /// Daemon notification frames, forwarded to the MCP client once it is known.
     notes: tokio::sync::mpsc::UnboundedSender<Value>,
-    peer: Arc<std::sync::Mutex<Option<rmcp::Peer<RoleServer>>>>,
+    listeners: Arc<Listeners>,
+}
+
+/// Where change notifications go: the 2025-era peer once it has initialized, and the open
+/// `subscriptions/listen` streams of the 2026-07-28 era (which has no unsolicited
+/// notifications).
+#[derive(Default)]
+struct Listeners {
+    legacy: std::sync::Mutex<Option<rmcp::Peer<RoleServer>>>,
+    streams: std::sync::Mutex<Vec<rmcp::service::SubscriptionSink>>,
 }
 
 /// Forwards daemon notifications (`*/list_changed`) to the connected MCP client.
 async fn forward_notifications(
     mut rx: tokio::sync::mpsc::UnboundedReceiver<Value>,
-    peer: Arc<std::sync::Mutex<Option<rmcp::Peer<RoleServer>>>>,
+    listeners: Arc<Listeners>,
 ) {
     while let Some(frame) = rx.recv().await {
-        let Some(peer) = peer.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
-            continue;
+        let tools = match frame.get("method").and_then(Value::as_str) {
+            Some("notifications/tools/list_changed") => true,
+            Some("notifications/resources/list_changed") => false,
+            _ => continue,
         };
-        let sent = match frame.get("method").and_then(Value::as_str) {
-            Some("notifications/tools/list_changed") => peer.notify_tool_list_changed().await,
-            Some("notifications/resources/list_changed") => {
+        let legacy = listeners
+            .legacy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(peer) = legacy {
+            let sent = if tools {
+                peer.notify_tool_list_changed().await
+            } else {
                 peer.notify_resource_list_changed().await
+            };
+            if let Err(e) = sent {
+                tracing::debug!("notification not delivered: {e}");
             }
-            _ => Ok(()),
-        };
-        if let Err(e) = sent {
-            tracing::debug!("notification not delivered: {e}");
+        }
+        let streams = listeners
+            .streams
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for sink in streams {
+            let accepted = sink.accepted();
+            let sent = if tools && accepted.tools_list_changed == Some(true) {
+                sink.notify_tool_list_changed().await
+            } else if !tools && accepted.resources_list_changed == Some(true) {
+                sink.notify_resource_list_changed().await
+            } else {
+                Ok(())
+            };
+            if let Err(e) = sent {
+                tracing::debug!("subscription notification not delivered: {e}");
+            }
         }
     }
 }
@@ -98,15 +132,15 @@ impl StdioAdapter {
         let (notes, rx) = tokio::sync::mpsc::unbounded_channel();
         let (client, _ping) =
             adopt_or_spawn(&ws, &profile, &daemon_exe, Some(notes.clone())).await?;
-        let peer = Arc::new(std::sync::Mutex::new(None));
-        tokio::spawn(forward_notifications(rx, peer.clone()));
+        let listeners = Arc::new(Listeners::default());
+        tokio::spawn(forward_notifications(rx, listeners.clone()));
         Ok(StdioAdapter {
             ws,
             profile,
             daemon_exe,
             client: tokio::sync::Mutex::new(Some(Arc::new(client))),
             notes,
-            peer,
+            listeners,
         })
     }
 
@@ -148,6 +182,7 @@ impl ServerHandler for StdioAdapter {
                 .enable_tool_list_changed()
                 .enable_logging()
                 .enable_resources()
+                .enable_resources_list_changed()
                 .build(),
         );
         info.server_info = Implementation::new("vox", env!("CARGO_PKG_VERSION"));
@@ -171,7 +206,40 @@ impl ServerHandler for StdioAdapter {
     }
 
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
-        *self.peer.lock().unwrap_or_else(|p| p.into_inner()) = Some(context.peer);
+        *self
+            .listeners
+            .legacy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(context.peer);
+    }
+
+    /// The 2026-07-28 era's `subscriptions/listen`: tool and resource list changes.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        let mut offered = rmcp::model::SubscriptionFilter::new();
+        offered.tools_list_changed = Some(true);
+        offered.resources_list_changed = Some(true);
+        Some(requested.intersection(&offered))
+    }
+
+    /// Keeps the stream's sink registered until the client cancels the listen request.
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        let sink = context.sink().clone();
+        let id = sink.id().clone();
+        self.listeners
+            .streams
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(sink);
+        context.cancelled().await;
+        self.listeners
+            .streams
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|s| s.id() != &id);
+        Ok(())
     }
 
     async fn list_resources(
