@@ -85,6 +85,34 @@ enum Command {
         /// Files or directories (default: the current directory).
         paths: Vec<PathBuf>,
     },
+    /// Skills of the workspace and the skill roots (the same catalog the daemon serves).
+    Skill {
+        #[command(subcommand)]
+        command: SkillCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum SkillCommand {
+    /// Every skill found, and the ones that did not load.
+    List {
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a command for a skill in the sandbox `vox_skill_run` uses; exits with its status.
+    Run {
+        id: String,
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// Wall clock in milliseconds.
+        #[arg(long, default_value_t = 10_000)]
+        timeout_ms: u64,
+        /// The command and its arguments (after `--`).
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -223,6 +251,69 @@ fn run(cli: Cli) -> Result<ExitCode> {
             vox_lang::cli::run(&file, &function, args.as_deref(), out, err)
         })),
         Command::Test { paths } => Ok(lang_exit(|out, err| vox_lang::cli::test(&paths, out, err))),
+        Command::Skill { command } => skill_cmd(command),
+    }
+}
+
+fn skill_cmd(command: SkillCommand) -> Result<ExitCode> {
+    let catalog = |workspace: Option<&std::path::Path>| -> Result<vox_skills::Catalog> {
+        let ws = Workspace::resolve(workspace)?;
+        Ok(vox_skills::Catalog::hydrate(&vox_skills::Roots::from_env(
+            &ws.root,
+        )))
+    };
+    match command {
+        SkillCommand::List { workspace, json } => {
+            let c = catalog(workspace.as_deref())?;
+            if json {
+                let skills: Vec<Value> = c
+                    .skills
+                    .values()
+                    .map(|s| json!({"id": s.id, "description": s.manifest.description, "tools": s.manifest.tools, "origin": s.origin, "path": s.dir}))
+                    .collect();
+                let errors: Vec<String> = c.errors.iter().map(|e| e.to_string()).collect();
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&json!({"skills": skills, "errors": errors}))?
+                );
+            } else {
+                for s in c.skills.values() {
+                    println!("{:<32} {}", s.id, s.manifest.description);
+                }
+                for e in &c.errors {
+                    eprintln!("not loaded: {e}");
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SkillCommand::Run {
+            id,
+            workspace,
+            timeout_ms,
+            command,
+        } => {
+            let c = catalog(workspace.as_deref())?;
+            let skill = c.get(&id)?;
+            let out = vox_sandbox::run(&vox_sandbox::RunRequest {
+                skill_dir: &skill.dir,
+                argv: &command,
+                stdin: None,
+                limits: vox_sandbox::Limits {
+                    wall: std::time::Duration::from_millis(timeout_ms),
+                    ..Default::default()
+                },
+            })?;
+            print!("{}", out.stdout);
+            eprint!("{}", out.stderr);
+            if let Some(limit) = out.limit {
+                eprintln!("vox skill run: stopped by the {limit:?} limit");
+            }
+            Ok(match out.exit_code {
+                Some(0) => ExitCode::SUCCESS,
+                Some(n) => ExitCode::from(u8::try_from(n).unwrap_or(1)),
+                None => ExitCode::from(128 + out.signal.unwrap_or(9).clamp(0, 127) as u8),
+            })
+        }
     }
 }
 

@@ -464,3 +464,41 @@ async fn skill_run_is_sandboxed_and_each_denial_really_happens() {
     assert_eq!(e["code"], "invalid_arguments");
     c.cancel().await.unwrap();
 }
+
+#[test]
+fn the_cli_lists_skills_and_runs_them_in_the_same_sandbox() {
+    let ws = workspace();
+    let out = ws.vox(&["skill", "list", "--json"]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["skills"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!(v["errors"].as_array().unwrap().len(), 1, "{v}");
+    if vox_sandbox::probe().is_err() {
+        return;
+    }
+    let out = ws.vox(&[
+        "skill",
+        "run",
+        "release-notes",
+        "--",
+        "sh",
+        "-c",
+        "head -2 SKILL.md; exit 3",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("release-notes"));
+    let out = ws.vox(&[
+        "skill",
+        "run",
+        "release-notes",
+        "--timeout-ms",
+        "300",
+        "--",
+        "sleep",
+        "10",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Wall"));
+    let out = ws.vox(&["skill", "run", "missing", "--", "true"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no installed skill"));
+}
