@@ -226,7 +226,7 @@ impl<'p> Interp<'p> {
             sp: 0,
             fp: 0,
             steps: 0,
-            next_check: budget.max_steps.saturating_add(1).min(8),
+            next_check: budget.max_steps.saturating_add(1).min(32),
             next_time: 1024,
             budget,
             deadline: Instant::now() + budget.max_wall,
@@ -246,7 +246,7 @@ impl<'p> Interp<'p> {
     }
 
     /// Counts one step. The step limit, the wall clock (every 1024 steps) and the native
-    /// stack (every 8) are checked off the fast path, which is one compare.
+    /// stack (every 32) are checked off the fast path, which is one compare.
     #[inline(always)]
     fn tick(&mut self, span: Span) -> R<()> {
         self.steps += 1;
@@ -272,7 +272,7 @@ impl<'p> Interp<'p> {
         if self.stack_base.abs_diff(stack_addr()) > self.budget.max_stack_bytes {
             return Err(self.budget_err(BudgetKind::Depth, span));
         }
-        self.next_check = (self.steps + 8).min(self.budget.max_steps.saturating_add(1));
+        self.next_check = (self.steps + 32).min(self.budget.max_steps.saturating_add(1));
         Ok(())
     }
 
@@ -339,6 +339,22 @@ impl<'p> Interp<'p> {
         } else {
             *slot = v;
         }
+    }
+
+    /// Writes an int into a slot. A slot usually held an int before (frames leave their
+    /// scalars behind), and then only the payload is stored: building the whole value in a
+    /// temporary and copying it stalled store forwarding on every call.
+    #[inline(always)]
+    fn write_int(&mut self, k: usize, i: i64) {
+        match &mut self.stack[k] {
+            Value::Int(x) => *x = i,
+            _ => self.write_int_slow(k, i),
+        }
+    }
+
+    #[inline(never)]
+    fn write_int_slow(&mut self, k: usize, i: i64) {
+        self.write_slot(k, Value::Int(i));
     }
 
     /// Pushes an argument onto the stack.
@@ -622,10 +638,10 @@ impl<'p> Interp<'p> {
         match e.kind {
             ExprKind::Binary(op, l, r)
                 if let (Some(x), Some(y)) = (self.peek_int(self.x(l)), self.peek_int(self.x(r)))
-                    && let Some(v) = int_op(op, x, y) =>
+                    && let Some(v) = self.int_op_i(op, x, y) =>
             {
                 self.steps += 3;
-                self.val_i(v)
+                v
             }
             ExprKind::Local(slot) => {
                 self.steps += 1;
@@ -658,8 +674,35 @@ impl<'p> Interp<'p> {
         match v {
             Value::Int(i) => Ok(i),
             other => {
-                self.acc = other;
+                self.set_acc(other);
                 Err(Slow::Value)
+            }
+        }
+    }
+
+    /// Stores a non-int result; the previous one has usually been taken (it is `Unit`), so
+    /// the drop glue is skipped when it is a scalar.
+    #[inline(always)]
+    fn set_acc(&mut self, v: Value) {
+        if self.acc.is_scalar() {
+            std::mem::forget(std::mem::replace(&mut self.acc, v));
+        } else {
+            self.acc = v;
+        }
+    }
+
+    /// Int-int arithmetic and comparison on the int path; `None` leaves the case (overflow,
+    /// division, logic operators) to the general path, which reports errors.
+    #[inline(always)]
+    fn int_op_i(&mut self, op: BinOp, x: i64, y: i64) -> Option<RI> {
+        match op {
+            BinOp::Add => x.checked_add(y).map(Ok),
+            BinOp::Sub => x.checked_sub(y).map(Ok),
+            BinOp::Mul => x.checked_mul(y).map(Ok),
+            _ => {
+                let b = int_cmp(op, x, y)?;
+                self.set_acc(Value::Bool(b));
+                Some(Err(Slow::Value))
             }
         }
     }
@@ -679,7 +722,8 @@ impl<'p> Interp<'p> {
         match self.stack[i] {
             Value::Int(v) => Ok(v),
             _ => {
-                self.acc = self.stack[i].clone();
+                let v = self.stack[i].clone();
+                self.set_acc(v);
                 Err(Slow::Value)
             }
         }
@@ -742,7 +786,7 @@ impl<'p> Interp<'p> {
                 } else if let Some(o) = otherwise {
                     self.eval_i(self.x(o))
                 } else {
-                    self.acc = Value::Unit;
+                    self.set_acc(Value::Unit);
                     Err(Slow::Value)
                 }
             }
@@ -763,10 +807,10 @@ impl<'p> Interp<'p> {
     #[inline]
     fn binary_i(&mut self, op: BinOp, l: &'p Expr, r: &'p Expr, span: Span) -> RI {
         if let (Some(x), Some(y)) = (self.peek_int(l), self.peek_int(r))
-            && let Some(v) = int_op(op, x, y)
+            && let Some(v) = self.int_op_i(op, x, y)
         {
             self.steps += 2;
-            return self.val_i(v);
+            return v;
         }
         // Int-int arithmetic and comparison is the hot path of most tool code.
         let x = match self.operand_i(l) {
@@ -788,8 +832,8 @@ impl<'p> Interp<'p> {
             }
             Err(e) => return Err(e),
         };
-        match int_op(op, x, y) {
-            Some(v) => self.val_i(v),
+        match self.int_op_i(op, x, y) {
+            Some(v) => v,
             None => {
                 let v = self.binary(op, &Value::Int(x), &Value::Int(y), span);
                 self.to_i(v)
@@ -875,11 +919,11 @@ impl<'p> Interp<'p> {
             let a = self.x(a);
             if let Some(i) = self.arg_int(a) {
                 self.steps += 1;
-                self.write_slot(base + k, Value::Int(i));
+                self.write_int(base + k, i);
                 continue;
             }
             match self.operand_i(a) {
-                Ok(i) => self.write_slot(base + k, Value::Int(i)),
+                Ok(i) => self.write_int(base + k, i),
                 Err(Slow::Value) => {
                     let v = std::mem::replace(&mut self.acc, Value::Unit);
                     self.write_slot(base + k, v);
@@ -909,7 +953,7 @@ impl<'p> Interp<'p> {
                 self.val_i(v)
             }
             Err(Slow::Break | Slow::Continue) => {
-                self.acc = Value::Unit;
+                self.set_acc(Value::Unit);
                 Err(Slow::Value)
             }
             r => r,
@@ -1199,7 +1243,7 @@ impl<'p> Interp<'p> {
     fn truth(&mut self, e: &'p Expr) -> R<bool> {
         if let ExprKind::Binary(op, l, r) = &e.kind
             && let (Some(x), Some(y)) = (self.peek_int(self.x(*l)), self.peek_int(self.x(*r)))
-            && let Some(Value::Bool(b)) = int_op(*op, x, y)
+            && let Some(b) = int_cmp(*op, x, y)
         {
             self.steps += 3;
             return Ok(b);
@@ -1644,20 +1688,16 @@ pub(crate) fn size_hint(v: &Value, cap: usize) -> usize {
     acc
 }
 
-/// Int-int arithmetic and comparison without overflow; `None` leaves the case (overflow,
-/// division, logic operators) to the general path, which reports errors.
+/// Int-int comparison; `None` for other operators.
 #[inline(always)]
-fn int_op(op: BinOp, x: i64, y: i64) -> Option<Value> {
+fn int_cmp(op: BinOp, x: i64, y: i64) -> Option<bool> {
     match op {
-        BinOp::Add => x.checked_add(y).map(Value::Int),
-        BinOp::Sub => x.checked_sub(y).map(Value::Int),
-        BinOp::Mul => x.checked_mul(y).map(Value::Int),
-        BinOp::Lt => Some(Value::Bool(x < y)),
-        BinOp::Le => Some(Value::Bool(x <= y)),
-        BinOp::Gt => Some(Value::Bool(x > y)),
-        BinOp::Ge => Some(Value::Bool(x >= y)),
-        BinOp::Eq => Some(Value::Bool(x == y)),
-        BinOp::Ne => Some(Value::Bool(x != y)),
+        BinOp::Lt => Some(x < y),
+        BinOp::Le => Some(x <= y),
+        BinOp::Gt => Some(x > y),
+        BinOp::Ge => Some(x >= y),
+        BinOp::Eq => Some(x == y),
+        BinOp::Ne => Some(x != y),
         _ => None,
     }
 }
