@@ -573,7 +573,11 @@ pub struct Expr {
 }
 
 /// Lowered expression kinds.
+///
+/// `repr(u8)` gives the kind a plain tag byte: with a niche-encoded discriminant, every
+/// dispatch in the interpreter first decoded it with arithmetic.
 #[derive(Clone, Copy, Debug)]
+#[repr(u8)]
 pub enum ExprKind {
     /// `()`
     Unit,
@@ -597,6 +601,10 @@ pub enum ExprKind {
     Record(Seq<(StrRef, ExprId)>),
     /// Binary operator (`and`/`or` short-circuit).
     Binary(BinOp, ExprId, ExprId),
+    /// `Binary(op, Local(slot), Int(k))` fused (`n - 1`, `i < 10`); never `and`/`or`.
+    BinLocalInt(BinOp, u32, i64),
+    /// `Binary(op, Local(a), Local(b))` fused; never `and`/`or`.
+    BinLocalLocal(BinOp, u32, u32),
     /// Unary operator.
     Unary(UnOp, ExprId),
     /// Direct call of a top-level function.

@@ -643,6 +643,21 @@ impl<'p> Interp<'p> {
                 self.steps += 3;
                 v
             }
+            ExprKind::BinLocalInt(op, a, k)
+                if let Value::Int(x) = self.stack[self.fp + a as usize]
+                    && let Some(v) = self.int_op_i(op, x, k) =>
+            {
+                self.steps += 3;
+                v
+            }
+            ExprKind::BinLocalLocal(op, a, b)
+                if let (Value::Int(x), Value::Int(y)) =
+                    (&self.stack[self.fp + a as usize], &self.stack[self.fp + b as usize])
+                    && let Some(v) = self.int_op_i(op, *x, *y) =>
+            {
+                self.steps += 3;
+                v
+            }
             ExprKind::Local(slot) => {
                 self.steps += 1;
                 self.local_i(slot)
@@ -653,6 +668,36 @@ impl<'p> Interp<'p> {
             }
             _ => self.eval_i(e),
         }
+    }
+
+    /// `Binary(op, Local(a), Int(k))`, fused: the same steps and results.
+    #[inline]
+    fn bin_local_int(&mut self, op: BinOp, a: u32, k: i64, span: Span) -> RI {
+        self.steps += 2;
+        if let Value::Int(x) = self.stack[self.fp + a as usize]
+            && let Some(v) = self.int_op_i(op, x, k)
+        {
+            return v;
+        }
+        let x = self.local(a);
+        let v = self.binary(op, &x, &Value::Int(k), span);
+        self.to_i(v)
+    }
+
+    /// `Binary(op, Local(a), Local(b))`, fused: the same steps and results.
+    #[inline]
+    fn bin_local_local(&mut self, op: BinOp, a: u32, b: u32, span: Span) -> RI {
+        self.steps += 2;
+        if let (Value::Int(x), Value::Int(y)) =
+            (&self.stack[self.fp + a as usize], &self.stack[self.fp + b as usize])
+            && let Some(v) = self.int_op_i(op, *x, *y)
+        {
+            return v;
+        }
+        let x = self.local(a);
+        let y = self.local(b);
+        let v = self.binary(op, &x, &y, span);
+        self.to_i(v)
     }
 
     /// An int-path result as a value.
@@ -740,6 +785,14 @@ impl<'p> Interp<'p> {
             ExprKind::Binary(op, l, r) if !matches!(op, BinOp::And | BinOp::Or) => {
                 self.eval_binary(*op, self.x(*l), self.x(*r), span)
             }
+            ExprKind::BinLocalInt(op, a, k) => {
+                let r = self.bin_local_int(*op, *a, *k, span);
+                self.from_i(r)
+            }
+            ExprKind::BinLocalLocal(op, a, b) => {
+                let r = self.bin_local_local(*op, *a, *b, span);
+                self.from_i(r)
+            }
             ExprKind::CallFn(id, args) => {
                 let r = self.call_fn_i(*id, *args, span);
                 self.from_i(r)
@@ -774,6 +827,14 @@ impl<'p> Interp<'p> {
             ExprKind::Binary(op, l, r) if !matches!(op, BinOp::And | BinOp::Or) => {
                 self.tick(e.span)?;
                 self.binary_i(op, self.x(l), self.x(r), e.span)
+            }
+            ExprKind::BinLocalInt(op, a, k) => {
+                self.tick(e.span)?;
+                self.bin_local_int(op, a, k, e.span)
+            }
+            ExprKind::BinLocalLocal(op, a, b) => {
+                self.tick(e.span)?;
+                self.bin_local_local(op, a, b, e.span)
             }
             ExprKind::CallFn(id, args) => {
                 self.tick(e.span)?;
@@ -844,15 +905,27 @@ impl<'p> Interp<'p> {
     /// Like `peek_int`, and also for int arithmetic on such operands (`n - 1`).
     #[inline(always)]
     fn arg_int(&self, e: &Expr) -> Option<i64> {
+        let arith = |op: BinOp, x: i64, y: i64| match op {
+            BinOp::Add => x.checked_add(y),
+            BinOp::Sub => x.checked_sub(y),
+            BinOp::Mul => x.checked_mul(y),
+            _ => Option::None,
+        };
         match &e.kind {
+            ExprKind::BinLocalInt(op, a, k) => match self.stack[self.fp + *a as usize] {
+                Value::Int(x) => arith(*op, x, *k),
+                _ => Option::None,
+            },
+            ExprKind::BinLocalLocal(op, a, b) => match (
+                &self.stack[self.fp + *a as usize],
+                &self.stack[self.fp + *b as usize],
+            ) {
+                (Value::Int(x), Value::Int(y)) => arith(*op, *x, *y),
+                _ => Option::None,
+            },
             ExprKind::Binary(op, l, r) => {
                 let (x, y) = (self.peek_int(self.x(*l))?, self.peek_int(self.x(*r))?);
-                match op {
-                    BinOp::Add => x.checked_add(y),
-                    BinOp::Sub => x.checked_sub(y),
-                    BinOp::Mul => x.checked_mul(y),
-                    _ => Option::None,
-                }
+                arith(*op, x, y)
             }
             _ => self.peek_int(e),
         }
@@ -1053,6 +1126,14 @@ impl<'p> Interp<'p> {
                 }
             }
             ExprKind::Binary(op, l, r) => self.eval_binary(*op, self.x(*l), self.x(*r), span),
+            ExprKind::BinLocalInt(op, a, k) => {
+                let r = self.bin_local_int(*op, *a, *k, span);
+                self.from_i(r)
+            }
+            ExprKind::BinLocalLocal(op, a, b) => {
+                let r = self.bin_local_local(*op, *a, *b, span);
+                self.from_i(r)
+            }
             ExprKind::Unary(op, x) => {
                 let v = self.eval(self.x(*x))?;
                 match (op, &v) {
@@ -1241,6 +1322,21 @@ impl<'p> Interp<'p> {
     }
 
     fn truth(&mut self, e: &'p Expr) -> R<bool> {
+        if let ExprKind::BinLocalInt(op, a, k) = e.kind
+            && let Value::Int(x) = self.stack[self.fp + a as usize]
+            && let Some(b) = int_cmp(op, x, k)
+        {
+            self.steps += 3;
+            return Ok(b);
+        }
+        if let ExprKind::BinLocalLocal(op, a, b) = e.kind
+            && let (Value::Int(x), Value::Int(y)) =
+                (&self.stack[self.fp + a as usize], &self.stack[self.fp + b as usize])
+            && let Some(b) = int_cmp(op, *x, *y)
+        {
+            self.steps += 3;
+            return Ok(b);
+        }
         if let ExprKind::Binary(op, l, r) = &e.kind
             && let (Some(x), Some(y)) = (self.peek_int(self.x(*l)), self.peek_int(self.x(*r)))
             && let Some(b) = int_cmp(*op, x, y)

@@ -1111,7 +1111,7 @@ impl<'a> Lowerer<'a> {
             A::Binary(op, l, r) => {
                 let l = self.expr(l);
                 let r = self.expr(r);
-                ExprKind::Binary(op, l, r)
+                self.binary(op, l, r)
             }
             A::Unary(op, x) => ExprKind::Unary(op, self.expr(x)),
             A::Call(callee, args) => return self.call(callee, None, args, span),
@@ -1254,6 +1254,22 @@ impl<'a> Lowerer<'a> {
             A::Error => ExprKind::Unit,
         };
         self.push(kind, span)
+    }
+
+    /// A binary node; a local with an int literal or another local is fused into one node
+    /// (the two leaves, just pushed, are taken back).
+    fn binary(&mut self, op: BinOp, l: ExprId, r: ExprId) -> ExprKind {
+        let n = self.program.exprs.len() as u32;
+        if matches!(op, BinOp::And | BinOp::Or) || l.0 + 2 != n || r.0 + 1 != n {
+            return ExprKind::Binary(op, l, r);
+        }
+        let fused = match (self.program.expr(l).kind, self.program.expr(r).kind) {
+            (ExprKind::Local(a), ExprKind::Int(k)) => ExprKind::BinLocalInt(op, a, k),
+            (ExprKind::Local(a), ExprKind::Local(b)) => ExprKind::BinLocalLocal(op, a, b),
+            _ => return ExprKind::Binary(op, l, r),
+        };
+        self.program.exprs.truncate(l.0 as usize);
+        fused
     }
 
     fn pattern(&mut self, p: &ast::Pattern) -> Pat {
