@@ -48,6 +48,7 @@ async def main() -> None:
                     check("vox_memory_store" in names and len(names) == 17, f"[{mode}] write token lists the knowledge slice over /mcp")
                     r = await c.call_tool("vox_memory_store", {"key": "http/k", "value": "over http"})
                     check(not r.is_error, f"[{mode}] write token can store")
+                    check((await c.list_resources()).resources == [], f"[{mode}] a profile without skills serves no resources over /mcp")
                 async with await session(url, READ, mode) as c:
                     names = [t.name for t in (await c.list_tools()).tools]
                     check("vox_memory_store" not in names and "vox_memory_recall" in names, f"[{mode}] read token lists only read-role tools")
@@ -85,5 +86,33 @@ async def degraded() -> None:
             server.wait(timeout=20)
 
 
+async def skills_over_http() -> None:
+    """The skills profile over /mcp: skill tools, and skill:// resources for callers who may list skills."""
+    with tempfile.TemporaryDirectory(prefix="voxhttp", dir="/tmp") as ws:
+        os.makedirs(os.path.join(ws, ".vox", "skills", "demo"))
+        with open(os.path.join(ws, ".vox", "skills", "demo", "SKILL.md"), "w") as f:
+            f.write("---\nname: demo\ndescription: Say hello politely.\n---\nGreet the user by name.\n")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("VOX_")}
+        env.update({"VOX_WORKSPACE": ws, "VOX_HOME": os.path.join(ws, "home"), "VOX_MCP_HTTP_PORT": "0",
+                    "VOX_MCP_HTTP_BEARER_TOKEN": WRITE, "VOX_MCP_HTTP_READ_BEARER_TOKEN": READ, "VOX_LOG": "warn"})
+        server = subprocess.Popen([VOX, "serve", "--profile", "skills"], env=env, stdout=subprocess.PIPE, text=True)
+        try:
+            url = "http://" + server.stdout.readline().split("http://")[1].split()[0] + "/mcp"
+            for mode in ("legacy", "auto"):
+                for token in (WRITE, READ):
+                    role = "write" if token == WRITE else "read"
+                    async with await session(url, token, mode) as c:
+                        uris = [str(r.uri) for r in (await c.list_resources()).resources]
+                        check(uris == ["skill://index.json", "skill://demo/SKILL.md"], f"[{mode}/{role}] skill resources are listed over /mcp")
+                        body = (await c.read_resource("skill://demo/SKILL.md")).contents[0].text
+                        check("Greet the user" in body, f"[{mode}/{role}] SKILL.md is read over /mcp")
+                        r = await c.call_tool("vox_skill_search", {"query": "hello"})
+                        check(structured(r)["hits"][0]["id"] == "demo", f"[{mode}/{role}] skill search over /mcp")
+        finally:
+            subprocess.run([VOX, "daemon", "stop"], env=env, capture_output=True)
+            server.wait(timeout=20)
+
+
 asyncio.run(main())
 asyncio.run(degraded())
+asyncio.run(skills_over_http())

@@ -77,6 +77,31 @@ impl Shared {
     fn tools_json(&self, who: &Who) -> Value {
         serde_json::to_value(self.orch.list_tools_as(&self.surface, who.caller)).unwrap_or_default()
     }
+    /// Skill resources are served to callers who may list skills here.
+    fn serves_skill_resources(&self, who: &Who) -> bool {
+        vox_mcp_registry::authorize_tool(
+            &self.surface,
+            "vox_skill_list",
+            who.caller,
+            self.orch.boot_report().booted_mask,
+        )
+        .is_ok()
+    }
+    fn skill_resources(&self, who: &Who) -> Vec<Value> {
+        if self.serves_skill_resources(who) {
+            self.orch.skill_resources()
+        } else {
+            vec![]
+        }
+    }
+    fn read_skill_resource(
+        &self,
+        who: &Who,
+        uri: &str,
+    ) -> Option<Result<String, vox_orchestrator::ToolError>> {
+        (uri.starts_with("skill://") && self.serves_skill_resources(who))
+            .then(|| self.orch.read_resource(uri))
+    }
     async fn call(&self, who: &Who, name: &str, args: Value) -> ToolOutcome {
         self.orch
             .call_as(

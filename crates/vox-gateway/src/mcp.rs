@@ -112,6 +112,44 @@ impl ServerHandler for HttpMcp {
         )?))
     }
 
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        let who = self.who(&context)?;
+        let resources: Vec<rmcp::model::Resource> =
+            serde_json::from_value(Value::Array(self.0.skill_resources(&who)))
+                .map_err(|e| McpError::internal_error(format!("malformed resources: {e}"), None))?;
+        Ok(rmcp::model::ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        let who = self.who(&context)?;
+        match self.0.read_skill_resource(&who, &request.uri) {
+            Some(Ok(text)) => {
+                Ok(
+                    rmcp::model::ReadResourceResult::new(vec![
+                        rmcp::model::ResourceContents::text(text, request.uri.clone()),
+                    ])
+                    .into(),
+                )
+            }
+            Some(Err(e)) => Err(McpError::resource_not_found(
+                e.to_string(),
+                Some(e.to_json()),
+            )),
+            None => Err(McpError::resource_not_found(
+                format!("no resource {}", request.uri),
+                None,
+            )),
+        }
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,

@@ -337,6 +337,16 @@ impl Orchestrator {
         found.unwrap_or_else(|| Err(ToolError::NotFound(format!("no resource {uri}"))))
     }
 
+    /// The `skill://` resources alone (what the HTTP gateway serves to callers allowed
+    /// `vox_skill_list`).
+    pub fn skill_resources(&self) -> Vec<Value> {
+        self.ctx
+            .skills
+            .as_ref()
+            .map(|sk| sk.resources())
+            .unwrap_or_default()
+    }
+
     /// Forgets what was scoped to a session that ended (its active skill).
     pub fn end_session(&self, session: &str) {
         if let Some(sk) = &self.ctx.skills {
