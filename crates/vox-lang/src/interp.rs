@@ -222,7 +222,8 @@ impl<'p> Interp<'p> {
         Interp {
             p,
             exprs: &p.exprs,
-            stack: vec![Value::Unit; 256],
+            // Small: most calls need a few slots, and the stack doubles when it must.
+            stack: vec![Value::Unit; 16],
             sp: 0,
             fp: 0,
             steps: 0,
