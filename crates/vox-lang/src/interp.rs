@@ -630,7 +630,7 @@ impl<'p> Interp<'p> {
     #[inline(always)]
     fn operand(&mut self, e: &'p Expr) -> R {
         let r = self.operand_i(e);
-        self.from_i(r)
+        self.value_of(r)
     }
 
     /// `operand` on the int path.
@@ -682,7 +682,7 @@ impl<'p> Interp<'p> {
         }
         let x = self.local(a);
         let v = self.binary(op, &x, &Value::Int(k), span);
-        self.to_i(v)
+        self.int_of(v)
     }
 
     /// `Binary(op, Local(a), Local(b))`, fused: the same steps and results.
@@ -698,12 +698,12 @@ impl<'p> Interp<'p> {
         let x = self.local(a);
         let y = self.local(b);
         let v = self.binary(op, &x, &y, span);
-        self.to_i(v)
+        self.int_of(v)
     }
 
     /// An int-path result as a value.
     #[inline(always)]
-    fn from_i(&mut self, r: RI) -> R {
+    fn value_of(&mut self, r: RI) -> R {
         match r {
             Ok(i) => Ok(Value::Int(i)),
             Err(Slow::Value) => Ok(std::mem::replace(&mut self.acc, Value::Unit)),
@@ -755,7 +755,7 @@ impl<'p> Interp<'p> {
 
     /// A general result as an int-path result.
     #[inline(always)]
-    fn to_i(&mut self, r: R) -> RI {
+    fn int_of(&mut self, r: R) -> RI {
         match r {
             Ok(v) => self.val_i(v),
             Err(f) => Err(f.into()),
@@ -788,15 +788,15 @@ impl<'p> Interp<'p> {
             }
             ExprKind::BinLocalInt(op, a, k) => {
                 let r = self.bin_local_int(*op, *a, *k, span);
-                self.from_i(r)
+                self.value_of(r)
             }
             ExprKind::BinLocalLocal(op, a, b) => {
                 let r = self.bin_local_local(*op, *a, *b, span);
-                self.from_i(r)
+                self.value_of(r)
             }
             ExprKind::CallFn(id, args) => {
                 let r = self.call_fn_i(*id, *args, span);
-                self.from_i(r)
+                self.value_of(r)
             }
             ExprKind::If(c, then, otherwise) => {
                 if self.truth(self.x(*c))? {
@@ -854,7 +854,7 @@ impl<'p> Interp<'p> {
             }
             _ => {
                 let r = self.eval(e);
-                self.to_i(r)
+                self.int_of(r)
             }
         }
     }
@@ -862,7 +862,7 @@ impl<'p> Interp<'p> {
     #[inline]
     fn eval_binary(&mut self, op: BinOp, l: &'p Expr, r: &'p Expr, span: Span) -> R {
         let r = self.binary_i(op, l, r, span);
-        self.from_i(r)
+        self.value_of(r)
     }
 
     /// A binary operator other than `and`/`or`, on the int path.
@@ -881,7 +881,7 @@ impl<'p> Interp<'p> {
                 let a = std::mem::replace(&mut self.acc, Value::Unit);
                 let b = self.operand(r)?;
                 let v = self.binary(op, &a, &b, span);
-                return self.to_i(v);
+                return self.int_of(v);
             }
             Err(e) => return Err(e),
         };
@@ -890,7 +890,7 @@ impl<'p> Interp<'p> {
             Err(Slow::Value) => {
                 let b = std::mem::replace(&mut self.acc, Value::Unit);
                 let v = self.binary(op, &Value::Int(x), &b, span);
-                return self.to_i(v);
+                return self.int_of(v);
             }
             Err(e) => return Err(e),
         };
@@ -898,7 +898,7 @@ impl<'p> Interp<'p> {
             Some(v) => v,
             None => {
                 let v = self.binary(op, &Value::Int(x), &Value::Int(y), span);
-                self.to_i(v)
+                self.int_of(v)
             }
         }
     }
@@ -983,14 +983,16 @@ impl<'p> Interp<'p> {
         if args.len() != body.n_params as usize {
             self.push_args(args)?;
             let r = self.invoke(body_id, base, args.len(), &[], &[], span);
-            return self.to_i(r);
+            return self.int_of(r);
         }
         let frame_end = base + body.n_slots as usize;
         self.reserve_to(frame_end);
         // Calls made while evaluating the arguments get frames above this one.
         self.sp = frame_end;
-        for (k, &a) in args.iter().enumerate() {
-            let a = self.x(a);
+        // By index rather than through a slice iterator: fewer instructions per call.
+        #[allow(clippy::needless_range_loop)]
+        for k in 0..args.len() {
+            let a = self.x(args[k]);
             if let Some(i) = self.arg_int(a) {
                 self.steps += 1;
                 self.write_int(base + k, i);
@@ -1129,11 +1131,11 @@ impl<'p> Interp<'p> {
             ExprKind::Binary(op, l, r) => self.eval_binary(*op, self.x(*l), self.x(*r), span),
             ExprKind::BinLocalInt(op, a, k) => {
                 let r = self.bin_local_int(*op, *a, *k, span);
-                self.from_i(r)
+                self.value_of(r)
             }
             ExprKind::BinLocalLocal(op, a, b) => {
                 let r = self.bin_local_local(*op, *a, *b, span);
-                self.from_i(r)
+                self.value_of(r)
             }
             ExprKind::Unary(op, x) => {
                 let v = self.eval(self.x(*x))?;
@@ -1153,7 +1155,7 @@ impl<'p> Interp<'p> {
             }
             ExprKind::CallFn(id, args) => {
                 let r = self.call_fn_i(*id, *args, span);
-                self.from_i(r)
+                self.value_of(r)
             }
             ExprKind::CallBuiltin(b, args) => {
                 let args = self.eval_args(*args)?;
