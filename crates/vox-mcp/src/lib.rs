@@ -68,10 +68,48 @@ pub struct StdioAdapter {
 /// Where change notifications go: the 2025-era peer once it has initialized, and the open
 /// `subscriptions/listen` streams of the 2026-07-28 era (which has no unsolicited
 /// notifications).
-#[derive(Default)]
 struct Listeners {
     legacy: std::sync::Mutex<Option<rmcp::Peer<RoleServer>>>,
     streams: std::sync::Mutex<Vec<rmcp::service::SubscriptionSink>>,
+    /// Turns true when the client's input ends: open listen streams then end at once, instead
+    /// of holding the session open through rmcp's drain timeout.
+    input_closed: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for Listeners {
+    fn default() -> Self {
+        Listeners {
+            legacy: Default::default(),
+            streams: Default::default(),
+            input_closed: tokio::sync::watch::channel(false).0,
+        }
+    }
+}
+
+/// An input stream that reports its end (EOF or an error) to the adapter's listen streams.
+pub struct WatchedInput<R> {
+    inner: R,
+    closed: tokio::sync::watch::Sender<bool>,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WatchedInput<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        let ended = match &poll {
+            std::task::Poll::Ready(Ok(())) => buf.filled().len() == before && buf.remaining() > 0,
+            std::task::Poll::Ready(Err(_)) => true,
+            std::task::Poll::Pending => false,
+        };
+        if ended {
+            self.closed.send_replace(true);
+        }
+        poll
+    }
 }
 
 /// Forwards daemon notifications (`*/list_changed`) to the connected MCP client.
@@ -142,6 +180,14 @@ impl StdioAdapter {
             notes,
             listeners,
         })
+    }
+
+    /// Wraps the client's input so that its end also ends open `subscriptions/listen` streams.
+    pub fn watch_input<R>(&self, inner: R) -> WatchedInput<R> {
+        WatchedInput {
+            inner,
+            closed: self.listeners.input_closed.clone(),
+        }
     }
 
     /// The live connection, adopting or respawning the daemon when there is none.
@@ -233,7 +279,11 @@ impl ServerHandler for StdioAdapter {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(sink);
-        context.cancelled().await;
+        let mut closed = self.listeners.input_closed.subscribe();
+        tokio::select! {
+            _ = context.cancelled() => {}
+            _ = closed.wait_for(|c| *c) => {}
+        }
         self.listeners
             .streams
             .lock()
