@@ -70,6 +70,7 @@ pub fn operations_verify(json_out: bool) -> Result<ExitCode> {
         }
     }
     if json_out {
+        // The historical report shape (counts at the top level), which callers parse.
         let report = json!({
             "tools": TOOL_REGISTRY.len(),
             "built": TOOL_REGISTRY.iter().filter(|t| t.built).count(),
@@ -77,7 +78,11 @@ pub fn operations_verify(json_out: bool) -> Result<ExitCode> {
             "problems": problems,
         });
         println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(exit(&problems));
+        return Ok(if problems.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
     }
     let summary = format!(
         "{} tools, {} profiles: catalog, handlers, schemas and profiles agree",
@@ -85,14 +90,6 @@ pub fn operations_verify(json_out: bool) -> Result<ExitCode> {
         profiles.len()
     );
     finish("operations-verify", summary, problems, false)
-}
-
-fn exit(problems: &[String]) -> ExitCode {
-    if problems.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
 }
 
 /// `contracts/mcp/workspace-tool-fixtures.v1.json`.
@@ -143,13 +140,14 @@ pub fn surface_parity(root: &Path, fixtures: &Path, json_out: bool) -> Result<Ex
     );
     // Serve a copy: the orchestrator creates `.vox/` in its workspace, which must not land in
     // the project tree.
-    let scratch = std::env::temp_dir().join(format!("vox-parity-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
-    vox_skills::store::copy_tree(&root.join(&fx.workspace), &scratch)
+    let scratch = tempfile::Builder::new()
+        .prefix("vox-parity")
+        .tempdir()
+        .context("cannot create a scratch directory")?;
+    let copy = scratch.path().join("workspace");
+    vox_skills::store::copy_tree(&root.join(&fx.workspace), &copy)
         .with_context(|| format!("cannot copy {}", fx.workspace.display()))?;
-    let result = run_parity(&scratch, &fx);
-    let _ = std::fs::remove_dir_all(&scratch);
-    let (summary, problems) = result?;
+    let (summary, problems) = run_parity(&copy, &fx)?;
     finish("mcp-vox-surface-parity", summary, problems, json_out)
 }
 
@@ -270,9 +268,10 @@ fn same_json(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// AgentSkills compliance: every skill directory under `dir` has a valid `SKILL.md` (the format
-/// `vox_skill_install` accepts), non-empty instructions, and a tool list whose `vox_*` names
-/// (and prefixes) exist in the static catalog.
+/// AgentSkills compliance: every skill directory under `dir` has a valid `SKILL.md` in the
+/// agentskills.io format proper (YAML front matter: bundled skills must work in other agents
+/// too; installs also accept the Vox TOML variant), non-empty instructions, and a tool list
+/// whose `vox_*` names (and prefixes) exist in the static catalog.
 pub fn agentskills_compliance(dir: &Path, json_out: bool) -> Result<ExitCode> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("cannot read the skills directory {}", dir.display()))?
@@ -295,6 +294,12 @@ pub fn agentskills_compliance(dir: &Path, json_out: bool) -> Result<ExitCode> {
             }
         };
         let file = d.join("SKILL.md");
+        if skill.manifest.format != vox_skills::FrontMatterFormat::Yaml {
+            problems.push(format!(
+                "{}: bundled skills use YAML front matter (`---`), the agentskills.io format",
+                file.display()
+            ));
+        }
         if skill.manifest.body.trim().is_empty() {
             problems.push(format!(
                 "{}: the instructions (the body after the front matter) are empty",

@@ -361,7 +361,7 @@ fn mcp(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> 
         };
         // Bound each incoming line: an oversized message is dropped and the stream recovers.
         let stdio = rmcp::transport::async_rw::AsyncRwTransport::<rmcp::RoleServer, _, _>::new(
-            tokio::io::stdin(),
+            adapter.watch_input(tokio::io::stdin()),
             tokio::io::stdout(),
         )
         .with_max_line_length(vox_orchestrator::MAX_MESSAGE_BYTES);

@@ -707,4 +707,19 @@ async fn an_active_skill_is_scoped_to_the_rest_session_that_chose_it() {
     );
     let r = in_session("bad session!", "vox_kb_query", json!({"query": "x"})).await;
     assert_eq!(r.status, 400, "{}", r.body);
+    // Without a named session a skill cannot be activated: it would bind every request of the
+    // token.
+    let r = call(&s, Some(WRITE), "vox_skill_use", json!({"id": "mem-only"})).await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (400, Some("invalid_arguments")),
+        "{}",
+        r.body
+    );
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("X-Vox-Session")
+    );
 }

@@ -212,6 +212,28 @@ async fn an_active_skill_limits_its_session_to_its_tools() {
     ok(&c, "vox_workspace_mcp_refresh", json!({})).await;
     let e = err(&c, "add", json!({"a": 1})).await;
     assert_eq!(e["code"], "skill_tool_not_allowed");
+    // A workspace tool cannot pass for an infrastructure tool: `vox_*` names are the catalog's.
+    write(
+        &ws.root().join("sneak.vox"),
+        "@tool\nfn vox_chat_sneak() to int {\n    1\n}\n",
+    );
+    let report = ok(&c, "vox_workspace_mcp_refresh", json!({})).await;
+    assert!(
+        report["shadowed"].to_string().contains("vox_chat_sneak"),
+        "{report}"
+    );
+    let sneak = c
+        .call_tool(rmcp::model::CallToolRequestParams::new("vox_chat_sneak"))
+        .await;
+    assert!(format!("{sneak:?}").contains("unknown_tool"), "{sneak:?}");
+    // While the skill is active, vox_skill_run runs only its own commands.
+    let e = err(
+        &c,
+        "vox_skill_run",
+        json!({"id": "release-notes", "command": ["true"]}),
+    )
+    .await;
+    assert_eq!(e["code"], "skill_tool_not_allowed", "{e}");
     // Infrastructure tools stay allowed.
     ok(&c, "vox_skill_list", json!({})).await;
     let info = ok(&c, "vox_skill_info", json!({"id": "git-helper"})).await;
@@ -263,7 +285,7 @@ async fn bad_skills_get_clear_errors_and_the_server_keeps_serving() {
     let c = ws.client(&[]).await;
     let cases = [
         (json!({"path": "src-skills/bad-yaml"}), "line 3"),
-        (json!({"path": "src-skills/huge"}), "limit is 262144"),
+        (json!({"path": "src-skills/huge"}), "limit of 262144 bytes"),
         (json!({"path": "src-skills/wrong-dir"}), "directory name"),
         (json!({"path": "../../../../etc"}), "outside the workspace"),
         (
@@ -501,4 +523,40 @@ fn the_cli_lists_skills_and_runs_them_in_the_same_sandbox() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("Wall"));
     let out = ws.vox(&["skill", "run", "missing", "--", "true"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("no installed skill"));
+}
+
+#[tokio::test]
+async fn an_active_skill_is_restored_when_the_daemon_restarts() {
+    let ws = workspace();
+    write(
+        &ws.root().join(".vox/skills/git-helper/SKILL.md"),
+        GIT_HELPER,
+    );
+    let c = ws.client(&[]).await;
+    ok(&c, "vox_skill_use", json!({"id": "git-helper"})).await;
+    err(&c, "vox_kb_query", json!({"query": "x"})).await;
+    ws.stop_daemon();
+    // The first call reports the lost daemon; the next respawns it and re-activates the skill
+    // before it is forwarded, so the limit still holds.
+    let lost = err(&c, "vox_kb_query", json!({"query": "x"})).await;
+    assert_eq!(lost["code"], "daemon_unavailable", "{lost}");
+    let e = err(&c, "vox_kb_query", json!({"query": "x"})).await;
+    assert_eq!(e["code"], "skill_tool_not_allowed", "{e}");
+    ok(&c, "vox_memory_list", json!({})).await;
+    // If the skill is gone by then, calls fail (closed) until the client chooses again.
+    ok(&c, "vox_skill_use", json!({"id": "git-helper"})).await;
+    std::fs::remove_dir_all(ws.root().join(".vox/skills/git-helper")).unwrap();
+    ws.stop_daemon();
+    err(&c, "vox_memory_list", json!({})).await;
+    let refused = c
+        .call_tool(rmcp::model::CallToolRequestParams::new("vox_memory_list"))
+        .await;
+    assert!(
+        format!("{refused:?}").contains("could not be activated again"),
+        "{refused:?}"
+    );
+    let chosen = ok(&c, "vox_skill_use", json!({"id": null})).await;
+    assert_eq!(chosen["active"], json!(null));
+    ok(&c, "vox_kb_query", json!({"query": "x"})).await;
+    c.cancel().await.unwrap();
 }

@@ -264,3 +264,26 @@ async fn modern_era_clients_get_list_changes_on_their_listen_stream() {
     sub.cancel().await.unwrap();
     c.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_modern_client_that_disconnects_with_an_open_listen_stream_does_not_hold_vox_mcp() {
+    let ws = workspace();
+    let c = ws.modern_client(&[]).await;
+    let mut filter = rmcp::model::SubscriptionFilter::new();
+    filter.tools_list_changed = Some(true);
+    let sub = c.listen(filter).await.expect("subscriptions/listen");
+    // One more round trip: the stream is established on the server by then. (A client that
+    // hangs up within the same instant it opens a stream can still catch rmcp between its
+    // acknowledgment and `listen`; `vox mcp` then exits after rmcp's 5 s drain.)
+    tool_names(&c).await;
+    let started = std::time::Instant::now();
+    // Close without cancelling the stream: stdin ends, and `vox mcp` must exit well before the
+    // child-process transport's 3 s kill deadline.
+    std::mem::forget(sub);
+    c.cancel().await.unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(2500),
+        "took {:?}",
+        started.elapsed()
+    );
+}

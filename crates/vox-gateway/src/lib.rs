@@ -37,10 +37,14 @@ pub struct Who {
     pub caller: Caller,
     /// The rate-limit and attention key: the role for token callers, the peer IP otherwise.
     pub agent: String,
-    /// The session key that scopes the active skill: per WebSocket connection, per `/mcp`
-    /// session, and for REST the caller's `X-Vox-Session` header (else the agent). Always
-    /// prefixed with the agent, so one caller cannot name another's session.
+    /// The session key that scopes the active skill: per WebSocket connection, per legacy
+    /// `/mcp` session, and for REST the caller's `X-Vox-Session` header (else the agent).
+    /// Always prefixed with the agent, so a caller can only name sessions of its own token or
+    /// peer.
     pub session: String,
+    /// Whether `session` names one session (a header, a connection, an MCP session) rather
+    /// than everything the agent sends; only a named session may activate a skill.
+    pub session_named: bool,
 }
 
 /// Longest `X-Vox-Session` value accepted.
@@ -103,6 +107,13 @@ impl Shared {
             .then(|| self.orch.read_resource(uri))
     }
     async fn call(&self, who: &Who, name: &str, args: Value) -> ToolOutcome {
+        // Without a named session every request of this token would share one active skill,
+        // so one client could restrict (or release) all the others.
+        if name == "vox_skill_use" && !who.session_named {
+            return ToolOutcome::Failed(vox_orchestrator::ToolError::InvalidArguments(
+                "vox_skill_use over HTTP needs a session: send an X-Vox-Session header (REST), use one WebSocket connection, or a 2025-era /mcp session".into(),
+            ));
+        }
         self.orch
             .call_as(
                 &self.surface,
@@ -308,10 +319,12 @@ async fn guard(
         Ok(s) => s,
         Err(m) => return error(StatusCode::BAD_REQUEST, "invalid_request", m),
     };
+    let session_named = req.headers().contains_key("x-vox-session");
     req.extensions_mut().insert(Who {
         caller: Caller { loopback, role },
         agent,
         session,
+        session_named,
     });
     next.run(req).await
 }

@@ -61,13 +61,21 @@ fn who(ctx: &RequestContext<RoleServer>) -> Result<Who, McpError> {
         .ok_or_else(|| {
             McpError::internal_error("request reached /mcp without an authenticated caller", None)
         })?;
-    // A legacy-era MCP session scopes the active skill; the modern era has no sessions, so the
-    // REST rule (X-Vox-Session, else the caller) applies.
-    if let Some(id) = parts
-        .and_then(|p| p.headers.get("mcp-session-id"))
+    // A 2025-era MCP session (whose id rmcp's session manager has checked) scopes the active
+    // skill. The 2026-07-28 era has no sessions: there the header means nothing and the REST
+    // rule (X-Vox-Session, else the caller) applies.
+    let headers = parts.map(|p| &p.headers);
+    let legacy = headers
+        .and_then(|h| h.get("mcp-protocol-version"))
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v < "2026-07-28");
+    if let Some(id) = headers
+        .filter(|_| legacy)
+        .and_then(|h| h.get("mcp-session-id"))
         .and_then(|v| v.to_str().ok())
     {
         who.session = format!("mcp:{}:{id}", who.agent);
+        who.session_named = true;
     }
     Ok(who)
 }

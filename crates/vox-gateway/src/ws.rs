@@ -27,6 +27,7 @@ async fn session(mut socket: WebSocket, s: Arc<Shared>, mut who: Who) {
         who.agent,
         NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     );
+    who.session_named = true;
     serve_session(&mut socket, &s, &who).await;
     s.orch.end_session(&who.session);
 }

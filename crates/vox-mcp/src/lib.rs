@@ -63,15 +63,60 @@ pub struct StdioAdapter {
     /// Daemon notification frames, forwarded to the MCP client once it is known.
     notes: tokio::sync::mpsc::UnboundedSender<Value>,
     listeners: Arc<Listeners>,
+    /// The skill this client activated. A restarted daemon remembers no session, so the skill
+    /// is activated again on the new connection before anything else is sent (fail closed: if
+    /// it cannot be, calls fail until the client chooses again).
+    active_skill: std::sync::Mutex<Option<String>>,
 }
 
 /// Where change notifications go: the 2025-era peer once it has initialized, and the open
 /// `subscriptions/listen` streams of the 2026-07-28 era (which has no unsolicited
 /// notifications).
-#[derive(Default)]
 struct Listeners {
     legacy: std::sync::Mutex<Option<rmcp::Peer<RoleServer>>>,
     streams: std::sync::Mutex<Vec<rmcp::service::SubscriptionSink>>,
+    /// Turns true when the client's input ends: open listen streams then end at once, instead
+    /// of holding the session open through rmcp's drain timeout.
+    input_closed: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for Listeners {
+    fn default() -> Self {
+        Listeners {
+            legacy: Default::default(),
+            streams: Default::default(),
+            input_closed: tokio::sync::watch::channel(false).0,
+        }
+    }
+}
+
+/// Most `subscriptions/listen` streams one client may hold open.
+const MAX_LISTEN_STREAMS: usize = 64;
+
+/// An input stream that reports its end (EOF or an error) to the adapter's listen streams.
+pub struct WatchedInput<R> {
+    inner: R,
+    closed: tokio::sync::watch::Sender<bool>,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WatchedInput<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        let ended = match &poll {
+            std::task::Poll::Ready(Ok(())) => buf.filled().len() == before && buf.remaining() > 0,
+            std::task::Poll::Ready(Err(_)) => true,
+            std::task::Poll::Pending => false,
+        };
+        if ended {
+            self.closed.send_replace(true);
+        }
+        poll
+    }
 }
 
 /// Forwards daemon notifications (`*/list_changed`) to the connected MCP client.
@@ -141,7 +186,16 @@ impl StdioAdapter {
             client: tokio::sync::Mutex::new(Some(Arc::new(client))),
             notes,
             listeners,
+            active_skill: std::sync::Mutex::new(None),
         })
+    }
+
+    /// Wraps the client's input so that its end also ends open `subscriptions/listen` streams.
+    pub fn watch_input<R>(&self, inner: R) -> WatchedInput<R> {
+        WatchedInput {
+            inner,
+            closed: self.listeners.input_closed.clone(),
+        }
     }
 
     /// The live connection, adopting or respawning the daemon when there is none.
@@ -158,6 +212,28 @@ impl StdioAdapter {
         )
         .await
         .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let active = self
+            .active_skill
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(id) = active {
+            let restored = c
+                .call(
+                    "orch.tool_call",
+                    json!({"name": "vox_skill_use", "arguments": {"id": id}, "agent": "stdio"}),
+                )
+                .await;
+            if !restored.as_ref().is_ok_and(|a| a["is_error"] == false) {
+                return Err(McpError::internal_error(
+                    format!(
+                        "the workspace daemon restarted and skill {id}, active for this session, could not be activated again ({}); call vox_skill_use to choose again",
+                        restored.map_or_else(|e| e.to_string(), |a| a["structured"].to_string())
+                    ),
+                    None,
+                ));
+            }
+        }
         let c = Arc::new(c);
         *slot = Some(c.clone());
         Ok(c)
@@ -224,21 +300,42 @@ impl ServerHandler for StdioAdapter {
         Some(requested.intersection(&offered))
     }
 
-    /// Keeps the stream's sink registered until the client cancels the listen request.
+    /// Keeps the stream's sink registered until the client cancels the listen request or its
+    /// input ends (the guard unregisters it however the future ends).
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        struct Registered<'a>(&'a Listeners, rmcp::model::RequestId);
+        impl Drop for Registered<'_> {
+            fn drop(&mut self) {
+                self.0
+                    .streams
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .retain(|s| s.id() != &self.1);
+            }
+        }
         let sink = context.sink().clone();
-        let id = sink.id().clone();
-        self.listeners
-            .streams
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(sink);
-        context.cancelled().await;
-        self.listeners
-            .streams
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|s| s.id() != &id);
+        {
+            let mut streams = self
+                .listeners
+                .streams
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if streams.len() >= MAX_LISTEN_STREAMS {
+                return Err(McpError::invalid_request(
+                    format!(
+                        "{MAX_LISTEN_STREAMS} listen streams are already open; cancel one first"
+                    ),
+                    None,
+                ));
+            }
+            streams.push(sink.clone());
+        }
+        let _registered = Registered(&self.listeners, sink.id().clone());
+        let mut closed = self.listeners.input_closed.subscribe();
+        tokio::select! {
+            _ = context.cancelled() => {}
+            _ = closed.wait_for(|c| *c) => {}
+        }
         Ok(())
     }
 
@@ -319,7 +416,15 @@ impl ServerHandler for StdioAdapter {
                 .await
                 .into());
         }
-        let client = self.client().await?;
+        let client = match self.client().await {
+            Ok(c) => c,
+            // Choosing a skill again (or none) is how a client gets out of a failed restore.
+            Err(_) if request.name == "vox_skill_use" => {
+                *self.active_skill.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                self.client().await?
+            }
+            Err(e) => return Err(e),
+        };
         let agent = context
             .peer
             .peer_info()
@@ -341,6 +446,10 @@ impl ServerHandler for StdioAdapter {
             Err(e @ ClientError::Disconnected(_)) => return Ok(self.lost(e).await.into()),
             Err(e) => return Err(McpError::internal_error(e.to_string(), None)),
         };
+        if request.name == "vox_skill_use" && answer["is_error"] == false {
+            *self.active_skill.lock().unwrap_or_else(|p| p.into_inner()) =
+                answer["structured"]["active"].as_str().map(str::to_owned);
+        }
         call_result(
             answer.get("outcome").and_then(Value::as_str).unwrap_or(""),
             answer

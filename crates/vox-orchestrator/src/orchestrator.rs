@@ -206,9 +206,7 @@ impl Orchestrator {
         };
         let report = boot::boot(&profile, |step, _sub| run_step(&mut ctx, step));
         ctx.boot = report;
-        let serves_skills = profile.is_dev()
-            || vox_mcp_registry::tool_by_name("vox_skill_list")
-                .is_some_and(|t| profile.tools().contains(t.index));
+        let serves_skills = profile.is_dev() || profile.tools().iter().any(|t| t.lane == "skills");
         if serves_skills {
             ctx.skills = Some(crate::skills::Skills::hydrate(&ctx.workspace.root));
         }
@@ -417,7 +415,7 @@ impl Orchestrator {
                 ..
             }),
         ) = (&self.ctx.skills, &authorized)
-            && let Err(d) = sk.check(scope.session, name)
+            && let Err(d) = sk.check(scope.session, name, &args)
         {
             return ToolOutcome::Denied(d);
         }
@@ -447,7 +445,10 @@ impl Orchestrator {
         let ctx = self.ctx.clone();
         let handlers = self.handlers.clone();
         let index = tool.index;
-        let session = scope.session.to_owned();
+        let session = crate::tools::CallSession {
+            key: scope.session.to_owned(),
+            agent: scope.agent.to_owned(),
+        };
         // Handlers are synchronous (SQLite, tantivy, git); run them off the async workers.
         let job = tokio::task::spawn_blocking(move || match &handlers[index] {
             Some(h) => (h.call)(&ctx, &session, args),

@@ -153,7 +153,11 @@ async fn connection(
         }
     });
     let mut reader = BufReader::with_capacity(64 * 1024, read);
+    // This connection's requests: the session ends only after the last of them, so a
+    // `vox_skill_use` still running cannot re-activate a skill for a session already gone.
+    let mut tasks = tokio::task::JoinSet::new();
     loop {
+        while tasks.try_join_next().is_some() {}
         let line = match read_line_bounded(&mut reader, MAX_MESSAGE_BYTES).await {
             Ok(Line::Data(l)) => l,
             Ok(Line::TooLong(n)) => {
@@ -185,7 +189,7 @@ async fn connection(
         let stop = stop.clone();
         let guard = in_flight.enter();
         let session = session.clone();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             let _guard = guard;
             if let Some(frame) = handle(&orch, req, &stop, &session).await {
                 let _ = tx.send(frame);
@@ -193,6 +197,7 @@ async fn connection(
         });
     }
     drop(tx);
+    while tasks.join_next().await.is_some() {}
     let _ = writer.await;
     orch.end_session(&session);
 }

@@ -13,11 +13,19 @@ use vox_skills::{Catalog, Roots, Skill, SkillError};
 
 /// Most sessions that may have an active skill at once; a further activation is refused.
 pub const MAX_ACTIVE_SESSIONS: usize = 10_000;
+/// Most sessions of one agent (one token, one peer) with an active skill: one caller cannot
+/// fill the table for everyone.
+pub const MAX_ACTIVE_PER_AGENT: usize = 256;
+/// A session whose skill was not used for this long may be dropped to make room. Connection
+/// sessions end with their connection; this bounds the ones that never end (REST).
+pub const ACTIVE_IDLE: std::time::Duration = std::time::Duration::from_secs(3600);
 /// The index resource.
 pub const INDEX_URI: &str = "skill://index.json";
 
 /// Tools a session may always call while a skill is active: without them it could not inspect,
-/// switch or leave the skill, or refresh the workspace.
+/// switch or leave the skill, or refresh the workspace. Names are enough because workspace tools
+/// may not use the `vox_` prefix (the loader reserves it), so every `vox_*` name is the static
+/// catalog's or a skill macro tool.
 pub fn is_infrastructure(tool: &str) -> bool {
     tool.starts_with("vox_skill_")
         || tool.starts_with("vox_chat_")
@@ -44,10 +52,17 @@ pub struct Skills {
     writes: Mutex<()>,
     /// Session → the skill active in it, as it was when activated (uninstalling a skill must not
     /// widen what an active session may call).
-    active: Mutex<HashMap<String, Arc<Skill>>>,
+    active: Mutex<HashMap<String, Active>>,
     /// `active.len()`, readable without the lock: the common case (no skill active anywhere)
     /// costs one atomic load per call.
     active_count: AtomicUsize,
+}
+
+/// One session's active skill.
+struct Active {
+    skill: Arc<Skill>,
+    agent: String,
+    last_used: std::time::Instant,
 }
 
 /// The MCP name of a skill's macro tool.
@@ -134,10 +149,12 @@ impl Skills {
         Ok(())
     }
 
-    /// Activates `id` for `session` (or deactivates with `None`); returns the active skill.
+    /// Activates `id` for `session` of `agent` (or deactivates with `None`); returns the active
+    /// skill.
     pub fn activate(
         &self,
         session: &str,
+        agent: &str,
         id: Option<&str>,
     ) -> Result<Option<Arc<Skill>>, ToolError> {
         let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
@@ -148,12 +165,17 @@ impl Skills {
             }
             Some(id) => {
                 let skill = self.catalog().get(id)?.clone();
-                if !active.contains_key(session) && active.len() >= MAX_ACTIVE_SESSIONS {
-                    return Err(ToolError::Unavailable(format!(
-                        "{MAX_ACTIVE_SESSIONS} sessions already have an active skill; deactivate one first"
-                    )));
+                if !active.contains_key(session) {
+                    make_room(&mut active, agent)?;
                 }
-                active.insert(session.to_owned(), skill.clone());
+                active.insert(
+                    session.to_owned(),
+                    Active {
+                        skill: skill.clone(),
+                        agent: agent.to_owned(),
+                        last_used: std::time::Instant::now(),
+                    },
+                );
                 Some(skill)
             }
         };
@@ -161,16 +183,15 @@ impl Skills {
         Ok(result)
     }
 
-    /// The skill active for `session`, if any.
+    /// The skill active for `session`, if any (and marks the session as used).
     pub fn active(&self, session: &str) -> Option<Arc<Skill>> {
         if self.active_count.load(Ordering::Acquire) == 0 {
             return None;
         }
-        self.active
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(session)
-            .cloned()
+        let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        let a = active.get_mut(session)?;
+        a.last_used = std::time::Instant::now();
+        Some(a.skill.clone())
     }
 
     /// Forgets a session that ended (its connection closed).
@@ -184,11 +205,27 @@ impl Skills {
     }
 
     /// The allowlist check of the active skill: `Ok` when no skill is active, its list is
-    /// empty, it lists `tool`, or `tool` is an infrastructure tool.
-    pub fn check(&self, session: &str, tool: &str) -> Result<(), Denial> {
+    /// empty, it lists `tool`, or `tool` is an infrastructure tool. While a restricted skill is
+    /// active, `vox_skill_run` runs only that skill's commands (running another skill's would
+    /// step outside the list).
+    pub fn check(&self, session: &str, tool: &str, args: &Value) -> Result<(), Denial> {
         let Some(skill) = self.active(session) else {
             return Ok(());
         };
+        if skill.manifest.tools.is_empty() {
+            return Ok(());
+        }
+        if tool == "vox_skill_run" && args.get("id").and_then(Value::as_str) != Some(&skill.id) {
+            let mut d = Denial::new(
+                DenialCode::SkillToolNotAllowed,
+                format!(
+                    "while skill {} is active for this session, vox_skill_run runs only its commands; call vox_skill_use with id null to leave it",
+                    skill.id
+                ),
+            );
+            d.skill = Some(skill.id.clone());
+            return Err(d);
+        }
         if is_infrastructure(tool) || skill.manifest.allows(tool) {
             return Ok(());
         }
@@ -277,6 +314,25 @@ impl Skills {
                 .ok_or_else(|| ToolError::NotFound(format!("no resource {uri}"))),
         )
     }
+}
+
+/// Makes room for one more active session of `agent`: refused when the agent already has its
+/// share; when the table is full, sessions idle for [`ACTIVE_IDLE`] are dropped first.
+fn make_room(active: &mut HashMap<String, Active>, agent: &str) -> Result<(), ToolError> {
+    if active.values().filter(|a| a.agent == agent).count() >= MAX_ACTIVE_PER_AGENT {
+        return Err(ToolError::Unavailable(format!(
+            "{MAX_ACTIVE_PER_AGENT} sessions of this caller already have an active skill; leave one (vox_skill_use with id null) first"
+        )));
+    }
+    if active.len() >= MAX_ACTIVE_SESSIONS {
+        active.retain(|_, a| a.last_used.elapsed() < ACTIVE_IDLE);
+    }
+    if active.len() >= MAX_ACTIVE_SESSIONS {
+        return Err(ToolError::Unavailable(format!(
+            "{MAX_ACTIVE_SESSIONS} sessions already have an active skill; try again later"
+        )));
+    }
+    Ok(())
 }
 
 /// What activating or calling a skill returns: its instructions and limits.

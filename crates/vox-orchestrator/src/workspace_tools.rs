@@ -12,8 +12,11 @@ pub struct WorkspaceTools {
     surface: RwLock<Option<Arc<Surface>>>,
 }
 
+/// The `vox_` prefix belongs to the static catalog (and skill macro tools): a workspace tool
+/// named `vox_*` is shadowed, so no workspace tool can pass for an infrastructure tool or match a
+/// skill's `vox_*` allowlist pattern.
 fn is_static(name: &str) -> bool {
-    vox_mcp_registry::tool_by_name(name).is_some()
+    name.starts_with("vox_") || vox_mcp_registry::tool_by_name(name).is_some()
 }
 
 /// Whether workspace tools are advertised in `tools/list` (they are always callable by name
@@ -52,7 +55,7 @@ impl WorkspaceTools {
         for sh in &s.report.shadowed {
             tracing::warn!(
                 file = sh.file,
-                "workspace tool {} is shadowed by the static catalog",
+                "workspace tool {} is shadowed: the static catalog owns vox_* names",
                 sh.name
             );
         }

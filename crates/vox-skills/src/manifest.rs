@@ -75,6 +75,17 @@ impl std::fmt::Display for Problem {
     }
 }
 
+/// A scalar metadata value as text; `None` for a list.
+fn value_text(v: &MetaValue) -> Option<String> {
+    match v {
+        MetaValue::Str(s) => Some(s.clone()),
+        MetaValue::Bool(b) => Some(b.to_string()),
+        MetaValue::Int(i) => Some(i.to_string()),
+        MetaValue::Float(f) => Some(f.to_string()),
+        MetaValue::List(_) => None,
+    }
+}
+
 /// A list of names: one string (split on spaces and commas) or a list of strings.
 #[derive(Deserialize)]
 #[serde(untagged)]
@@ -279,32 +290,51 @@ pub fn parse(text: &[u8], dir_name: &str) -> Result<Manifest, Vec<Problem>> {
     let mut vox_tools = None;
     let mut tags = Vec::new();
     for (key, value) in fm.metadata.unwrap_or_default() {
-        match (key.as_str(), value) {
-            ("vox-tools", MetaValue::Str(s)) => vox_tools = Some(NameList::One(s).into_vec()),
-            ("vox-tools", MetaValue::List(v)) => vox_tools = Some(NameList::Many(v).into_vec()),
-            ("tags", MetaValue::Str(s)) => tags = NameList::One(s).into_vec(),
-            ("tags", MetaValue::List(v)) => tags = NameList::Many(v).into_vec(),
-            (_, MetaValue::List(_)) => problems.push(Problem::at(
+        let text = value_text(&value);
+        let list = match value {
+            MetaValue::Str(s) => Some(NameList::One(s)),
+            MetaValue::List(v) => Some(NameList::Many(v)),
+            _ => None,
+        };
+        match (key.as_str(), list, text) {
+            ("vox-tools", Some(l), _) => vox_tools = Some(l.into_vec()),
+            ("tags", Some(l), _) => tags = l.into_vec(),
+            ("vox-tools" | "tags", None, _) => problems.push(Problem::at(
+                None,
+                format!("`metadata.{key}` must be a string or a list of strings"),
+            )),
+            (_, _, Some(text)) => {
+                metadata.insert(key, text);
+            }
+            (_, _, None) => problems.push(Problem::at(
                 None,
                 format!("`metadata.{key}` must be a string (lists are allowed for `vox-tools` and `tags` only)"),
             )),
-            (_, MetaValue::Str(s)) => {
-                metadata.insert(key, s);
-            }
-            (_, MetaValue::Bool(b)) => {
-                metadata.insert(key, b.to_string());
-            }
-            (_, MetaValue::Int(i)) => {
-                metadata.insert(key, i.to_string());
-            }
-            (_, MetaValue::Float(f)) => {
-                metadata.insert(key, f.to_string());
-            }
         }
     }
-    let tools = vox_tools
-        .or_else(|| fm.allowed_tools.map(NameList::into_vec))
-        .unwrap_or_default();
+    // A tool list that is present but empty would silently lift every restriction.
+    if vox_tools.as_ref().is_some_and(Vec::is_empty) {
+        problems.push(Problem::at(
+            None,
+            "`metadata.vox-tools` is empty; list the tools, or leave it out for an unrestricted skill",
+        ));
+    }
+    for t in vox_tools.iter().flatten() {
+        if let Err(m) = check_tool_pattern(t) {
+            problems.push(Problem::at(None, format!("`metadata.vox-tools`: {m}")));
+        }
+    }
+    let allowed = fm.allowed_tools.map(NameList::into_vec);
+    // agentskills.io tools are host-specific (`Bash(git:*)`, `Read`): any short token.
+    for t in allowed.iter().flatten() {
+        if t.chars().count() > 128 {
+            problems.push(Problem::at(
+                None,
+                format!("`allowed-tools` entry {t:?} is longer than 128 characters"),
+            ));
+        }
+    }
+    let tools = vox_tools.or(allowed).unwrap_or_default();
     if tools.len() > MAX_TOOLS {
         problems.push(Problem::at(
             None,
@@ -313,11 +343,6 @@ pub fn parse(text: &[u8], dir_name: &str) -> Result<Manifest, Vec<Problem>> {
                 tools.len()
             ),
         ));
-    }
-    for t in &tools {
-        if let Err(m) = check_tool_pattern(t) {
-            problems.push(Problem::at(None, m));
-        }
     }
     if !problems.is_empty() {
         return Err(problems);
@@ -448,10 +473,40 @@ mod tests {
         assert!(err(&long_desc, "a").contains("limit is 1024"));
         assert!(
             err(
-                "---\nname: a\ndescription: d\nallowed-tools: \"bad name!\"\n---\n",
+                "---\nname: a\ndescription: d\nmetadata:\n  vox-tools: \"bad name!\"\n---\n",
                 "a"
             )
             .contains("not a tool name")
+        );
+    }
+
+    #[test]
+    fn a_tool_list_that_is_empty_or_not_text_is_an_error_not_unrestricted() {
+        let e = err(
+            "---\nname: a\ndescription: d\nallowed-tools: x\nmetadata:\n  vox-tools: []\n---\n",
+            "a",
+        );
+        assert!(e.contains("is empty"), "{e}");
+        assert!(
+            err(
+                "---\nname: a\ndescription: d\nmetadata:\n  vox-tools: \"\"\n---\n",
+                "a"
+            )
+            .contains("is empty")
+        );
+        assert!(
+            err(
+                "---\nname: a\ndescription: d\nmetadata:\n  vox-tools: true\n---\n",
+                "a"
+            )
+            .contains("string or a list")
+        );
+        assert!(
+            err(
+                "---\nname: a\ndescription: d\nmetadata:\n  tags: 3\n---\n",
+                "a"
+            )
+            .contains("string or a list")
         );
     }
 

@@ -13,8 +13,12 @@ pub const MAX_SKILL_FILES: usize = 1_000;
 pub const MAX_SKILL_BYTES: u64 = 16 * 1024 * 1024;
 /// Deepest directory nesting inside a skill.
 pub const MAX_SKILL_DEPTH: usize = 16;
-/// Most skill directories read from one root.
-pub const MAX_SKILLS_PER_ROOT: usize = 10_000;
+/// Most skills loaded from all roots together.
+pub const MAX_SKILLS: usize = 10_000;
+/// Most bytes of `SKILL.md` loaded from all roots together.
+pub const MAX_CATALOG_BYTES: u64 = 64 * 1024 * 1024;
+/// Staging directories of an install older than this are leftovers of a crash: removed at hydrate.
+const STALE_STAGING: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Where a skill was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -134,28 +138,55 @@ pub struct Catalog {
 impl Catalog {
     /// Loads every skill of every root; a malformed skill is reported and the rest load.
     pub fn hydrate(roots: &Roots) -> Catalog {
+        sweep_stale_staging(&roots.workspace);
         let mut skills: BTreeMap<String, Arc<Skill>> = BTreeMap::new();
         let mut errors = Vec::new();
         let mut shadowed = Vec::new();
-        for (origin, root) in roots.all() {
+        let mut loaded_bytes = 0u64;
+        let report = |path: &Path, message: String| LoadError {
+            path: path.display().to_string(),
+            problems: vec![Problem {
+                line: None,
+                message,
+            }],
+        };
+        'roots: for (origin, root) in roots.all() {
             let Ok(entries) = std::fs::read_dir(root) else {
                 continue; // a root that does not exist holds no skills
             };
-            let mut dirs: Vec<PathBuf> = entries
-                .filter_map(Result::ok)
-                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                .map(|e| e.path())
-                .take(MAX_SKILLS_PER_ROOT)
-                .collect();
+            let mut dirs = Vec::new();
+            for entry in entries.filter_map(Result::ok) {
+                if entry.file_name().to_string_lossy().starts_with('.') {
+                    continue;
+                }
+                match entry.file_type() {
+                    Ok(t) if t.is_dir() => dirs.push(entry.path()),
+                    Ok(t) if t.is_symlink() => errors.push(report(
+                        &entry.path(),
+                        "is a symbolic link; a skill must be a directory in its root".into(),
+                    )),
+                    _ => {}
+                }
+            }
             dirs.sort();
             for dir in dirs {
+                if skills.len() + shadowed.len() >= MAX_SKILLS || loaded_bytes > MAX_CATALOG_BYTES {
+                    errors.push(report(
+                        root,
+                        format!(
+                            "skill limit reached ({MAX_SKILLS} skills or {MAX_CATALOG_BYTES} bytes); {} and the skills after it were not loaded",
+                            dir.display()
+                        ),
+                    ));
+                    break 'roots;
+                }
                 match load_dir(&dir, origin) {
                     Ok(skill) if skills.contains_key(&skill.id) => shadowed.push(Shadowed {
                         id: skill.id,
                         path: dir.display().to_string(),
                     }),
                     Ok(skill) => {
+                        loaded_bytes += skill.source.len() as u64;
                         skills.insert(skill.id.clone(), Arc::new(skill));
                     }
                     Err(e) => errors.push(e),
@@ -228,21 +259,19 @@ pub fn load_dir(dir: &Path, origin: Origin) -> Result<Skill, LoadError> {
         .and_then(|n| n.to_str())
         .ok_or_else(|| fail("the directory name is not UTF-8".into()))?;
     let skill_md = dir.join("SKILL.md");
-    let meta = std::fs::symlink_metadata(&skill_md)
-        .map_err(|e| fail(format!("no readable SKILL.md ({e})")))?;
-    if !meta.is_file() {
-        return Err(fail("SKILL.md must be a regular file".into()));
-    }
-    if meta.len() > manifest::MAX_SKILL_MD_BYTES as u64 {
-        return Err(fail(format!(
-            "SKILL.md is {} bytes; the limit is {}",
-            meta.len(),
-            manifest::MAX_SKILL_MD_BYTES
-        )));
-    }
-    let bytes = std::fs::read(&skill_md).map_err(|e| fail(format!("cannot read SKILL.md: {e}")))?;
-    let manifest = manifest::parse(&bytes, dir_name).map_err(|problems| LoadError {
-        path: skill_md.display().to_string(),
+    let bytes = read_skill_md(&skill_md).map_err(fail)?;
+    skill_from_bytes(dir, dir_name, origin, &bytes)
+}
+
+/// Parses already-read `SKILL.md` bytes into the skill living in `dir`.
+fn skill_from_bytes(
+    dir: &Path,
+    dir_name: &str,
+    origin: Origin,
+    bytes: &[u8],
+) -> Result<Skill, LoadError> {
+    let manifest = manifest::parse(bytes, dir_name).map_err(|problems| LoadError {
+        path: dir.join("SKILL.md").display().to_string(),
         problems,
     })?;
     Ok(Skill {
@@ -250,14 +279,66 @@ pub fn load_dir(dir: &Path, origin: Origin) -> Result<Skill, LoadError> {
         manifest,
         dir: dir.to_path_buf(),
         origin,
-        source: String::from_utf8_lossy(&bytes).into_owned(),
+        source: String::from_utf8_lossy(bytes).into_owned(),
     })
 }
 
-/// The regular files of a skill directory (relative paths), refusing symlinks, special files,
-/// and trees over the limits. `.git` is left out.
-pub fn tree_files(dir: &Path) -> Result<Vec<PathBuf>, SkillError> {
-    let mut files = Vec::new();
+/// Opens a regular file without following a symbolic link at its last component (a link
+/// swapped in after a check must not be read through).
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    Ok(f)
+}
+
+/// Reads a `SKILL.md`: a regular file (not a link) of at most the size limit.
+fn read_skill_md(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let f = open_regular(path).map_err(|e| format!("no readable SKILL.md ({e})"))?;
+    let limit = manifest::MAX_SKILL_MD_BYTES as u64;
+    let mut bytes = Vec::new();
+    f.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read SKILL.md: {e}"))?;
+    if bytes.len() as u64 > limit {
+        return Err(format!("SKILL.md is larger than the limit of {limit} bytes"));
+    }
+    Ok(bytes)
+}
+
+/// Removes install staging directories (`.tmp-*`) a crash left in the store.
+fn sweep_stale_staging(store: &Path) {
+    let Ok(entries) = std::fs::read_dir(store) else {
+        return;
+    };
+    for e in entries.filter_map(Result::ok) {
+        let stale = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > STALE_STAGING);
+        if e.file_name().to_string_lossy().starts_with(".tmp-") && stale {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// Walks a skill directory: calls `on_dir` for each directory and `on_file` for each regular file
+/// (relative paths, parents first), refusing symlinks, special files, and trees over the limits.
+/// `on_file` gets the bytes still allowed and returns the bytes it took. `.git` is left out.
+fn walk_tree(
+    dir: &Path,
+    mut on_dir: impl FnMut(&Path) -> Result<(), SkillError>,
+    mut on_file: impl FnMut(&Path, u64) -> Result<u64, SkillError>,
+) -> Result<(), SkillError> {
+    let mut files = 0usize;
     let mut total = 0u64;
     let mut stack = vec![(PathBuf::new(), 0usize)];
     while let Some((rel, depth)) = stack.pop() {
@@ -267,11 +348,12 @@ pub fn tree_files(dir: &Path) -> Result<Vec<PathBuf>, SkillError> {
                 rel.display()
             )));
         }
-        let entries = std::fs::read_dir(dir.join(&rel)).map_err(|e| {
-            SkillError::Io(format!("cannot read {}: {e}", dir.join(&rel).display()))
-        })?;
+        let mut entries: Vec<std::fs::DirEntry> = std::fs::read_dir(dir.join(&rel))
+            .map_err(|e| SkillError::Io(format!("cannot read {}: {e}", dir.join(&rel).display())))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| SkillError::Io(e.to_string()))?;
+        entries.sort_by_key(|e| e.file_name());
         for entry in entries {
-            let entry = entry.map_err(|e| SkillError::Io(e.to_string()))?;
             let name = entry.file_name();
             if rel.as_os_str().is_empty() && name == ".git" {
                 continue;
@@ -286,15 +368,16 @@ pub fn tree_files(dir: &Path) -> Result<Vec<PathBuf>, SkillError> {
                     path.display()
                 )));
             } else if t.is_dir() {
+                on_dir(&path)?;
                 stack.push((path, depth + 1));
             } else if t.is_file() {
-                total += entry.metadata().map(|m| m.len()).unwrap_or(0);
-                files.push(path);
-                if files.len() > MAX_SKILL_FILES {
+                files += 1;
+                if files > MAX_SKILL_FILES {
                     return Err(SkillError::Invalid(format!(
                         "the skill holds more than {MAX_SKILL_FILES} files"
                     )));
                 }
+                total += on_file(&path, MAX_SKILL_BYTES.saturating_sub(total))?;
                 if total > MAX_SKILL_BYTES {
                     return Err(SkillError::Invalid(format!(
                         "the skill holds more than {MAX_SKILL_BYTES} bytes"
@@ -308,31 +391,61 @@ pub fn tree_files(dir: &Path) -> Result<Vec<PathBuf>, SkillError> {
             }
         }
     }
+    Ok(())
+}
+
+/// The regular files of a skill directory (relative paths, sorted), with the checks install
+/// applies.
+pub fn tree_files(dir: &Path) -> Result<Vec<PathBuf>, SkillError> {
+    let mut files = Vec::new();
+    walk_tree(
+        dir,
+        |_| Ok(()),
+        |rel, _| {
+            let len = std::fs::symlink_metadata(dir.join(rel))
+                .map(|m| m.len())
+                .unwrap_or(0);
+            files.push(rel.to_path_buf());
+            Ok(len)
+        },
+    )?;
     files.sort();
     Ok(files)
 }
 
-/// Copies a skill's files from `src` into `dst` (which must not exist), with the same checks as
-/// install. Used by install, and by `vox ci` to copy the example workspace.
+/// Copies a skill's files from `src` into `dst` (created; must not exist) in one pass: each
+/// file is opened without following links, must be regular, and is copied with the byte budget
+/// enforced on what is actually read (a file that grows or is swapped cannot exceed it).
 pub fn copy_tree(src: &Path, dst: &Path) -> Result<(), SkillError> {
-    let files = tree_files(src)?;
-    std::fs::create_dir_all(dst)
+    use std::io::Read;
+    std::fs::create_dir(dst)
         .map_err(|e| SkillError::Io(format!("cannot create {}: {e}", dst.display())))?;
-    for rel in files {
-        let to = dst.join(&rel);
-        if let Some(parent) = to.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| SkillError::Io(format!("cannot create {}: {e}", parent.display())))?;
-        }
-        std::fs::copy(src.join(&rel), &to)
-            .map_err(|e| SkillError::Io(format!("cannot copy {}: {e}", rel.display())))?;
-    }
-    Ok(())
+    walk_tree(
+        src,
+        |rel| {
+            std::fs::create_dir(dst.join(rel))
+                .map_err(|e| SkillError::Io(format!("cannot create {}: {e}", rel.display())))
+        },
+        |rel, budget| {
+            let from = open_regular(&src.join(rel))
+                .map_err(|e| SkillError::Invalid(format!("{}: {e}", rel.display())))?;
+            let mode = from.metadata().map(|m| m.permissions()).ok();
+            let mut to = std::fs::File::create_new(dst.join(rel))
+                .map_err(|e| SkillError::Io(format!("cannot create {}: {e}", rel.display())))?;
+            let n = std::io::copy(&mut from.take(budget.saturating_add(1)), &mut to)
+                .map_err(|e| SkillError::Io(format!("cannot copy {}: {e}", rel.display())))?;
+            if let Some(mode) = mode {
+                let _ = to.set_permissions(mode);
+            }
+            Ok(n)
+        },
+    )
 }
 
-/// Validates the skill at `src` and copies it into the workspace store, atomically (a temporary
-/// directory renamed into place). An installed skill with the same id is replaced only when
-/// `replace` is set.
+/// Validates the skill at `src` and copies it into the workspace store, atomically (a staging
+/// directory renamed into place). What is installed is validated again as copied, so a source
+/// that changes meanwhile cannot slip in an unchecked `SKILL.md`. An installed skill with the
+/// same id is replaced only when `replace` is set.
 pub fn install(roots: &Roots, src: &Path, replace: bool) -> Result<Skill, SkillError> {
     let meta = std::fs::metadata(src)
         .map_err(|e| SkillError::Invalid(format!("{}: {e}", src.display())))?;
@@ -372,14 +485,27 @@ pub fn install(roots: &Roots, src: &Path, replace: bool) -> Result<Skill, SkillE
             .unwrap_or(0)
     );
     let staging = store.join(&unique);
-    if let Err(e) = copy_tree(src, &staging) {
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(e);
-    }
+    let staged = copy_tree(src, &staging).and_then(|()| {
+        let bytes = read_skill_md(&staging.join("SKILL.md")).map_err(SkillError::Invalid)?;
+        skill_from_bytes(&target, &skill.id, Origin::Workspace, &bytes)
+            .map_err(|e| SkillError::Invalid(format!("the copied skill: {e}")))
+    });
+    let installed = match staged {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(e);
+        }
+    };
     let old = store.join(format!("{unique}.old"));
-    if target.exists() {
-        std::fs::rename(&target, &old)
-            .map_err(|e| SkillError::Io(format!("cannot replace {}: {e}", target.display())))?;
+    if target.exists()
+        && let Err(e) = std::fs::rename(&target, &old)
+    {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(SkillError::Io(format!(
+            "cannot replace {}: {e}",
+            target.display()
+        )));
     }
     if let Err(e) = std::fs::rename(&staging, &target) {
         let _ = std::fs::rename(&old, &target);
@@ -390,7 +516,7 @@ pub fn install(roots: &Roots, src: &Path, replace: bool) -> Result<Skill, SkillE
         )));
     }
     let _ = std::fs::remove_dir_all(&old);
-    load_dir(&target, Origin::Workspace).map_err(|e| SkillError::Io(e.to_string()))
+    Ok(installed)
 }
 
 /// Removes an installed skill from the workspace store. Skills from other roots are not ours to
@@ -523,5 +649,47 @@ mod tests {
             install(&r, &tmp.path().join("missing"), false),
             Err(SkillError::Invalid(_))
         ));
+    }
+
+    #[test]
+    fn symlinked_skill_dirs_are_reported_and_stale_staging_is_swept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = roots(tmp.path());
+        let real = write_skill(&tmp.path().join("elsewhere"), "linked", "d", "b");
+        std::fs::create_dir_all(r.home.as_ref().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&real, r.home.as_ref().unwrap().join("linked")).unwrap();
+        let stale = r.workspace.join(".tmp-x-1-2");
+        std::fs::create_dir_all(&stale).unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::open(&stale)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let fresh = r.workspace.join(".tmp-y-1-2");
+        std::fs::create_dir_all(&fresh).unwrap();
+        let c = Catalog::hydrate(&r);
+        assert!(c.skills.is_empty());
+        assert!(
+            c.errors[0].to_string().contains("symbolic link"),
+            "{:?}",
+            c.errors
+        );
+        assert!(!stale.exists(), "a crash's staging directory is removed");
+        assert!(
+            fresh.exists(),
+            "a concurrent install's staging directory is kept"
+        );
+    }
+
+    #[test]
+    fn special_files_in_a_skill_are_refused_without_blocking() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = roots(tmp.path());
+        let src = write_skill(&tmp.path().join("src"), "piped", "d", "b");
+        let fifo = std::ffi::CString::new(src.join("pipe").to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        let e = install(&r, &src, false).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        assert!(!r.workspace.join("piped").exists());
     }
 }

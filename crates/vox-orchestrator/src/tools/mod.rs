@@ -16,8 +16,14 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-/// A handler: the context, the calling session's key (see `CallScope`), the arguments.
-type HandlerFn = Box<dyn Fn(&Ctx, &str, Value) -> Result<Value, ToolError> + Send + Sync>;
+/// Who a handler runs for: the session key and the agent of the `CallScope`.
+pub struct CallSession {
+    pub key: String,
+    pub agent: String,
+}
+
+/// A handler: the context, the calling session, the arguments.
+type HandlerFn = Box<dyn Fn(&Ctx, &CallSession, Value) -> Result<Value, ToolError> + Send + Sync>;
 
 /// A handler with the input schema generated from its argument type.
 pub struct HandlerEntry {
@@ -35,13 +41,13 @@ fn typed<A: DeserializeOwned + JsonSchema + 'static>(
 
 /// [`typed`] for a handler that needs the calling session (`vox_skill_use`, `vox_skill_info`).
 fn typed_in_session<A: DeserializeOwned + JsonSchema + 'static>(
-    f: fn(&Ctx, &str, A) -> Result<Value, ToolError>,
+    f: fn(&Ctx, &CallSession, A) -> Result<Value, ToolError>,
 ) -> HandlerEntry {
     entry::<A>(f)
 }
 
 fn entry<A: DeserializeOwned + JsonSchema + 'static>(
-    f: impl Fn(&Ctx, &str, A) -> Result<Value, ToolError> + Send + Sync + 'static,
+    f: impl Fn(&Ctx, &CallSession, A) -> Result<Value, ToolError> + Send + Sync + 'static,
 ) -> HandlerEntry {
     let mut schema =
         serde_json::to_value(schemars::schema_for!(A)).unwrap_or_else(|_| serde_json::json!({}));

@@ -1,6 +1,6 @@
 //! `vox_skill_*`: install, uninstall, list, info, search and use skills.
 
-use super::{HandlerEntry, bounded, typed, typed_in_session};
+use super::{CallSession, HandlerEntry, bounded, typed, typed_in_session};
 use crate::orchestrator::{Ctx, ToolError};
 use crate::skills::{Skills, instructions, macro_tool_name};
 use schemars::JsonSchema;
@@ -14,14 +14,21 @@ fn skills(ctx: &Ctx) -> Result<&Skills, ToolError> {
         .ok_or_else(|| ToolError::Unavailable("skills are not served under this profile".into()))
 }
 
-fn summary(s: &Skill) -> Value {
+/// A skill as tools show it. Its directory is given relative to the workspace (callers off this
+/// machine learn nothing about the host's layout); skills from other roots show only their origin.
+fn summary(ctx: &Ctx, s: &Skill) -> Value {
+    let path = s
+        .dir
+        .strip_prefix(&ctx.workspace.root)
+        .ok()
+        .map(|p| p.display().to_string());
     json!({
         "id": s.id,
         "description": s.manifest.description,
         "tools": s.manifest.tools,
         "tags": s.manifest.tags,
         "origin": s.origin,
-        "path": s.dir,
+        "path": path,
         "format": s.manifest.format,
         "macro_tool": macro_tool_name(&s.id),
     })
@@ -42,7 +49,7 @@ fn install(ctx: &Ctx, a: InstallArgs) -> Result<Value, ToolError> {
     bounded("path", &a.path, 4096)?;
     let skill = skills(ctx)?.install(&a.path, a.replace)?;
     crate::workspace_tools::notify_list_changed(ctx);
-    Ok(json!({"installed": summary(&skill)}))
+    Ok(json!({"installed": summary(ctx, &skill)}))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -65,7 +72,7 @@ struct NoArgs {}
 
 fn list(ctx: &Ctx, _a: NoArgs) -> Result<Value, ToolError> {
     let catalog = skills(ctx)?.catalog();
-    let list: Vec<Value> = catalog.skills.values().map(|s| summary(s)).collect();
+    let list: Vec<Value> = catalog.skills.values().map(|s| summary(ctx, s)).collect();
     Ok(json!({
         "skills": list,
         "errors": catalog.errors.iter().map(|e| json!({"path": e.path, "message": e.to_string()})).collect::<Vec<_>>(),
@@ -73,38 +80,29 @@ fn list(ctx: &Ctx, _a: NoArgs) -> Result<Value, ToolError> {
     }))
 }
 
-/// Most file names `vox_skill_info` lists.
-const MAX_LISTED_FILES: usize = 200;
-
-fn info(ctx: &Ctx, session: &str, a: IdArgs) -> Result<Value, ToolError> {
+fn info(ctx: &Ctx, session: &CallSession, a: IdArgs) -> Result<Value, ToolError> {
     bounded("id", &a.id, 64)?;
     let sk = skills(ctx)?;
     let catalog = sk.catalog();
     let s = catalog.get(&a.id)?;
-    let mut files = Vec::new();
-    let walker = ignore::WalkBuilder::new(&s.dir)
-        .standard_filters(false)
-        .follow_links(false)
-        .build();
-    for entry in walker
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
-    {
-        if files.len() == MAX_LISTED_FILES {
-            break;
+    let mut v = summary(ctx, s);
+    // The same bounded walk install uses: sorted, no links followed, limits enforced.
+    match vox_skills::store::tree_files(&s.dir) {
+        Ok(files) => {
+            v["files"] = json!(
+                files
+                    .iter()
+                    .map(|f| f.display().to_string())
+                    .collect::<Vec<_>>()
+            )
         }
-        if let Ok(rel) = entry.path().strip_prefix(&s.dir) {
-            files.push(rel.display().to_string());
-        }
+        Err(e) => v["files_error"] = json!(e.to_string()),
     }
-    files.sort();
-    let mut v = summary(s);
     v["license"] = json!(s.manifest.license);
     v["compatibility"] = json!(s.manifest.compatibility);
     v["metadata"] = json!(s.manifest.metadata);
     v["instructions"] = json!(s.manifest.body);
-    v["files"] = json!(files);
-    v["active"] = json!(sk.active(session).is_some_and(|x| x.id == s.id));
+    v["active"] = json!(sk.active(&session.key).is_some_and(|x| x.id == s.id));
     Ok(v)
 }
 
@@ -132,11 +130,11 @@ struct UseArgs {
     id: Option<String>,
 }
 
-fn use_skill(ctx: &Ctx, session: &str, a: UseArgs) -> Result<Value, ToolError> {
+fn use_skill(ctx: &Ctx, session: &CallSession, a: UseArgs) -> Result<Value, ToolError> {
     if let Some(id) = &a.id {
         bounded("id", id, 64)?;
     }
-    match skills(ctx)?.activate(session, a.id.as_deref())? {
+    match skills(ctx)?.activate(&session.key, &session.agent, a.id.as_deref())? {
         Some(s) => {
             let mut v = instructions(&s);
             v["active"] = json!(s.id);
