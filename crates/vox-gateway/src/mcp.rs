@@ -126,9 +126,7 @@ impl ServerHandler for HttpMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, McpError> {
         let who = self.who(&context)?;
-        let resources: Vec<rmcp::model::Resource> =
-            serde_json::from_value(Value::Array(self.0.skill_resources(&who)))
-                .map_err(|e| McpError::internal_error(format!("malformed resources: {e}"), None))?;
+        let resources = vox_mcp::resources_from_json(Value::Array(self.0.skill_resources(&who)))?;
         Ok(rmcp::model::ListResourcesResult::with_all_items(resources))
     }
 
@@ -139,14 +137,7 @@ impl ServerHandler for HttpMcp {
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
         let who = self.who(&context)?;
         match self.0.read_skill_resource(&who, &request.uri) {
-            Some(Ok(text)) => {
-                Ok(
-                    rmcp::model::ReadResourceResult::new(vec![
-                        rmcp::model::ResourceContents::text(text, request.uri.clone()),
-                    ])
-                    .into(),
-                )
-            }
+            Some(Ok(text)) => Ok(vox_mcp::text_resource(&request.uri, text)),
             Some(Err(e)) => Err(McpError::resource_not_found(
                 e.to_string(),
                 Some(e.to_json()),

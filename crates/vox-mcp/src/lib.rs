@@ -23,6 +23,21 @@ pub fn tools_from_json(descriptors: Value) -> Result<Vec<Tool>, McpError> {
         .map_err(|e| McpError::internal_error(format!("malformed tool descriptors: {e}"), None))
 }
 
+/// Resource descriptors (MCP field names, as the orchestrator builds them) as rmcp resources.
+pub fn resources_from_json(descriptors: Value) -> Result<Vec<rmcp::model::Resource>, McpError> {
+    serde_json::from_value(descriptors)
+        .map_err(|e| McpError::internal_error(format!("malformed resources: {e}"), None))
+}
+
+/// The answer to `resources/read` for a text body.
+pub fn text_resource(uri: &str, text: impl Into<String>) -> rmcp::model::ReadResourceResponse {
+    rmcp::model::ReadResourceResult::new(vec![rmcp::model::ResourceContents::text(
+        text.into(),
+        uri.to_owned(),
+    )])
+    .into()
+}
+
 /// An orchestrator outcome as an MCP call result. Denials and tool failures are results with
 /// `isError: true`; only an unknown tool (under `dev`) is a protocol error, as MCP prescribes.
 pub fn call_result(
@@ -349,9 +364,8 @@ impl ServerHandler for StdioAdapter {
             .call("orch.list_resources", json!({}))
             .await
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        let resources: Vec<rmcp::model::Resource> =
-            serde_json::from_value(answer.get("resources").cloned().unwrap_or(Value::Null))
-                .map_err(|e| McpError::internal_error(format!("malformed resources: {e}"), None))?;
+        let resources =
+            resources_from_json(answer.get("resources").cloned().unwrap_or(Value::Null))?;
         Ok(rmcp::model::ListResourcesResult::with_all_items(resources))
     }
 
@@ -366,14 +380,7 @@ impl ServerHandler for StdioAdapter {
             .await
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         match answer.get("text").and_then(Value::as_str) {
-            Some(text) => {
-                Ok(
-                    rmcp::model::ReadResourceResult::new(vec![
-                        rmcp::model::ResourceContents::text(text, request.uri.clone()),
-                    ])
-                    .into(),
-                )
-            }
+            Some(text) => Ok(text_resource(&request.uri, text)),
             None => Err(McpError::resource_not_found(
                 answer["error"]["message"]
                     .as_str()
