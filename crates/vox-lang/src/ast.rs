@@ -12,7 +12,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 /// A contiguous run of elements in one of the [`File`]'s (or the program's) vectors; index
-/// that vector with it (`file.exprs_list[seq]`) to get the slice.
+/// that vector with it (`file.expr_lists[seq]`) to get the slice.
 pub struct Seq<T> {
     /// First element.
     pub start: u32,

@@ -1,9 +1,14 @@
 //! The tree-walking interpreter over the HIR, with per-call budgets.
 //!
 //! Locals live in one value stack addressed by frame pointer + slot, so a call costs no
-//! allocation. Every evaluated node costs one step; the wall clock is read every 1024 steps;
-//! call depth and the native stack used are checked on every call, so a runaway call ends with a
+//! allocation; a direct call writes its arguments straight into the callee's slots. Every
+//! evaluated node costs one step; the wall clock is read every 1024 steps; call depth and the
+//! native stack used are checked on every call, so a runaway call ends with a
 //! [`RunError::Budget`] and the process stays healthy.
+//!
+//! Code that computes ints (arithmetic, comparisons, calls, conditionals) runs on an int path
+//! (`eval_i`) that mirrors `eval` step for step but returns `Result<i64, Slow>`, two machine
+//! words that come back in registers; any other value waits in `Interp::acc`.
 
 use crate::ast::{BinOp, UnOp};
 use crate::diag::Span;
@@ -99,9 +104,10 @@ impl RunError {
 
 /// Non-local control flow, and errors, travel as the `Err` side of evaluation.
 ///
-/// `Flow` carries no payload so that `Result<Value, Flow>` fits in two registers: it is
-/// returned by every evaluation step, and passing it through memory cost a store-forwarding
-/// stall per step. The returned value waits in `Interp::ret_val`, the error in `PENDING`.
+/// `Flow` carries no payload so that `Result<Value, Flow>` stays 16 bytes, the size of a
+/// `Value` (it is still returned through memory; int-heavy code takes the int path, whose
+/// `Result<i64, Slow>` comes back in registers). The returned value waits in
+/// `Interp::ret_val`, the error in `PENDING`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Flow {
     Break,

@@ -29,7 +29,7 @@ pub enum Value {
     /// 64-bit float.
     Float(f64),
     /// Immutable string. `Rc<String>` rather than `Rc<str>`: a thin pointer keeps `Value` at
-    /// 16 bytes, so evaluation results travel in registers.
+    /// 16 bytes, so evaluation results and stack slots stay small.
     Str(Rc<String>),
     /// List.
     List(Rc<List>),
@@ -263,6 +263,6 @@ pub fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
     }
 }
 
-// The interpreter returns `Result<Value, Flow>` from every step; at 16 bytes it travels in
-// registers. Growing `Value` past that costs measurably (see the fib bench).
+// The interpreter returns `Result<Value, Flow>` from every step and keeps locals in a stack of
+// values; growing `Value` past 16 bytes costs measurably (see the fib bench).
 const _: () = assert!(std::mem::size_of::<Value>() == 16);
