@@ -644,7 +644,8 @@ impl<'p> Interp<'p> {
     fn operand_i(&mut self, e: &'p Expr) -> RI {
         match e.kind {
             ExprKind::Binary(op, l, r)
-                if let (Some(x), Some(y)) = (self.peek_int(self.x(l)), self.peek_int(self.x(r)))
+                if let (Some(x), Some(y)) =
+                    (self.peek_int(self.x(l)), self.peek_int(self.x(r)))
                     && let Some(v) = self.int_op_i(op, x, y) =>
             {
                 self.steps += 3;
@@ -658,9 +659,10 @@ impl<'p> Interp<'p> {
                 v
             }
             ExprKind::BinLocalLocal(op, a, b)
-                if let (Value::Int(x), Value::Int(y)) =
-                    (&self.stack[self.fp + a as usize], &self.stack[self.fp + b as usize])
-                    && let Some(v) = self.int_op_i(op, *x, *y) =>
+                if let (Value::Int(x), Value::Int(y)) = (
+                    &self.stack[self.fp + a as usize],
+                    &self.stack[self.fp + b as usize],
+                ) && let Some(v) = self.int_op_i(op, *x, *y) =>
             {
                 self.steps += 3;
                 v
@@ -695,9 +697,10 @@ impl<'p> Interp<'p> {
     #[inline]
     fn bin_local_local(&mut self, op: BinOp, a: u32, b: u32, span: Span) -> RI {
         self.steps += 2;
-        if let (Value::Int(x), Value::Int(y)) =
-            (&self.stack[self.fp + a as usize], &self.stack[self.fp + b as usize])
-            && let Some(v) = self.int_op_i(op, *x, *y)
+        if let (Value::Int(x), Value::Int(y)) = (
+            &self.stack[self.fp + a as usize],
+            &self.stack[self.fp + b as usize],
+        ) && let Some(v) = self.int_op_i(op, *x, *y)
         {
             return v;
         }
@@ -1339,8 +1342,10 @@ impl<'p> Interp<'p> {
             return Ok(b);
         }
         if let ExprKind::BinLocalLocal(op, a, b) = e.kind
-            && let (Value::Int(x), Value::Int(y)) =
-                (&self.stack[self.fp + a as usize], &self.stack[self.fp + b as usize])
+            && let (Value::Int(x), Value::Int(y)) = (
+                &self.stack[self.fp + a as usize],
+                &self.stack[self.fp + b as usize],
+            )
             && let Some(b) = int_cmp(op, *x, *y)
         {
             self.steps += 3;

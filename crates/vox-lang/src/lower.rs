@@ -1125,15 +1125,10 @@ impl<'a> Lowerer<'a> {
             A::Method(recv, name, args) => match self.method(name.sym) {
                 Some((m, lo, hi, mutates)) => {
                     let text = self.name(name.sym);
-                    self.arity(
-                        name.span,
-                        || format!("method `{text}`"),
-                        lo,
-                        hi,
-                        args.len(),
-                    );
+                    self.arity(name.span, || format!("method `{text}`"), lo, hi, args.len());
                     let args = self.exprs(args);
-                    if mutates && matches!(f.expr(recv).kind, A::Var(_) | A::Field(..) | A::Index(..))
+                    if mutates
+                        && matches!(f.expr(recv).kind, A::Var(_) | A::Field(..) | A::Index(..))
                     {
                         match self.place(recv, Verb::CallOn(name.sym)) {
                             Some(p) => ExprKind::MutMethod(p, m, args),
@@ -1298,13 +1293,7 @@ impl<'a> Lowerer<'a> {
                     return Pat::Wild;
                 };
                 let k = self.variant_arity(c);
-                self.arity(
-                    name.span,
-                    || format!("pattern `{text}`"),
-                    k,
-                    k,
-                    args.len(),
-                );
+                self.arity(name.span, || format!("pattern `{text}`"), k, k, args.len());
                 let subs: Vec<Pat> = f.patterns[args].iter().map(|a| self.pattern(a)).collect();
                 Pat::Ctor(c, Seq::push_all(&mut self.program.pats, subs))
             }

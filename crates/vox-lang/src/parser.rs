@@ -70,7 +70,9 @@ pub fn parse(src: &str) -> Parsed {
     p.interner.init(&mut p.f, src.len());
     p.file();
     let Parser {
-        f: mut file, diags: parse_diags, ..
+        f: mut file,
+        diags: parse_diags,
+        ..
     } = p;
     file.items.shrink_to_fit();
     let opaque: Vec<Span> = file
@@ -1267,10 +1269,7 @@ impl<'a> Parser<'a> {
                     let args = self.args(Tok::LParen, Tok::RParen)?;
                     let l = *self.e(lhs);
                     let span = l.span.to(self.prev_span());
-                    let h = self
-                        .max_height(&self.f.expr_lists[args])
-                        .max(l.height)
-                        + 1;
+                    let h = self.max_height(&self.f.expr_lists[args]).max(l.height) + 1;
                     lhs = self.mk(ExprKind::Call(lhs, args), span, h);
                 }
                 Tok::Dot => {
@@ -1284,10 +1283,7 @@ impl<'a> Parser<'a> {
                         let args = self.args(Tok::LParen, Tok::RParen)?;
                         let l = *self.e(lhs);
                         let span = l.span.to(self.prev_span());
-                        let h = self
-                            .max_height(&self.f.expr_lists[args])
-                            .max(l.height)
-                            + 1;
+                        let h = self.max_height(&self.f.expr_lists[args]).max(l.height) + 1;
                         lhs = self.mk(ExprKind::Method(lhs, name, args), span, h);
                     } else {
                         let l = *self.e(lhs);
@@ -1683,11 +1679,7 @@ impl<'a> Parser<'a> {
         }
         let close = self.expect(Tok::RBrace, "`}` to close the match")?;
         let arms = Seq::push_all(&mut self.f.arms, arms);
-        Ok(self.mk(
-            ExprKind::Match(scrutinee, arms),
-            start.to(close),
-            h + 1,
-        ))
+        Ok(self.mk(ExprKind::Match(scrutinee, arms), start.to(close), h + 1))
     }
 
     fn arm(&mut self) -> PResult<Arm> {
