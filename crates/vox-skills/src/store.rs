@@ -307,7 +307,9 @@ fn read_skill_md(path: &Path) -> Result<Vec<u8>, String> {
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read SKILL.md: {e}"))?;
     if bytes.len() as u64 > limit {
-        return Err(format!("SKILL.md is larger than the limit of {limit} bytes"));
+        return Err(format!(
+            "SKILL.md is larger than the limit of {limit} bytes"
+        ));
     }
     Ok(bytes)
 }
