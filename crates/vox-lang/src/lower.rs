@@ -39,12 +39,7 @@ pub fn lower(file: &ast::File, src: &SourceFile) -> Lowered {
         globals: vec![None; n_syms],
         global_spans: vec![None; n_syms],
         type_index: vec![None; n_syms],
-        builtins: Sym::PREDEFINED
-            .iter()
-            .map(|n| Builtin::by_name(n).map(|(b, ..)| b))
-            .collect(),
-        methods: Sym::PREDEFINED.iter().map(|n| Method::by_name(n)).collect(),
-        ctors: Sym::PREDEFINED.iter().map(|n| builtin_ctor(n)).collect(),
+        predefined: &PREDEFINED,
         fn_arity: Vec::new(),
         fns: Vec::new(),
         free_ctx: Vec::new(),
@@ -94,10 +89,7 @@ struct Lowerer<'a> {
     globals: Vec<Option<Global>>,
     global_spans: Vec<Option<Span>>,
     type_index: Vec<Option<u32>>,
-    /// Per predefined symbol: the built-in, method and built-in constructor of that name.
-    builtins: Vec<Option<Builtin>>,
-    methods: Vec<Option<(Method, usize, usize, bool)>>,
-    ctors: Vec<Option<Ctor>>,
+    predefined: &'static Predefined,
     /// (required, total) parameters per top-level function.
     fn_arity: Vec<(usize, usize)>,
     fns: Vec<FnCtx>,
@@ -107,6 +99,23 @@ struct Lowerer<'a> {
     free_stmts: Vec<Vec<Stmt>>,
     closure_name: StrRef,
 }
+
+/// Per predefined symbol: the built-in, method and built-in constructor of that name.
+struct Predefined {
+    builtins: Vec<Option<Builtin>>,
+    methods: Vec<Option<(Method, usize, usize, bool)>>,
+    ctors: Vec<Option<Ctor>>,
+}
+
+/// Built once per process: every file has the same predefined symbols.
+static PREDEFINED: std::sync::LazyLock<Predefined> = std::sync::LazyLock::new(|| Predefined {
+    builtins: Sym::PREDEFINED
+        .iter()
+        .map(|n| Builtin::by_name(n).map(|(b, ..)| b))
+        .collect(),
+    methods: Sym::PREDEFINED.iter().map(|n| Method::by_name(n)).collect(),
+    ctors: Sym::PREDEFINED.iter().map(|n| builtin_ctor(n)).collect(),
+});
 
 fn builtin_ctor(name: &str) -> Option<Ctor> {
     match name {
@@ -128,15 +137,15 @@ impl<'a> Lowerer<'a> {
     }
 
     fn builtin(&self, s: Sym) -> Option<Builtin> {
-        self.builtins.get(s.0 as usize).copied().flatten()
+        self.predefined.builtins.get(s.0 as usize).copied().flatten()
     }
 
     fn method(&self, s: Sym) -> Option<(Method, usize, usize, bool)> {
-        self.methods.get(s.0 as usize).copied().flatten()
+        self.predefined.methods.get(s.0 as usize).copied().flatten()
     }
 
     fn ctor(&self, s: Sym) -> Option<Ctor> {
-        self.ctors.get(s.0 as usize).copied().flatten()
+        self.predefined.ctors.get(s.0 as usize).copied().flatten()
     }
 
     fn diag(&mut self, code: Code, span: Span, msg: impl Into<String>) {

@@ -141,9 +141,32 @@ fn hash_name(s: &str) -> u64 {
     h ^ (h >> 29)
 }
 
+/// The predefined names, interned into an empty file with the smallest table: a small file
+/// starts from a copy of it instead of hashing them again.
+static PREDEFINED: std::sync::LazyLock<(Interner, Symbols, String)> = std::sync::LazyLock::new(|| {
+    let mut f = File::default();
+    let mut i = Interner::default();
+    i.init_empty(&mut f, MIN_TABLE);
+    (i, f.symbols, f.strings)
+});
+
+const MIN_TABLE: usize = 256;
+
 impl Interner {
     fn init(&mut self, f: &mut File, src_len: usize) {
-        let size = (src_len / 32).clamp(256, 1 << 22).next_power_of_two();
+        let size = (src_len / 32).clamp(MIN_TABLE, 1 << 22).next_power_of_two();
+        if size == MIN_TABLE {
+            let (i, symbols, strings) = &*PREDEFINED;
+            self.table.clone_from(&i.table);
+            self.hashes.clone_from(&i.hashes);
+            f.symbols.texts.clone_from(&symbols.texts);
+            f.strings.push_str(strings);
+        } else {
+            self.init_empty(f, size);
+        }
+    }
+
+    fn init_empty(&mut self, f: &mut File, size: usize) {
         self.table = vec![0; size];
         for name in Sym::PREDEFINED {
             self.intern(f, name);
