@@ -137,7 +137,11 @@ impl<'a> Lowerer<'a> {
     }
 
     fn builtin(&self, s: Sym) -> Option<Builtin> {
-        self.predefined.builtins.get(s.0 as usize).copied().flatten()
+        self.predefined
+            .builtins
+            .get(s.0 as usize)
+            .copied()
+            .flatten()
     }
 
     fn method(&self, s: Sym) -> Option<(Method, usize, usize, bool)> {

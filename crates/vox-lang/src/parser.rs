@@ -143,12 +143,13 @@ fn hash_name(s: &str) -> u64 {
 
 /// The predefined names, interned into an empty file with the smallest table: a small file
 /// starts from a copy of it instead of hashing them again.
-static PREDEFINED: std::sync::LazyLock<(Interner, Symbols, String)> = std::sync::LazyLock::new(|| {
-    let mut f = File::default();
-    let mut i = Interner::default();
-    i.init_empty(&mut f, MIN_TABLE);
-    (i, f.symbols, f.strings)
-});
+static PREDEFINED: std::sync::LazyLock<(Interner, Symbols, String)> =
+    std::sync::LazyLock::new(|| {
+        let mut f = File::default();
+        let mut i = Interner::default();
+        i.init_empty(&mut f, MIN_TABLE);
+        (i, f.symbols, f.strings)
+    });
 
 const MIN_TABLE: usize = 256;
 
