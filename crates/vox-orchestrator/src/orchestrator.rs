@@ -449,22 +449,33 @@ impl Orchestrator {
             key: scope.session.to_owned(),
             agent: scope.agent.to_owned(),
         };
-        // Handlers are synchronous (SQLite, tantivy, git); run them off the async workers.
-        let job = tokio::task::spawn_blocking(move || match &handlers[index] {
-            Some(h) => (h.call)(&ctx, &session, args),
-            None => Err(ToolError::Internal("no handler".into())),
-        });
-        let result = match tokio::time::timeout(self.timeout, job).await {
-            Ok(Ok(r)) => r,
+        let result = self
+            .run_blocking(name, move || match &handlers[index] {
+                Some(h) => (h.call)(&ctx, &session, args),
+                None => Err(ToolError::Internal("no handler".into())),
+            })
+            .await
+            .and_then(|r| r);
+        match result {
+            Ok(v) => cap_result(name, v),
+            Err(e) => ToolOutcome::Failed(e),
+        }
+    }
+
+    /// Runs synchronous tool work (SQLite, tantivy, git, the interpreter) off the async workers,
+    /// under the call deadline; a panic or an overrun becomes a tool error naming the tool.
+    async fn run_blocking<T: Send + 'static>(
+        &self,
+        name: &str,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ToolError> {
+        match tokio::time::timeout(self.timeout, tokio::task::spawn_blocking(work)).await {
+            Ok(Ok(r)) => Ok(r),
             Ok(Err(join)) => Err(ToolError::Internal(format!("tool {name} panicked: {join}"))),
             Err(_) => Err(ToolError::Unavailable(format!(
                 "tool {name} did not finish within {} ms",
                 self.timeout.as_millis()
             ))),
-        };
-        match result {
-            Ok(v) => cap_result(name, v),
-            Err(e) => ToolOutcome::Failed(e),
         }
     }
 }
@@ -474,23 +485,18 @@ impl Orchestrator {
         let args = if args.is_null() { json!({}) } else { args };
         let ctx = self.ctx.clone();
         let owned = name.to_owned();
-        let job = tokio::task::spawn_blocking(move || {
-            ctx.workspace_tools
-                .as_ref()
-                .and_then(|wt| wt.call(&owned, &args))
-                .or_else(|| ctx.skills.as_ref()?.call_macro(&owned, &args))
-        });
-        match tokio::time::timeout(self.timeout, job).await {
-            Ok(Ok(Some(Ok(v)))) => cap_result(name, v),
-            Ok(Ok(Some(Err(e)))) => ToolOutcome::Failed(e),
-            Ok(Ok(None)) => ToolOutcome::Denied(unknown),
-            Ok(Err(e)) => {
-                ToolOutcome::Failed(ToolError::Internal(format!("tool {name} panicked: {e}")))
-            }
-            Err(_) => ToolOutcome::Failed(ToolError::Unavailable(format!(
-                "tool {name} did not finish within {} ms",
-                self.timeout.as_millis()
-            ))),
+        let found = self
+            .run_blocking(name, move || {
+                ctx.workspace_tools
+                    .as_ref()
+                    .and_then(|wt| wt.call(&owned, &args))
+                    .or_else(|| ctx.skills.as_ref()?.call_macro(&owned, &args))
+            })
+            .await;
+        match found {
+            Ok(Some(Ok(v))) => cap_result(name, v),
+            Ok(Some(Err(e))) | Err(e) => ToolOutcome::Failed(e),
+            Ok(None) => ToolOutcome::Denied(unknown),
         }
     }
 }
