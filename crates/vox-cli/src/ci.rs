@@ -18,17 +18,23 @@ fn finish(gate: &str, summary: String, problems: Vec<String>, json_out: bool) ->
                 &json!({"gate": gate, "summary": summary, "problems": problems})
             )?
         );
+    } else if problems.is_empty() {
+        println!("{gate}: {summary}");
     } else {
         for p in &problems {
             println!("problem: {p}");
         }
-        println!("{gate}: {summary}");
+        println!("{gate}: FAILED with {} problem(s)", problems.len());
     }
-    Ok(if problems.is_empty() {
+    Ok(exit_code(&problems))
+}
+
+fn exit_code(problems: &[String]) -> ExitCode {
+    if problems.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
-    })
+    }
 }
 
 /// The static wiring gate: every built catalog tool has a handler with a plain object input
@@ -78,11 +84,7 @@ pub fn operations_verify(json_out: bool) -> Result<ExitCode> {
             "problems": problems,
         });
         println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(if problems.is_empty() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::FAILURE
-        });
+        return Ok(exit_code(&problems));
     }
     let summary = format!(
         "{} tools, {} profiles: catalog, handlers, schemas and profiles agree",

@@ -125,6 +125,12 @@ fn agentskills_compliance_passes_on_the_bundled_skills_and_names_each_problem() 
     assert!(problems[1].contains("vox_not_a_tool is not in the static catalog"));
     assert!(problems[2].contains("no-body") && problems[2].contains("instructions"));
 
+    // The text report names the failure and does not print the success summary.
+    let out = ws.vox(&["ci", "agentskills-compliance", bad.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("FAILED with 3 problem(s)"), "{text}");
+    assert!(!text.contains("checked"), "{text}");
+
     let empty = ws.root().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let (ok, v) = gate(&ws, &["agentskills-compliance", empty.to_str().unwrap()]);
