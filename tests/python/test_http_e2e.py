@@ -91,11 +91,11 @@ async def skills_over_http() -> None:
     with tempfile.TemporaryDirectory(prefix="voxhttp", dir="/tmp") as ws:
         os.makedirs(os.path.join(ws, ".vox", "skills", "demo"))
         with open(os.path.join(ws, ".vox", "skills", "demo", "SKILL.md"), "w") as f:
-            f.write("---\nname: demo\ndescription: Say hello politely.\n---\nGreet the user by name.\n")
+            f.write("---\nname: demo\ndescription: Say hello politely.\nmetadata:\n  vox-tools: vox_memory_*\n---\nGreet the user by name.\n")
         env = {k: v for k, v in os.environ.items() if not k.startswith("VOX_")}
         env.update({"VOX_WORKSPACE": ws, "VOX_HOME": os.path.join(ws, "home"), "VOX_MCP_HTTP_PORT": "0",
                     "VOX_MCP_HTTP_BEARER_TOKEN": WRITE, "VOX_MCP_HTTP_READ_BEARER_TOKEN": READ, "VOX_LOG": "warn"})
-        server = subprocess.Popen([VOX, "serve", "--profile", "skills"], env=env, stdout=subprocess.PIPE, text=True)
+        server = subprocess.Popen([VOX, "serve", "--profile", "knowledge,skills"], env=env, stdout=subprocess.PIPE, text=True)
         try:
             url = "http://" + server.stdout.readline().split("http://")[1].split()[0] + "/mcp"
             for mode in ("legacy", "auto"):
@@ -108,6 +108,18 @@ async def skills_over_http() -> None:
                         check("Greet the user" in body, f"[{mode}/{role}] SKILL.md is read over /mcp")
                         r = await c.call_tool("vox_skill_search", {"query": "hello"})
                         check(structured(r)["hits"][0]["id"] == "demo", f"[{mode}/{role}] skill search over /mcp")
+            # A 2025-era /mcp session scopes the active skill; the 2026 era has no session, so
+            # activation needs X-Vox-Session there.
+            async with await session(url, WRITE, "legacy") as c, await session(url, WRITE, "legacy") as other:
+                r = await c.call_tool("vox_skill_use", {"id": "demo"})
+                check(not r.is_error, "[legacy] vox_skill_use activates in this /mcp session")
+                r = await c.call_tool("vox_kb_query", {"query": "x"})
+                check(r.is_error and structured(r)["error"]["code"] == "skill_tool_not_allowed", "[legacy] the active skill limits its /mcp session")
+                r = await other.call_tool("vox_kb_query", {"query": "x"})
+                check(not r.is_error, "[legacy] another /mcp session is not limited")
+            async with await session(url, WRITE, "auto") as c:
+                r = await c.call_tool("vox_skill_use", {"id": "demo"})
+                check(r.is_error and "X-Vox-Session" in structured(r)["error"]["message"], "[auto] without a session, vox_skill_use asks for X-Vox-Session")
         finally:
             subprocess.run([VOX, "daemon", "stop"], env=env, capture_output=True)
             server.wait(timeout=20)

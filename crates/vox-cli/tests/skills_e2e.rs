@@ -167,6 +167,9 @@ async fn install_search_resources_macro_tools_and_uninstall() {
     assert_eq!(e["code"], "not_found");
     ok(&c, "vox_skill_uninstall", json!({"id": "git-helper"})).await;
     assert!(!ws.root().join(".vox/skills/git-helper").exists());
+    // The search index is rebuilt on uninstall too.
+    let hits = ok(&c, "vox_skill_search", json!({"query": "bisect"})).await;
+    assert_eq!(hits["hits"], json!([]), "{hits}");
     assert!(
         !tool_names(&c)
             .await

@@ -358,3 +358,46 @@ fn log_problems(c: &Catalog) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_caller_cannot_fill_the_active_table_and_leaving_frees_its_slot() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".vox/skills/limited");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            "---\nname: limited\ndescription: d\nmetadata:\n  vox-tools: vox_memory_*\n---\nbody\n",
+        )
+        .unwrap();
+        let sk = Skills::hydrate(tmp.path());
+        for i in 0..MAX_ACTIVE_PER_AGENT {
+            sk.activate(&format!("s{i}"), "greedy", Some("limited"))
+                .unwrap();
+        }
+        let e = sk
+            .activate("one-more", "greedy", Some("limited"))
+            .unwrap_err();
+        assert_eq!(e.code(), "unavailable");
+        // Another caller still has room, and re-activating an existing session is not new.
+        sk.activate("other", "polite", Some("limited")).unwrap();
+        sk.activate("s0", "greedy", Some("limited")).unwrap();
+        // Leaving (or the session ending) frees the slot.
+        sk.activate("s0", "greedy", None).unwrap();
+        sk.activate("one-more", "greedy", Some("limited")).unwrap();
+        sk.end_session("s1");
+        assert!(sk.active("s1").is_none());
+        sk.activate("and-another", "greedy", Some("limited"))
+            .unwrap();
+        // The allowlist applies to the sessions that have the skill, and only to them.
+        assert!(sk.check("one-more", "vox_kb_query", &Value::Null).is_err());
+        assert!(
+            sk.check("one-more", "vox_memory_list", &Value::Null)
+                .is_ok()
+        );
+        assert!(sk.check("s1", "vox_kb_query", &Value::Null).is_ok());
+    }
+}
