@@ -447,10 +447,15 @@ pub struct ConstDecl {
     pub span: Span,
 }
 
-/// `import a.b.{c, d}` and similar: kept as the names it brings in.
+/// `import a.b.{c, d as e}`, `import a.b.c [as e]`, or any other form (kept as the names it
+/// brings in, with no module).
 #[derive(Clone, Debug)]
 pub struct ImportDecl {
-    /// Names the import makes visible (the last segment of each path).
+    /// The module path (`a.b`, meaning the file `a/b.vox`); empty for forms that name none.
+    pub module: Seq<Name>,
+    /// The items taken from the module, parallel to `names`.
+    pub items: Seq<Name>,
+    /// The names the import makes visible (an item's alias, or the item itself).
     pub names: Seq<Name>,
     /// Whole declaration.
     pub span: Span,

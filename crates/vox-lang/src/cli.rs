@@ -3,7 +3,8 @@
 
 use crate::diag::Severity;
 use crate::hir::FnRole;
-use crate::module::{CallError, CallOptions, Module, analyze};
+use crate::import::FsLoader;
+use crate::module::{CallError, CallOptions, Module, analyze_with};
 use serde_json::{Value as J, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -68,7 +69,7 @@ pub fn check(paths: &[PathBuf], json: bool, out: &mut dyn Write, err: &mut dyn W
                 continue;
             }
         };
-        let a = analyze(&display(f), &bytes);
+        let a = analyze_with(&display(f), &bytes, &FsLoader::for_file(f));
         for d in &a.diagnostics {
             match d.severity() {
                 Severity::Error => errors += 1,
@@ -108,7 +109,7 @@ fn load(file: &Path, err: &mut dyn Write) -> Option<Module> {
             return None;
         }
     };
-    match Module::compile(&display(file), &bytes) {
+    match Module::compile_with(&display(file), &bytes, &FsLoader::for_file(file)) {
         Ok(m) => Some(m),
         Err(e) => {
             let _ = write!(err, "{}", e.render());
@@ -189,7 +190,7 @@ pub fn test(paths: &[PathBuf], out: &mut dyn Write, err: &mut dyn Write) -> i32 
                 continue;
             }
         };
-        let a = analyze(&display(f), &bytes);
+        let a = analyze_with(&display(f), &bytes, &FsLoader::for_file(f));
         let declared = a
             .functions()
             .iter()

@@ -105,6 +105,11 @@ codes! {
     TestParams => "vox/test/has-parameters", Error;
     ImmutableAssign => "vox/check/immutable-assign", Error;
     MisplacedControl => "vox/check/misplaced-control-flow", Error;
+    ImportNotLoaded => "vox/import/not-loaded", Info;
+    ImportUnknownName => "vox/import/unknown-name", Error;
+    ImportCycle => "vox/import/cycle", Error;
+    ImportUnreadable => "vox/import/unreadable", Error;
+    ImportHasErrors => "vox/import/module-has-errors", Error;
 }
 
 /// One finding about a source file.

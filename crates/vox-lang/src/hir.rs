@@ -229,8 +229,10 @@ pub struct Program {
     pub consts: Vec<ConstDef>,
     /// Skipped declarations.
     pub opaque: Vec<OpaqueDef>,
-    /// Names brought in by `import` (not loaded).
+    /// Names brought in by imports that load no file.
     pub imports: Vec<String>,
+    /// Where the root file's items start: the items of the files it imports come first.
+    pub root: RootItems,
     /// Expression nodes.
     pub exprs: Vec<Expr>,
     /// Lists of expressions (arguments, list items).
@@ -255,6 +257,19 @@ pub struct Program {
     pub params: Vec<BodyParam>,
     /// Text of string literals, field names and messages.
     pub strings: String,
+}
+
+/// First indices of the root file's functions, types, constants and skipped items.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RootItems {
+    /// In [`Program::functions`].
+    pub functions: u32,
+    /// In [`Program::types`].
+    pub types: u32,
+    /// In [`Program::consts`].
+    pub consts: u32,
+    /// In [`Program::opaque`].
+    pub opaque: u32,
 }
 
 impl Program {

@@ -40,6 +40,7 @@ mod builtins;
 pub mod cli;
 pub mod diag;
 pub mod hir;
+pub mod import;
 mod interp;
 pub mod json;
 pub mod lexer;
@@ -51,8 +52,9 @@ pub mod value;
 
 pub use builtins::{rfc3339, uuid_v4};
 pub use diag::{Code, Diagnostic, DiagnosticJson, Severity, SourceFile, Span};
+pub use import::{FsLoader, MemoryLoader, ModuleLoader, NoImports};
 pub use interp::{Budget, BudgetKind, LogSink, RunError};
 pub use module::{
-    Analysis, CallError, CallOptions, CallOutput, CompileError, MAX_SOURCE_BYTES, Module,
-    TestOutcome, analyze, decode_source, program_json,
+    Analysis, CallError, CallOptions, CallOutput, CompileError, ImportInfo, ImportedFile,
+    MAX_SOURCE_BYTES, Module, TestOutcome, analyze, analyze_with, decode_source, program_json,
 };

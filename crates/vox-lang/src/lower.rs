@@ -9,49 +9,94 @@ use crate::ast::{self, ExprKind as A, Item, Seq, StrRef, Sym, TypeBody};
 use crate::diag::{Code, Diagnostic, SourceFile, Span};
 use crate::hir::*;
 
-/// The lowered program and the diagnostics found while lowering.
-pub struct Lowered {
-    /// Program (complete even when there are errors; erroneous parts become `Unit`).
-    pub program: Program,
-    /// Diagnostics.
-    pub diags: Vec<Diagnostic>,
+/// One file of a compilation unit.
+pub struct UnitFile<'a> {
+    /// Its syntax tree.
+    pub ast: &'a ast::File,
+    /// Its source.
+    pub src: &'a SourceFile,
+    /// Added to its spans in the program, so a span says which file it is in.
+    pub base: u32,
+    /// Per `import` item, in item order: the unit file it loads, if any.
+    pub imports: Vec<Option<usize>>,
 }
 
-/// Lowers a parsed file.
-pub fn lower(file: &ast::File, src: &SourceFile) -> Lowered {
-    let n_syms = file.symbols.texts.len();
-    let n_exprs = file.exprs.len();
+/// A lowered unit: one program, and each file's diagnostics (by file index).
+pub struct LoweredUnit {
+    /// Program holding every file's items; the root's come last.
+    pub program: Program,
+    /// Diagnostics per file.
+    pub diags: Vec<Vec<Diagnostic>>,
+}
+
+/// What a file offers to files that import it.
+#[derive(Clone, Copy)]
+enum Export {
+    Value(Global),
+    Type(u32),
+}
+
+type Exports = std::collections::HashMap<String, Export>;
+
+/// Lowers files into one program in `order` (each file after the files it imports; the root,
+/// the last, is the one whose items the program exposes). A file's imports bind the items of
+/// files lowered before it; an import of a file not yet lowered (a cycle) stays unresolved.
+pub fn lower_unit(files: &[UnitFile<'_>], order: &[usize]) -> LoweredUnit {
     let mut program = Program {
-        // Literal texts and names keep their places: the program's text starts as a copy of
-        // the file's, so their references stay valid.
-        strings: file.strings.clone(),
-        exprs: Vec::with_capacity(n_exprs + 16),
-        expr_lists: Vec::with_capacity(file.expr_lists.len() + 16),
-        stmts: Vec::with_capacity(file.stmts.len() + 16),
+        strings: String::with_capacity(files.iter().map(|f| f.ast.strings.len() + 16).sum()),
+        exprs: Vec::with_capacity(files.iter().map(|f| f.ast.exprs.len() + 16).sum()),
+        expr_lists: Vec::with_capacity(files.iter().map(|f| f.ast.expr_lists.len() + 16).sum()),
+        stmts: Vec::with_capacity(files.iter().map(|f| f.ast.stmts.len() + 16).sum()),
         ..Program::default()
     };
-    let closure_name = StrRef::push(&mut program.strings, "<closure>");
-    let mut l = Lowerer {
-        f: file,
-        src,
-        diags: Vec::new(),
-        program,
-        globals: vec![None; n_syms],
-        global_spans: vec![None; n_syms],
-        type_index: vec![None; n_syms],
-        predefined: &PREDEFINED,
-        fn_arity: Vec::new(),
-        fns: Vec::new(),
-        free_ctx: Vec::new(),
-        free_ids: Vec::new(),
-        free_stmts: Vec::new(),
-        closure_name,
-    };
-    l.run();
-    Lowered {
-        program: l.program,
-        diags: l.diags,
+    let mut fn_arity = Vec::new();
+    let mut exports: Vec<Option<Exports>> = vec![None; files.len()];
+    let mut diags = vec![Vec::new(); files.len()];
+    for (k, &i) in order.iter().enumerate() {
+        let file = &files[i];
+        if k + 1 == order.len() {
+            program.root = RootItems {
+                functions: program.functions.len() as u32,
+                types: program.types.len() as u32,
+                consts: program.consts.len() as u32,
+                opaque: program.opaque.len() as u32,
+            };
+        }
+        // The file's literal texts and names keep their relative places in the program's text.
+        let str_base = program.strings.len() as u32;
+        program.strings.push_str(&file.ast.strings);
+        let closure_name = StrRef::push(&mut program.strings, "<closure>");
+        let n_syms = file.ast.symbols.texts.len();
+        let mut l = Lowerer {
+            f: file.ast,
+            src: file.src,
+            diags: Vec::new(),
+            program,
+            globals: vec![None; n_syms],
+            global_spans: vec![None; n_syms],
+            type_index: vec![None; n_syms],
+            predefined: &PREDEFINED,
+            fn_arity,
+            fns: Vec::new(),
+            free_ctx: Vec::new(),
+            free_ids: Vec::new(),
+            free_stmts: Vec::new(),
+            closure_name,
+            str_base,
+            span_base: file.base,
+            imports: &file.imports,
+            files,
+            exports: &exports,
+            syms_by_text: None,
+        };
+        l.run();
+        let own = l.exports();
+        diags[i] = l.diags;
+        program = l.program;
+        fn_arity = l.fn_arity;
+        exports[i] = Some(own);
     }
+    LoweredUnit { program, diags }
 }
 
 struct Local {
@@ -98,6 +143,17 @@ struct Lowerer<'a> {
     free_ids: Vec<Vec<ExprId>>,
     free_stmts: Vec<Vec<Stmt>>,
     closure_name: StrRef,
+    /// Where this file's text starts in the program's text.
+    str_base: u32,
+    /// Added to this file's spans in the program.
+    span_base: u32,
+    /// Per `import` item: the unit file it loads.
+    imports: &'a [Option<usize>],
+    files: &'a [UnitFile<'a>],
+    /// What each already-lowered file offers.
+    exports: &'a [Option<Exports>],
+    /// This file's symbols by text, built when an imported type brings its variants.
+    syms_by_text: Option<std::collections::HashMap<&'a str, Sym>>,
 }
 
 /// Per predefined symbol: the built-in, method and built-in constructor of that name.
@@ -133,7 +189,23 @@ impl<'a> Lowerer<'a> {
     }
 
     fn sym_ref(&self, s: Sym) -> StrRef {
-        self.f.symbols.texts[s.0 as usize]
+        self.text_ref(self.f.symbols.texts[s.0 as usize])
+    }
+
+    /// A text of this file, as a reference into the program's text.
+    fn text_ref(&self, r: StrRef) -> StrRef {
+        StrRef {
+            start: r.start + self.str_base,
+            len: r.len,
+        }
+    }
+
+    /// A span of this file, as the program records it.
+    fn hir_span(&self, s: Span) -> Span {
+        Span {
+            start: s.start + self.span_base,
+            end: s.end + self.span_base,
+        }
     }
 
     fn builtin(&self, s: Sym) -> Option<Builtin> {
@@ -162,6 +234,7 @@ impl<'a> Lowerer<'a> {
 
     fn push(&mut self, kind: ExprKind, span: Span) -> ExprId {
         let id = ExprId(self.program.exprs.len() as u32);
+        let span = self.hir_span(span);
         self.program.exprs.push(Expr { kind, span });
         id
     }
@@ -188,35 +261,47 @@ impl<'a> Lowerer<'a> {
 
     fn run(&mut self) {
         let f = self.f;
-        // Pass 1: every global name, so bodies can refer to items declared later.
-        for item in &f.items {
-            if let Item::Type(t) = item {
-                if self.type_index[t.name.sym.0 as usize].is_some() {
-                    self.diag(
-                        Code::Duplicate,
-                        t.name.span,
-                        format!("type `{}` is defined more than once", self.name(t.name.sym)),
-                    );
-                    continue;
-                }
-                let index = self.program.types.len() as u32;
-                self.type_index[t.name.sym.0 as usize] = Some(index);
-                self.program.types.push(TypeDef {
-                    name: self.name(t.name.sym).to_string(),
-                    shape: TypeShape::Record { fields: Vec::new() },
-                });
-            }
-        }
+        let fn_base = self.program.functions.len();
+        let const_base = self.program.consts.len();
+        // Pass 1: every global name, so bodies can refer to items declared later. Types and
+        // imports first, so field and parameter types can name them.
+        let mut type_slots = Vec::new();
+        let mut import_no = 0;
         for item in &f.items {
             match item {
                 Item::Type(t) => {
-                    let Some(index) = self.type_index[t.name.sym.0 as usize] else {
-                        continue;
-                    };
-                    if self.program.types[index as usize].name != self.name(t.name.sym) {
+                    if self.type_index[t.name.sym.0 as usize].is_some() {
+                        self.diag(
+                            Code::Duplicate,
+                            t.name.span,
+                            format!("type `{}` is defined more than once", self.name(t.name.sym)),
+                        );
+                        type_slots.push(None);
                         continue;
                     }
-                    self.type_decl(t, index);
+                    let index = self.program.types.len() as u32;
+                    self.type_index[t.name.sym.0 as usize] = Some(index);
+                    type_slots.push(Some(index));
+                    self.program.types.push(TypeDef {
+                        name: self.name(t.name.sym).to_string(),
+                        shape: TypeShape::Record { fields: Vec::new() },
+                    });
+                }
+                Item::Import(i) => {
+                    let dep = self.imports.get(import_no).copied().flatten();
+                    import_no += 1;
+                    self.import(i, dep);
+                }
+                _ => {}
+            }
+        }
+        let mut type_slots = type_slots.into_iter();
+        for item in &f.items {
+            match item {
+                Item::Type(t) => {
+                    if let Some(Some(index)) = type_slots.next() {
+                        self.type_decl(t, index);
+                    }
                 }
                 Item::Fn(fd) => {
                     let id = self.program.functions.len() as u32;
@@ -235,7 +320,7 @@ impl<'a> Lowerer<'a> {
                             .collect(),
                         line: self.line(fd.span),
                         body: 0,
-                        span: fd.span,
+                        span: self.hir_span(fd.span),
                     });
                 }
                 Item::Const(c) => {
@@ -247,16 +332,7 @@ impl<'a> Lowerer<'a> {
                         body: 0,
                     });
                 }
-                Item::Import(i) => {
-                    for n in &f.names[i.names] {
-                        if self.globals[n.sym.0 as usize].is_some() {
-                            continue;
-                        }
-                        let id = self.program.imports.len() as u32;
-                        self.program.imports.push(self.name(n.sym).to_string());
-                        self.globals[n.sym.0 as usize] = Some(Global::Import(id));
-                    }
-                }
+                Item::Import(_) => {}
                 Item::Opaque(o) => {
                     let id = self.program.opaque.len() as u32;
                     self.program.opaque.push(OpaqueDef {
@@ -294,8 +370,8 @@ impl<'a> Lowerer<'a> {
             }
         }
         // Pass 2: bodies.
-        let mut fn_id = 0usize;
-        let mut const_id = 0usize;
+        let mut fn_id = fn_base;
+        let mut const_id = const_base;
         for item in &f.items {
             match item {
                 Item::Fn(fd) => {
@@ -328,6 +404,136 @@ impl<'a> Lowerer<'a> {
             }
         }
         self.diags.sort_by_key(|d| (d.span.start, d.span.end));
+    }
+
+    /// Binds the names an `import` brings in: the items of the file it loads (`dep`), or, when
+    /// it loads none, names whose use fails at run time.
+    fn import(&mut self, i: &ast::ImportDecl, dep: Option<usize>) {
+        let f = self.f;
+        let items = &f.names[i.items];
+        let names = &f.names[i.names];
+        let Some((dep, exports)) = dep.and_then(|d| Some((d, self.exports[d].as_ref()?))) else {
+            for n in names {
+                if self.globals[n.sym.0 as usize].is_some() {
+                    continue;
+                }
+                let id = self.program.imports.len() as u32;
+                self.program.imports.push(self.name(n.sym).to_string());
+                self.globals[n.sym.0 as usize] = Some(Global::Import(id));
+            }
+            return;
+        };
+        for (item, bound) in items.iter().zip(names) {
+            match exports.get(self.name(item.sym)) {
+                Some(&Export::Value(g)) => self.define(*bound, g),
+                Some(&Export::Type(index)) => {
+                    let slot = &mut self.type_index[bound.sym.0 as usize];
+                    if slot.is_some() {
+                        self.diag(
+                            Code::Duplicate,
+                            bound.span,
+                            format!("type `{}` is defined more than once", self.name(bound.sym)),
+                        );
+                        continue;
+                    }
+                    *slot = Some(index);
+                    // An ADT's variants come with it: they are how its values are built and
+                    // matched.
+                    let variants: Vec<String> = match &self.program.types[index as usize].shape {
+                        TypeShape::Adt { variants } => {
+                            variants.iter().map(|v| v.name.clone()).collect()
+                        }
+                        TypeShape::Record { .. } => Vec::new(),
+                    };
+                    for (vi, v) in variants.iter().enumerate() {
+                        if let Some(sym) = self.sym_by_text(v) {
+                            let g = Global::Ctor(Ctor::User {
+                                ty: index,
+                                variant: vi as u32,
+                            });
+                            self.define(
+                                ast::Name {
+                                    sym,
+                                    span: bound.span,
+                                },
+                                g,
+                            );
+                        }
+                    }
+                }
+                None => {
+                    let file = &self.files[dep].src.name;
+                    let mut have: Vec<&str> = exports.keys().map(String::as_str).collect();
+                    have.sort_unstable();
+                    let help = if have.is_empty() {
+                        format!("`{file}` defines nothing at top level")
+                    } else {
+                        let more = if have.len() > 12 { ", …" } else { "" };
+                        have.truncate(12);
+                        format!("`{file}` defines: {}{more}", have.join(", "))
+                    };
+                    self.diags.push(
+                        Diagnostic::new(
+                            Code::ImportUnknownName,
+                            item.span,
+                            format!("`{file}` has no top-level `{}`", self.name(item.sym)),
+                        )
+                        .with_help(help),
+                    );
+                }
+            }
+        }
+    }
+
+    fn sym_by_text(&mut self, text: &str) -> Option<Sym> {
+        let f = self.f;
+        self.syms_by_text
+            .get_or_insert_with(|| {
+                f.symbols
+                    .texts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (r.get(&f.strings), Sym(i as u32)))
+                    .collect()
+            })
+            .get(text)
+            .copied()
+    }
+
+    /// The items this file defines (not those it imports), for files that import it.
+    fn exports(&self) -> Exports {
+        let mut out = Exports::new();
+        for item in &self.f.items {
+            let name = match item {
+                Item::Fn(fd) => fd.name,
+                Item::Const(c) => c.name,
+                Item::Type(t) => {
+                    if let Some(index) = self.type_index[t.name.sym.0 as usize] {
+                        out.entry(self.name(t.name.sym).to_string())
+                            .or_insert(Export::Type(index));
+                        if let TypeShape::Adt { variants } =
+                            &self.program.types[index as usize].shape
+                        {
+                            for (vi, v) in variants.iter().enumerate() {
+                                out.entry(v.name.clone())
+                                    .or_insert(Export::Value(Global::Ctor(Ctor::User {
+                                        ty: index,
+                                        variant: vi as u32,
+                                    })));
+                            }
+                        }
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            if let Some(g @ (Global::Fn(_) | Global::Const(_))) = self.globals[name.sym.0 as usize]
+            {
+                out.entry(self.name(name.sym).to_string())
+                    .or_insert(Export::Value(g));
+            }
+        }
+        out
     }
 
     fn push_body(&mut self, body: Body) -> BodyId {
@@ -1082,13 +1288,13 @@ impl<'a> Lowerer<'a> {
             A::Bool(b) => ExprKind::Bool(b),
             A::Str(parts) => {
                 if let [ast::StrPart::Text(t)] = f.str_parts[parts] {
-                    ExprKind::Str(t)
+                    ExprKind::Str(self.text_ref(t))
                 } else {
                     // Resolving a name pushes no pieces, so they stay contiguous.
                     let start = self.program.pieces.len();
                     for p in &f.str_parts[parts] {
                         let piece = match *p {
-                            ast::StrPart::Text(t) => StrPiece::Text(t),
+                            ast::StrPart::Text(t) => StrPiece::Text(self.text_ref(t)),
                             ast::StrPart::Var(name, s) => {
                                 let kind = self.resolve(name, s);
                                 StrPiece::Value(self.push(kind, s))
@@ -1287,7 +1493,7 @@ impl<'a> Lowerer<'a> {
             ast::Pattern::Bind(n) => Pat::Bind(self.declare(n.sym, false)),
             ast::Pattern::Int(i, _) => Pat::Int(i),
             ast::Pattern::Float(x, _) => Pat::Float(x),
-            ast::Pattern::Str(s, _) => Pat::Str(s),
+            ast::Pattern::Str(s, _) => Pat::Str(self.text_ref(s)),
             ast::Pattern::Bool(b, _) => Pat::Bool(b),
             ast::Pattern::Ctor(name, args) => {
                 let ctor = self

@@ -3,6 +3,7 @@
 
 use crate::diag::{self, Code, Diagnostic, DiagnosticJson, Severity, SourceFile, Span};
 use crate::hir::{FnRole, FnSig, Program};
+use crate::import::{LoadError, ModuleLoader};
 use crate::interp::{Budget, BudgetKind, Flow, Interp, LogSink, RunError};
 use crate::value::Value;
 use crate::{json, lower, parser};
@@ -53,10 +54,40 @@ pub struct Analysis {
     pub diagnostics: Vec<Diagnostic>,
     program: Program,
     ast: crate::ast::File,
+    imported: Vec<ImportedFile>,
+    imports: Vec<ImportInfo>,
 }
 
-/// Lexes, parses, lowers and checks a file. Never panics, whatever the bytes.
+/// A file loaded through an import, with where its spans start in the program.
+#[derive(Clone, Debug)]
+pub struct ImportedFile {
+    /// Its source.
+    pub source: SourceFile,
+    /// Added to its byte offsets in the program's spans.
+    pub base: u32,
+}
+
+/// One `import` of the root file, and what it loaded.
+#[derive(Clone, Debug, Serialize)]
+pub struct ImportInfo {
+    /// The module path (`a.b`), empty for forms that name none.
+    pub module: String,
+    /// The file it loaded, when it loaded one.
+    pub file: Option<String>,
+    /// The names it brings in.
+    pub names: Vec<String>,
+}
+
+/// Lexes, parses, lowers and checks a file on its own: its imports are not loaded (calling an
+/// imported name fails at run time). Never panics, whatever the bytes.
 pub fn analyze(name: &str, bytes: &[u8]) -> Analysis {
+    analyze_with(name, bytes, &crate::import::NoImports)
+}
+
+/// Like [`analyze`], and loads the `.vox` files the file imports (and those they import)
+/// through `loader`, checking each: an error in an imported file is one error at the import.
+/// Never panics, whatever the bytes.
+pub fn analyze_with(name: &str, bytes: &[u8], loader: &dyn ModuleLoader) -> Analysis {
     if bytes.len() > MAX_SOURCE_BYTES {
         let source = SourceFile::new(name, String::new());
         return Analysis {
@@ -71,20 +102,311 @@ pub fn analyze(name: &str, bytes: &[u8]) -> Analysis {
             )],
             program: Program::default(),
             ast: crate::ast::File::default(),
+            imported: Vec::new(),
+            imports: Vec::new(),
         };
     }
-    let (text, mut diagnostics) = decode_source(bytes);
-    let source = SourceFile::new(name, text);
-    let parsed = parser::parse(&source.text);
-    diagnostics.extend(parsed.diags);
-    let lowered = lower::lower(&parsed.file, &source);
-    diagnostics.extend(lowered.diags);
-    diagnostics.sort_by_key(|d| (d.span.start, d.span.end));
+    let mut unit = Unit::default();
+    unit.add(loader.key(name), name, bytes);
+    unit.visit(0, loader);
+    let files: Vec<lower::UnitFile<'_>> = unit
+        .files
+        .iter()
+        .map(|f| lower::UnitFile {
+            ast: &f.ast,
+            src: &f.source,
+            base: f.base,
+            imports: f
+                .edges
+                .iter()
+                .map(|e| match e {
+                    Edge::File(i) => Some(*i),
+                    _ => None,
+                })
+                .collect(),
+        })
+        .collect();
+    let mut lowered = lower::lower_unit(&files, &unit.order);
+    drop(files);
+    // Each file's own findings, then what its imports say; dependencies come first in `order`,
+    // so whether a dependency has errors is known when its importer is reached.
+    let mut has_errors = vec![false; unit.files.len()];
+    for &i in &unit.order {
+        let mut diags = std::mem::take(&mut unit.files[i].diags);
+        diags.append(&mut lowered.diags[i]);
+        unit.import_diags(i, &has_errors, &mut diags);
+        diags.sort_by_key(|d| (d.span.start, d.span.end));
+        has_errors[i] = diags.iter().any(|d| d.severity() == Severity::Error);
+        unit.files[i].diags = diags;
+    }
+    let imports = unit.import_infos();
+    let mut files = unit.files.into_iter();
+    let root = files.next().expect("the root is file 0");
     Analysis {
-        source,
-        diagnostics,
+        source: root.source,
+        diagnostics: root.diags,
         program: lowered.program,
-        ast: parsed.file,
+        ast: root.ast,
+        imported: files
+            .map(|f| ImportedFile {
+                source: f.source,
+                base: f.base,
+            })
+            .collect(),
+        imports,
+    }
+}
+
+/// What one `import` item led to.
+enum Edge {
+    /// A form that names no module.
+    NoModule,
+    /// No such file.
+    NotFound(Vec<String>),
+    /// The file could not be loaded.
+    Refused(String),
+    /// Part of an import cycle (the chain, for the message).
+    Cycle(String),
+    /// A unit file.
+    File(usize),
+}
+
+struct UnitSource {
+    key: Option<String>,
+    source: SourceFile,
+    ast: crate::ast::File,
+    diags: Vec<Diagnostic>,
+    base: u32,
+    /// Per `import` item, in item order.
+    edges: Vec<Edge>,
+}
+
+/// The files of one compilation: the root (file 0) and every file its imports reach.
+#[derive(Default)]
+struct Unit {
+    files: Vec<UnitSource>,
+    /// Post-order: each file after the files it imports.
+    order: Vec<usize>,
+    /// Depth-first path: (file, index of the import item being followed).
+    stack: Vec<(usize, usize)>,
+    /// Imports found to be on a cycle while they were still being followed.
+    cycle_marks: std::collections::HashMap<(usize, usize), String>,
+    bytes: usize,
+    next_base: u32,
+}
+
+impl Unit {
+    fn add(&mut self, key: Option<String>, name: &str, bytes: &[u8]) -> usize {
+        let (text, diags) = decode_source(bytes);
+        let source = SourceFile::new(name, text);
+        let parsed = parser::parse(&source.text);
+        let mut all = diags;
+        all.extend(parsed.diags);
+        let base = self.next_base;
+        self.next_base = base + source.text.len() as u32 + 1;
+        self.bytes += bytes.len();
+        self.files.push(UnitSource {
+            key,
+            source,
+            ast: parsed.file,
+            diags: all,
+            base,
+            edges: Vec::new(),
+        });
+        self.files.len() - 1
+    }
+
+    /// Loads what file `i` imports, depth first, and records the post-order.
+    fn visit(&mut self, i: usize, loader: &dyn ModuleLoader) {
+        let f = &self.files[i].ast;
+        let decls: Vec<(Vec<String>, usize)> = self
+            .decls(i)
+            .enumerate()
+            .map(|(k, d)| {
+                let path = f.names[d.module].iter().map(|n| f.sym(n.sym).to_string());
+                (path.collect(), k)
+            })
+            .collect();
+        for (path, k) in decls {
+            let edge = if path.is_empty() {
+                Edge::NoModule
+            } else {
+                self.stack.push((i, k));
+                let segs: Vec<&str> = path.iter().map(String::as_str).collect();
+                let edge = self.follow(i, &segs, loader);
+                self.stack.pop();
+                match self.cycle_marks.remove(&(i, k)) {
+                    Some(chain) => Edge::Cycle(chain),
+                    None => edge,
+                }
+            };
+            self.files[i].edges.push(edge);
+        }
+        self.order.push(i);
+    }
+
+    fn follow(&mut self, from: usize, path: &[&str], loader: &dyn ModuleLoader) -> Edge {
+        let loaded = match loader.load(&self.files[from].source.name, path) {
+            Ok(l) => l,
+            Err(LoadError::NotFound { looked }) => return Edge::NotFound(looked),
+            Err(LoadError::Refused(m)) => return Edge::Refused(m),
+        };
+        if let Some(j) = self
+            .files
+            .iter()
+            .position(|f| f.key.as_deref() == Some(loaded.key.as_str()))
+        {
+            // A file on the current path: every import along the cycle is an error.
+            if let Some(at) = self.stack.iter().position(|&(f, _)| f == j) {
+                let mut chain: Vec<&str> = self.stack[at..]
+                    .iter()
+                    .map(|&(f, _)| self.files[f].source.name.as_str())
+                    .collect();
+                chain.push(&self.files[j].source.name);
+                let chain = chain.join(" → ");
+                // The other imports on the cycle are still being followed; their edges are
+                // recorded when they return.
+                for &frame in &self.stack[at..self.stack.len() - 1] {
+                    self.cycle_marks
+                        .entry(frame)
+                        .or_insert_with(|| chain.clone());
+                }
+                return Edge::Cycle(chain);
+            }
+            return Edge::File(j);
+        }
+        if self.files.len() > crate::import::MAX_IMPORTED_FILES {
+            return Edge::Refused(format!(
+                "this compilation already loads {} files; the limit is {}",
+                crate::import::MAX_IMPORTED_FILES,
+                crate::import::MAX_IMPORTED_FILES
+            ));
+        }
+        if self.bytes + loaded.bytes.len() > crate::import::MAX_UNIT_BYTES {
+            return Edge::Refused(format!(
+                "`{}` would bring the files of this compilation over {} bytes",
+                loaded.name,
+                crate::import::MAX_UNIT_BYTES
+            ));
+        }
+        let j = self.add(Some(loaded.key), &loaded.name, &loaded.bytes);
+        self.visit(j, loader);
+        Edge::File(j)
+    }
+
+    /// File `i`'s `import` declarations, in item order.
+    fn decls(&self, i: usize) -> impl Iterator<Item = &crate::ast::ImportDecl> {
+        self.files[i].ast.items.iter().filter_map(|it| match it {
+            crate::ast::Item::Import(d) => Some(d),
+            _ => None,
+        })
+    }
+
+    /// What file `i`'s imports have to say: not loaded (info), unreadable, on a cycle, or
+    /// loading a file with errors.
+    fn import_diags(&self, i: usize, has_errors: &[bool], out: &mut Vec<Diagnostic>) {
+        let f = &self.files[i];
+        let ast = &f.ast;
+        for (d, edge) in self.decls(i).zip(&f.edges) {
+            let module: Vec<&str> = ast.names[d.module].iter().map(|n| ast.sym(n.sym)).collect();
+            let names: Vec<String> = ast.names[d.names]
+                .iter()
+                .map(|n| format!("`{}`", ast.sym(n.sym)))
+                .collect();
+            let uses = if names.is_empty() {
+                "nothing is brought in".to_string()
+            } else {
+                format!("calling {} fails at run time", names.join(", "))
+            };
+            let diag = match edge {
+                Edge::NoModule => Diagnostic::new(
+                    Code::ImportNotLoaded,
+                    d.span,
+                    "this import names no module, so no file is loaded",
+                )
+                .with_help(format!(
+                    "{uses}; `import a.b.{{c, d}}` imports `c` and `d` from `a/b.vox`"
+                )),
+                Edge::NotFound(looked) if looked.is_empty() => Diagnostic::new(
+                    Code::ImportNotLoaded,
+                    d.span,
+                    format!(
+                        "`{}` is not loaded when checking source text",
+                        module.join(".")
+                    ),
+                )
+                .with_help(format!(
+                    "{uses}; check the file on disk to load its imports"
+                )),
+                Edge::NotFound(looked) => Diagnostic::new(
+                    Code::ImportNotLoaded,
+                    d.span,
+                    format!(
+                        "`{}` is not a .vox file here, so it is not loaded",
+                        module.join(".")
+                    ),
+                )
+                .with_help(format!("{uses}; looked for {}", looked.join(" and "))),
+                Edge::Refused(why) => Diagnostic::new(
+                    Code::ImportUnreadable,
+                    d.span,
+                    format!("cannot load `{}`: {why}", module.join(".")),
+                ),
+                Edge::Cycle(chain) => {
+                    Diagnostic::new(Code::ImportCycle, d.span, format!("import cycle: {chain}"))
+                        .with_help("move what the files share into a file that imports neither")
+                }
+                Edge::File(j) if has_errors[*j] => {
+                    let dep = &self.files[*j];
+                    let errors: Vec<&Diagnostic> = dep
+                        .diags
+                        .iter()
+                        .filter(|d| d.severity() == Severity::Error)
+                        .collect();
+                    let first = errors
+                        .first()
+                        .map(|e| {
+                            let (line, col) = dep.source.line_col(e.span.start);
+                            format!(
+                                "; the first: {}:{line}:{col}: {}",
+                                dep.source.name, e.message
+                            )
+                        })
+                        .unwrap_or_default();
+                    Diagnostic::new(
+                        Code::ImportHasErrors,
+                        d.span,
+                        format!("`{}` has {} error(s){first}", dep.source.name, errors.len()),
+                    )
+                    .with_help(format!("run `vox check {}`", dep.source.name))
+                }
+                Edge::File(_) => continue,
+            };
+            out.push(diag);
+        }
+    }
+
+    /// The root's imports, for the HIR summary.
+    fn import_infos(&self) -> Vec<ImportInfo> {
+        let ast = &self.files[0].ast;
+        self.decls(0)
+            .zip(&self.files[0].edges)
+            .map(|(d, edge)| ImportInfo {
+                module: ast.names[d.module]
+                    .iter()
+                    .map(|n| ast.sym(n.sym))
+                    .collect::<Vec<_>>()
+                    .join("."),
+                file: match edge {
+                    Edge::File(j) => Some(self.files[*j].source.name.clone()),
+                    _ => None,
+                },
+                names: ast.names[d.names]
+                    .iter()
+                    .map(|n| ast.sym(n.sym).to_string())
+                    .collect(),
+            })
+            .collect()
     }
 }
 
@@ -123,6 +445,8 @@ impl Analysis {
             source: self.source,
             diagnostics: self.diagnostics,
             program: self.program,
+            imported: self.imported,
+            imports: self.imports,
         })
     }
 }
@@ -187,10 +511,12 @@ pub enum CallError {
         logs: Vec<String>,
     },
     /// A run-time error.
-    #[error("runtime error at {line}:{column}: {message}")]
+    #[error("runtime error at {file}:{line}:{column}: {message}")]
     Runtime {
         /// What happened.
         message: String,
+        /// The file it happened in (an imported file's, when it happened there).
+        file: String,
         /// 1-based line.
         line: usize,
         /// 1-based column.
@@ -199,10 +525,12 @@ pub enum CallError {
         logs: Vec<String>,
     },
     /// A budget ran out.
-    #[error("{kind} at {line}:{column}")]
+    #[error("{kind} at {file}:{line}:{column}")]
     Budget {
         /// Which.
         kind: BudgetKind,
+        /// The file that was running.
+        file: String,
         /// 1-based line.
         line: usize,
         /// 1-based column.
@@ -264,12 +592,42 @@ pub struct Module {
     source: SourceFile,
     diagnostics: Vec<Diagnostic>,
     program: Program,
+    imported: Vec<ImportedFile>,
+    imports: Vec<ImportInfo>,
 }
 
 impl Module {
-    /// Compiles source bytes; fails with the diagnostics when any is an error.
+    /// Compiles source bytes on their own (imports are not loaded); fails with the
+    /// diagnostics when any is an error.
     pub fn compile(name: &str, bytes: &[u8]) -> Result<Module, CompileError> {
         analyze(name, bytes).into_module()
+    }
+
+    /// Compiles source bytes and the `.vox` files they import, found through `loader`.
+    pub fn compile_with(
+        name: &str,
+        bytes: &[u8],
+        loader: &dyn ModuleLoader,
+    ) -> Result<Module, CompileError> {
+        analyze_with(name, bytes, loader).into_module()
+    }
+
+    /// The files loaded through imports (for a cache that must notice when one changes).
+    pub fn imported_files(&self) -> &[ImportedFile] {
+        &self.imported
+    }
+
+    /// The file and 1-based line and column of a program span.
+    fn locate(&self, offset: u32) -> (&str, usize, usize) {
+        let file = self
+            .imported
+            .iter()
+            .rev()
+            .find(|f| f.base > 0 && f.base <= offset)
+            .map(|f| (&f.source, f.base))
+            .unwrap_or((&self.source, 0));
+        let (line, col) = file.0.line_col(offset - file.1);
+        (file.0.name.as_str(), line, col)
     }
 
     /// The source.
@@ -287,36 +645,33 @@ impl Module {
         &self.program
     }
 
-    /// All top-level functions in source order.
+    /// The file's own top-level functions in source order (not those of imported files).
     pub fn functions(&self) -> &[FnSig] {
-        &self.program.functions
+        root_functions(&self.program)
     }
 
     /// A function by name.
     pub fn function(&self, name: &str) -> Option<&FnSig> {
-        self.program.functions.iter().find(|f| f.name == name)
+        self.functions().iter().find(|f| f.name == name)
     }
 
     /// `@tool` / `@mcp.tool` functions.
     pub fn tools(&self) -> impl Iterator<Item = &FnSig> {
-        self.program
-            .functions
+        self.functions()
             .iter()
             .filter(|f| matches!(f.role, FnRole::Tool { .. }))
     }
 
     /// `@mcp.resource` functions.
     pub fn resources(&self) -> impl Iterator<Item = &FnSig> {
-        self.program
-            .functions
+        self.functions()
             .iter()
             .filter(|f| matches!(f.role, FnRole::Resource { .. }))
     }
 
     /// `@test` functions.
     pub fn tests(&self) -> impl Iterator<Item = &FnSig> {
-        self.program
-            .functions
+        self.functions()
             .iter()
             .filter(|f| matches!(f.role, FnRole::Test { .. }))
     }
@@ -334,11 +689,11 @@ impl Module {
         opts: &CallOptions<'_>,
     ) -> Result<CallOutput, CallError> {
         let (id, sig) = self
-            .program
-            .functions
+            .functions()
             .iter()
             .enumerate()
             .find(|(_, f)| f.name == name)
+            .map(|(i, f)| (i + self.program.root.functions as usize, f))
             .ok_or_else(|| CallError::UnknownFunction(name.to_string()))?;
         let empty = serde_json::Map::new();
         let obj = match args {
@@ -429,15 +784,22 @@ impl Module {
             }),
             Err(Flow::Error) => {
                 let e = crate::interp::take_error();
-                let (line, column) = self.source.line_col(e.span().start);
+                let (file, line, column) = self.locate(e.span().start);
+                let file = file.to_string();
                 Err(match e {
                     RunError::Runtime { message, .. } => CallError::Runtime {
                         message,
+                        file,
                         line,
                         column,
                         logs,
                     },
-                    RunError::Budget { kind, .. } => CallError::Budget { kind, line, column },
+                    RunError::Budget { kind, .. } => CallError::Budget {
+                        kind,
+                        file,
+                        line,
+                        column,
+                    },
                 })
             }
         }
@@ -491,14 +853,21 @@ impl Module {
     /// The module's signatures, types, constants and skipped items as JSON (for
     /// `vox_compiler_introspect`).
     pub fn hir_json(&self) -> J {
-        program_json(&self.program, &self.source)
+        summary_json(&self.program, &self.source, &self.imports)
     }
 }
 
-/// HIR summary of a program as JSON.
+fn root_functions(p: &Program) -> &[FnSig] {
+    &p.functions[p.root.functions as usize..]
+}
+
+/// HIR summary of a program as JSON: the root file's items.
 pub fn program_json(p: &Program, source: &SourceFile) -> J {
-    let functions: Vec<J> = p
-        .functions
+    summary_json(p, source, &[])
+}
+
+fn summary_json(p: &Program, source: &SourceFile, imports: &[ImportInfo]) -> J {
+    let functions: Vec<J> = root_functions(p)
         .iter()
         .map(|f| {
             let mut v = serde_json::to_value(f).unwrap_or(J::Null);
@@ -511,21 +880,21 @@ pub fn program_json(p: &Program, source: &SourceFile) -> J {
     json!({
         "file": source.name,
         "functions": functions,
-        "types": serde_json::to_value(&p.types).unwrap_or(J::Null),
-        "constants": p.consts.iter().map(|c| json!({"name": c.name, "type": serde_json::to_value(&c.ty).unwrap_or(J::Null)})).collect::<Vec<_>>(),
-        "opaque": serde_json::to_value(&p.opaque).unwrap_or(J::Null),
-        "imports": p.imports,
+        "types": serde_json::to_value(&p.types[p.root.types as usize..]).unwrap_or(J::Null),
+        "constants": p.consts[p.root.consts as usize..].iter().map(|c| json!({"name": c.name, "type": serde_json::to_value(&c.ty).unwrap_or(J::Null)})).collect::<Vec<_>>(),
+        "opaque": serde_json::to_value(&p.opaque[p.root.opaque as usize..]).unwrap_or(J::Null),
+        "imports": serde_json::to_value(imports).unwrap_or(J::Null),
     })
 }
 
 impl Analysis {
-    /// Top-level functions (present even when the file has errors).
+    /// The file's own top-level functions (present even when the file has errors).
     pub fn functions(&self) -> &[FnSig] {
-        &self.program.functions
+        root_functions(&self.program)
     }
 
     /// HIR summary as JSON (available even when the file has errors).
     pub fn hir_json(&self) -> J {
-        program_json(&self.program, &self.source)
+        summary_json(&self.program, &self.source, &self.imports)
     }
 }

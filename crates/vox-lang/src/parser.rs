@@ -1011,6 +1011,13 @@ impl<'a> Parser<'a> {
 
     fn import_decl(&mut self) -> ImportDecl {
         let start = self.bump().span;
+        let from = self.pos;
+        if let Some(d) = self.import_path(start) {
+            return d;
+        }
+        // Any other form is accepted and kept as the names it brings in (the last segment of
+        // each dotted path), with no module to load.
+        self.pos = from;
         let mut names = Vec::new();
         while !matches!(self.peek(), Tok::Newline | Tok::Semi | Tok::Eof) {
             if matches!(self.peek(), Tok::Ident | Tok::TypeIdent)
@@ -1025,9 +1032,108 @@ impl<'a> Parser<'a> {
             }
             self.bump();
         }
+        let names = Seq::push_all(&mut self.f.names, names);
         ImportDecl {
-            names: Seq::push_all(&mut self.f.names, names),
+            module: Seq::EMPTY,
+            items: names,
+            names,
             span: start.to(self.prev_span()),
+        }
+    }
+
+    /// `import a.b.{c, d as e}` or `import a.b.c [as e]`: the forms that name a module (`a.b`,
+    /// the file `a/b.vox`) and items in it. `None` (having consumed tokens) for anything else.
+    fn import_path(&mut self, start: Span) -> Option<ImportDecl> {
+        let mut path = Vec::new();
+        let mut items = Vec::new();
+        let mut bound = Vec::new();
+        loop {
+            if !matches!(self.peek(), Tok::Ident | Tok::TypeIdent) || self.text() == "as" {
+                return None;
+            }
+            path.push(self.name_here());
+            self.bump();
+            if self.peek() != Tok::Dot {
+                break;
+            }
+            self.bump();
+            if self.peek() == Tok::LBrace {
+                self.bump();
+                loop {
+                    while self.peek() == Tok::Newline {
+                        self.bump();
+                    }
+                    if self.peek() == Tok::RBrace {
+                        self.bump();
+                        break;
+                    }
+                    if !matches!(self.peek(), Tok::Ident | Tok::TypeIdent) {
+                        return None;
+                    }
+                    let item = self.name_here();
+                    self.bump();
+                    items.push(item);
+                    bound.push(self.import_alias()?.unwrap_or(item));
+                    while self.peek() == Tok::Newline {
+                        self.bump();
+                    }
+                    match self.peek() {
+                        Tok::Comma => {
+                            self.bump();
+                        }
+                        Tok::RBrace => {}
+                        _ => return None,
+                    }
+                }
+                return self.import_end(start, path, items, bound);
+            }
+        }
+        // `import a.b.c`: the last segment is the item.
+        if path.len() < 2 {
+            return None;
+        }
+        let item = path.pop()?;
+        items.push(item);
+        bound.push(self.import_alias()?.unwrap_or(item));
+        self.import_end(start, path, items, bound)
+    }
+
+    /// An optional `as name`; `None` when `as` is not followed by a name.
+    fn import_alias(&mut self) -> Option<Option<Name>> {
+        if self.peek() != Tok::Ident || self.text() != "as" {
+            return Some(None);
+        }
+        self.bump();
+        if !matches!(self.peek(), Tok::Ident | Tok::TypeIdent) {
+            return None;
+        }
+        let n = self.name_here();
+        self.bump();
+        Some(Some(n))
+    }
+
+    fn import_end(
+        &mut self,
+        start: Span,
+        path: Vec<Name>,
+        items: Vec<Name>,
+        bound: Vec<Name>,
+    ) -> Option<ImportDecl> {
+        if !matches!(self.peek(), Tok::Newline | Tok::Semi | Tok::Eof) {
+            return None;
+        }
+        Some(ImportDecl {
+            module: Seq::push_all(&mut self.f.names, path),
+            items: Seq::push_all(&mut self.f.names, items),
+            names: Seq::push_all(&mut self.f.names, bound),
+            span: start.to(self.prev_span()),
+        })
+    }
+
+    fn name_here(&mut self) -> Name {
+        Name {
+            sym: self.intern(self.text()),
+            span: self.span(),
         }
     }
 

@@ -5,7 +5,8 @@
 use crate::cli::collect_vox_files;
 use crate::diag::Severity;
 use crate::hir::FnRole;
-use crate::module::{Analysis, CallOptions, analyze};
+use crate::import::ModuleLoader;
+use crate::module::{Analysis, CallOptions, analyze_with};
 use serde_json::{Value as J, json};
 use std::path::{Path, PathBuf};
 
@@ -59,9 +60,10 @@ fn report(a: &Analysis) -> J {
     })
 }
 
-/// `vox_check` on source text: diagnostics as JSON.
-pub fn check_source(name: &str, source: &str) -> J {
-    report(&analyze(name, source.as_bytes()))
+/// `vox_check` on source text: diagnostics as JSON. Its imports load through `loader`, as if
+/// the text were the file `name`.
+pub fn check_source(name: &str, source: &str, loader: &dyn ModuleLoader) -> J {
+    report(&analyze_with(name, source.as_bytes(), loader))
 }
 
 fn read_files(path: &Path) -> Result<Vec<(String, Vec<u8>)>, ToolError> {
@@ -84,10 +86,10 @@ fn read_files(path: &Path) -> Result<Vec<(String, Vec<u8>)>, ToolError> {
 }
 
 /// `vox_check` on a file or directory: one report per file, plus totals.
-pub fn check_path(path: &Path) -> Result<J, ToolError> {
+pub fn check_path(path: &Path, loader: &dyn ModuleLoader) -> Result<J, ToolError> {
     let reports: Vec<J> = read_files(path)?
         .iter()
-        .map(|(name, bytes)| report(&analyze(name, bytes)))
+        .map(|(name, bytes)| report(&analyze_with(name, bytes, loader)))
         .collect();
     let total = |k: &str| {
         reports
@@ -104,8 +106,8 @@ pub fn check_path(path: &Path) -> Result<J, ToolError> {
 }
 
 /// `vox_validate_source`: whether the text compiles, its errors, and what it declares.
-pub fn validate_source(name: &str, source: &str) -> J {
-    let a = analyze(name, source.as_bytes());
+pub fn validate_source(name: &str, source: &str, loader: &dyn ModuleLoader) -> J {
+    let a = analyze_with(name, source.as_bytes(), loader);
     let errors: Vec<_> = a
         .diagnostics_json()
         .into_iter()
@@ -127,8 +129,8 @@ pub fn validate_source(name: &str, source: &str) -> J {
     })
 }
 
-fn test_report(name: &str, bytes: &[u8]) -> (J, usize, usize) {
-    let a = analyze(name, bytes);
+fn test_report(name: &str, bytes: &[u8], loader: &dyn ModuleLoader) -> (J, usize, usize) {
+    let a = analyze_with(name, bytes, loader);
     let declared = a
         .functions()
         .iter()
@@ -157,17 +159,17 @@ fn test_report(name: &str, bytes: &[u8]) -> (J, usize, usize) {
 }
 
 /// `vox_test` on source text: structured results.
-pub fn test_source(name: &str, source: &str) -> J {
-    let (file, passed, failed) = test_report(name, source.as_bytes());
+pub fn test_source(name: &str, source: &str, loader: &dyn ModuleLoader) -> J {
+    let (file, passed, failed) = test_report(name, source.as_bytes(), loader);
     json!({"passed": passed, "failed": failed, "files": [file]})
 }
 
 /// `vox_test` on a file or directory.
-pub fn test_path(path: &Path) -> Result<J, ToolError> {
+pub fn test_path(path: &Path, loader: &dyn ModuleLoader) -> Result<J, ToolError> {
     let mut files = Vec::new();
     let (mut passed, mut failed) = (0, 0);
     for (name, bytes) in read_files(path)? {
-        let (f, p, x) = test_report(&name, &bytes);
+        let (f, p, x) = test_report(&name, &bytes, loader);
         files.push(f);
         passed += p;
         failed += x;
@@ -182,8 +184,8 @@ pub fn grammar() -> &'static str {
 
 /// `vox_compiler_introspect` on source text: the HIR summary (signatures with input schemas,
 /// types, constants, skipped items) and the diagnostics.
-pub fn introspect_source(name: &str, source: &str) -> J {
-    let a = analyze(name, source.as_bytes());
+pub fn introspect_source(name: &str, source: &str, loader: &dyn ModuleLoader) -> J {
+    let a = analyze_with(name, source.as_bytes(), loader);
     let mut hir = a.hir_json();
     if let J::Object(o) = &mut hir {
         o.insert("diagnostics".into(), json!(a.diagnostics_json()));
@@ -192,12 +194,12 @@ pub fn introspect_source(name: &str, source: &str) -> J {
 }
 
 /// `vox_compiler_introspect` on one file.
-pub fn introspect_path(path: &Path) -> Result<J, ToolError> {
+pub fn introspect_path(path: &Path, loader: &dyn ModuleLoader) -> Result<J, ToolError> {
     let bytes = std::fs::read(path).map_err(|source| ToolError::Io {
         path: path.display().to_string(),
         source,
     })?;
-    let a = analyze(&path.display().to_string(), &bytes);
+    let a = analyze_with(&path.display().to_string(), &bytes, loader);
     let mut hir = a.hir_json();
     if let J::Object(o) = &mut hir {
         o.insert("diagnostics".into(), json!(a.diagnostics_json()));

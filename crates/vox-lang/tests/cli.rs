@@ -43,7 +43,7 @@ fn check_exits_one_on_errors_and_walks_directories() {
     let (code, out, _) = capture(|o, e| cli::check(&[fixture("diag")], false, o, e));
     assert_eq!(code, 1);
     assert!(out.contains("error[vox/syntax/arrow-match-arm]"), "{out}");
-    assert!(out.contains("checked 18 file(s)"), "{out}");
+    assert!(out.contains("checked 22 file(s)"), "{out}");
 }
 
 #[test]
@@ -144,7 +144,7 @@ fn test_runs_all_ok_fixtures_and_prints_the_closing_line() {
     assert!(out.contains("... ok"), "{out}");
     assert!(!out.contains("FAILED"), "{out}");
     let last = out.lines().last().unwrap();
-    assert_eq!(last, "15 passed, 0 failed");
+    assert_eq!(last, "16 passed, 0 failed");
 }
 
 #[test]

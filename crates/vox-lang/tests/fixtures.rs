@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use vox_lang::{Code, Severity, analyze};
+use vox_lang::{Analysis, Code, FsLoader, Severity, analyze, analyze_with};
 
 fn fixtures(dir: &str) -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -18,6 +18,13 @@ fn fixtures(dir: &str) -> Vec<PathBuf> {
     files
 }
 
+/// Checks a fixture with its imports loaded from the fixture root, as `vox check` would from
+/// `tests/fixtures`.
+fn check(p: &Path) -> Analysis {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    analyze_with(&rel(p), &std::fs::read(p).unwrap(), &FsLoader::new(root))
+}
+
 fn stem(p: &Path) -> String {
     p.file_stem().unwrap().to_string_lossy().into_owned()
 }
@@ -30,7 +37,7 @@ fn rel(p: &Path) -> String {
 #[test]
 fn ok_fixtures_have_no_errors_and_render_stably() {
     for f in fixtures("ok") {
-        let a = analyze(&rel(&f), &std::fs::read(&f).unwrap());
+        let a = check(&f);
         assert!(!a.has_errors(), "{}:\n{}", rel(&f), a.render());
         insta::assert_snapshot!(format!("ok__{}", stem(&f)), a.render());
     }
@@ -39,7 +46,7 @@ fn ok_fixtures_have_no_errors_and_render_stably() {
 #[test]
 fn diag_fixtures_render_as_snapshots() {
     for f in fixtures("diag") {
-        let a = analyze(&rel(&f), &std::fs::read(&f).unwrap());
+        let a = check(&f);
         assert!(!a.diagnostics.is_empty(), "{} reports nothing", rel(&f));
         insta::assert_snapshot!(format!("diag__{}", stem(&f)), a.render());
     }
@@ -49,7 +56,7 @@ fn diag_fixtures_render_as_snapshots() {
 fn every_diagnostic_code_is_exercised_by_the_corpus() {
     let mut seen = BTreeSet::new();
     for f in fixtures("diag").into_iter().chain(fixtures("ok")) {
-        for d in analyze(&rel(&f), &std::fs::read(&f).unwrap()).diagnostics {
+        for d in check(&f).diagnostics {
             seen.insert(d.code.as_str());
         }
     }
@@ -157,7 +164,7 @@ fn opaque_items_are_info_and_tools_still_load() {
 #[test]
 fn hir_of_the_tools_fixture() {
     let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ok/tools.vox");
-    let a = analyze("ok/tools.vox", &std::fs::read(f).unwrap());
+    let a = check(&f);
     insta::assert_snapshot!(
         "hir_tools",
         serde_json::to_string_pretty(&a.hir_json()).unwrap()

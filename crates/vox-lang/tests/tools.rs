@@ -2,11 +2,11 @@
 
 use serde_json::json;
 use std::path::Path;
-use vox_lang::tools;
+use vox_lang::{FsLoader, NoImports, tools};
 
 #[test]
 fn check_source_returns_counts_and_diagnostics() {
-    let r = tools::check_source("x.vox", "@mcp.tool\nfn f() { nope }\n");
+    let r = tools::check_source("x.vox", "@mcp.tool\nfn f() { nope }\n", &NoImports);
     assert_eq!(r["ok"], false);
     assert_eq!(
         (r["errors"].clone(), r["warnings"].clone()),
@@ -18,10 +18,10 @@ fn check_source_returns_counts_and_diagnostics() {
 #[test]
 fn check_path_totals_a_directory() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ok");
-    let r = tools::check_path(&dir).unwrap();
+    let r = tools::check_path(&dir, &FsLoader::new(dir.parent().unwrap())).unwrap();
     assert_eq!(r["ok"], true);
-    assert_eq!(r["files"].as_array().unwrap().len(), 7);
-    let missing = tools::check_path(Path::new("/nonexistent-dir-xyz")).unwrap_err();
+    assert_eq!(r["files"].as_array().unwrap().len(), 10);
+    let missing = tools::check_path(Path::new("/nonexistent-dir-xyz"), &NoImports).unwrap_err();
     assert_eq!(missing.code(), "io_error");
 }
 
@@ -30,12 +30,13 @@ fn validate_source_lists_declarations() {
     let r = tools::validate_source(
         "v.vox",
         "@tool\nfn a() { 1 }\n@mcp.resource(\"x://y\")\nfn r() to str { \"\" }\n@test\nfn t() { }\n",
+        &NoImports,
     );
     assert_eq!(
         r,
         json!({"valid": true, "errors": [], "tools": ["a"], "resources": ["r"], "tests": ["t"]})
     );
-    let bad = tools::validate_source("v.vox", "fn a( {");
+    let bad = tools::validate_source("v.vox", "fn a( {", &NoImports);
     assert_eq!(bad["valid"], false);
 }
 
@@ -44,6 +45,7 @@ fn test_source_returns_structured_results() {
     let r = tools::test_source(
         "t.vox",
         "@test \"ok\"\nfn a() { }\n@test\nfn b() { assert(false) }\n",
+        &NoImports,
     );
     assert_eq!(
         (r["passed"].clone(), r["failed"].clone()),
@@ -67,6 +69,7 @@ fn introspect_gives_signatures_with_schemas() {
     let r = tools::introspect_source(
         "i.vox",
         "@tool \"add: sum\"\nfn add(a: int, b: int = 2) to int { a + b }\n",
+        &NoImports,
     );
     let f = &r["functions"][0];
     assert_eq!(f["name"], "add");

@@ -127,7 +127,8 @@ pub enum LoaderError {
     Config { path: PathBuf, message: String },
 }
 
-type Cached = (String, Result<Arc<Module>, String>);
+/// A module by the content hash of its file (its imports are checked separately).
+type Cached = (String, Arc<Module>);
 
 /// Scans a workspace; keeps compiled modules by content hash between scans.
 pub struct WorkspaceMcpLoader {
@@ -248,15 +249,27 @@ impl WorkspaceMcpLoader {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((h, m)) = cache.get(rel)
             && *h == hash
+            && self.imports_unchanged(m)
         {
-            return m.clone();
+            return Ok(m.clone());
         }
         *compiled += 1;
-        let m = Module::compile(rel, &bytes)
+        let loader = vox_lang::FsLoader::new(self.root.clone());
+        let m = Module::compile_with(rel, &bytes, &loader)
             .map(Arc::new)
-            .map_err(|e| first_error(&e));
+            .map_err(|e| first_error(&e))?;
+        // Only modules are cached: a file that fails may fail because of a file it imports, so
+        // it is compiled again on the next scan.
         cache.insert(rel.to_owned(), (hash, m.clone()));
-        m
+        Ok(m)
+    }
+
+    /// Whether every file `m` imported still reads the same.
+    fn imports_unchanged(&self, m: &Module) -> bool {
+        m.imported_files().iter().all(|f| {
+            std::fs::read(self.root.join(&f.source.name))
+                .is_ok_and(|b| vox_lang::decode_source(&b).0 == f.source.text)
+        })
     }
 
     /// Scans and applies the collision rules. `is_static` says whether a name belongs to the

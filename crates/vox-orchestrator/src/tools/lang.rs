@@ -91,14 +91,20 @@ fn lang_err(e: vox_lang::tools::ToolError) -> ToolError {
     }
 }
 
+/// Imports resolve inside the workspace: next to the importing file, then at the root.
+fn loader(ctx: &Ctx) -> vox_lang::FsLoader {
+    vox_lang::FsLoader::new(ctx.workspace.root.clone())
+}
+
 fn check(ctx: &Ctx, i: Input) -> Result<Value, ToolError> {
+    let loader = loader(ctx);
     match target(ctx, i)? {
-        Target::Path(p) => vox_lang::tools::check_path(&p).map_err(lang_err),
-        Target::Source(name, s) => Ok(vox_lang::tools::check_source(&name, &s)),
+        Target::Path(p) => vox_lang::tools::check_path(&p, &loader).map_err(lang_err),
+        Target::Source(name, s) => Ok(vox_lang::tools::check_source(&name, &s, &loader)),
     }
 }
 
-fn validate(_ctx: &Ctx, i: SourceInput) -> Result<Value, ToolError> {
+fn validate(ctx: &Ctx, i: SourceInput) -> Result<Value, ToolError> {
     if i.source.len() > MAX_SOURCE {
         return Err(ToolError::InvalidArguments(format!(
             "`source` is {} bytes; the limit is {MAX_SOURCE}",
@@ -108,13 +114,15 @@ fn validate(_ctx: &Ctx, i: SourceInput) -> Result<Value, ToolError> {
     Ok(vox_lang::tools::validate_source(
         i.name.as_deref().unwrap_or("input.vox"),
         &i.source,
+        &loader(ctx),
     ))
 }
 
 fn test(ctx: &Ctx, i: Input) -> Result<Value, ToolError> {
+    let loader = loader(ctx);
     match target(ctx, i)? {
-        Target::Path(p) => vox_lang::tools::test_path(&p).map_err(lang_err),
-        Target::Source(name, s) => Ok(vox_lang::tools::test_source(&name, &s)),
+        Target::Path(p) => vox_lang::tools::test_path(&p, &loader).map_err(lang_err),
+        Target::Source(name, s) => Ok(vox_lang::tools::test_source(&name, &s, &loader)),
     }
 }
 
@@ -123,9 +131,10 @@ fn grammar(_ctx: &Ctx, _a: NoArgs) -> Result<Value, ToolError> {
 }
 
 fn introspect(ctx: &Ctx, i: Input) -> Result<Value, ToolError> {
+    let loader = loader(ctx);
     match target(ctx, i)? {
-        Target::Path(p) => vox_lang::tools::introspect_path(&p).map_err(lang_err),
-        Target::Source(name, s) => Ok(vox_lang::tools::introspect_source(&name, &s)),
+        Target::Path(p) => vox_lang::tools::introspect_path(&p, &loader).map_err(lang_err),
+        Target::Source(name, s) => Ok(vox_lang::tools::introspect_source(&name, &s, &loader)),
     }
 }
 
