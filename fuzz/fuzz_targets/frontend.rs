@@ -1,11 +1,18 @@
 //! Any bytes through lexing, parsing, lowering, checking and both renderings: no panic, no
-//! stack overflow.
+//! stack overflow. A NUL byte splits the input into the root file and the modules `a` to `d`
+//! it may import (`import a.{f}`), so imports, cycles and cross-file lowering are covered too.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let a = vox_lang::analyze("fuzz.vox", data);
+    let mut parts = data.split(|&b| b == 0);
+    let root = parts.next().unwrap_or_default();
+    let mut loader = vox_lang::MemoryLoader::default();
+    for (name, part) in ["a.vox", "b.vox", "c.vox", "d.vox"].iter().zip(parts) {
+        loader.files.insert(name.to_string(), part.to_vec());
+    }
+    let a = vox_lang::analyze_with("fuzz.vox", root, &loader);
     let _ = a.render();
     let _ = a.diagnostics_json();
     let _ = a.hir_json();

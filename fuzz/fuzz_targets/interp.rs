@@ -1,6 +1,7 @@
 //! Programs that compile are run: every function is called with no arguments and with an
 //! argument object derived from the input, under a small budget. Any outcome but a panic, a
-//! hang past the budget or a crash is fine.
+//! hang past the budget or a crash is fine. A NUL byte splits the input into the root file and
+//! the modules `a` to `d` it may import, so calls across files are run too.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -8,7 +9,13 @@ use std::time::Duration;
 use vox_lang::{Budget, CallOptions, Module};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(module) = Module::compile("fuzz.vox", data) else {
+    let mut parts = data.split(|&b| b == 0);
+    let root = parts.next().unwrap_or_default();
+    let mut loader = vox_lang::MemoryLoader::default();
+    for (name, part) in ["a.vox", "b.vox", "c.vox", "d.vox"].iter().zip(parts) {
+        loader.files.insert(name.to_string(), part.to_vec());
+    }
+    let Ok(module) = Module::compile_with("fuzz.vox", root, &loader) else {
         return;
     };
     let opts = CallOptions {

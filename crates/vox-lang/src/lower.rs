@@ -90,11 +90,12 @@ pub fn lower_unit(files: &[UnitFile<'_>], order: &[usize]) -> LoweredUnit {
             syms_by_text: None,
         };
         l.run();
-        let own = l.exports();
+        // The root is imported by no file (an import back to it is a cycle, left unresolved).
+        let own = (k + 1 < order.len()).then(|| l.exports());
         diags[i] = l.diags;
         program = l.program;
         fn_arity = l.fn_arity;
-        exports[i] = Some(own);
+        exports[i] = own;
     }
     LoweredUnit { program, diags }
 }

@@ -282,6 +282,13 @@ impl Unit {
                 crate::import::MAX_IMPORTED_FILES
             ));
         }
+        if loaded.bytes.len() > MAX_SOURCE_BYTES {
+            return Edge::Refused(format!(
+                "`{}` is {} bytes; the limit is {MAX_SOURCE_BYTES}",
+                loaded.name,
+                loaded.bytes.len()
+            ));
+        }
         if self.bytes + loaded.bytes.len() > crate::import::MAX_UNIT_BYTES {
             return Edge::Refused(format!(
                 "`{}` would bring the files of this compilation over {} bytes",
