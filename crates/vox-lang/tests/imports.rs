@@ -81,7 +81,11 @@ fn only_the_root_files_functions_are_tools_and_callable() {
         hir["imports"][0],
         json!({"module": "lib.shapes", "file": "ok/lib/shapes.vox", "names": ["Shape", "area", "show", "UNIT"]})
     );
-    assert_eq!(hir["types"], json!([]), "imported types are not the file's own");
+    assert_eq!(
+        hir["types"],
+        json!([]),
+        "imported types are not the file's own"
+    );
 }
 
 #[test]
@@ -94,10 +98,20 @@ fn an_imported_adt_parameter_accepts_its_json_form() {
         )],
     );
     assert_eq!(
-        call(&m, "size", json!({"s": {"variant": "Tri", "fields": {"b": 4.0, "h": 3.0}}})).unwrap(),
+        call(
+            &m,
+            "size",
+            json!({"s": {"variant": "Tri", "fields": {"b": 4.0, "h": 3.0}}})
+        )
+        .unwrap(),
         json!(6.0)
     );
-    let err = call(&m, "size", json!({"s": {"variant": "Circle", "fields": {}}})).unwrap_err();
+    let err = call(
+        &m,
+        "size",
+        json!({"s": {"variant": "Circle", "fields": {}}}),
+    )
+    .unwrap_err();
     assert!(err.is_input_error(), "{err}");
 }
 
@@ -159,7 +173,11 @@ fn a_runtime_error_in_an_imported_file_is_located_there() {
                 unreachable!()
             };
             assert_eq!((file.as_str(), *line, *column), ("lib/math.vox", 3, 5));
-            assert!(e.to_string().starts_with("runtime error at lib/math.vox:3:5"), "{e}");
+            assert!(
+                e.to_string()
+                    .starts_with("runtime error at lib/math.vox:3:5"),
+                "{e}"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -169,12 +187,20 @@ fn a_runtime_error_in_an_imported_file_is_located_there() {
 fn aliases_and_the_dotted_single_item_form() {
     let m = compile(
         "import util.greet as hello\nimport util.{NAME as who}\nfn f() to str { hello(who) }\n",
-        &[("util.vox", "let NAME = \"Ada\"\nfn greet(n: str) to str { \"hi {n}\" }\n")],
+        &[(
+            "util.vox",
+            "let NAME = \"Ada\"\nfn greet(n: str) to str { \"hi {n}\" }\n",
+        )],
     );
     assert_eq!(call(&m, "f", J::Null).unwrap(), json!("hi Ada"));
     // The original name is not bound when an alias is given.
-    assert!(codes("import util.greet as hello\nfn f() { greet(1) }\n", &[("util.vox", "fn greet(n) { n }\n")])
-        .contains(&"vox/name/unknown"));
+    assert!(
+        codes(
+            "import util.greet as hello\nfn f() { greet(1) }\n",
+            &[("util.vox", "fn greet(n) { n }\n")]
+        )
+        .contains(&"vox/name/unknown")
+    );
 }
 
 #[test]
@@ -206,10 +232,18 @@ fn a_cycle_that_does_not_pass_through_the_root_is_an_error_in_the_module() {
         ("a.vox", "import b.{g}\nfn f() { g() }\n"),
         ("b.vox", "import a.{f}\nfn g() { f() }\n"),
     ];
-    let a = analyze_with("main.vox", b"import a.{f}\nfn main() { f() }\n", &memory(&files));
+    let a = analyze_with(
+        "main.vox",
+        b"import a.{f}\nfn main() { f() }\n",
+        &memory(&files),
+    );
     let codes: Vec<_> = a.diagnostics.iter().map(|d| d.code).collect();
     assert_eq!(codes, [Code::ImportHasErrors]);
-    assert!(a.render().contains("import cycle: a.vox → b.vox → a.vox"), "{}", a.render());
+    assert!(
+        a.render().contains("import cycle: a.vox → b.vox → a.vox"),
+        "{}",
+        a.render()
+    );
 }
 
 #[test]
@@ -245,7 +279,10 @@ fn a_chain_longer_than_the_limit_is_refused_not_followed() {
 
 #[test]
 fn without_a_loader_imports_are_accepted_and_fail_only_when_called() {
-    let a = analyze("main.vox", b"import util.{greet}\nfn f() { greet() }\nfn g() { 1 }\n");
+    let a = analyze(
+        "main.vox",
+        b"import util.{greet}\nfn f() { greet() }\nfn g() { 1 }\n",
+    );
     let codes: Vec<_> = a.diagnostics.iter().map(|d| d.code).collect();
     assert_eq!(codes, [Code::ImportNotLoaded]);
     let m = a.into_module().unwrap();
@@ -270,13 +307,27 @@ fn the_file_loader_stays_inside_its_root() {
     std::os::unix::fs::symlink(outside.join("secret.vox"), root.join("leak.vox")).unwrap();
     let loader = FsLoader::new(&root);
     // Next to the importing file first, then at the root.
-    let a = analyze_with("sub/t.vox", b"import shared.{one}\nfn f() { one() }\n", &loader);
+    let a = analyze_with(
+        "sub/t.vox",
+        b"import shared.{one}\nfn f() { one() }\n",
+        &loader,
+    );
     assert!(!a.has_errors(), "{}", a.render());
     // A link out of the root is refused.
     let a = analyze_with("t.vox", b"import leak.{s}\n", &loader);
-    assert_eq!(a.diagnostics[0].code, Code::ImportUnreadable, "{}", a.render());
+    assert_eq!(
+        a.diagnostics[0].code,
+        Code::ImportUnreadable,
+        "{}",
+        a.render()
+    );
     // An importing file named outside the root only resolves from the root.
     let a = analyze_with("../outside/t.vox", b"import secret.{s}\n", &loader);
-    assert_eq!(a.diagnostics[0].code, Code::ImportNotLoaded, "{}", a.render());
+    assert_eq!(
+        a.diagnostics[0].code,
+        Code::ImportNotLoaded,
+        "{}",
+        a.render()
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

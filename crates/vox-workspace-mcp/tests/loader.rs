@@ -153,3 +153,49 @@ fn files_compile_once_until_their_content_changes() {
     assert_eq!(s.report.compiled, 1);
     assert!(s.tools.contains_key("three") && !s.tools.contains_key("two"));
 }
+
+#[test]
+fn a_tool_file_is_recompiled_when_a_file_it_imports_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "tools/t.vox",
+        "import lib.n.{value}\n@tool\nfn get() to int { value() }\n",
+    );
+    write(dir.path(), "tools/lib/n.vox", "fn value() to int { 1 }\n");
+    let loader = WorkspaceMcpLoader::new(dir.path().to_path_buf());
+    let call = |s: &Surface| {
+        s.tools["get"]
+            .module
+            .call_json("get", &serde_json::Value::Null, &Default::default())
+            .unwrap()
+            .value
+    };
+    let s = loader.scan(&is_static).unwrap();
+    assert_eq!(s.report.compiled, 2);
+    assert_eq!(call(&s), serde_json::json!(1));
+    // Unchanged: nothing is compiled again.
+    assert_eq!(loader.scan(&is_static).unwrap().report.compiled, 0);
+    // The imported file changes: the importer is compiled again (and the helper itself).
+    write(dir.path(), "tools/lib/n.vox", "fn value() to int { 2 }\n");
+    let s = loader.scan(&is_static).unwrap();
+    assert_eq!(s.report.compiled, 2);
+    assert_eq!(call(&s), serde_json::json!(2));
+    // An error in the imported file is reported at the importer, which then serves nothing.
+    write(
+        dir.path(),
+        "tools/lib/n.vox",
+        "fn value() to int { nope }\n",
+    );
+    let s = loader.scan(&is_static).unwrap();
+    assert!(!s.tools.contains_key("get"));
+    let files: Vec<&str> = s.report.errors.iter().map(|e| e.file.as_str()).collect();
+    assert_eq!(files, ["tools/lib/n.vox", "tools/t.vox"]);
+    assert!(
+        s.report.errors[1]
+            .diagnostic
+            .contains("vox/import/module-has-errors"),
+        "{}",
+        s.report.errors[1].diagnostic
+    );
+}
