@@ -85,6 +85,14 @@ enum Command {
         /// Files or directories (default: the current directory).
         paths: Vec<PathBuf>,
     },
+    /// Rewrite .vox files in their canonical layout; with --check, list the files that would
+    /// change and exit 1 if any would.
+    Fmt {
+        /// Files or directories (default: the current directory).
+        paths: Vec<PathBuf>,
+        #[arg(long)]
+        check: bool,
+    },
     /// Skills of the workspace and the skill roots (the same catalog the daemon serves).
     Skill {
         #[command(subcommand)]
@@ -251,6 +259,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             vox_lang::cli::run(&file, &function, args.as_deref(), out, err)
         })),
         Command::Test { paths } => Ok(lang_exit(|out, err| vox_lang::cli::test(&paths, out, err))),
+        Command::Fmt { paths, check } => Ok(lang_exit(|out, err| {
+            vox_lang::cli::fmt(&paths, check, out, err)
+        })),
         Command::Skill { command } => skill_cmd(command),
     }
 }

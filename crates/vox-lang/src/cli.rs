@@ -232,3 +232,101 @@ pub fn test(paths: &[PathBuf], out: &mut dyn Write, err: &mut dyn Write) -> i32 
     let _ = writeln!(out, "{passed} passed, {failed} failed");
     if failed > 0 { 1 } else { 0 }
 }
+
+/// `vox fmt [paths…] [--check]`: rewrites `.vox` files in their canonical layout (default path:
+/// the current directory), or with `check` only lists the files that would change. Returns 1
+/// when a file cannot be read or formatted, or (with `check`) when any file would change.
+pub fn fmt(paths: &[PathBuf], check: bool, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let default = [PathBuf::from(".")];
+    let paths = if paths.is_empty() {
+        &default[..]
+    } else {
+        paths
+    };
+    let files = match collect_vox_files(paths) {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return 1;
+        }
+    };
+    let (mut changed, mut failed) = (0usize, 0usize);
+    for f in &files {
+        let name = display(f);
+        let text = match std::fs::read(f).map(String::from_utf8) {
+            Ok(Ok(t)) => t,
+            Ok(Err(_)) => {
+                let _ = writeln!(err, "error: {name}: not formatted: not valid UTF-8");
+                failed += 1;
+                continue;
+            }
+            Err(e) => {
+                let _ = writeln!(err, "error: cannot read {name}: {e}");
+                failed += 1;
+                continue;
+            }
+        };
+        let formatted = match crate::fmt::format(&name, &text) {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = writeln!(err, "error: {name}: {e}");
+                failed += 1;
+                continue;
+            }
+        };
+        if formatted == text {
+            continue;
+        }
+        changed += 1;
+        if check {
+            let line = text
+                .lines()
+                .zip(formatted.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or_else(|| text.lines().count().min(formatted.lines().count()))
+                + 1;
+            let _ = writeln!(
+                out,
+                "would reformat {name} (first difference on line {line})"
+            );
+        } else if let Err(e) = write_atomically(f, &formatted) {
+            let _ = writeln!(err, "error: cannot write {name}: {e}");
+            failed += 1;
+            changed -= 1;
+        } else {
+            let _ = writeln!(out, "formatted {name}");
+        }
+    }
+    let unchanged = files.len() - changed - failed;
+    if check {
+        let _ = writeln!(
+            out,
+            "{changed} file(s) would be reformatted, {unchanged} already formatted, {failed} failed"
+        );
+        if changed > 0 || failed > 0 { 1 } else { 0 }
+    } else {
+        let _ = writeln!(
+            out,
+            "formatted {changed} file(s), {unchanged} unchanged, {failed} failed"
+        );
+        if failed > 0 { 1 } else { 0 }
+    }
+}
+
+/// Replaces `path` by writing a sibling and renaming it over, so a crash never leaves half a
+/// file; the permissions are kept.
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let tmp_name = format!(
+        ".{}.vox-fmt-{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+        std::process::id()
+    );
+    let tmp = dir.map_or_else(|| PathBuf::from(&tmp_name), |d| d.join(&tmp_name));
+    let perms = std::fs::metadata(path)?.permissions();
+    std::fs::write(&tmp, text)?;
+    std::fs::set_permissions(&tmp, perms)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}

@@ -39,6 +39,7 @@ pub mod ast;
 mod builtins;
 pub mod cli;
 pub mod diag;
+pub mod fmt;
 pub mod hir;
 pub mod import;
 mod interp;

@@ -1,4 +1,4 @@
-//! `vox check`, `vox run` and `vox test` end to end, in process, on real files.
+//! `vox check`, `vox run`, `vox test` and `vox fmt` end to end, in process, on real files.
 
 use std::path::{Path, PathBuf};
 use vox_lang::cli;
@@ -174,4 +174,59 @@ fn test_with_no_tests_passes_with_zero_counts() {
     std::fs::write(d.join("plain.vox"), "fn f() { 1 }\n").unwrap();
     let (code, out, _) = capture(|o, e| cli::test(std::slice::from_ref(&d), o, e));
     assert_eq!((code, out.as_str()), (0, "0 passed, 0 failed\n"));
+}
+
+#[test]
+fn fmt_check_lists_files_that_would_change_and_fmt_rewrites_them() {
+    let d = temp_dir("fmt");
+    let messy = d.join("messy.vox");
+    let tidy = d.join("tidy.vox");
+    let broken = d.join("broken.vox");
+    std::fs::write(&messy, "fn f(a:int)to int{a+1}\n").unwrap();
+    std::fs::write(&tidy, "fn g() { 1 }\n").unwrap();
+    std::fs::write(&broken, "fn h( {\n").unwrap();
+
+    let (code, out, err) = capture(|o, e| cli::fmt(&[d.clone()], true, o, e));
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("would reformat") && out.contains("messy.vox (first difference on line 1)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("1 file(s) would be reformatted, 1 already formatted, 1 failed"),
+        "{out}"
+    );
+    assert!(
+        err.contains("broken.vox: not formatted: fix its syntax first"),
+        "{err}"
+    );
+    // --check writes nothing.
+    assert_eq!(
+        std::fs::read_to_string(&messy).unwrap(),
+        "fn f(a:int)to int{a+1}\n"
+    );
+
+    let (code, out, _) = capture(|o, e| cli::fmt(&[messy.clone(), tidy.clone()], false, o, e));
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        std::fs::read_to_string(&messy).unwrap(),
+        "fn f(a: int) to int { a + 1 }\n"
+    );
+    assert!(
+        out.contains("formatted 1 file(s), 1 unchanged, 0 failed"),
+        "{out}"
+    );
+    // Formatting twice changes nothing, and the broken file is left as it was.
+    let (code, _, _) = capture(|o, e| cli::fmt(&[messy.clone(), tidy], true, o, e));
+    assert_eq!(code, 0);
+    let (code, _, _) = capture(|o, e| cli::fmt(&[broken.clone()], false, o, e));
+    assert_eq!(code, 1);
+    assert_eq!(std::fs::read_to_string(&broken).unwrap(), "fn h( {\n");
+    let leftovers: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains("vox-fmt"))
+        .collect();
+    assert!(leftovers.is_empty());
+    std::fs::remove_dir_all(&d).unwrap();
 }
