@@ -1,6 +1,8 @@
 //! Any bytes through lexing, parsing, lowering, checking and both renderings: no panic, no
 //! stack overflow. A NUL byte splits the input into the root file and the modules `a` to `d`
 //! it may import (`import a.{f}`), so imports, cycles and cross-file lowering are covered too.
+//! The root also goes through `vox fmt`: formatting must succeed whenever the file has no syntax
+//! error (never tripping its own token check) and be idempotent.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -17,4 +19,14 @@ fuzz_target!(|data: &[u8]| {
     let _ = a.diagnostics_json();
     let _ = a.hir_json();
     let _ = a.into_module();
+    if let Ok(text) = std::str::from_utf8(root) {
+        match vox_lang::fmt::format("fuzz.vox", text) {
+            Ok(once) => {
+                let twice = vox_lang::fmt::format("fuzz.vox", &once);
+                assert_eq!(twice.as_deref(), Ok(once.as_str()), "vox fmt is not idempotent");
+            }
+            Err(vox_lang::fmt::FmtError::Syntax(_)) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
 });
