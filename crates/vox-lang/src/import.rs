@@ -96,13 +96,24 @@ impl ModuleLoader for MemoryLoader {
 #[derive(Clone, Debug)]
 pub struct FsLoader {
     root: PathBuf,
+    max_file_bytes: u64,
 }
 
 impl FsLoader {
     /// A loader resolving against `root`; relative importing-file names are taken as relative
     /// to it too.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        FsLoader { root: root.into() }
+        FsLoader {
+            root: root.into(),
+            max_file_bytes: crate::MAX_SOURCE_BYTES as u64,
+        }
+    }
+
+    /// The same loader refusing files over `max` bytes (the workspace caps its files lower
+    /// than the language does).
+    pub fn with_max_file_bytes(mut self, max: u64) -> Self {
+        self.max_file_bytes = max.min(crate::MAX_SOURCE_BYTES as u64);
+        self
     }
 
     /// For the command line: the current directory as root, or the file's own directory when
@@ -119,6 +130,61 @@ impl FsLoader {
         } else {
             FsLoader::new(abs.parent().unwrap_or(&cwd).to_path_buf())
         }
+    }
+
+    /// Reads the file `name` (relative to the root) with the loader's checks: inside the root
+    /// after links are resolved, a regular file, at most the size limit. For callers that
+    /// re-read what a module loaded, to see whether it changed.
+    pub fn read_file(&self, name: &str) -> Result<Vec<u8>, LoadError> {
+        let path = self.root.join(name);
+        let real = path
+            .canonicalize()
+            .map_err(|e| LoadError::Refused(format!("cannot resolve `{name}`: {e}")))?;
+        let root_real = self.root.canonicalize().map_err(|e| {
+            LoadError::Refused(format!("cannot resolve {}: {e}", self.root.display()))
+        })?;
+        if !real.starts_with(&root_real) {
+            return Err(LoadError::Refused(format!(
+                "`{name}` leads outside {}",
+                self.root.display()
+            )));
+        }
+        self.read(&real, name)
+    }
+
+    /// Reads a regular file of at most `max_file_bytes`, checking the opened file itself (so a
+    /// file swapped for a device after the check is still refused) and never reading more
+    /// than the limit.
+    fn read(&self, real: &Path, shown: &str) -> Result<Vec<u8>, LoadError> {
+        use std::io::Read;
+        let refused = |e: std::io::Error| LoadError::Refused(format!("cannot read `{shown}`: {e}"));
+        let too_big = |n: u64| {
+            LoadError::Refused(format!(
+                "`{shown}` is {n} bytes; the limit is {}",
+                self.max_file_bytes
+            ))
+        };
+        // Checked before opening too: opening a FIFO for reading would block.
+        let meta = std::fs::metadata(real).map_err(refused)?;
+        if !meta.is_file() {
+            return Err(LoadError::Refused(format!("`{shown}` is not a file")));
+        }
+        let file = std::fs::File::open(real).map_err(refused)?;
+        let meta = file.metadata().map_err(refused)?;
+        if !meta.is_file() {
+            return Err(LoadError::Refused(format!("`{shown}` is not a file")));
+        }
+        if meta.len() > self.max_file_bytes {
+            return Err(too_big(meta.len()));
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.take(self.max_file_bytes + 1)
+            .read_to_end(&mut bytes)
+            .map_err(refused)?;
+        if bytes.len() as u64 > self.max_file_bytes {
+            return Err(too_big(bytes.len() as u64));
+        }
+        Ok(bytes)
     }
 
     fn display(&self, p: &Path) -> String {
@@ -166,20 +232,7 @@ impl ModuleLoader for FsLoader {
                     self.root.display()
                 )));
             }
-            let meta = std::fs::metadata(&real)
-                .map_err(|e| LoadError::Refused(format!("cannot read `{shown}`: {e}")))?;
-            if !meta.is_file() {
-                return Err(LoadError::Refused(format!("`{shown}` is not a file")));
-            }
-            if meta.len() > crate::MAX_SOURCE_BYTES as u64 {
-                return Err(LoadError::Refused(format!(
-                    "`{shown}` is {} bytes; the limit is {}",
-                    meta.len(),
-                    crate::MAX_SOURCE_BYTES
-                )));
-            }
-            let bytes = std::fs::read(&real)
-                .map_err(|e| LoadError::Refused(format!("cannot read `{shown}`: {e}")))?;
+            let bytes = self.read(&real, &shown)?;
             return Ok(LoadedSource {
                 name: shown,
                 key: real.display().to_string(),

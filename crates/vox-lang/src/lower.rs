@@ -9,6 +9,9 @@ use crate::ast::{self, ExprKind as A, Item, Seq, StrRef, Sym, TypeBody};
 use crate::diag::{Code, Diagnostic, SourceFile, Span};
 use crate::hir::*;
 
+/// Unknown imported names reported per file; the rest only fail at run time.
+const MAX_UNKNOWN_IMPORTS: usize = 20;
+
 /// One file of a compilation unit.
 pub struct UnitFile<'a> {
     /// Its syntax tree.
@@ -88,6 +91,10 @@ pub fn lower_unit(files: &[UnitFile<'_>], order: &[usize]) -> LoweredUnit {
             files,
             exports: &exports,
             syms_by_text: None,
+            variants_bound: Vec::new(),
+            import_help: vec![None; files.len()],
+            unknown_imports: 0,
+            unavailable_msgs: std::collections::HashMap::new(),
         };
         l.run();
         // The root is imported by no file (an import back to it is a cycle, left unresolved).
@@ -155,6 +162,13 @@ struct Lowerer<'a> {
     exports: &'a [Option<Exports>],
     /// This file's symbols by text, built when an imported type brings its variants.
     syms_by_text: Option<std::collections::HashMap<&'a str, Sym>>,
+    /// Imported types whose variants are already bound in this file.
+    variants_bound: Vec<u32>,
+    /// Per unit file: the help listing what it defines, built at the first unknown name.
+    import_help: Vec<Option<String>>,
+    unknown_imports: usize,
+    /// The run-time message for each unavailable name, stored once.
+    unavailable_msgs: std::collections::HashMap<Sym, StrRef>,
 }
 
 /// Per predefined symbol: the built-in, method and built-in constructor of that name.
@@ -242,6 +256,11 @@ impl<'a> Lowerer<'a> {
 
     fn define(&mut self, name: ast::Name, g: Global) {
         let i = name.sym.0 as usize;
+        // Importing the same item twice (`import a.{Shape, Circle}` brings `Circle` both ways)
+        // binds nothing new.
+        if self.globals[i] == Some(g) && self.global_spans[i].is_some() {
+            return;
+        }
         if let Some(prev) = self.global_spans[i] {
             let line = self.line(prev);
             self.diags.push(
@@ -415,12 +434,7 @@ impl<'a> Lowerer<'a> {
         let names = &f.names[i.names];
         let Some((dep, exports)) = dep.and_then(|d| Some((d, self.exports[d].as_ref()?))) else {
             for n in names {
-                if self.globals[n.sym.0 as usize].is_some() {
-                    continue;
-                }
-                let id = self.program.imports.len() as u32;
-                self.program.imports.push(self.name(n.sym).to_string());
-                self.globals[n.sym.0 as usize] = Some(Global::Import(id));
+                self.bind_unavailable(*n);
             }
             return;
         };
@@ -439,7 +453,11 @@ impl<'a> Lowerer<'a> {
                     }
                     *slot = Some(index);
                     // An ADT's variants come with it: they are how its values are built and
-                    // matched.
+                    // matched. Once per type, however many names it is imported under.
+                    if self.variants_bound.contains(&index) {
+                        continue;
+                    }
+                    self.variants_bound.push(index);
                     let variants: Vec<String> = match &self.program.types[index as usize].shape {
                         TypeShape::Adt { variants } => {
                             variants.iter().map(|v| v.name.clone()).collect()
@@ -463,27 +481,51 @@ impl<'a> Lowerer<'a> {
                     }
                 }
                 None => {
+                    // Uses of the name then fail at run time instead of each being an error.
+                    self.bind_unavailable(*bound);
+                    self.unknown_imports += 1;
+                    if self.unknown_imports > MAX_UNKNOWN_IMPORTS {
+                        continue;
+                    }
                     let file = &self.files[dep].src.name;
-                    let mut have: Vec<&str> = exports.keys().map(String::as_str).collect();
-                    have.sort_unstable();
-                    let help = if have.is_empty() {
-                        format!("`{file}` defines nothing at top level")
+                    let help = self.import_help[dep]
+                        .get_or_insert_with(|| {
+                            let mut have: Vec<&str> = exports.keys().map(String::as_str).collect();
+                            have.sort_unstable();
+                            if have.is_empty() {
+                                format!("`{file}` defines nothing at top level")
+                            } else {
+                                let more = if have.len() > 12 { ", …" } else { "" };
+                                have.truncate(12);
+                                format!("`{file}` defines: {}{more}", have.join(", "))
+                            }
+                        })
+                        .clone();
+                    let message = if self.unknown_imports == MAX_UNKNOWN_IMPORTS {
+                        format!(
+                            "`{file}` has no top-level `{}` (further unknown imported names in this file are not reported)",
+                            self.name(item.sym)
+                        )
                     } else {
-                        let more = if have.len() > 12 { ", …" } else { "" };
-                        have.truncate(12);
-                        format!("`{file}` defines: {}{more}", have.join(", "))
+                        format!("`{file}` has no top-level `{}`", self.name(item.sym))
                     };
                     self.diags.push(
-                        Diagnostic::new(
-                            Code::ImportUnknownName,
-                            item.span,
-                            format!("`{file}` has no top-level `{}`", self.name(item.sym)),
-                        )
-                        .with_help(help),
+                        Diagnostic::new(Code::ImportUnknownName, item.span, message)
+                            .with_help(help),
                     );
                 }
             }
         }
+    }
+
+    /// Binds an imported name that refers to nothing loadable: using it fails at run time.
+    fn bind_unavailable(&mut self, n: ast::Name) {
+        if self.globals[n.sym.0 as usize].is_some() {
+            return;
+        }
+        let id = self.program.imports.len() as u32;
+        self.program.imports.push(self.name(n.sym).to_string());
+        self.globals[n.sym.0 as usize] = Some(Global::Import(id));
     }
 
     fn sym_by_text(&mut self, text: &str) -> Option<Sym> {
@@ -508,6 +550,7 @@ impl<'a> Lowerer<'a> {
             let name = match item {
                 Item::Fn(fd) => fd.name,
                 Item::Const(c) => c.name,
+                Item::Opaque(ast::OpaqueItem { name: Some(n), .. }) => *n,
                 Item::Type(t) => {
                     if let Some(index) = self.type_index[t.name.sym.0 as usize] {
                         out.entry(self.name(t.name.sym).to_string())
@@ -528,7 +571,10 @@ impl<'a> Lowerer<'a> {
                 }
                 _ => continue,
             };
-            if let Some(g @ (Global::Fn(_) | Global::Const(_))) = self.globals[name.sym.0 as usize]
+            // A skipped declaration can be imported like a local one: using it fails at run
+            // time with a message naming it.
+            if let Some(g @ (Global::Fn(_) | Global::Const(_) | Global::Opaque(_))) =
+                self.globals[name.sym.0 as usize]
             {
                 out.entry(self.name(name.sym).to_string())
                     .or_insert(Export::Value(g));
@@ -1027,18 +1073,21 @@ impl<'a> Lowerer<'a> {
         ExprKind::Unit
     }
 
-    fn unavailable(&mut self, name: Sym, g: Global) -> StrRef {
-        let name = self.name(name);
+    fn unavailable(&mut self, sym: Sym, g: Global) -> StrRef {
+        if let Some(&r) = self.unavailable_msgs.get(&sym) {
+            return r;
+        }
+        let name = self.name(sym);
         let msg = match g {
             Global::Opaque(i) => format!(
                 "`{name}` is a `{}` declaration, which the tool interpreter does not run",
                 self.program.opaque[i as usize].kind
             ),
-            _ => format!(
-                "`{name}` is imported from another file, which this interpreter does not load"
-            ),
+            _ => format!("`{name}` comes from an import that loaded no .vox file"),
         };
-        StrRef::push(&mut self.program.strings, &msg)
+        let r = StrRef::push(&mut self.program.strings, &msg);
+        self.unavailable_msgs.insert(sym, r);
+        r
     }
 
     fn variant_arity(&self, c: Ctor) -> usize {

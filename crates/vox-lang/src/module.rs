@@ -157,6 +157,13 @@ pub fn analyze_with(name: &str, bytes: &[u8], loader: &dyn ModuleLoader) -> Anal
     }
 }
 
+/// A remembered module lookup.
+enum Lookup {
+    File(usize),
+    Missing(Vec<String>),
+    Refused(String),
+}
+
 /// What one `import` item led to.
 enum Edge {
     /// A form that names no module.
@@ -189,6 +196,8 @@ struct Unit {
     order: Vec<usize>,
     /// Depth-first path: (file, index of the import item being followed).
     stack: Vec<(usize, usize)>,
+    /// What each (importing directory, module path) resolved to.
+    lookups: std::collections::HashMap<(String, String), Lookup>,
     /// Imports found to be on a cycle while they were still being followed.
     cycle_marks: std::collections::HashMap<(usize, usize), String>,
     bytes: usize,
@@ -246,16 +255,38 @@ impl Unit {
     }
 
     fn follow(&mut self, from: usize, path: &[&str], loader: &dyn ModuleLoader) -> Edge {
-        let loaded = match loader.load(&self.files[from].source.name, path) {
-            Ok(l) => l,
-            Err(LoadError::NotFound { looked }) => return Edge::NotFound(looked),
-            Err(LoadError::Refused(m)) => return Edge::Refused(m),
+        // Files in one directory resolve a module path alike, so each pair is looked up once
+        // however many imports repeat it.
+        let name = &self.files[from].source.name;
+        let dir = name.rfind('/').map_or("", |i| &name[..i]);
+        let memo_key = (dir.to_string(), path.join("."));
+        let found = match self.lookups.get(&memo_key) {
+            Some(Lookup::File(j)) => Some(*j),
+            Some(Lookup::Missing(looked)) => return Edge::NotFound(looked.clone()),
+            Some(Lookup::Refused(m)) => return Edge::Refused(m.clone()),
+            None => None,
         };
-        if let Some(j) = self
-            .files
-            .iter()
-            .position(|f| f.key.as_deref() == Some(loaded.key.as_str()))
-        {
+        let loaded = match found {
+            Some(_) => None,
+            None => match loader.load(name, path) {
+                Ok(l) => Some(l),
+                Err(LoadError::NotFound { looked }) => {
+                    self.lookups
+                        .insert(memo_key, Lookup::Missing(looked.clone()));
+                    return Edge::NotFound(looked);
+                }
+                Err(LoadError::Refused(m)) => {
+                    self.lookups.insert(memo_key, Lookup::Refused(m.clone()));
+                    return Edge::Refused(m);
+                }
+            },
+        };
+        let known = found.or_else(|| {
+            let key = loaded.as_ref().map(|l| l.key.as_str());
+            self.files.iter().position(|f| f.key.as_deref() == key)
+        });
+        if let Some(j) = known {
+            self.lookups.insert(memo_key, Lookup::File(j));
             // A file on the current path: every import along the cycle is an error.
             if let Some(at) = self.stack.iter().position(|&(f, _)| f == j) {
                 let mut chain: Vec<&str> = self.stack[at..]
@@ -275,6 +306,10 @@ impl Unit {
             }
             return Edge::File(j);
         }
+        // (A remembered lookup always names a known file, so `loaded` is here.)
+        let Some(loaded) = loaded else {
+            return Edge::NotFound(Vec::new());
+        };
         if self.files.len() > crate::import::MAX_IMPORTED_FILES {
             return Edge::Refused(format!(
                 "this compilation already loads {} files; the limit is {}",
@@ -297,6 +332,7 @@ impl Unit {
             ));
         }
         let j = self.add(Some(loaded.key), &loaded.name, &loaded.bytes);
+        self.lookups.insert(memo_key, Lookup::File(j));
         self.visit(j, loader);
         Edge::File(j)
     }
@@ -617,6 +653,11 @@ impl Module {
         loader: &dyn ModuleLoader,
     ) -> Result<Module, CompileError> {
         analyze_with(name, bytes, loader).into_module()
+    }
+
+    /// The file's `import` declarations and what each loaded.
+    pub fn imports(&self) -> &[ImportInfo] {
+        &self.imports
     }
 
     /// The files loaded through imports (for a cache that must notice when one changes).

@@ -186,7 +186,7 @@ fn fmt_check_lists_files_that_would_change_and_fmt_rewrites_them() {
     std::fs::write(&tidy, "fn g() { 1 }\n").unwrap();
     std::fs::write(&broken, "fn h( {\n").unwrap();
 
-    let (code, out, err) = capture(|o, e| cli::fmt(&[d.clone()], true, o, e));
+    let (code, out, err) = capture(|o, e| cli::fmt(std::slice::from_ref(&d), true, o, e));
     assert_eq!(code, 1);
     assert!(
         out.contains("would reformat") && out.contains("messy.vox (first difference on line 1)"),
@@ -219,7 +219,7 @@ fn fmt_check_lists_files_that_would_change_and_fmt_rewrites_them() {
     // Formatting twice changes nothing, and the broken file is left as it was.
     let (code, _, _) = capture(|o, e| cli::fmt(&[messy.clone(), tidy], true, o, e));
     assert_eq!(code, 0);
-    let (code, _, _) = capture(|o, e| cli::fmt(&[broken.clone()], false, o, e));
+    let (code, _, _) = capture(|o, e| cli::fmt(std::slice::from_ref(&broken), false, o, e));
     assert_eq!(code, 1);
     assert_eq!(std::fs::read_to_string(&broken).unwrap(), "fn h( {\n");
     let leftovers: Vec<_> = std::fs::read_dir(&d)

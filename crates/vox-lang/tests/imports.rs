@@ -289,7 +289,10 @@ fn without_a_loader_imports_are_accepted_and_fail_only_when_called() {
     assert_eq!(call(&m, "g", J::Null).unwrap(), json!(1));
     match call(&m, "f", J::Null) {
         Err(CallError::Runtime { message, .. }) => {
-            assert!(message.contains("`greet` is imported"), "{message}")
+            assert!(
+                message.contains("`greet` comes from an import that loaded no .vox file"),
+                "{message}"
+            )
         }
         other => panic!("{other:?}"),
     }
@@ -330,4 +333,67 @@ fn the_file_loader_stays_inside_its_root() {
         a.render()
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn importing_a_type_and_its_variant_or_a_type_twice_is_not_a_duplicate() {
+    let lib = [("lib.vox", "type Shape = | Circle(r: float) | Dot\n")];
+    let c = codes(
+        "import lib.{Shape, Circle}\nimport lib.{Shape as S}\nfn f() { match Circle(1.0) { Circle(r) => r, Dot => 0.0 } }\n",
+        &lib,
+    );
+    assert!(c.is_empty(), "{c:?}");
+}
+
+#[test]
+fn an_unknown_imported_name_is_one_error_and_its_uses_fail_only_when_run() {
+    let files = [("lib.vox", "fn real() { 1 }\n")];
+    let c = codes(
+        "import lib.{nope}\nfn f() { nope() + nope() }\nfn g() { 2 }\n",
+        &files,
+    );
+    assert_eq!(c, ["vox/import/unknown-name"]);
+    // Many unknown names: at most 20 are reported, and checking stays fast.
+    let names: Vec<String> = (0..2000).map(|i| format!("x{i}")).collect();
+    let root = format!("import lib.{{{}}}\n", names.join(", "));
+    let c = codes(&root, &files);
+    assert_eq!(c.len(), 20);
+}
+
+#[test]
+fn a_skipped_declaration_can_be_imported_and_fails_only_when_used() {
+    let m = compile(
+        "import lib.{Counter, one}\nfn f() { Counter() }\nfn g() { one() }\n",
+        &[(
+            "lib.vox",
+            "actor Counter {\n  state n: int\n}\nfn one() { 1 }\n",
+        )],
+    );
+    assert_eq!(call(&m, "g", J::Null).unwrap(), json!(1));
+    let e = call(&m, "f", J::Null).unwrap_err();
+    assert!(
+        e.to_string().contains("`Counter` is a `actor` declaration"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_module_is_looked_up_once_however_many_imports_repeat_it() {
+    use std::cell::Cell;
+    struct Counting(MemoryLoader, Cell<usize>);
+    impl vox_lang::ModuleLoader for Counting {
+        fn load(
+            &self,
+            from: &str,
+            path: &[&str],
+        ) -> Result<vox_lang::import::LoadedSource, vox_lang::import::LoadError> {
+            self.1.set(self.1.get() + 1);
+            self.0.load(from, path)
+        }
+    }
+    let loader = Counting(memory(&[("a.vox", "fn f() { 1 }\n")]), Cell::new(0));
+    let root = "import a.{f}\n".repeat(500) + &"import missing.{g}\n".repeat(500);
+    let a = analyze_with("main.vox", root.as_bytes(), &loader);
+    assert!(!a.has_errors(), "{}", a.render());
+    assert_eq!(loader.1.get(), 2);
 }

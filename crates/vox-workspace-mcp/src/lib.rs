@@ -127,8 +127,9 @@ pub enum LoaderError {
     Config { path: PathBuf, message: String },
 }
 
-/// A module by the content hash of its file (its imports are checked separately).
-type Cached = (String, Arc<Module>);
+/// A module, with the content hash of its file and the fingerprint of the workspace's `.vox`
+/// files when it was compiled (its imports are checked separately).
+type Cached = (String, String, Arc<Module>);
 
 /// Scans a workspace; keeps compiled modules by content hash between scans.
 pub struct WorkspaceMcpLoader {
@@ -231,43 +232,65 @@ impl WorkspaceMcpLoader {
         Ok(out)
     }
 
-    /// Compiles `rel` unless its content hash is cached.
-    fn module(&self, rel: &str, compiled: &mut usize) -> Result<Arc<Module>, String> {
-        let path = self.root.join(rel);
-        let meta = std::fs::metadata(&path).map_err(|e| format!("cannot read: {e}"))?;
-        if meta.len() > MAX_FILE_BYTES {
-            return Err(format!(
-                "{} bytes; the limit is {MAX_FILE_BYTES}",
-                meta.len()
-            ));
-        }
-        let bytes = std::fs::read(&path).map_err(|e| format!("cannot read: {e}"))?;
-        let hash: String = Sha256::digest(&bytes)
+    fn fs(&self) -> vox_lang::FsLoader {
+        vox_lang::FsLoader::new(self.root.clone()).with_max_file_bytes(MAX_FILE_BYTES)
+    }
+
+    /// Reads a scanned file and hashes it.
+    fn read(&self, rel: &str) -> Result<(Vec<u8>, String), String> {
+        let bytes = self.fs().read_file(rel).map_err(|e| match e {
+            vox_lang::import::LoadError::Refused(m) => m,
+            vox_lang::import::LoadError::NotFound { .. } => "cannot read: not found".into(),
+        })?;
+        let hash = Sha256::digest(&bytes)
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((h, m)) = cache.get(rel)
-            && *h == hash
-            && self.imports_unchanged(m)
+        Ok((bytes, hash))
+    }
+
+    /// Compiles `rel` unless it is cached and nothing it may import has changed: a module
+    /// with imports is compiled again when any scanned `.vox` file changed (`fingerprint`),
+    /// since a file an import did not find may have appeared, and when a file it loaded
+    /// (scanned or not) reads differently.
+    fn module(
+        &self,
+        rel: &str,
+        (bytes, hash): &(Vec<u8>, String),
+        fingerprint: &str,
+        compiled: &mut usize,
+    ) -> Result<Arc<Module>, String> {
+        let cached = self
+            .cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(rel)
+            .cloned();
+        if let Some((h, f, m)) = cached
+            && h == *hash
+            && (m.imports().is_empty() || f == fingerprint)
+            && self.imports_unchanged(&m)
         {
-            return Ok(m.clone());
+            return Ok(m);
         }
         *compiled += 1;
-        let loader = vox_lang::FsLoader::new(self.root.clone());
-        let m = Module::compile_with(rel, &bytes, &loader)
+        let m = Module::compile_with(rel, bytes, &self.fs())
             .map(Arc::new)
             .map_err(|e| first_error(&e))?;
         // Only modules are cached: a file that fails may fail because of a file it imports, so
         // it is compiled again on the next scan.
-        cache.insert(rel.to_owned(), (hash, m.clone()));
+        self.cache.lock().unwrap_or_else(|p| p.into_inner()).insert(
+            rel.to_owned(),
+            (hash.clone(), fingerprint.to_owned(), m.clone()),
+        );
         Ok(m)
     }
 
-    /// Whether every file `m` imported still reads the same.
+    /// Whether every file `m` imported still reads the same (read with the loader's checks).
     fn imports_unchanged(&self, m: &Module) -> bool {
+        let fs = self.fs();
         m.imported_files().iter().all(|f| {
-            std::fs::read(self.root.join(&f.source.name))
+            fs.read_file(&f.source.name)
                 .is_ok_and(|b| vox_lang::decode_source(&b).0 == f.source.text)
         })
     }
@@ -279,8 +302,26 @@ impl WorkspaceMcpLoader {
         let files = self.files(&config)?;
         let mut s = Surface::default();
         s.report.files = files.len();
-        for rel in &files {
-            let module = match self.module(rel, &mut s.report.compiled) {
+        let read: Vec<Result<(Vec<u8>, String), String>> =
+            files.iter().map(|rel| self.read(rel)).collect();
+        let mut fingerprint = Sha256::new();
+        for (rel, r) in files.iter().zip(&read) {
+            fingerprint.update(rel.as_bytes());
+            fingerprint.update([0]);
+            fingerprint.update(r.as_ref().map_or("-", |(_, h)| h.as_str()).as_bytes());
+            fingerprint.update([b'\n']);
+        }
+        let fingerprint: String = fingerprint
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        for (rel, r) in files.iter().zip(&read) {
+            let module = match r
+                .as_ref()
+                .map_err(Clone::clone)
+                .and_then(|r| self.module(rel, r, &fingerprint, &mut s.report.compiled))
+            {
                 Ok(m) => m,
                 Err(diagnostic) => {
                     s.report.errors.push(FileError {

@@ -199,3 +199,31 @@ fn a_tool_file_is_recompiled_when_a_file_it_imports_changes() {
         s.report.errors[1].diagnostic
     );
 }
+
+#[test]
+fn an_import_that_was_missing_is_loaded_once_its_file_appears() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "tools/t.vox",
+        "import lib.n.{value}\n@tool\nfn get() { value() }\n",
+    );
+    let loader = WorkspaceMcpLoader::new(dir.path().to_path_buf());
+    let s = loader.scan(&is_static).unwrap();
+    let get = |s: &Surface| {
+        s.tools["get"]
+            .module
+            .call_json("get", &serde_json::Value::Null, &Default::default())
+    };
+    assert!(get(&s).is_err(), "the import loads nothing yet");
+    write(dir.path(), "tools/lib/n.vox", "fn value() { 7 }\n");
+    let s = loader.scan(&is_static).unwrap();
+    assert_eq!(get(&s).unwrap().value, serde_json::json!(7));
+    // A file without imports is not compiled again when another file changes.
+    write(dir.path(), "plain.vox", "@tool\nfn plain() { 1 }\n");
+    loader.scan(&is_static).unwrap();
+    write(dir.path(), "other.vox", "fn x() { 1 }\n");
+    let s = loader.scan(&is_static).unwrap();
+    // other.vox (new) and tools/t.vox (has imports) are compiled; plain.vox and n.vox are not.
+    assert_eq!(s.report.compiled, 2);
+}
