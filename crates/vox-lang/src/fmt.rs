@@ -159,15 +159,20 @@ impl<'a> Printer<'a> {
                         if self.line.is_empty() {
                             self.level = self.content_level();
                         }
-                        self.line.push_str(&self.src[start as usize..end as usize]);
-                        self.prev = Some(Tok::RBrace);
+                        // From its first token to its end, or to the end of a token that runs
+                        // past it (an unterminated string in JSX text), so nothing is cut.
+                        let mut copy_end = end.max(t.span.end);
                         while i + 1 < self.toks.len()
                             && self.toks[i + 1].span.start < end
                             && self.toks[i + 1].kind != Tok::Eof
                         {
                             i += 1;
+                            copy_end = copy_end.max(self.toks[i].span.end);
                         }
-                        end_of_prev = end as usize;
+                        let from = start.max(t.span.start) as usize;
+                        self.line.push_str(&self.src[from..copy_end as usize]);
+                        self.prev = Some(Tok::RBrace);
+                        end_of_prev = copy_end as usize;
                         i += 1;
                         continue;
                     }
@@ -246,7 +251,9 @@ impl<'a> Printer<'a> {
     }
 
     fn end_line(&mut self) {
-        let line = self.line.trim_end();
+        // Not trimmed: spaces are only ever put before a token, so whitespace at the end is
+        // part of a token (an unterminated string in skipped JSX text ends with it).
+        let line = self.line.as_str();
         if line.is_empty() {
             self.blank_lines += 1;
         } else {
@@ -489,6 +496,15 @@ mod tests {
     fn a_file_without_a_final_newline_gets_one() {
         assert_eq!(fmt("fn f() { 1 }"), "fn f() { 1 }\n");
         assert_eq!(fmt("\n\n"), "");
+    }
+
+    #[test]
+    fn a_token_running_past_a_skipped_declaration_is_kept_whole() {
+        // Found by the fuzzer: JSX text whose apostrophe starts a string that the skipped
+        // declaration's span ends inside of.
+        let src = "// x: User) {\n    <div class=\"card\">\n        <h0>Welcome {user.name}</h1>\n        <p>Don't Vpa\\\\\u{c}";
+        let once = fmt(src);
+        assert_eq!(fmt(&once), once);
     }
 
     #[test]
