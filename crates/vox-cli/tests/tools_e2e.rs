@@ -431,6 +431,33 @@ async fn lang_profile_checks_tests_and_introspects_vox_files() {
     )
     .await;
     assert!(h.to_string().contains("punct"), "{h}");
+    // Imports load from the workspace: next to the file, then at the root (also for source
+    // text, which is read as a file at the root).
+    std::fs::create_dir_all(ws.root().join("lib")).unwrap();
+    std::fs::write(
+        ws.root().join("lib/twice.vox"),
+        "fn twice(x: int) to int { x * 2 }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.root().join("tools/uses.vox"),
+        "import lib.twice.{twice}\n@test\nfn doubles() { assert(twice(21) == 42) }\n",
+    )
+    .unwrap();
+    let t = ok(&c, "vox_test", json!({"path": "tools/uses.vox"})).await;
+    assert_eq!(
+        (t["passed"].clone(), t["failed"].clone()),
+        (json!(1), json!(0)),
+        "{t}"
+    );
+    let r = ok(
+        &c,
+        "vox_check",
+        json!({"source": "import lib.twice.{twice, thrice}\nfn f() { twice(1) }\n"}),
+    )
+    .await;
+    assert!(r.to_string().contains("vox/import/unknown-name"), "{r}");
+    assert_eq!(r["errors"], 1, "{r}");
     assert_eq!(
         err(&c, "vox_check", json!({"path": "../x.vox"})).await["code"],
         "invalid_arguments"
@@ -470,6 +497,30 @@ fn vox_check_run_and_test_commands() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("1 passed, 0 failed"));
     std::fs::write(ws.root().join("bad.vox"), "fn f( {\n").unwrap();
     let out = ws.vox(&["check", "bad.vox"]);
+    assert_eq!(out.status.code(), Some(1));
+    // A file importing another runs across both.
+    std::fs::write(
+        ws.root().join("uses.vox"),
+        "import greet.{greet}\n@tool\nfn loud(name: str) to str { greet(name).to_upper() }\n",
+    )
+    .unwrap();
+    let out = ws.vox(&["run", "uses.vox", "loud", "--args", r#"{"name":"Ada"}"#]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "\"HELLO ADA!\""
+    );
+    // vox fmt: --check reports, a plain run rewrites, bad.vox is refused and left alone.
+    std::fs::write(ws.root().join("messy.vox"), "fn f(a:int)to int{a+1}\n").unwrap();
+    let out = ws.vox(&["fmt", "--check", "messy.vox", "greet.vox"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("would reformat messy.vox"));
+    let out = ws.vox(&["fmt", "messy.vox"]);
+    assert!(out.status.success());
+    assert_eq!(
+        std::fs::read_to_string(ws.root().join("messy.vox")).unwrap(),
+        "fn f(a: int) to int { a + 1 }\n"
+    );
+    let out = ws.vox(&["fmt", "bad.vox"]);
     assert_eq!(out.status.code(), Some(1));
 }
 

@@ -1,5 +1,6 @@
 //! Figures issue 3 asks for: front-end throughput on a large generated file, a small tool's
-//! JSON round trip, and recursive `fib(25)` beside CPython in the same run.
+//! JSON round trip, and recursive `fib(25)` beside CPython in the same run; also checking a
+//! file whose imports load other files, and a call that crosses into an imported file.
 //!
 //! `cargo bench -p vox-lang --bench lang`
 
@@ -9,7 +10,7 @@ use std::hint::black_box;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
-use vox_lang::{CallOptions, Module, analyze};
+use vox_lang::{CallOptions, MemoryLoader, Module, analyze, analyze_with};
 
 /// A realistic file: tools with decorators, types, matches, closures, strings and loops,
 /// repeated with fresh names until it reaches `target` bytes.
@@ -190,5 +191,47 @@ fn fib(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, front_end, tool_call, fib);
+/// A root importing eight 64 KiB modules (each importing a shared one), checked together; and
+/// a tool whose body calls a function of an imported file.
+fn imports(c: &mut Criterion) {
+    let mut loader = MemoryLoader::default();
+    let mut root = String::new();
+    loader.files.insert(
+        "lib/shared.vox".into(),
+        b"fn clamp(x: int, lo: int, hi: int) to int { max(lo, min(x, hi)) }\n".to_vec(),
+    );
+    for k in 0..8 {
+        let body = generated_source(64 << 10)
+            .replace("import std.text.{pad}", "import lib.shared.{clamp}");
+        loader
+            .files
+            .insert(format!("lib/m{k}.vox"), body.into_bytes());
+        root.push_str(&format!("import lib.m{k}.{{area_{k}}}\n"));
+    }
+    root.push_str(
+        "import lib.shared.{clamp}\n\n@tool\nfn limit(x: int) to int { clamp(x, 0, 10) }\n",
+    );
+    let total: usize = loader.files.values().map(Vec::len).sum::<usize>() + root.len();
+    let a = analyze_with("root.vox", root.as_bytes(), &loader);
+    assert!(!a.has_errors(), "{}", a.render());
+    let mut g = c.benchmark_group("imports");
+    g.throughput(Throughput::Bytes(total as u64));
+    g.sample_size(20);
+    g.bench_function("check_root_with_8x64KiB_imports", |b| {
+        b.iter_with_large_drop(|| analyze_with("root.vox", black_box(root.as_bytes()), &loader))
+    });
+    g.finish();
+    let m = a.into_module().unwrap();
+    let opts = CallOptions::default();
+    let input = r#"{"x": 42}"#;
+    c.bench_function("tool_call_into_imported_file", |b| {
+        b.iter(|| {
+            let args: J = serde_json::from_str(black_box(input)).unwrap();
+            let out = m.call_json("limit", &args, &opts).unwrap();
+            serde_json::to_string(&out.value).unwrap()
+        })
+    });
+}
+
+criterion_group!(benches, front_end, tool_call, fib, imports);
 criterion_main!(benches);
