@@ -42,6 +42,24 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), std::io::Error> {
     Ok(())
 }
 
+/// The `.vox` files under `paths` (the current directory when none is given); a walk error is
+/// reported on `err` and gives `None`.
+fn files_or_current_dir(paths: &[PathBuf], err: &mut dyn Write) -> Option<Vec<PathBuf>> {
+    let default = [PathBuf::from(".")];
+    let paths = if paths.is_empty() {
+        &default[..]
+    } else {
+        paths
+    };
+    match collect_vox_files(paths) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            None
+        }
+    }
+}
+
 fn display(p: &Path) -> String {
     p.display().to_string()
 }
@@ -167,18 +185,8 @@ pub fn run(
 /// failure. A file that does not compile counts as one failure per test it declares (at least
 /// one).
 pub fn test(paths: &[PathBuf], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let default = [PathBuf::from(".")];
-    let paths = if paths.is_empty() {
-        &default[..]
-    } else {
-        paths
-    };
-    let files = match collect_vox_files(paths) {
-        Ok(f) => f,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            return 1;
-        }
+    let Some(files) = files_or_current_dir(paths, err) else {
+        return 1;
     };
     let (mut passed, mut failed) = (0usize, 0usize);
     for f in &files {
@@ -237,18 +245,8 @@ pub fn test(paths: &[PathBuf], out: &mut dyn Write, err: &mut dyn Write) -> i32 
 /// the current directory), or with `check` only lists the files that would change. Returns 1
 /// when a file cannot be read or formatted, or (with `check`) when any file would change.
 pub fn fmt(paths: &[PathBuf], check: bool, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let default = [PathBuf::from(".")];
-    let paths = if paths.is_empty() {
-        &default[..]
-    } else {
-        paths
-    };
-    let files = match collect_vox_files(paths) {
-        Ok(f) => f,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            return 1;
-        }
+    let Some(files) = files_or_current_dir(paths, err) else {
+        return 1;
     };
     let (mut changed, mut failed) = (0usize, 0usize);
     for f in &files {
