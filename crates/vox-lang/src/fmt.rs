@@ -181,6 +181,13 @@ impl<'a> Printer<'a> {
             }
             i += 1;
         }
+        // A raw string left open at the end of the file (in skipped JSX text) runs to the end:
+        // a newline added after it would become part of it.
+        let last = self.toks.iter().rev().find(|t| t.kind != Tok::Eof);
+        if last.is_some_and(|t| matches!(t.kind, Tok::RawStr(false) | Tok::Unterminated)) {
+            self.out.pop();
+            return self.out;
+        }
         // Exactly one newline at the end; nothing but a newline for an empty file.
         let trimmed = self.out.trim_end_matches('\n').len();
         self.out.truncate(trimmed);
@@ -505,6 +512,16 @@ mod tests {
         let src = "// x: User) {\n    <div class=\"card\">\n        <h0>Welcome {user.name}</h1>\n        <p>Don't Vpa\\\\\u{c}";
         let once = fmt(src);
         assert_eq!(fmt(&once), once);
+    }
+
+    #[test]
+    fn a_raw_string_open_at_the_end_of_the_file_gets_no_newline() {
+        // Found by the fuzzer: skipped JSX text ending in `r"…` with no closing quote.
+        let src = "<\u{1}+\u{12}1th+r\"qeu";
+        let once = fmt(src);
+        assert_eq!(fmt(&once), once);
+        let src = "<p>r\"a\n\n";
+        assert_eq!(fmt(src), src);
     }
 
     #[test]
