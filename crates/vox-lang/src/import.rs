@@ -149,13 +149,13 @@ impl FsLoader {
                 self.root.display()
             )));
         }
-        self.read(&real, name)
+        self.read(&real, name, &root_real)
     }
 
     /// Reads a regular file of at most `max_file_bytes`, checking the opened file itself (so a
     /// file swapped for a device after the check is still refused) and never reading more
     /// than the limit.
-    fn read(&self, real: &Path, shown: &str) -> Result<Vec<u8>, LoadError> {
+    fn read(&self, real: &Path, shown: &str, root_real: &Path) -> Result<Vec<u8>, LoadError> {
         use std::io::Read;
         let refused = |e: std::io::Error| LoadError::Refused(format!("cannot read `{shown}`: {e}"));
         let too_big = |n: u64| {
@@ -170,6 +170,20 @@ impl FsLoader {
             return Err(LoadError::Refused(format!("`{shown}` is not a file")));
         }
         let file = std::fs::File::open(real).map_err(refused)?;
+        // The path was checked before it was opened; a directory swapped for a link in between
+        // would have led elsewhere, so the opened file's own path is checked too (Linux names
+        // it under /proc; without /proc the earlier check stands alone).
+        {
+            use std::os::fd::AsRawFd;
+            if let Ok(opened) = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+                && !opened.starts_with(root_real)
+            {
+                return Err(LoadError::Refused(format!(
+                    "`{shown}` was replaced while it was opened and now leads outside {}",
+                    self.root.display()
+                )));
+            }
+        }
         let meta = file.metadata().map_err(refused)?;
         if !meta.is_file() {
             return Err(LoadError::Refused(format!("`{shown}` is not a file")));
@@ -232,7 +246,7 @@ impl ModuleLoader for FsLoader {
                     self.root.display()
                 )));
             }
-            let bytes = self.read(&real, &shown)?;
+            let bytes = self.read(&real, &shown, &root_real)?;
             return Ok(LoadedSource {
                 name: shown,
                 key: real.display().to_string(),
@@ -251,4 +265,35 @@ impl ModuleLoader for FsLoader {
 /// `["a", "b"]` → `a/b.vox`.
 pub fn module_file(path: &[&str]) -> String {
     format!("{}.vox", path.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_that_leads_outside_the_root_once_opened_is_refused() {
+        // What a directory swapped for a link between the check and the open would give: the
+        // opened file's own path is outside the root.
+        let dir = std::env::temp_dir().join(format!("vox-fsloader-{}", std::process::id()));
+        let root = dir.join("ws");
+        std::fs::create_dir_all(&root).unwrap();
+        let outside = dir.join("secret.vox");
+        std::fs::write(&outside, "fn s() { 1 }\n").unwrap();
+        let loader = FsLoader::new(&root);
+        let root_real = root.canonicalize().unwrap();
+        let e = loader.read(&outside, "lib.vox", &root_real).unwrap_err();
+        assert!(
+            matches!(&e, LoadError::Refused(m) if m.contains("replaced")),
+            "{e:?}"
+        );
+        // Inside the root the same read succeeds.
+        std::fs::write(root.join("lib.vox"), "fn f() { 1 }\n").unwrap();
+        assert!(
+            loader
+                .read(&root.join("lib.vox"), "lib.vox", &root_real)
+                .is_ok()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
