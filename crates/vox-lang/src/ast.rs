@@ -457,6 +457,8 @@ pub struct ImportDecl {
     pub items: Seq<Name>,
     /// The names the import makes visible (an item's alias, or the item itself).
     pub names: Seq<Name>,
+    /// Whether it looks meant to load a file but is malformed (reported by the parser).
+    pub malformed: bool,
     /// Whole declaration.
     pub span: Span,
 }

@@ -91,6 +91,7 @@ codes! {
     ArrowReturnDeprecated => "vox/syntax/arrow-return-deprecated", Warning;
     RetDeprecated => "vox/syntax/ret-deprecated", Warning;
     ArrowMatchArm => "vox/syntax/arrow-match-arm", Error;
+    ImportForm => "vox/syntax/import-form", Warning;
     McpToolDeprecated => "vox/decorator/mcp-tool-deprecated", Warning;
     UnknownDecorator => "vox/decorator/unknown", Warning;
     DecoratorArgs => "vox/decorator/invalid-arguments", Error;

@@ -362,6 +362,8 @@ impl Unit {
                 format!("calling {} fails at run time", names.join(", "))
             };
             let diag = match edge {
+                // The parser already said what is wrong with it.
+                Edge::NoModule if d.malformed => continue,
                 Edge::NoModule => Diagnostic::new(
                     Code::ImportNotLoaded,
                     d.span,

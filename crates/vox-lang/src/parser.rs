@@ -1019,7 +1019,11 @@ impl<'a> Parser<'a> {
         // each dotted path), with no module to load.
         self.pos = from;
         let mut names = Vec::new();
+        // A `{…}` list or an `as` says the author meant a form that loads a file.
+        let mut meant_a_module = false;
         while !matches!(self.peek(), Tok::Newline | Tok::Semi | Tok::Eof) {
+            meant_a_module |=
+                self.peek() == Tok::LBrace || self.peek() == Tok::Ident && self.text() == "as";
             if matches!(self.peek(), Tok::Ident | Tok::TypeIdent)
                 && self.peek_at(1) != Tok::Dot
                 && self.text() != "as"
@@ -1033,11 +1037,23 @@ impl<'a> Parser<'a> {
             self.bump();
         }
         let names = Seq::push_all(&mut self.f.names, names);
+        let span = start.to(self.prev_span());
+        if meant_a_module {
+            self.diags.push(
+                Diagnostic::new(
+                    Code::ImportForm,
+                    span,
+                    "this import is neither `import a.b.{c, d}` nor `import a.b.c [as e]`, so it loads no file",
+                )
+                .with_help("separate the names in `{…}` with commas; `as` takes one name"),
+            );
+        }
         ImportDecl {
             module: Seq::EMPTY,
             items: names,
             names,
-            span: start.to(self.prev_span()),
+            malformed: meant_a_module,
+            span,
         }
     }
 
@@ -1126,6 +1142,7 @@ impl<'a> Parser<'a> {
             module: Seq::push_all(&mut self.f.names, path),
             items: Seq::push_all(&mut self.f.names, items),
             names: Seq::push_all(&mut self.f.names, bound),
+            malformed: false,
             span: start.to(self.prev_span()),
         })
     }
