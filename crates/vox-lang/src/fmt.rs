@@ -5,8 +5,8 @@
 //! indentation (four spaces per open bracket, one level per line however many brackets the
 //! line opens, one more for a line that continues the previous one), spacing between tokens
 //! on a line, trailing whitespace, runs of blank lines (at most one), and the end of the file
-//! (exactly one newline). Declarations the interpreter skips (`component`, JSX, …) are copied
-//! as they are. A file with lexical or syntax errors is not formatted.
+//! (exactly one newline). Declarations the interpreter skips (`component`, JSX, …) and imports
+//! in no form that loads a file (which accept any tokens) are copied as they are. A file with lexical or syntax errors is not formatted.
 //!
 //! Every result is checked: it must lex to the same tokens as the input, or the input is
 //! returned unchanged with an error, so formatting can never change what a file means.
@@ -47,6 +47,9 @@ pub fn format(name: &str, src: &str) -> Result<String, FmtError> {
         .iter()
         .filter_map(|i| match i {
             Item::Opaque(o) => Some((o.span.start, o.span.end)),
+            // An import in none of the forms that load a file accepts any tokens to the end of
+            // its line; respacing them could join two into one (`! =` into `!=`).
+            Item::Import(d) if d.module.is_empty() => Some((d.span.start, d.span.end)),
             _ => None,
         })
         .collect();
@@ -94,9 +97,9 @@ struct Printer<'a> {
     prev_binary_minus: bool,
     /// Last code token of the previous line with code.
     prev_line_last: Option<Tok>,
-    /// Per open bracket: the indentation level of the line that opened it, and whether it is
-    /// a block written on one line with a space inside each brace (`{ x + 1 }`).
-    open: Vec<(usize, bool)>,
+    /// Per open bracket: the indentation level of the line that opened it, and how its
+    /// inside is spaced.
+    open: Vec<(usize, Inside)>,
     /// Indentation level of the line being built.
     level: usize,
     blank_lines: usize,
@@ -219,12 +222,16 @@ impl<'a> Printer<'a> {
             Some(prev) => {
                 let original_space = t.span.start as usize > 0
                     && self.src.as_bytes()[t.span.start as usize - 1].is_ascii_whitespace();
-                let in_block = match (prev, t.kind) {
-                    (Tok::LBrace, _) => self.open.last().is_some_and(|&(_, b)| b),
-                    (_, Tok::RBrace) => self.open.last().is_some_and(|&(_, b)| b),
-                    _ => false,
+                let inside = match (prev, t.kind) {
+                    (Tok::LBrace, _) | (_, Tok::RBrace) => self.open.last().map(|&(_, i)| i),
+                    _ => None,
                 };
-                if in_block || space_between(prev, self.prev_binary_minus, t.kind, original_space) {
+                let space = match inside {
+                    Some(Inside::Spaced) => true,
+                    Some(Inside::Tight) => false,
+                    _ => space_between(prev, self.prev_binary_minus, t.kind, original_space),
+                };
+                if space {
                     self.line.push(' ');
                 }
             }
@@ -232,10 +239,17 @@ impl<'a> Printer<'a> {
         self.prev_binary_minus = t.kind == Tok::Minus && self.prev.is_some_and(ends_operand);
         self.line.push_str(text);
         match t.kind {
-            Tok::LParen | Tok::LBracket => self.open.push((self.level, false)),
+            Tok::LParen | Tok::LBracket => self.open.push((self.level, Inside::AsWritten)),
             Tok::LBrace => {
-                let block = self.is_block_brace(i);
-                self.open.push((self.level, block));
+                let inside = if self.prev == Some(Tok::Dot) {
+                    // `import a.{b, c}`
+                    Inside::Tight
+                } else if self.is_block_brace(i) {
+                    Inside::Spaced
+                } else {
+                    Inside::AsWritten
+                };
+                self.open.push((self.level, inside));
             }
             Tok::RParen | Tok::RBracket | Tok::RBrace => {
                 self.open.pop();
@@ -249,10 +263,6 @@ impl<'a> Printer<'a> {
     /// empty braces: blocks get a space inside each brace when written on one line.
     fn is_block_brace(&self, i: usize) -> bool {
         let kind = |k: usize| self.toks.get(i + k).map_or(Tok::Eof, |t| t.kind);
-        // `import a.{b, c}`
-        if self.prev == Some(Tok::Dot) {
-            return false;
-        }
         let key = matches!(kind(1), Tok::Ident | Tok::TypeIdent | Tok::Str | Tok::SStr);
         !(matches!(kind(1), Tok::RBrace | Tok::Newline | Tok::Eof) || key && kind(2) == Tok::Colon)
     }
@@ -285,6 +295,18 @@ impl<'a> Printer<'a> {
     fn after_open_brace(&self) -> bool {
         self.out.trim_end_matches('\n').ends_with('{')
     }
+}
+
+/// How the inside of a bracket is spaced on one line.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Inside {
+    /// A block: `{ x + 1 }`.
+    Spaced,
+    /// An import list: `{b, c}`.
+    Tight,
+    /// Parentheses, brackets (never spaced by the rules), records and empty braces (as the
+    /// author wrote them).
+    AsWritten,
 }
 
 fn is_close(t: Tok) -> bool {
@@ -522,6 +544,14 @@ mod tests {
         assert_eq!(fmt(&once), once);
         let src = "<p>r\"a\n\n";
         assert_eq!(fmt(src), src);
+    }
+
+    #[test]
+    fn an_import_of_any_other_form_is_copied() {
+        // Found by the fuzzer: respacing `n! =` would have made `n!=`.
+        let src = "import  x % V(n! => nl\nfn f() { 1 }\n";
+        assert_eq!(fmt(src), src);
+        assert_eq!(fmt("import a.b.{ c,d }\n"), "import a.b.{c, d}\n");
     }
 
     #[test]
