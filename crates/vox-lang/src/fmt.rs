@@ -55,19 +55,18 @@ pub fn format(name: &str, src: &str) -> Result<String, FmtError> {
         .collect();
     let (toks, _) = lex(src);
     let out = Printer::new(src, &toks, &verbatim).run();
-    if !same_tokens(src, &out) {
+    if !same_tokens(src, &toks, &out) {
         return Err(FmtError::Unsafe);
     }
     Ok(out)
 }
 
-/// Whether two texts lex to the same tokens, counting a run of line ends as one and ignoring
-/// line ends at the start and end (blank lines carry no meaning).
-fn same_tokens(a: &str, b: &str) -> bool {
-    fn tokens(src: &str) -> Vec<(Tok, &str)> {
-        let (toks, _) = lex(src);
+/// Whether `out` lexes to the tokens of `src` (already lexed as `toks`), counting a run of line
+/// ends as one and ignoring line ends at the start and end (blank lines carry no meaning).
+fn same_tokens(src: &str, toks: &[Token], out: &str) -> bool {
+    fn tokens<'a>(src: &'a str, toks: &[Token]) -> Vec<(Tok, &'a str)> {
         let mut out: Vec<(Tok, &str)> = Vec::with_capacity(toks.len());
-        for t in toks {
+        for &t in toks {
             let at_line_end = out.last().is_none_or(|&(k, _)| k == Tok::Newline);
             if t.kind == Tok::Newline && at_line_end {
                 continue;
@@ -79,7 +78,7 @@ fn same_tokens(a: &str, b: &str) -> bool {
         }
         out
     }
-    tokens(a) == tokens(b)
+    tokens(src, toks) == tokens(out, &lex(out).0)
 }
 
 const INDENT: &str = "    ";

@@ -257,7 +257,7 @@ impl WorkspaceMcpLoader {
         &self,
         rel: &str,
         (bytes, hash): &(Vec<u8>, String),
-        fingerprint: &str,
+        (fingerprint, scanned): (&str, &[String]),
         compiled: &mut usize,
     ) -> Result<Arc<Module>, String> {
         let cached = self
@@ -269,7 +269,7 @@ impl WorkspaceMcpLoader {
         if let Some((h, f, m)) = cached
             && h == *hash
             && (m.imports().is_empty() || f == fingerprint)
-            && self.imports_unchanged(&m)
+            && self.imports_unchanged(&m, scanned)
         {
             return Ok(m);
         }
@@ -286,13 +286,18 @@ impl WorkspaceMcpLoader {
         Ok(m)
     }
 
-    /// Whether every file `m` imported still reads the same (read with the loader's checks).
-    fn imports_unchanged(&self, m: &Module) -> bool {
+    /// Whether every file `m` imported still reads the same. Called only when the
+    /// fingerprint of the scanned files is unchanged, so only imported files the scan does not
+    /// cover (`scanned`, sorted) are read again, with the loader's checks.
+    fn imports_unchanged(&self, m: &Module, scanned: &[String]) -> bool {
         let fs = self.fs();
-        m.imported_files().iter().all(|f| {
-            fs.read_file(&f.source.name)
-                .is_ok_and(|b| vox_lang::decode_source(&b).0 == f.source.text)
-        })
+        m.imported_files()
+            .iter()
+            .filter(|f| scanned.binary_search(&f.source.name).is_err())
+            .all(|f| {
+                fs.read_file(&f.source.name)
+                    .is_ok_and(|b| vox_lang::decode_source(&b).0 == f.source.text)
+            })
     }
 
     /// Scans and applies the collision rules. `is_static` says whether a name belongs to the
@@ -317,20 +322,19 @@ impl WorkspaceMcpLoader {
             .map(|b| format!("{b:02x}"))
             .collect();
         for (rel, r) in files.iter().zip(&read) {
-            let module = match r
-                .as_ref()
-                .map_err(Clone::clone)
-                .and_then(|r| self.module(rel, r, &fingerprint, &mut s.report.compiled))
-            {
-                Ok(m) => m,
-                Err(diagnostic) => {
-                    s.report.errors.push(FileError {
-                        file: rel.clone(),
-                        diagnostic,
-                    });
-                    continue;
-                }
-            };
+            let module =
+                match r.as_ref().map_err(Clone::clone).and_then(|r| {
+                    self.module(rel, r, (&fingerprint, &files), &mut s.report.compiled)
+                }) {
+                    Ok(m) => m,
+                    Err(diagnostic) => {
+                        s.report.errors.push(FileError {
+                            file: rel.clone(),
+                            diagnostic,
+                        });
+                        continue;
+                    }
+                };
             for f in module.tools() {
                 let name = f.name.clone();
                 if is_static(&name) {

@@ -227,3 +227,34 @@ fn an_import_that_was_missing_is_loaded_once_its_file_appears() {
     // other.vox (new) and tools/t.vox (has imports) are compiled; plain.vox and n.vox are not.
     assert_eq!(s.report.compiled, 2);
 }
+
+#[test]
+fn an_imported_file_the_scan_excludes_is_still_watched() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        SURFACE_FILE,
+        "version: 1\nscan_globs: [\"**/*.vox\"]\nexclude_globs: [\"lib/**\"]\n",
+    );
+    write(
+        dir.path(),
+        "t.vox",
+        "import lib.n.{value}\n@tool\nfn get() { value() }\n",
+    );
+    write(dir.path(), "lib/n.vox", "fn value() { 1 }\n");
+    let loader = WorkspaceMcpLoader::new(dir.path().to_path_buf());
+    let get = |s: &Surface| {
+        s.tools["get"]
+            .module
+            .call_json("get", &serde_json::Value::Null, &Default::default())
+            .unwrap()
+            .value
+    };
+    let s = loader.scan(&is_static).unwrap();
+    assert_eq!((s.report.files, get(&s)), (1, serde_json::json!(1)));
+    assert_eq!(loader.scan(&is_static).unwrap().report.compiled, 0);
+    // No scanned file changed, but the excluded file it imports did.
+    write(dir.path(), "lib/n.vox", "fn value() { 2 }\n");
+    let s = loader.scan(&is_static).unwrap();
+    assert_eq!((s.report.compiled, get(&s)), (1, serde_json::json!(2)));
+}
