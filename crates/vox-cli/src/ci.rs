@@ -154,7 +154,7 @@ pub fn surface_parity(root: &Path, fixtures: &Path, json_out: bool) -> Result<Ex
 }
 
 fn run_parity(workspace: &Path, fx: &Fixtures) -> Result<(String, Vec<String>)> {
-    use vox_orchestrator::{CallScope, Orchestrator, ToolOutcome, Workspace};
+    use vox_orchestrator::{CallCtx, Orchestrator, ToolOutcome, Workspace};
     let ws = Workspace::at(workspace)?;
     let orch = Orchestrator::boot(ws, ProfileSet::dev()).map_err(anyhow::Error::msg)?;
     let wt = orch
@@ -163,7 +163,7 @@ fn run_parity(workspace: &Path, fx: &Fixtures) -> Result<(String, Vec<String>)> 
         .as_ref()
         .context("the dev profile serves no workspace tools")?;
     let mut problems = Vec::new();
-    let (report, _) = wt.refresh();
+    let (report, _) = wt.refresh(&|_, _| {});
     for e in &report.errors {
         problems.push(format!("{} does not compile: {}", e.file, e.diagnostic));
     }
@@ -205,16 +205,15 @@ fn run_parity(workspace: &Path, fx: &Fixtures) -> Result<(String, Vec<String>)> 
             "fixture names resource {extra}, which the workspace does not serve"
         ));
     }
-    let scope = CallScope {
-        caller: vox_mcp_registry::Caller::LOCAL,
-        agent: "ci",
-        session: "ci",
-    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     for (i, t) in fx.tools.iter().enumerate() {
-        let outcome = rt.block_on(orch.call(&t.name, t.args.clone(), scope));
+        let outcome = rt.block_on(orch.call(
+            &t.name,
+            t.args.clone(),
+            CallCtx::new(vox_mcp_registry::Caller::LOCAL, "ci", "ci"),
+        ));
         let what = format!("tools[{i}] {}({})", t.name, t.args);
         match (&t.expect, &t.expect_error, &outcome) {
             (Some(want), None, ToolOutcome::Ok(got)) if same_json(want, got) => {}

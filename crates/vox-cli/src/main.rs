@@ -313,6 +313,7 @@ fn skill_cmd(command: SkillCommand) -> Result<ExitCode> {
                     wall: std::time::Duration::from_millis(timeout_ms),
                     ..Default::default()
                 },
+                cancel: None,
             })?;
             print!("{}", out.stdout);
             eprint!("{}", out.stderr);
@@ -357,7 +358,7 @@ fn mcp(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> 
         .build()
         .context("cannot start the async runtime")?;
     rt.block_on(async move {
-        let adapter = match vox_mcp::StdioAdapter::connect(
+        let server = match vox_mcp::stdio::connect(
             ws,
             profile.canonical().to_owned(),
             vox_cli::daemon_exe(),
@@ -372,11 +373,11 @@ fn mcp(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> 
         };
         // Bound each incoming line: an oversized message is dropped and the stream recovers.
         let stdio = rmcp::transport::async_rw::AsyncRwTransport::<rmcp::RoleServer, _, _>::new(
-            adapter.watch_input(tokio::io::stdin()),
+            server.watch_input(tokio::io::stdin()),
             tokio::io::stdout(),
         )
         .with_max_line_length(vox_orchestrator::MAX_MESSAGE_BYTES);
-        let service = adapter
+        let service = server
             .serve(stdio)
             .await
             .context("MCP session failed to start")?;

@@ -47,6 +47,35 @@ pub struct Who {
     pub session_named: bool,
 }
 
+impl Who {
+    /// The call context of a request from this caller (no progress or log sink yet).
+    pub fn call_ctx(&self) -> vox_orchestrator::CallCtx {
+        vox_orchestrator::CallCtx::new(self.caller, &self.agent, &self.session)
+    }
+}
+
+/// Cancels a call when dropped unless disarmed: a REST handler's future is dropped when its
+/// client goes away, and the call's blocking work must stop with it.
+pub(crate) struct CancelOnDrop(Option<vox_orchestrator::Cancel>);
+
+impl CancelOnDrop {
+    pub(crate) fn new(cancel: vox_orchestrator::Cancel) -> Self {
+        CancelOnDrop(Some(cancel))
+    }
+    /// The call finished: nothing to cancel.
+    pub(crate) fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            c.cancel();
+        }
+    }
+}
+
 /// Longest `X-Vox-Session` value accepted.
 const MAX_SESSION_HEADER: usize = 128;
 
@@ -106,7 +135,13 @@ impl Shared {
         (uri.starts_with("skill://") && self.serves_skill_resources(who))
             .then(|| self.orch.read_resource(uri))
     }
-    async fn call(&self, who: &Who, name: &str, args: Value) -> ToolOutcome {
+    async fn call(
+        &self,
+        who: &Who,
+        name: &str,
+        args: Value,
+        call: vox_orchestrator::CallCtx,
+    ) -> ToolOutcome {
         // Without a named session every request of this token would share one active skill,
         // so one client could restrict (or release) all the others.
         if name == "vox_skill_use" && !who.session_named {
@@ -114,18 +149,7 @@ impl Shared {
                 "vox_skill_use over HTTP needs a session: send an X-Vox-Session header (REST), use one WebSocket connection, or a 2025-era /mcp session".into(),
             ));
         }
-        self.orch
-            .call_as(
-                &self.surface,
-                name,
-                args,
-                vox_orchestrator::CallScope {
-                    caller: who.caller,
-                    agent: &who.agent,
-                    session: &who.session,
-                },
-            )
-            .await
+        self.orch.call_as(&self.surface, name, args, call).await
     }
 }
 
@@ -388,22 +412,6 @@ async fn list_tools(
     Json(json!({"tools": tools}))
 }
 
-/// The HTTP status of an outcome: denials carry their spec status; tool failures map by code.
-pub fn outcome_status(o: &ToolOutcome) -> StatusCode {
-    let code = match o {
-        ToolOutcome::Ok(_) => 200,
-        ToolOutcome::Denied(d) => d.code.http_status(),
-        ToolOutcome::Failed(e) => match e.code() {
-            "invalid_arguments" => 400,
-            "not_found" => 404,
-            "conflict" => 409,
-            "unavailable" => 503,
-            _ => 500,
-        },
-    };
-    StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
-}
-
 async fn call_tool(
     State(s): State<Arc<Shared>>,
     axum::Extension(who): axum::Extension<Who>,
@@ -427,11 +435,14 @@ async fn call_tool(
         );
     };
     let args = req.get("args").cloned().unwrap_or(Value::Null);
-    let outcome = s.call(&who, name, args).await;
-    let status = outcome_status(&outcome);
-    let body = match &outcome {
-        ToolOutcome::Ok(v) => json!({"result": v}),
-        other => other.to_json(),
-    };
-    (status, Json(body)).into_response()
+    let call = who.call_ctx();
+    let guard = CancelOnDrop::new(call.cancel.clone());
+    let outcome = s.call(&who, name, args, call).await;
+    guard.disarm();
+    let (status, body) = vox_mcp::encode::rest(outcome);
+    (
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        Json(body),
+    )
+        .into_response()
 }

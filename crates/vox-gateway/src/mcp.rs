@@ -2,20 +2,17 @@
 //! legacy era). The caller is the one the auth middleware put in the request's extensions.
 
 use crate::{Shared, Who};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
-};
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
+use vox_orchestrator::ToolOutcome;
 
-/// The MCP handler of the gateway: one per session (rmcp builds them), sharing the state.
-#[derive(Clone)]
+/// The `/mcp` backend of the one MCP server: one per session (rmcp builds them), sharing the
+/// state.
 pub struct HttpMcp(Arc<Shared>, Arc<SessionEnd>);
 
 /// Ends the orchestrator-side state of an `/mcp` session (its active skill) when rmcp drops the
@@ -80,84 +77,65 @@ fn who(ctx: &RequestContext<RoleServer>) -> Result<Who, McpError> {
     Ok(who)
 }
 
-#[allow(deprecated)] // enable_logging: see set_level
-impl ServerHandler for HttpMcp {
-    fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_logging()
-                .enable_resources()
-                .build(),
-        );
-        info.server_info = Implementation::new("vox", env!("CARGO_PKG_VERSION"));
-        info.with_instructions(format!(
+impl vox_mcp::Backend for HttpMcp {
+    fn instructions(&self) -> String {
+        format!(
             "vox gateway under capability profile `{}`.",
             self.0.orch.profile().canonical()
-        ))
+        )
     }
 
-    // Logging is deprecated by SEP-2577, but clients of the 2025 era still send it.
-    #[allow(deprecated)]
-    /// Accepts the level. The orchestrator sends no log notifications yet, so there is
-    /// nothing to filter; the answer is the empty result the spec asks for.
-    async fn set_level(
-        &self,
-        _request: rmcp::model::SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        Ok(())
+    /// The gateway serves the static catalog only: its lists do not change while connected.
+    fn lists_change(&self) -> bool {
+        false
     }
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        let who = self.who(&context)?;
-        Ok(ListToolsResult::with_all_items(vox_mcp::tools_from_json(
-            self.0.tools_json(&who),
-        )?))
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<Arc<Vec<rmcp::model::Tool>>, McpError> {
+        let who = self.who(ctx)?;
+        Ok(Arc::new(vox_mcp::encode::tools(self.0.tools_json(&who))?))
+    }
+
+    async fn call_tool(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        call: vox_mcp::ToolCall,
+    ) -> Result<ToolOutcome, McpError> {
+        let who = self.who(ctx)?;
+        let cx = who
+            .call_ctx()
+            .with_cancel(call.cancel)
+            .with_events(call.events, call.progress, call.log_level);
+        Ok(self.0.call(&who, &call.name, call.arguments, cx).await)
     }
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
-        let who = self.who(&context)?;
-        let resources = vox_mcp::resources_from_json(Value::Array(self.0.skill_resources(&who)))?;
-        Ok(rmcp::model::ListResourcesResult::with_all_items(resources))
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<Vec<rmcp::model::Resource>, McpError> {
+        let who = self.who(ctx)?;
+        vox_mcp::encode::resources(Value::Array(self.0.skill_resources(&who)))
     }
 
     async fn read_resource(
         &self,
-        request: rmcp::model::ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
-        let who = self.who(&context)?;
-        match self.0.read_skill_resource(&who, &request.uri) {
-            Some(Ok(text)) => Ok(vox_mcp::text_resource(&request.uri, text)),
+        ctx: &RequestContext<RoleServer>,
+        uri: &str,
+    ) -> Result<String, McpError> {
+        let who = self.who(ctx)?;
+        match self.0.read_skill_resource(&who, uri) {
+            Some(Ok(text)) => Ok(text),
             Some(Err(e)) => Err(McpError::resource_not_found(
                 e.to_string(),
                 Some(e.to_json()),
             )),
             None => Err(McpError::resource_not_found(
-                format!("no resource {}", request.uri),
+                format!("no resource {uri}"),
                 None,
             )),
         }
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let who = self.who(&context)?;
-        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let outcome = self.0.call(&who, &request.name, args).await;
-        vox_mcp::call_result(outcome.label(), outcome.is_error(), outcome.to_json()).map(Into::into)
     }
 }
 
@@ -165,12 +143,12 @@ impl ServerHandler for HttpMcp {
 pub fn service(
     shared: Arc<Shared>,
     shutdown: CancellationToken,
-) -> StreamableHttpService<HttpMcp, LocalSessionManager> {
+) -> StreamableHttpService<vox_mcp::McpServer<HttpMcp>, LocalSessionManager> {
     let mut config = StreamableHttpServerConfig::default();
     config.allowed_hosts = shared.config.allowed_hosts();
     config.cancellation_token = shutdown;
     StreamableHttpService::new(
-        move || Ok(HttpMcp::new(shared.clone())),
+        move || Ok(vox_mcp::McpServer::new(HttpMcp::new(shared.clone()))),
         Arc::new(LocalSessionManager::default()),
         config,
     )

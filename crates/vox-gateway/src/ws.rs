@@ -2,13 +2,12 @@
 //! `{id, type: "list_tools" | "call_tool", name?, args?}` →
 //! `{id, type: "list_tools_result" | "call_tool_result" | "error", …}`.
 
-use crate::{MAX_BODY_BYTES, Shared, Who, outcome_status};
+use crate::{MAX_BODY_BYTES, Shared, Who};
 use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use vox_orchestrator::ToolOutcome;
 
 pub async fn upgrade(
     State(s): State<Arc<Shared>>,
@@ -33,9 +32,36 @@ async fn session(mut socket: WebSocket, s: Arc<Shared>, mut who: Who) {
 }
 
 async fn serve_session(socket: &mut WebSocket, s: &Shared, who: &Who) {
-    while let Some(Ok(msg)) = socket.recv().await {
+    // Messages that arrived while a call ran, answered in order after it.
+    let mut queued = std::collections::VecDeque::new();
+    loop {
+        let msg = match queued.pop_front() {
+            Some(m) => m,
+            None => match socket.recv().await {
+                Some(Ok(m)) => m,
+                _ => return,
+            },
+        };
         let reply = match msg {
-            Message::Text(text) => answer(s, who, text.as_str()).await,
+            Message::Text(text) => {
+                let call = who.call_ctx();
+                let cancel = call.cancel.clone();
+                let answer = answer(s, who, text.as_str(), call);
+                tokio::pin!(answer);
+                // Keep reading while the call runs: a closed connection cancels its work.
+                loop {
+                    tokio::select! {
+                        r = &mut answer => break r,
+                        m = socket.recv() => match m {
+                            Some(Ok(Message::Close(_))) | Some(Err(_)) | None => {
+                                cancel.cancel();
+                                return;
+                            }
+                            Some(Ok(other)) => queued.push_back(other),
+                        },
+                    }
+                }
+            }
             Message::Binary(_) => {
                 json!({"id": null, "type": "error", "error": {"code": "invalid_request", "message": "send JSON text frames"}})
             }
@@ -52,7 +78,7 @@ async fn serve_session(socket: &mut WebSocket, s: &Shared, who: &Who) {
     }
 }
 
-async fn answer(s: &Shared, who: &Who, text: &str) -> Value {
+async fn answer(s: &Shared, who: &Who, text: &str, call: vox_orchestrator::CallCtx) -> Value {
     let req: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {
@@ -68,25 +94,8 @@ async fn answer(s: &Shared, who: &Who, text: &str) -> Value {
             let Some(name) = req.get("name").and_then(Value::as_str) else {
                 return json!({"id": id, "type": "error", "status": 400, "error": {"code": "invalid_request", "message": "call_tool needs a string `name`"}});
             };
-            let outcome = s
-                .call(who, name, req.get("args").cloned().unwrap_or(Value::Null))
-                .await;
-            let status = outcome_status(&outcome).as_u16();
-            match outcome {
-                ToolOutcome::Ok(v) => {
-                    json!({"id": id, "type": "call_tool_result", "is_error": false, "result": v})
-                }
-                ToolOutcome::Failed(e) => {
-                    json!({"id": id, "type": "call_tool_result", "is_error": true, "status": status, "result": e.to_json()})
-                }
-                ToolOutcome::Denied(d) => {
-                    let mut v = d.to_json();
-                    v["id"] = id;
-                    v["type"] = json!("error");
-                    v["status"] = json!(status);
-                    v
-                }
-            }
+            let args = req.get("args").cloned().unwrap_or(Value::Null);
+            vox_mcp::encode::ws(id, s.call(who, name, args, call).await)
         }
         _ => {
             json!({"id": id, "type": "error", "status": 400, "error": {"code": "invalid_request", "message": "type must be list_tools or call_tool"}})

@@ -59,6 +59,8 @@ pub enum BudgetKind {
     Time,
     /// Allocation limit.
     Memory,
+    /// The caller cancelled the call (`CallOptions::cancel`).
+    Cancelled,
 }
 
 impl std::fmt::Display for BudgetKind {
@@ -68,6 +70,7 @@ impl std::fmt::Display for BudgetKind {
             BudgetKind::Depth => "recursion depth limit exceeded",
             BudgetKind::Time => "time limit exceeded",
             BudgetKind::Memory => "memory limit exceeded",
+            BudgetKind::Cancelled => "cancelled",
         })
     }
 }
@@ -202,6 +205,8 @@ pub(crate) struct Interp<'p> {
     next_time: u64,
     budget: Budget,
     deadline: Instant,
+    /// Set by the caller to stop the call; read with the wall clock.
+    cancel: Option<&'p std::sync::atomic::AtomicBool>,
     depth: u32,
     mem: usize,
     stack_base: usize,
@@ -221,7 +226,12 @@ fn stack_addr() -> usize {
 }
 
 impl<'p> Interp<'p> {
-    pub(crate) fn new(p: &'p Program, budget: Budget, sink: Option<LogSink<'p>>) -> Self {
+    pub(crate) fn new(
+        p: &'p Program,
+        budget: Budget,
+        sink: Option<LogSink<'p>>,
+        cancel: Option<&'p std::sync::atomic::AtomicBool>,
+    ) -> Self {
         // Nothing should be left over from an earlier call, but a stale error must never be
         // reported for this one.
         PENDING.with(|p| p.borrow_mut().take());
@@ -237,6 +247,7 @@ impl<'p> Interp<'p> {
             next_time: 1024,
             budget,
             deadline: Instant::now() + budget.max_wall,
+            cancel,
             depth: 0,
             mem: 0,
             stack_base: stack_addr(),
@@ -272,6 +283,12 @@ impl<'p> Interp<'p> {
             self.next_time = self.steps + 1024;
             if Instant::now() > self.deadline {
                 return Err(self.budget_err(BudgetKind::Time, span));
+            }
+            if self
+                .cancel
+                .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+            {
+                return Err(self.budget_err(BudgetKind::Cancelled, span));
             }
         }
         // Calls check the native stack on entry; this catches deep nesting inside one body

@@ -57,5 +57,5 @@ pub use import::{FsLoader, MemoryLoader, ModuleLoader, NoImports};
 pub use interp::{Budget, BudgetKind, LogSink, RunError};
 pub use module::{
     Analysis, CallError, CallOptions, CallOutput, CompileError, ImportInfo, ImportedFile,
-    MAX_SOURCE_BYTES, Module, TestOutcome, analyze, analyze_with, decode_source, program_json,
+    MAX_SOURCE_BYTES, Module, TestOutcome, analyze, analyze_with, decode_source,
 };

@@ -520,6 +520,8 @@ pub struct CallOptions<'a> {
     pub budget: Budget,
     /// Receives each `print`ed line as it happens (they are also returned in the output).
     pub log: Option<LogSink<'a>>,
+    /// When it turns true the call stops within 1,024 steps with [`BudgetKind::Cancelled`].
+    pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
 }
 
 /// A successful call.
@@ -795,7 +797,7 @@ impl Module {
         args: Vec<Option<Value>>,
         opts: &CallOptions<'_>,
     ) -> Result<CallOutput, CallError> {
-        let mut interp = Interp::new(&self.program, opts.budget, opts.log);
+        let mut interp = Interp::new(&self.program, opts.budget, opts.log, opts.cancel);
         let r = match interp.call_fn_optional(id, args) {
             Err(Flow::Return) => Ok(interp.ret_val.take().unwrap_or(Value::Unit)),
             other => other,
@@ -909,11 +911,6 @@ impl Module {
 
 fn root_functions(p: &Program) -> &[FnSig] {
     &p.functions[p.root.functions as usize..]
-}
-
-/// HIR summary of a program as JSON: the root file's items.
-pub fn program_json(p: &Program, source: &SourceFile) -> J {
-    summary_json(p, source, &[])
 }
 
 fn summary_json(p: &Program, source: &SourceFile, imports: &[ImportInfo]) -> J {

@@ -229,6 +229,7 @@ fn step_budget_stops_an_infinite_loop() {
             ..Budget::default()
         },
         log: None,
+        cancel: None,
     };
     match m.call_json("spin", &J::Null, &opts) {
         Err(CallError::Budget { kind, .. }) => assert_eq!(kind, BudgetKind::Steps),
@@ -246,11 +247,39 @@ fn wall_clock_budget_stops_a_long_call() {
             ..Budget::default()
         },
         log: None,
+        cancel: None,
     };
     match m.call_json("spin", &J::Null, &opts) {
         Err(CallError::Budget { kind, .. }) => assert_eq!(kind, BudgetKind::Time),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn a_cancel_flag_stops_a_loop_that_no_budget_would_stop_soon() {
+    let m = module("fn spin() { let mut i = 0\n while true { i += 1 } }");
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let opts = CallOptions {
+        budget: Budget {
+            max_steps: u64::MAX,
+            max_wall: Duration::from_secs(3600),
+            ..Budget::default()
+        },
+        log: None,
+        cancel: Some(&cancel),
+    };
+    let started = std::time::Instant::now();
+    let result = std::thread::scope(|s| {
+        let run = s.spawn(|| m.call_json("spin", &J::Null, &opts));
+        std::thread::sleep(Duration::from_millis(50));
+        cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+        run.join().unwrap()
+    });
+    match result {
+        Err(CallError::Budget { kind, .. }) => assert_eq!(kind, BudgetKind::Cancelled),
+        other => panic!("{other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(5));
 }
 
 #[test]
@@ -504,6 +533,7 @@ fn deep_expression_nesting_is_guarded_on_a_small_stack() {
                     ..Budget::default()
                 },
                 log: None,
+                cancel: None,
             };
             m.call_json("f", &J::Null, &opts)
         })

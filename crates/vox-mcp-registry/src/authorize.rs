@@ -57,6 +57,22 @@ impl DenialCode {
             DenialCode::SkillToolNotAllowed => "skill_tool_not_allowed",
         }
     }
+    /// The code a wire string names (the inverse of [`Self::as_str`]).
+    pub fn from_code(code: &str) -> Option<Self> {
+        use DenialCode::*;
+        [
+            ToolNotInProfile,
+            SubsystemNotBooted,
+            ExposureDenied,
+            InsufficientRole,
+            ProfileUnknown,
+            ProfileMismatch,
+            UnknownTool,
+            SkillToolNotAllowed,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == code)
+    }
     /// The HTTP status that goes with the code.
     pub fn http_status(self) -> u16 {
         match self {

@@ -23,9 +23,37 @@ pub enum ClientError {
     /// The daemon answered with a JSON-RPC error.
     #[error("daemon error {code}: {message}")]
     Rpc { code: i64, message: String },
+    /// The caller cancelled the request; the daemon was sent `orch.cancel`.
+    #[error("request cancelled")]
+    Cancelled,
+    /// The daemon's answer did not have the expected shape.
+    #[error("malformed daemon answer: {0}")]
+    Malformed(String),
 }
 
-type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, ClientError>>>>>;
+/// A request waiting for its answer, and where its `orch.progress` / `orch.log` frames go.
+struct Waiter {
+    answer: oneshot::Sender<Result<Value, ClientError>>,
+    events: Option<mpsc::UnboundedSender<Value>>,
+}
+
+type Pending = Arc<Mutex<HashMap<u64, Waiter>>>;
+
+/// Whether this client asks the daemon to list workspace tools: `VOX_MCP_WORKSPACE_TOOLS=1` in
+/// the client's environment (`VOX_MCP_TIERS=workspace|all` is the deprecated spelling). Each
+/// client of one daemon decides for itself.
+pub fn workspace_tools_requested() -> bool {
+    if std::env::var("VOX_MCP_WORKSPACE_TOOLS").as_deref() == Ok("1") {
+        return true;
+    }
+    match std::env::var("VOX_MCP_TIERS").as_deref() {
+        Ok("workspace") | Ok("all") => {
+            tracing::warn!("VOX_MCP_TIERS is deprecated; set VOX_MCP_WORKSPACE_TOOLS=1");
+            true
+        }
+        _ => false,
+    }
+}
 
 /// One connection to the daemon; calls may run concurrently.
 pub struct DaemonClient {
@@ -59,7 +87,22 @@ impl DaemonClient {
                                 let waiter =
                                     p.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
                                 if let Some(w) = waiter {
-                                    let _ = w.send(decode(frame));
+                                    let _ = w.answer.send(decode(frame));
+                                }
+                            }
+                            // A call's progress or log message: to that call's listener.
+                            None if matches!(
+                                frame.get("method").and_then(Value::as_str),
+                                Some("orch.progress" | "orch.log")
+                            ) =>
+                            {
+                                let Some(id) = frame.pointer("/params/id").and_then(Value::as_u64)
+                                else {
+                                    continue;
+                                };
+                                let pending = p.lock().unwrap_or_else(|e| e.into_inner());
+                                if let Some(events) = pending.get(&id).and_then(|w| w.events.as_ref()) {
+                                    let _ = events.send(frame);
                                 }
                             }
                             None if frame.get("method").is_some() => {
@@ -77,7 +120,7 @@ impl DaemonClient {
             };
             a.store(false, Ordering::SeqCst);
             for (_, w) in p.lock().unwrap_or_else(|e| e.into_inner()).drain() {
-                let _ = w.send(Err(ClientError::Disconnected(why.clone())));
+                let _ = w.answer.send(Err(ClientError::Disconnected(why.clone())));
             }
         });
         Ok(DaemonClient {
@@ -95,6 +138,19 @@ impl DaemonClient {
 
     /// Sends a request and waits for its answer.
     pub async fn call(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        self.call_with(method, params, None, None).await
+    }
+
+    /// [`Self::call`] that passes the request's `orch.progress` / `orch.log` frames to `events`
+    /// and, when `cancel` fires first, sends `orch.cancel` and answers
+    /// [`ClientError::Cancelled`] (a late answer is dropped).
+    pub async fn call_with(
+        &self,
+        method: &str,
+        params: Value,
+        events: Option<mpsc::UnboundedSender<Value>>,
+        cancel: Option<&crate::Cancel>,
+    ) -> Result<Value, ClientError> {
         if !self.is_alive() {
             return Err(ClientError::Disconnected(
                 "the daemon closed the connection".into(),
@@ -105,26 +161,66 @@ impl DaemonClient {
         self.pending
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(id, tx);
-        let mut bytes = serde_json::to_vec(
-            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
-        )
-        .map_err(|e| ClientError::Disconnected(e.to_string()))?;
-        bytes.push(b'\n');
-        let written = self.writer.lock().await.write_all(&bytes).await;
+            .insert(id, Waiter { answer: tx, events });
+        let written = self
+            .send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
         if let Err(e) = written {
-            self.pending
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&id);
+            self.forget(id);
             self.alive.store(false, Ordering::SeqCst);
-            return Err(ClientError::Disconnected(e.to_string()));
+            return Err(e);
         }
-        rx.await.unwrap_or_else(|_| {
+        let lost = || {
             Err(ClientError::Disconnected(
                 "the daemon closed the connection".into(),
             ))
-        })
+        };
+        let Some(cancel) = cancel else {
+            return rx.await.unwrap_or_else(|_| lost());
+        };
+        tokio::select! {
+            answer = rx => answer.unwrap_or_else(|_| lost()),
+            _ = cancel.cancelled() => {
+                self.forget(id);
+                let _ = self
+                    .send(&json!({"jsonrpc": "2.0", "method": "orch.cancel", "params": {"id": id}}))
+                    .await;
+                Err(ClientError::Cancelled)
+            }
+        }
+    }
+
+    /// `orch.tool_call`, answered with the daemon's typed outcome.
+    pub async fn tool_call(
+        &self,
+        params: Value,
+        events: Option<mpsc::UnboundedSender<Value>>,
+        cancel: Option<&crate::Cancel>,
+    ) -> Result<crate::ToolOutcome, ClientError> {
+        let mut answer = self
+            .call_with("orch.tool_call", params, events, cancel)
+            .await?;
+        serde_json::from_value(answer["outcome"].take())
+            .map_err(|e| ClientError::Malformed(format!("orch.tool_call outcome: {e}")))
+    }
+
+    async fn send(&self, frame: &Value) -> Result<(), ClientError> {
+        let mut bytes =
+            serde_json::to_vec(frame).map_err(|e| ClientError::Disconnected(e.to_string()))?;
+        bytes.push(b'\n');
+        self.writer
+            .lock()
+            .await
+            .write_all(&bytes)
+            .await
+            .map_err(|e| ClientError::Disconnected(e.to_string()))
+    }
+
+    fn forget(&self, id: u64) {
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
     }
 }
 
@@ -154,6 +250,12 @@ pub enum AdoptError {
         running: String,
         requested: String,
     },
+    /// The running daemon speaks another socket protocol (an older or newer vox).
+    #[error(
+        "the daemon for {workspace} speaks socket protocol {running}, this vox speaks {}; stop it (`vox daemon stop`) so this version can start its own",
+        crate::PROTOCOL_VERSION
+    )]
+    Protocol { workspace: String, running: String },
     #[error("cannot start the daemon: {0}")]
     Spawn(String),
     #[error("{0}")]
@@ -176,6 +278,13 @@ pub async fn connect_and_ping(
 }
 
 fn check_profile(ws: &Workspace, ping: &Value, requested: &str) -> Result<(), AdoptError> {
+    let protocol = ping.get("protocol_version").and_then(Value::as_u64);
+    if protocol != Some(u64::from(crate::PROTOCOL_VERSION)) {
+        return Err(AdoptError::Protocol {
+            workspace: ws.root.display().to_string(),
+            running: protocol.map_or_else(|| "none".into(), |p| p.to_string()),
+        });
+    }
     // A daemon that predates profiles reports none: it counts as dev.
     let running = ping.get("profile").and_then(Value::as_str).unwrap_or("dev");
     if running != requested {

@@ -1,11 +1,12 @@
 //! `Orchestrator`: the booted subsystems, the handler table, and the one call path.
 
 use crate::MAX_MESSAGE_BYTES;
+use crate::call::CallCtx;
 use crate::attention::{Attention, estimate_tokens};
 use crate::boot::{self, BootReport};
 use crate::tools::{self, HandlerEntry};
 use crate::workspace::Workspace;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,6 +32,12 @@ pub enum ToolError {
     /// A workspace tool returned `Error(e)`.
     #[error("{0}")]
     Failed(String),
+    /// The caller cancelled the call (or went away); nobody reads this but the ledger.
+    #[error("{0}")]
+    Cancelled(String),
+    /// `vox mcp` lost its daemon mid-call (the next call adopts or respawns one).
+    #[error("{0}")]
+    DaemonUnavailable(String),
 }
 
 impl ToolError {
@@ -43,6 +50,35 @@ impl ToolError {
             ToolError::Unavailable(_) => "unavailable",
             ToolError::Internal(_) => "internal",
             ToolError::Failed(_) => "tool_error",
+            ToolError::Cancelled(_) => "cancelled",
+            ToolError::DaemonUnavailable(_) => "daemon_unavailable",
+        }
+    }
+    /// The HTTP status that goes with the code.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            ToolError::InvalidArguments(_) => 400,
+            ToolError::NotFound(_) => 404,
+            ToolError::Conflict(_) => 409,
+            ToolError::Unavailable(_) | ToolError::DaemonUnavailable(_) => 503,
+            ToolError::Internal(_) | ToolError::Failed(_) => 500,
+            // nginx's "client closed request": there is no client left to read it.
+            ToolError::Cancelled(_) => 499,
+        }
+    }
+    /// The error a code and message name (the inverse of [`Self::code`]); an unknown code is
+    /// an internal error that keeps it in the message.
+    pub fn from_code(code: &str, message: String) -> Self {
+        match code {
+            "invalid_arguments" => ToolError::InvalidArguments(message),
+            "not_found" => ToolError::NotFound(message),
+            "conflict" => ToolError::Conflict(message),
+            "unavailable" => ToolError::Unavailable(message),
+            "internal" => ToolError::Internal(message),
+            "tool_error" => ToolError::Failed(message),
+            "cancelled" => ToolError::Cancelled(message),
+            "daemon_unavailable" => ToolError::DaemonUnavailable(message),
+            other => ToolError::Internal(format!("{other}: {message}")),
         }
     }
     /// The one error shape: `{"error":{"code":…,"message":…}}`.
@@ -61,8 +97,10 @@ impl From<StoreError> for ToolError {
     }
 }
 
-/// The outcome of one call, before any transport encodes it.
-#[derive(Debug, Clone, PartialEq)]
+/// The outcome of one call, before any transport encodes it. It crosses the daemon socket as
+/// itself (serde), so the stdio side encodes the same typed value the daemon produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "WireOutcome", try_from = "WireOutcome")]
 pub enum ToolOutcome {
     Ok(Value),
     Denied(Denial),
@@ -89,6 +127,74 @@ impl ToolOutcome {
     /// Whether a client should see `isError: true`.
     pub fn is_error(&self) -> bool {
         !matches!(self, ToolOutcome::Ok(_))
+    }
+}
+
+/// [`ToolOutcome`] on the daemon socket.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+enum WireOutcome {
+    Ok {
+        value: Value,
+    },
+    Denied {
+        code: String,
+        message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        subsystem: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        skill: Option<String>,
+    },
+    Failed {
+        code: String,
+        message: String,
+    },
+}
+
+impl From<ToolOutcome> for WireOutcome {
+    fn from(o: ToolOutcome) -> Self {
+        match o {
+            ToolOutcome::Ok(value) => WireOutcome::Ok { value },
+            ToolOutcome::Denied(d) => WireOutcome::Denied {
+                code: d.code.as_str().to_owned(),
+                message: d.message,
+                subsystem: d.subsystem.map(str::to_owned),
+                skill: d.skill,
+            },
+            ToolOutcome::Failed(e) => WireOutcome::Failed {
+                code: e.code().to_owned(),
+                message: e.to_string(),
+            },
+        }
+    }
+}
+
+impl TryFrom<WireOutcome> for ToolOutcome {
+    type Error = String;
+    fn try_from(w: WireOutcome) -> Result<Self, String> {
+        Ok(match w {
+            WireOutcome::Ok { value } => ToolOutcome::Ok(value),
+            WireOutcome::Denied {
+                code,
+                message,
+                subsystem,
+                skill,
+            } => ToolOutcome::Denied(Denial {
+                code: DenialCode::from_code(&code)
+                    .ok_or_else(|| format!("unknown denial code {code}"))?,
+                message,
+                subsystem: subsystem.and_then(|s| {
+                    vox_mcp_registry::SUBSYSTEMS
+                        .iter()
+                        .find(|x| x.id == s)
+                        .map(|x| x.id)
+                }),
+                skill,
+            }),
+            WireOutcome::Failed { code, message } => {
+                ToolOutcome::Failed(ToolError::from_code(&code, message))
+            }
+        })
     }
 }
 
@@ -133,21 +239,13 @@ impl Ctx {
     }
 }
 
-/// Who is calling: the caller's trust, its attention and rate-limit key (`agent`), and the
-/// key of its session (one socket or WebSocket connection, one `/mcp` session, or what a REST
-/// caller names in `X-Vox-Session`), which scopes the active skill.
-#[derive(Debug, Clone, Copy)]
-pub struct CallScope<'a> {
-    pub caller: Caller,
-    pub agent: &'a str,
-    pub session: &'a str,
-}
-
 /// The orchestrator of one workspace under one profile.
 pub struct Orchestrator {
     ctx: Arc<Ctx>,
     handlers: Arc<Vec<Option<HandlerEntry>>>,
     descriptors: Vec<ToolDescriptor>,
+    /// `descriptors` as a loopback writer sees them, encoded once.
+    local_tools: Arc<Vec<Value>>,
     timeout: Duration,
 }
 
@@ -238,12 +336,20 @@ impl Orchestrator {
         // Setting up a recursive watch walks the tree: keep it off the boot path.
         let watched = ctx.clone();
         std::thread::spawn(move || crate::workspace_tools::watch(watched));
-        Ok(Orchestrator {
+        let mut orch = Orchestrator {
             ctx,
             handlers: Arc::new(handlers),
             descriptors,
+            local_tools: Arc::default(),
             timeout: Duration::from_millis(timeout_ms),
-        })
+        };
+        orch.local_tools = Arc::new(
+            orch.list_tools(Caller::LOCAL)
+                .into_iter()
+                .filter_map(|d| serde_json::to_value(d).ok())
+                .collect(),
+        );
+        Ok(orch)
     }
 
     /// The boot report.
@@ -283,18 +389,18 @@ impl Orchestrator {
     }
 
     /// Authorizes, dispatches with a deadline, caps the result, and records attention.
-    pub async fn call(&self, name: &str, args: Value, scope: CallScope<'_>) -> ToolOutcome {
-        self.call_inner(&self.ctx.profile, name, args, scope, true)
+    pub async fn call(&self, name: &str, args: Value, call: CallCtx) -> ToolOutcome {
+        self.call_inner(&self.ctx.profile, name, args, call, true)
             .await
     }
 
-    /// The tools beyond the static catalog, under `dev`: federated workspace tools (advertised
-    /// with `VOX_MCP_WORKSPACE_TOOLS=1`), then skill macro tools, each group in name order. A
-    /// macro tool whose name a workspace tool already has is not listed (the workspace tool is
-    /// the one called).
-    pub fn dynamic_tool_descriptors(&self) -> Vec<Value> {
+    /// The tools beyond the static catalog, under `dev`: federated workspace tools (when the
+    /// client asks for them, `advertise_workspace`), then skill macro tools, each group in name
+    /// order. A macro tool whose name a workspace tool already has is not listed (the workspace
+    /// tool is the one called).
+    pub fn dynamic_tool_descriptors(&self, advertise_workspace: bool) -> Vec<Value> {
         let mut tools = match &self.ctx.workspace_tools {
-            Some(wt) if crate::workspace_tools::advertised() => wt.descriptors(),
+            Some(wt) if advertise_workspace => wt.descriptors().as_ref().clone(),
             _ => vec![],
         };
         if let (Some(sk), Some(wt)) = (&self.ctx.skills, &self.ctx.workspace_tools) {
@@ -305,6 +411,14 @@ impl Orchestrator {
                     .is_some_and(|n| !surface.tools.contains_key(n))
             }));
         }
+        tools
+    }
+
+    /// What a socket client (a loopback caller with the write role) lists: the catalog slice
+    /// (encoded once at boot), then [`Self::dynamic_tool_descriptors`].
+    pub fn tool_list_json(&self, advertise_workspace: bool) -> Vec<Value> {
+        let mut tools = self.local_tools.as_ref().clone();
+        tools.extend(self.dynamic_tool_descriptors(advertise_workspace));
         tools
     }
 
@@ -359,9 +473,25 @@ impl Orchestrator {
         surface: &ProfileSet,
         name: &str,
         args: Value,
-        scope: CallScope<'_>,
+        call: CallCtx,
     ) -> ToolOutcome {
-        self.call_inner(surface, name, args, scope, false).await
+        let outcome = self.call_inner(surface, name, args, call, false).await;
+        match outcome {
+            // The daemon's profile serves the tool; this gateway's allowlist is what refused it.
+            ToolOutcome::Denied(d)
+                if d.code == DenialCode::ToolNotInProfile
+                    && self.ctx.profile.tools().iter().any(|t| t.name == name) =>
+            {
+                ToolOutcome::Denied(Denial::new(
+                    DenialCode::ToolNotInProfile,
+                    format!(
+                        "tool {name} is in profile `{}` but not on this gateway's allowlist",
+                        self.ctx.profile.canonical()
+                    ),
+                ))
+            }
+            other => other,
+        }
     }
 
     async fn call_inner(
@@ -369,11 +499,12 @@ impl Orchestrator {
         surface: &ProfileSet,
         name: &str,
         args: Value,
-        scope: CallScope<'_>,
+        call: CallCtx,
         workspace: bool,
     ) -> ToolOutcome {
         let started = Instant::now();
-        let outcome = self.dispatch(surface, name, args, scope, workspace).await;
+        let agent = call.agent.clone();
+        let outcome = self.dispatch(surface, name, args, call, workspace).await;
         let elapsed = started.elapsed();
         // Static labels: no allocation per call, and unknown names cannot grow the label set.
         let tool_label = vox_mcp_registry::tool_by_name(name).map_or("(other)", |t| t.name);
@@ -387,7 +518,7 @@ impl Orchestrator {
             };
             att.record(AttentionEvent {
                 ts: now_ms(),
-                agent: scope.agent.to_owned(),
+                agent: agent.to_string(),
                 tool: name.chars().take(128).collect(),
                 outcome: outcome.label().to_owned(),
                 latency_us: elapsed.as_micros() as i64,
@@ -402,10 +533,10 @@ impl Orchestrator {
         surface: &ProfileSet,
         name: &str,
         args: Value,
-        scope: CallScope<'_>,
+        call: CallCtx,
         workspace: bool,
     ) -> ToolOutcome {
-        let authorized = authorize_tool(surface, name, scope.caller, self.ctx.boot.booted_mask);
+        let authorized = authorize_tool(surface, name, call.caller, self.ctx.boot.booted_mask);
         // The active skill's allowlist narrows whatever the profile allows.
         if let (
             Some(sk),
@@ -415,7 +546,7 @@ impl Orchestrator {
                 ..
             }),
         ) = (&self.ctx.skills, &authorized)
-            && let Err(d) = sk.check(scope.session, name, &args)
+            && let Err(d) = sk.check(&call.session, name, &args)
         {
             return ToolOutcome::Denied(d);
         }
@@ -428,7 +559,7 @@ impl Orchestrator {
                     && workspace
                     && self.ctx.workspace_tools.is_some() =>
             {
-                return self.dispatch_workspace(name, args, d).await;
+                return self.dispatch_workspace(name, args, d, call).await;
             }
             Err(d) => return ToolOutcome::Denied(d),
         };
@@ -442,58 +573,61 @@ impl Orchestrator {
                 )));
             }
         };
-        let ctx = self.ctx.clone();
-        let handlers = self.handlers.clone();
-        let index = tool.index;
-        let session = crate::tools::CallSession {
-            key: scope.session.to_owned(),
-            agent: scope.agent.to_owned(),
+        let Some(handler) = &self.handlers[tool.index] else {
+            return ToolOutcome::Failed(ToolError::Internal(format!("tool {name} has no handler")));
         };
-        let result = self
-            .run_blocking(name, move || match &handlers[index] {
-                Some(h) => (h.call)(&ctx, &session, args),
-                None => Err(ToolError::Internal("no handler".into())),
-            })
-            .await
-            .and_then(|r| r);
-        match result {
+        let work = (handler.call)(self.ctx.clone(), call.clone(), args);
+        match self.under_deadline(name, &call, work).await {
             Ok(v) => cap_result(name, v),
             Err(e) => ToolOutcome::Failed(e),
         }
     }
 
-    /// Runs synchronous tool work (SQLite, tantivy, git, the interpreter) off the async workers,
-    /// under the call deadline; a panic or an overrun becomes a tool error naming the tool.
-    async fn run_blocking<T: Send + 'static>(
+    /// Runs a handler's future until it ends, the call is cancelled, or the deadline passes.
+    /// Cancellation and the deadline both cancel the call's signal, which stops blocking work
+    /// at its next check (an interpreter step, a sandbox poll, an indexed file).
+    async fn under_deadline<T>(
         &self,
         name: &str,
-        work: impl FnOnce() -> T + Send + 'static,
+        call: &CallCtx,
+        work: impl std::future::Future<Output = Result<T, ToolError>>,
     ) -> Result<T, ToolError> {
-        match tokio::time::timeout(self.timeout, tokio::task::spawn_blocking(work)).await {
-            Ok(Ok(r)) => Ok(r),
-            Ok(Err(join)) => Err(ToolError::Internal(format!("tool {name} panicked: {join}"))),
-            Err(_) => Err(ToolError::Unavailable(format!(
-                "tool {name} did not finish within {} ms",
-                self.timeout.as_millis()
-            ))),
+        tokio::select! {
+            r = work => r,
+            _ = call.cancel.cancelled() => {
+                Err(ToolError::Cancelled(format!("tool {name} was cancelled")))
+            }
+            _ = tokio::time::sleep(self.timeout) => {
+                call.cancel.cancel();
+                Err(ToolError::Unavailable(format!(
+                    "tool {name} did not finish within {} ms",
+                    self.timeout.as_millis()
+                )))
+            }
         }
     }
 }
 
 impl Orchestrator {
-    async fn dispatch_workspace(&self, name: &str, args: Value, unknown: Denial) -> ToolOutcome {
+    async fn dispatch_workspace(
+        &self,
+        name: &str,
+        args: Value,
+        unknown: Denial,
+        call: CallCtx,
+    ) -> ToolOutcome {
         let args = if args.is_null() { json!({}) } else { args };
         let ctx = self.ctx.clone();
         let owned = name.to_owned();
-        let found = self
-            .run_blocking(name, move || {
-                ctx.workspace_tools
-                    .as_ref()
-                    .and_then(|wt| wt.call(&owned, &args))
-                    .or_else(|| ctx.skills.as_ref()?.call_macro(&owned, &args))
-            })
-            .await;
-        match found {
+        let cancel = call.cancel.clone();
+        let work = crate::tools::run_blocking(move || {
+            Ok(ctx
+                .workspace_tools
+                .as_ref()
+                .and_then(|wt| wt.call(&owned, &args, cancel.flag()))
+                .or_else(|| ctx.skills.as_ref()?.call_macro(&owned, &args)))
+        });
+        match self.under_deadline(name, &call, work).await {
             Ok(Some(Ok(v))) => cap_result(name, v),
             Ok(Some(Err(e))) | Err(e) => ToolOutcome::Failed(e),
             Ok(None) => ToolOutcome::Denied(unknown),

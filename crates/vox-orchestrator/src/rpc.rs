@@ -119,6 +119,45 @@ pub async fn serve(
     }
 }
 
+/// What one connection's requests share: its session key, where its frames go, and the
+/// cancellation signal of each call in flight (by request id).
+struct Conn {
+    session: Arc<str>,
+    tx: mpsc::UnboundedSender<Value>,
+    calls: std::sync::Mutex<std::collections::HashMap<String, crate::Cancel>>,
+}
+
+impl Conn {
+    fn cancel(&self, id: &Value) {
+        if let Some(c) = self.lock_calls().get(&id.to_string()) {
+            c.cancel();
+        }
+    }
+    fn lock_calls(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, crate::Cancel>> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A call's progress and log messages, as `orch.progress` / `orch.log` frames tied to the
+/// request id.
+struct SocketEvents {
+    id: Value,
+    tx: mpsc::UnboundedSender<Value>,
+}
+
+impl crate::CallEvents for SocketEvents {
+    fn progress(&self, p: crate::Progress) {
+        let _ = self.tx.send(json!({"jsonrpc": "2.0", "method": "orch.progress",
+            "params": {"id": self.id, "progress": p}}));
+    }
+    fn log(&self, m: crate::LogMessage) {
+        let _ = self.tx.send(json!({"jsonrpc": "2.0", "method": "orch.log",
+            "params": {"id": self.id, "message": m}}));
+    }
+}
+
 async fn connection(
     stream: UnixStream,
     orch: Arc<Orchestrator>,
@@ -152,6 +191,11 @@ async fn connection(
             }
         }
     });
+    let conn = Arc::new(Conn {
+        session: session.clone(),
+        tx: tx.clone(),
+        calls: Default::default(),
+    });
     let mut reader = BufReader::with_capacity(64 * 1024, read);
     // This connection's requests: the session ends only after the last of them, so a
     // `vox_skill_use` still running cannot re-activate a skill for a session already gone.
@@ -184,20 +228,31 @@ async fn connection(
                 continue;
             }
         };
-        let tx = tx.clone();
+        // Cancellation is a notification handled in line, so it overtakes nothing.
+        if req.get("method").and_then(Value::as_str) == Some("orch.cancel") {
+            if let Some(id) = req.pointer("/params/id") {
+                conn.cancel(id);
+            }
+            continue;
+        }
         let orch = orch.clone();
         let stop = stop.clone();
         let guard = in_flight.enter();
-        let session = session.clone();
+        let conn = conn.clone();
         tasks.spawn(async move {
             let _guard = guard;
-            if let Some(frame) = handle(&orch, req, &stop, &session).await {
-                let _ = tx.send(frame);
+            if let Some(frame) = handle(&orch, req, &stop, &conn).await {
+                let _ = conn.tx.send(frame);
             }
         });
     }
+    // The client went away: its calls' work stops too.
+    for c in conn.lock_calls().values() {
+        c.cancel();
+    }
     drop(tx);
     while tasks.join_next().await.is_some() {}
+    drop(conn);
     let _ = writer.await;
     orch.end_session(&session);
 }
@@ -207,7 +262,7 @@ async fn handle(
     orch: &Orchestrator,
     req: Value,
     stop: &watch::Sender<bool>,
-    session: &str,
+    conn: &Conn,
 ) -> Option<Value> {
     let id = req.get("id").cloned();
     let Some(method) = req.get("method").and_then(Value::as_str) else {
@@ -223,12 +278,8 @@ async fn handle(
         "orch.ping" => Ok(ping(orch)),
         "orch.boot_report" => Ok(serde_json::to_value(orch.boot_report()).unwrap_or_default()),
         "orch.list_tools" => {
-            let mut tools =
-                serde_json::to_value(orch.list_tools(Caller::LOCAL)).unwrap_or_default();
-            if let Some(list) = tools.as_array_mut() {
-                list.extend(orch.dynamic_tool_descriptors());
-            }
-            Ok(json!({"tools": tools}))
+            let workspace = params.get("workspace_tools").and_then(Value::as_bool) == Some(true);
+            Ok(json!({"tools": orch.tool_list_json(workspace)}))
         }
         "orch.list_resources" => Ok(json!({"resources": orch.resources()})),
         "orch.read_resource" => match params.get("uri").and_then(Value::as_str) {
@@ -245,7 +296,7 @@ async fn handle(
                 }
             }
         },
-        "orch.tool_call" => tool_call(orch, params, session).await,
+        "orch.tool_call" => tool_call(orch, params, conn, &id).await,
         "orch.shutdown" => {
             let _ = stop.send(true);
             Ok(json!({"stopping": true}))
@@ -270,10 +321,14 @@ pub fn ping(orch: &Orchestrator) -> Value {
     })
 }
 
+/// `orch.tool_call`: `name`, `arguments`, `agent`, and optionally `progress: true` (the
+/// client's request carried a progress token) and `log_level` (the client's
+/// `logging/setLevel`); answers `{"outcome": ToolOutcome}`.
 async fn tool_call(
     orch: &Orchestrator,
     params: Value,
-    session: &str,
+    conn: &Conn,
+    id: &Value,
 ) -> Result<Value, (i64, String)> {
     let name = params.get("name").and_then(Value::as_str).ok_or((
         codes::INVALID_PARAMS,
@@ -284,13 +339,27 @@ async fn tool_call(
         .get("agent")
         .and_then(Value::as_str)
         .unwrap_or("socket");
-    let scope = crate::CallScope {
-        caller: Caller::LOCAL,
-        agent,
-        session,
+    let log_level = match params.get("log_level") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            serde_json::from_value::<crate::LogLevel>(v.clone())
+                .map_err(|e| (codes::INVALID_PARAMS, format!("`log_level`: {e}")))?,
+        ),
     };
-    let outcome = orch.call(name, args, scope).await;
-    Ok(
-        json!({"is_error": outcome.is_error(), "outcome": outcome.label(), "structured": outcome.to_json()}),
-    )
+    let progress = params.get("progress").and_then(Value::as_bool) == Some(true);
+    let events = Arc::new(SocketEvents {
+        id: id.clone(),
+        tx: conn.tx.clone(),
+    });
+    let call = crate::CallCtx::new(Caller::LOCAL, agent, &conn.session).with_events(
+        events,
+        progress,
+        log_level,
+    );
+    // Registered under the id's JSON text, which is what `orch.cancel` names.
+    let key = id.to_string();
+    conn.lock_calls().insert(key.clone(), call.cancel.clone());
+    let outcome = orch.call(name, args, call).await;
+    conn.lock_calls().remove(&key);
+    Ok(json!({"outcome": outcome}))
 }

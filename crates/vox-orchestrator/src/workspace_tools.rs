@@ -1,5 +1,7 @@
 //! Federated workspace tools and resources (`@tool` / `@mcp.resource` in `.vox` files), served
-//! under `dev` only: dispatchable by name, advertised with `VOX_MCP_WORKSPACE_TOOLS=1`.
+//! under `dev` only: dispatchable by name, advertised to clients that ask for them
+//! (`VOX_MCP_WORKSPACE_TOOLS=1` in the client's environment, see
+//! [`crate::client::workspace_tools_requested`]).
 
 use crate::orchestrator::ToolError;
 use serde_json::{Value, json};
@@ -9,7 +11,35 @@ use vox_workspace_mcp::{RefreshReport, Surface, WorkspaceMcpLoader};
 /// The loader and the current surface (scanned on first use, then on refresh).
 pub struct WorkspaceTools {
     loader: WorkspaceMcpLoader,
-    surface: RwLock<Option<Arc<Surface>>>,
+    surface: RwLock<Option<Scanned>>,
+}
+
+/// One scan's surface with its tool descriptors, built once per scan (a `tools/list` of
+/// thousands of workspace tools must not rebuild them).
+#[derive(Clone)]
+struct Scanned {
+    surface: Arc<Surface>,
+    descriptors: Arc<Vec<Value>>,
+}
+
+impl Scanned {
+    fn new(surface: Arc<Surface>) -> Self {
+        let descriptors = surface
+            .tools
+            .values()
+            .map(|t| {
+                json!({
+                    "name": t.name, "title": t.name, "description": t.description, "inputSchema": t.input_schema,
+                    "annotations": {"readOnlyHint": false, "destructiveHint": false, "openWorldHint": false},
+                    "_meta": {"vox_source": "workspace", "vox_file": t.file},
+                })
+            })
+            .collect();
+        Scanned {
+            surface,
+            descriptors: Arc::new(descriptors),
+        }
+    }
 }
 
 /// The `vox_` prefix belongs to the static catalog (and skill macro tools): a workspace tool
@@ -17,21 +47,6 @@ pub struct WorkspaceTools {
 /// skill's `vox_*` allowlist pattern.
 fn is_static(name: &str) -> bool {
     name.starts_with("vox_") || vox_mcp_registry::tool_by_name(name).is_some()
-}
-
-/// Whether workspace tools are advertised in `tools/list` (they are always callable by name
-/// under `dev`). `VOX_MCP_TIERS=workspace|all` is the deprecated spelling.
-pub fn advertised() -> bool {
-    if std::env::var("VOX_MCP_WORKSPACE_TOOLS").as_deref() == Ok("1") {
-        return true;
-    }
-    match std::env::var("VOX_MCP_TIERS").as_deref() {
-        Ok("workspace") | Ok("all") => {
-            tracing::warn!("VOX_MCP_TIERS is deprecated; set VOX_MCP_WORKSPACE_TOOLS=1");
-            true
-        }
-        _ => false,
-    }
 }
 
 impl WorkspaceTools {
@@ -43,8 +58,8 @@ impl WorkspaceTools {
         }
     }
 
-    fn scan(&self) -> Arc<Surface> {
-        let s = self.loader.scan(&is_static).unwrap_or_else(|e| {
+    fn scan(&self, progress: &dyn Fn(usize, usize)) -> Scanned {
+        let s = self.loader.scan_observed(&is_static, progress).unwrap_or_else(|e| {
             let mut s = Surface::default();
             s.report.errors.push(vox_workspace_mcp::FileError {
                 file: vox_workspace_mcp::SURFACE_FILE.into(),
@@ -70,11 +85,10 @@ impl WorkspaceTools {
         for e in &s.report.errors {
             tracing::warn!(file = e.file, "workspace file not loaded: {}", e.diagnostic);
         }
-        Arc::new(s)
+        Scanned::new(Arc::new(s))
     }
 
-    /// The current surface.
-    pub fn surface(&self) -> Arc<Surface> {
+    fn scanned(&self) -> Scanned {
         if let Some(s) = self
             .surface
             .read()
@@ -84,32 +98,30 @@ impl WorkspaceTools {
             return s.clone();
         }
         let mut slot = self.surface.write().unwrap_or_else(|p| p.into_inner());
-        slot.get_or_insert_with(|| self.scan()).clone()
+        slot.get_or_insert_with(|| self.scan(&|_, _| {})).clone()
     }
 
-    /// Rescans; returns the report and whether the served names changed.
-    pub fn refresh(&self) -> (RefreshReport, bool) {
-        let fresh = self.scan();
+    /// The current surface.
+    pub fn surface(&self) -> Arc<Surface> {
+        self.scanned().surface
+    }
+
+    /// Rescans, calling `progress(done, total)` per file; returns the report and whether
+    /// what clients see changed (a name, a description, a schema, a file).
+    pub fn refresh(&self, progress: &dyn Fn(usize, usize)) -> (RefreshReport, bool) {
+        let fresh = self.scan(progress);
         let mut slot = self.surface.write().unwrap_or_else(|p| p.into_inner());
-        let changed = slot.as_ref().is_none_or(|old| !old.same_names(&fresh));
-        let report = fresh.report.clone();
+        let changed = slot
+            .as_ref()
+            .is_none_or(|old| !old.surface.same_listing(&fresh.surface));
+        let report = fresh.surface.report.clone();
         *slot = Some(fresh);
         (report, changed)
     }
 
-    /// MCP tool descriptors of the federated tools, in name order.
-    pub fn descriptors(&self) -> Vec<Value> {
-        self.surface()
-            .tools
-            .values()
-            .map(|t| {
-                json!({
-                    "name": t.name, "title": t.name, "description": t.description, "inputSchema": t.input_schema,
-                    "annotations": {"readOnlyHint": false, "destructiveHint": false, "openWorldHint": false},
-                    "_meta": {"vox_source": "workspace", "vox_file": t.file},
-                })
-            })
-            .collect()
+    /// MCP tool descriptors of the federated tools, in name order (built once per scan).
+    pub fn descriptors(&self) -> Arc<Vec<Value>> {
+        self.scanned().descriptors
     }
 
     /// MCP resource descriptors, in URI order.
@@ -124,13 +136,29 @@ impl WorkspaceTools {
             .collect()
     }
 
-    /// Calls a federated tool under the interpreter's default budget; `None` if no such tool.
-    pub fn call(&self, name: &str, args: &Value) -> Option<Result<Value, ToolError>> {
+    /// Calls a federated tool under the interpreter's default budget, stopping when `cancel`
+    /// turns true; `None` if no such tool.
+    pub fn call(
+        &self,
+        name: &str,
+        args: &Value,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> Option<Result<Value, ToolError>> {
         let surface = self.surface();
         let tool = surface.tools.get(name)?;
-        let out = tool.module.call_json(name, args, &Default::default());
+        let opts = vox_lang::CallOptions {
+            cancel: Some(cancel),
+            ..Default::default()
+        };
+        let out = tool.module.call_json(name, args, &opts);
         Some(out.map(|o| o.value).map_err(|e| {
-            if e.is_input_error() {
+            if let vox_lang::CallError::Budget {
+                kind: vox_lang::BudgetKind::Cancelled,
+                ..
+            } = e
+            {
+                ToolError::Cancelled(format!("{name} was cancelled"))
+            } else if e.is_input_error() {
                 ToolError::InvalidArguments(e.to_string())
             } else if e.code() == "tool_error" {
                 ToolError::Failed(e.to_string())
@@ -170,6 +198,20 @@ fn relevant(path: &std::path::Path, root: &std::path::Path) -> bool {
             || rel == std::path::Path::new(vox_workspace_mcp::SURFACE_FILE))
 }
 
+/// Whether an event can change what a scan finds. Opening and reading a file (which every
+/// scan does) and metadata changes cannot; reacting to them made an idle daemon rescan
+/// itself forever.
+fn changes_content(kind: &notify::EventKind) -> bool {
+    use notify::EventKind;
+    use notify::event::ModifyKind;
+    match kind {
+        EventKind::Create(_) | EventKind::Remove(_) => true,
+        EventKind::Modify(ModifyKind::Metadata(_)) => false,
+        EventKind::Modify(_) => true,
+        EventKind::Access(_) | EventKind::Any | EventKind::Other => false,
+    }
+}
+
 /// Watches the workspace (`notify`) and refreshes the surface after changes settle, notifying
 /// clients when the served set changed. `VOX_WORKSPACE_WATCH=0` turns it off.
 pub fn watch(ctx: std::sync::Arc<crate::orchestrator::Ctx>) {
@@ -182,6 +224,7 @@ pub fn watch(ctx: std::sync::Arc<crate::orchestrator::Ctx>) {
     let filter_root = root.clone();
     let handler = move |res: notify::Result<notify::Event>| {
         if let Ok(ev) = res
+            && changes_content(&ev.kind)
             && ev.paths.iter().any(|p| relevant(p, &filter_root))
         {
             let _ = tx.send(());
@@ -206,7 +249,7 @@ pub fn watch(ctx: std::sync::Arc<crate::orchestrator::Ctx>) {
             let Some(wt) = ctx.workspace_tools.as_ref() else {
                 return;
             };
-            let (report, changed) = wt.refresh();
+            let (report, changed) = wt.refresh(&|_, _| {});
             tracing::info!(
                 tools = report.tool_count,
                 resources = report.resource_count,

@@ -12,6 +12,7 @@ fn main() {
         argv: &args[1..],
         stdin: None,
         limits: vox_sandbox::Limits::default(),
+        cancel: None,
     };
     match vox_sandbox::run(&req) {
         Ok(o) => println!("{o:#?}"),

@@ -100,6 +100,9 @@ pub struct RunRequest<'a> {
     /// Bytes for stdin; `None` gives `/dev/null`.
     pub stdin: Option<&'a [u8]>,
     pub limits: Limits,
+    /// When it turns true, every process of the run is killed (checked every 20 ms) and the
+    /// outcome says [`LimitHit::Cancelled`].
+    pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
 }
 
 /// Which limit ended or cut the run.
@@ -113,6 +116,8 @@ pub enum LimitHit {
     FileSize,
     /// The command finished but stdout or stderr was cut at `max_output_bytes`.
     Output,
+    /// The caller cancelled the run ([`RunRequest::cancel`]); every process was killed.
+    Cancelled,
 }
 
 /// What happened.
@@ -350,7 +355,7 @@ pub fn run(req: &RunRequest<'_>) -> Result<RunOutcome, SandboxError> {
     } else {
         started + l.wall
     };
-    let wall_hit = !wait_exit_until(pid, deadline);
+    let ended = wait_exit_until(pid, deadline, req.cancel);
     // The command is done (or out of time): kill its process group while its pid still
     // names it (it is not reaped yet), reap it, then kill whatever else runs as the run's uid.
     // SAFETY: signalling our own child's process group.
@@ -389,7 +394,9 @@ pub fn run(req: &RunRequest<'_>) -> Result<RunOutcome, SandboxError> {
         (None, None)
     };
     let cpu_ms = tv_ms(rusage.ru_utime) + tv_ms(rusage.ru_stime);
-    let limit = if wall_hit {
+    let limit = if ended == Ended::Cancelled {
+        Some(LimitHit::Cancelled)
+    } else if ended == Ended::Deadline {
         Some(LimitHit::Wall)
     } else if signal == Some(libc::SIGXCPU)
         || (signal == Some(libc::SIGKILL) && cpu_ms >= l.cpu_seconds.saturating_mul(1000))
@@ -585,17 +592,38 @@ fn read_capped(mut r: impl Read, cap: usize) -> (Vec<u8>, bool) {
 }
 
 /// Waits until `pid` has exited (without reaping it) or the deadline passes. True if it exited.
-fn wait_exit_until(pid: libc::pid_t, deadline: Instant) -> bool {
+/// How waiting for the command ended.
+#[derive(PartialEq, Eq)]
+enum Ended {
+    Exited,
+    Deadline,
+    Cancelled,
+}
+
+/// How often a wait looks at the cancel flag.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
+
+fn wait_exit_until(
+    pid: libc::pid_t,
+    deadline: Instant,
+    cancel: Option<&std::sync::atomic::AtomicBool>,
+) -> Ended {
     // SAFETY: pidfd_open on our own unreaped child.
     let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     let pidfd = (raw >= 0).then(|| unsafe { OwnedFd::from_raw_fd(raw as i32) });
     loop {
         if exited(pid) {
-            return true;
+            return Ended::Exited;
         }
-        let left = deadline.saturating_duration_since(Instant::now());
+        if cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
+            return Ended::Cancelled;
+        }
+        let mut left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return false;
+            return Ended::Deadline;
+        }
+        if cancel.is_some() {
+            left = left.min(CANCEL_POLL);
         }
         match &pidfd {
             Some(fd) => {

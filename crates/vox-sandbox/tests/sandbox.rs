@@ -193,6 +193,39 @@ fn udp_and_interfaces_show_a_fresh_network_namespace() {
 }
 
 #[test]
+fn a_cancelled_run_is_killed_with_its_children_within_a_second() {
+    let skill = skill();
+    let marker = format!("30.{}", unique());
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    // A shell with a child in the background and one in the foreground.
+    let argv = sh(&format!("sleep {marker} & sleep {marker}; wait"));
+    let (out, cancelled_at) = std::thread::scope(|s| {
+        let run = s.spawn(|| {
+            vox_sandbox::run(&RunRequest {
+                skill_dir: skill.path(),
+                argv: &argv,
+                stdin: None,
+                limits: limits(),
+                cancel: Some(&cancel),
+            })
+        });
+        let seen = Instant::now();
+        while pids_with_cmdline(&format!("sleep {marker}")).len() < 2 {
+            assert!(seen.elapsed() < Duration::from_secs(10), "the sleeps never started");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let at = Instant::now();
+        cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+        (run.join().unwrap().unwrap(), at)
+    });
+    let took = cancelled_at.elapsed();
+    assert_eq!(out.limit, Some(LimitHit::Cancelled), "{out:?}");
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    assert!(pids_with_cmdline(&format!("sleep {marker}")).is_empty());
+    assert!(live_pids_of_uid(out.sandbox_uid).is_empty());
+}
+
+#[test]
 fn sleep_past_the_wall_limit_is_killed_with_no_leftover() {
     let skill = skill();
     let marker = format!("30.{}", unique());
@@ -407,6 +440,7 @@ fn stdin_is_passed_and_fds_do_not_leak() {
         argv: &argv,
         stdin: Some(input),
         limits: limits(),
+        cancel: None,
     })
     .unwrap();
     assert!(out.stdout.starts_with("line one\nline two\n"), "{out:?}");

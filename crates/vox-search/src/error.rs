@@ -33,6 +33,9 @@ pub enum SearchError {
         /// The accepted kinds, comma-separated.
         known: String,
     },
+    /// The caller's [`crate::Observer`] asked the refresh to stop.
+    #[error("cancelled")]
+    Cancelled,
     /// The workspace root is missing or is not a directory.
     #[error("workspace root {} is not a readable directory: {source}", path.display())]
     Root {
@@ -53,6 +56,7 @@ impl SearchError {
             SearchError::InvalidGlob { .. } => "search_invalid_glob",
             SearchError::UnknownKind { .. } => "search_unknown_kind",
             SearchError::Root { .. } => "search_root_unreadable",
+            SearchError::Cancelled => "search_cancelled",
         }
     }
 

@@ -20,13 +20,12 @@ mod util;
 mod workspace;
 mod writer;
 
-pub use declarations::KINDS as DECLARATION_KINDS;
 pub use doc_index::{DocHit, DocIndex, MAX_ID_BYTES};
 pub use error::{Result, SearchError};
 pub use util::{MAX_LIMIT, MAX_QUERY_CHARS};
 pub use workspace::{
     ALWAYS_SKIPPED_DIRS, BINARY_SNIFF_BYTES, DeclarationHit, FileHit, LineMatch, MAX_FILE_BYTES,
-    MAX_FILES, RefreshStats, WorkspaceIndex,
+    MAX_FILES, Observer, RefreshStats, WorkspaceIndex,
 };
 
 #[cfg(test)]

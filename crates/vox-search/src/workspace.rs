@@ -130,6 +130,18 @@ struct State {
     decls: BTreeMap<String, Vec<Declaration>>,
 }
 
+/// Watches a long refresh: told how far it got, asked whether to stop. `()` watches nothing.
+pub trait Observer: Sync {
+    /// `done` of `total` changed files are indexed.
+    fn progress(&self, _done: u64, _total: u64) {}
+    /// Whether the refresh should stop now.
+    fn cancelled(&self) -> bool {
+        false
+    }
+}
+
+impl Observer for () {}
+
 /// Full-text search over a workspace's text files plus search over their code declarations.
 ///
 /// Every search first refreshes the index incrementally (only files whose mtime or size changed
@@ -161,8 +173,14 @@ impl WorkspaceIndex {
     /// `.gitignore`/`.ignore`, skipping hidden files and [`ALWAYS_SKIPPED_DIRS`], files over
     /// 1 MiB and binary files; re-indexes changed files and drops removed ones.
     pub fn refresh(&self) -> Result<RefreshStats> {
+        self.refresh_with(&())
+    }
+
+    /// [`Self::refresh`], reporting to `observer` and stopping with [`SearchError::Cancelled`]
+    /// when it asks (the index is then rebuilt on the next refresh).
+    pub fn refresh_with(&self, observer: &dyn Observer) -> Result<RefreshStats> {
         let mut guard = self.lock();
-        self.refresh_locked(&mut guard)
+        self.refresh_locked(&mut guard, observer)
     }
 
     /// Searches file contents (and, weighted lower, file paths). The query is parsed leniently
@@ -175,12 +193,23 @@ impl WorkspaceIndex {
         limit: usize,
         path_glob: Option<&str>,
     ) -> Result<Vec<FileHit>> {
+        self.search_text_with(query, limit, path_glob, &())
+    }
+
+    /// [`Self::search_text`] whose refresh reports to `observer`.
+    pub fn search_text_with(
+        &self,
+        query: &str,
+        limit: usize,
+        path_glob: Option<&str>,
+        observer: &dyn Observer,
+    ) -> Result<Vec<FileHit>> {
         let matcher = path_glob.map(PathGlob::new).transpose()?;
         let query = cap_query(query);
         let limit = clamp_limit(limit);
         let hits = {
             let mut guard = self.lock();
-            let state = self.refreshed(&mut guard)?;
+            let state = self.refreshed(&mut guard, observer)?;
             if query.is_empty() || limit == 0 {
                 return Ok(Vec::new());
             }
@@ -233,6 +262,17 @@ impl WorkspaceIndex {
         kind: Option<&str>,
         limit: usize,
     ) -> Result<Vec<DeclarationHit>> {
+        self.search_declarations_with(query, kind, limit, &())
+    }
+
+    /// [`Self::search_declarations`] whose refresh reports to `observer`.
+    pub fn search_declarations_with(
+        &self,
+        query: &str,
+        kind: Option<&str>,
+        limit: usize,
+        observer: &dyn Observer,
+    ) -> Result<Vec<DeclarationHit>> {
         let kind =
             match kind.map(str::trim).filter(|k| !k.is_empty()) {
                 None => None,
@@ -246,7 +286,7 @@ impl WorkspaceIndex {
         let query = cap_query(query);
         let limit = clamp_limit(limit);
         let mut guard = self.lock();
-        let state = self.refreshed(&mut guard)?;
+        let state = self.refreshed(&mut guard, observer)?;
         if query.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
@@ -342,8 +382,12 @@ impl WorkspaceIndex {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn refreshed<'a>(&self, guard: &'a mut Option<State>) -> Result<&'a State> {
-        self.refresh_locked(guard)?;
+    fn refreshed<'a>(
+        &self,
+        guard: &'a mut Option<State>,
+        observer: &dyn Observer,
+    ) -> Result<&'a State> {
+        self.refresh_locked(guard, observer)?;
         match guard {
             Some(state) => Ok(state),
             // refresh_locked leaves a state behind on success.
@@ -353,12 +397,16 @@ impl WorkspaceIndex {
         }
     }
 
-    fn refresh_locked(&self, guard: &mut Option<State>) -> Result<RefreshStats> {
+    fn refresh_locked(
+        &self,
+        guard: &mut Option<State>,
+        observer: &dyn Observer,
+    ) -> Result<RefreshStats> {
         let state = match guard {
             Some(state) => state,
             None => guard.insert(State::new()?),
         };
-        let outcome = state.refresh(&self.root, self.max_files);
+        let outcome = state.refresh(&self.root, self.max_files, observer);
         if outcome.is_err() {
             // The index was rolled back but may disagree with the file table; rebuild next time.
             *guard = None;
@@ -393,7 +441,12 @@ impl State {
         })
     }
 
-    fn refresh(&mut self, root: &Path, max_files: usize) -> Result<RefreshStats> {
+    fn refresh(
+        &mut self,
+        root: &Path,
+        max_files: usize,
+        observer: &dyn Observer,
+    ) -> Result<RefreshStats> {
         let started = Instant::now();
         check_root(root)?;
         let mut stats = RefreshStats {
@@ -462,7 +515,15 @@ impl State {
                     writer.delete_term(Term::from_field_text(f.path, path));
                 }
                 let mut updates = Vec::with_capacity(changed.len());
-                for (rel, mut record) in changed {
+                let total = changed.len() as u64;
+                for (done, (rel, mut record)) in changed.into_iter().enumerate() {
+                    // Every 64 files: a report per file would cost more than reading small ones.
+                    if done % 64 == 0 {
+                        if observer.cancelled() {
+                            return Err(SearchError::Cancelled);
+                        }
+                        observer.progress(done as u64, total);
+                    }
                     writer.delete_term(Term::from_field_text(f.path, &rel));
                     let decls = match read_text(&root.join(&rel)) {
                         Some(text) => {
@@ -473,6 +534,7 @@ impl State {
                     };
                     updates.push((rel, record, decls));
                 }
+                observer.progress(total, total);
                 Ok(updates)
             })?;
             for path in removed {

@@ -114,9 +114,21 @@ pub struct Surface {
 }
 
 impl Surface {
-    /// Whether two surfaces serve the same names and URIs (decides `list_changed`).
-    pub fn same_names(&self, other: &Surface) -> bool {
-        self.tools.keys().eq(other.tools.keys()) && self.resources.keys().eq(other.resources.keys())
+    /// Whether two surfaces look the same to a client: the same tools with the same
+    /// descriptions, schemas and files, and the same resources (decides `list_changed`).
+    pub fn same_listing(&self, other: &Surface) -> bool {
+        fn tool(t: &WorkspaceTool) -> (&str, &str, &serde_json::Value, &str) {
+            (&t.name, &t.description, &t.input_schema, &t.file)
+        }
+        fn resource(r: &WorkspaceResource) -> (&str, &str, &str, &str) {
+            (&r.uri, &r.name, &r.description, &r.file)
+        }
+        self.tools.values().map(tool).eq(other.tools.values().map(tool))
+            && self
+                .resources
+                .values()
+                .map(resource)
+                .eq(other.resources.values().map(resource))
     }
 }
 
@@ -303,6 +315,15 @@ impl WorkspaceMcpLoader {
     /// Scans and applies the collision rules. `is_static` says whether a name belongs to the
     /// static catalog (which always wins).
     pub fn scan(&self, is_static: &dyn Fn(&str) -> bool) -> Result<Surface, LoaderError> {
+        self.scan_observed(is_static, &|_, _| {})
+    }
+
+    /// [`Self::scan`], calling `progress(done, total)` as files are compiled.
+    pub fn scan_observed(
+        &self,
+        is_static: &dyn Fn(&str) -> bool,
+        progress: &dyn Fn(usize, usize),
+    ) -> Result<Surface, LoaderError> {
         let config = self.config()?;
         let files = self.files(&config)?;
         let mut s = Surface::default();
@@ -321,7 +342,8 @@ impl WorkspaceMcpLoader {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        for (rel, r) in files.iter().zip(&read) {
+        for (done, (rel, r)) in files.iter().zip(&read).enumerate() {
+            progress(done, files.len());
             let module =
                 match r.as_ref().map_err(Clone::clone).and_then(|r| {
                     self.module(rel, r, (&fingerprint, &files), &mut s.report.compiled)
@@ -405,6 +427,7 @@ impl WorkspaceMcpLoader {
             .retain(|k, _| files.binary_search(k).is_ok());
         s.report.tool_count = s.tools.len();
         s.report.resource_count = s.resources.len();
+        progress(files.len(), files.len());
         Ok(s)
     }
 }

@@ -1,5 +1,7 @@
-//! Tool handlers grouped by subsystem. A handler is a plain function of the booted context and
-//! its typed arguments; it knows nothing of transports.
+//! Tool handlers grouped by subsystem. A handler is an async function of the booted context,
+//! the call ([`CallCtx`]: caller, cancellation, progress and log sinks) and its typed
+//! arguments; it knows nothing of transports. Synchronous handlers run on the blocking pool
+//! through [`blocking`] / [`typed`].
 
 pub mod attention;
 mod daemon;
@@ -11,19 +13,23 @@ mod sessions;
 mod skills;
 mod workspace;
 
+use crate::call::CallCtx;
 use crate::orchestrator::{Ctx, ToolError};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 
-/// Who a handler runs for: the session key and the agent of the `CallScope`.
-pub struct CallSession {
-    pub key: String,
-    pub agent: String,
-}
+/// What every handler returns.
+pub type HandlerResult = Result<Value, ToolError>;
 
-/// A handler: the context, the calling session, the arguments.
-type HandlerFn = Box<dyn Fn(&Ctx, &CallSession, Value) -> Result<Value, ToolError> + Send + Sync>;
+/// A handler's future: owned, so the deadline and the transport can drop it.
+pub type HandlerFuture = Pin<Box<dyn Future<Output = HandlerResult> + Send>>;
+
+/// A handler: the booted context, the call, the raw arguments.
+type HandlerFn = Box<dyn Fn(Arc<Ctx>, CallCtx, Value) -> HandlerFuture + Send + Sync>;
 
 /// A handler with the input schema generated from its argument type.
 pub struct HandlerEntry {
@@ -31,24 +37,20 @@ pub struct HandlerEntry {
     pub call: HandlerFn,
 }
 
-/// Wraps a typed handler: arguments are decoded strictly (unknown fields are errors, and
-/// errors name the argument's path), and the schema comes from the same type.
-fn typed<A: DeserializeOwned + JsonSchema + 'static>(
-    f: fn(&Ctx, A) -> Result<Value, ToolError>,
-) -> HandlerEntry {
-    entry::<A>(move |ctx, _session, a| f(ctx, a))
+/// Decodes arguments strictly: unknown fields are errors, and errors name the argument's path.
+fn decode<A: DeserializeOwned>(args: Value) -> Result<A, ToolError> {
+    serde_path_to_error::deserialize(args).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." {
+            ToolError::InvalidArguments(format!("invalid arguments: {inner}"))
+        } else {
+            ToolError::InvalidArguments(format!("invalid argument `{path}`: {inner}"))
+        }
+    })
 }
 
-/// [`typed`] for a handler that needs the calling session (`vox_skill_use`, `vox_skill_info`).
-fn typed_in_session<A: DeserializeOwned + JsonSchema + 'static>(
-    f: fn(&Ctx, &CallSession, A) -> Result<Value, ToolError>,
-) -> HandlerEntry {
-    entry::<A>(f)
-}
-
-fn entry<A: DeserializeOwned + JsonSchema + 'static>(
-    f: impl Fn(&Ctx, &CallSession, A) -> Result<Value, ToolError> + Send + Sync + 'static,
-) -> HandlerEntry {
+fn schema_of<A: JsonSchema>() -> Value {
     let mut schema =
         serde_json::to_value(schemars::schema_for!(A)).unwrap_or_else(|_| serde_json::json!({}));
     if let Some(obj) = schema.as_object_mut() {
@@ -58,21 +60,49 @@ fn entry<A: DeserializeOwned + JsonSchema + 'static>(
         obj.entry("type").or_insert("object".into());
         obj.entry("properties").or_insert(serde_json::json!({}));
     }
+    schema
+}
+
+/// An async handler: `f(ctx, call, args)` with typed arguments and the schema from their type.
+fn async_typed<A, F, Fut>(f: F) -> HandlerEntry
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    F: Fn(Arc<Ctx>, CallCtx, A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = HandlerResult> + Send + 'static,
+{
+    let f = Arc::new(f);
     HandlerEntry {
-        schema,
-        call: Box::new(move |ctx, session, args| {
-            let a: A = serde_path_to_error::deserialize(args).map_err(|e| {
-                let path = e.path().to_string();
-                let inner = e.into_inner();
-                if path == "." {
-                    ToolError::InvalidArguments(format!("invalid arguments: {inner}"))
-                } else {
-                    ToolError::InvalidArguments(format!("invalid argument `{path}`: {inner}"))
-                }
-            })?;
-            f(ctx, session, a)
+        schema: schema_of::<A>(),
+        call: Box::new(move |ctx, call, args| {
+            let f = f.clone();
+            Box::pin(async move { f(ctx, call, decode::<A>(args)?).await })
         }),
     }
+}
+
+/// Runs synchronous work (SQLite, tantivy, git, the interpreter, the sandbox) on the blocking
+/// pool. The work cannot be dropped, so it checks `call.cancel` between its units.
+pub async fn run_blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(r) => r,
+        Err(join) => Err(ToolError::Internal(format!("the handler panicked: {join}"))),
+    }
+}
+
+/// A synchronous handler that reads the call (its session, cancellation, progress, logs).
+fn blocking<A: DeserializeOwned + JsonSchema + Send + 'static>(
+    f: fn(&Ctx, &CallCtx, A) -> HandlerResult,
+) -> HandlerEntry {
+    async_typed::<A, _, _>(move |ctx, call, a| run_blocking(move || f(&ctx, &call, a)))
+}
+
+/// A synchronous handler of the context and its arguments alone.
+fn typed<A: DeserializeOwned + JsonSchema + Send + 'static>(
+    f: fn(&Ctx, A) -> HandlerResult,
+) -> HandlerEntry {
+    async_typed::<A, _, _>(move |ctx, _call, a| run_blocking(move || f(&ctx, a)))
 }
 
 /// Checks a bounded, non-empty string argument.

@@ -5,7 +5,8 @@
 //! first use, then kept current by every write (which also goes through the built index, so a
 //! write racing the first build cannot be missed).
 
-use super::{HandlerEntry, bounded, typed};
+use super::{HandlerEntry, blocking, bounded, typed};
+use crate::call::CallCtx;
 use crate::orchestrator::{Ctx, ToolError};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -34,10 +35,29 @@ impl Search {
 }
 
 fn search_err(e: SearchError) -> ToolError {
-    if e.is_invalid_input() {
+    if matches!(e, SearchError::Cancelled) {
+        ToolError::Cancelled("the search index build was cancelled".into())
+    } else if e.is_invalid_input() {
         ToolError::InvalidArguments(e.to_string())
     } else {
         ToolError::Internal(e.to_string())
+    }
+}
+
+/// Reports a workspace index build as the call's progress, and stops it when the call is
+/// cancelled.
+struct CallObserver<'a>(&'a CallCtx);
+
+impl vox_search::Observer for CallObserver<'_> {
+    fn progress(&self, done: u64, total: u64) {
+        self.0.progress(
+            done as f64,
+            Some(total as f64),
+            Some(format!("indexed {done} of {total} changed workspace files")),
+        );
+    }
+    fn cancelled(&self) -> bool {
+        self.0.cancel.is_cancelled()
     }
 }
 
@@ -186,7 +206,7 @@ fn sha256_hex(text: &str) -> String {
         .collect()
 }
 
-fn ingest(ctx: &Ctx, a: IngestArgs) -> Result<Value, ToolError> {
+fn ingest(ctx: &Ctx, call: &CallCtx, a: IngestArgs) -> Result<Value, ToolError> {
     let store = ctx.store()?;
     let ix = kb_index(ctx)?;
     let mut docs = Vec::new();
@@ -224,13 +244,33 @@ fn ingest(ctx: &Ctx, a: IngestArgs) -> Result<Value, ToolError> {
         }
     }
     let mut out = Vec::new();
-    for (title, source, text, hash) in docs {
+    let total = docs.len();
+    if total > 1 {
+        call.log(
+            crate::call::LogLevel::Info,
+            "kb",
+            format!("ingesting {total} documents"),
+        );
+    }
+    for (done, (title, source, text, hash)) in docs.into_iter().enumerate() {
+        // Each document is committed on its own: what was ingested before a cancel stays.
+        if call.cancel.is_cancelled() {
+            return Err(ToolError::Cancelled(format!(
+                "kb ingest cancelled after {done} of {total} documents"
+            )));
+        }
+        if total > 1 {
+            call.progress(done as f64, Some(total as f64), Some(source.clone()));
+        }
         let (id, changed) = store.kb_upsert(&title, &source, &text, &hash)?;
         if changed {
             ix.upsert(&id.to_string(), &title, &text)
                 .map_err(search_err)?;
         }
         out.push(json!({"id": id, "title": title, "source": source, "bytes": text.len(), "changed": changed}));
+    }
+    if total > 1 {
+        call.progress(total as f64, Some(total as f64), None);
     }
     Ok(json!({"ingested": out.len(), "documents": out}))
 }
@@ -335,20 +375,30 @@ fn kb_delete(ctx: &Ctx, a: KbDeleteArgs) -> Result<Value, ToolError> {
     Ok(json!({"deleted": true, "id": a.id}))
 }
 
-fn text(ctx: &Ctx, a: TextSearchArgs) -> Result<Value, ToolError> {
+fn text(ctx: &Ctx, call: &CallCtx, a: TextSearchArgs) -> Result<Value, ToolError> {
     bounded("query", &a.query, 1000)?;
     let hits = search(ctx)?
         .workspace
-        .search_text(&a.query, limit(a.limit, 20, 100), a.path_glob.as_deref())
+        .search_text_with(
+            &a.query,
+            limit(a.limit, 20, 100),
+            a.path_glob.as_deref(),
+            &CallObserver(call),
+        )
         .map_err(search_err)?;
     Ok(json!({"files": hits}))
 }
 
-fn structural(ctx: &Ctx, a: StructuralArgs) -> Result<Value, ToolError> {
+fn structural(ctx: &Ctx, call: &CallCtx, a: StructuralArgs) -> Result<Value, ToolError> {
     bounded("query", &a.query, 256)?;
     let hits = search(ctx)?
         .workspace
-        .search_declarations(&a.query, a.kind.as_deref(), limit(a.limit, 20, 100))
+        .search_declarations_with(
+            &a.query,
+            a.kind.as_deref(),
+            limit(a.limit, 20, 100),
+            &CallObserver(call),
+        )
         .map_err(search_err)?;
     Ok(json!({"declarations": hits}))
 }
@@ -405,12 +455,12 @@ fn knowledge(ctx: &Ctx, a: QueryArgs) -> Result<Value, ToolError> {
 
 pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
-        ("vox_kb_ingest", typed(ingest)),
+        ("vox_kb_ingest", blocking(ingest)),
         ("vox_kb_query", typed(kb_query)),
         ("vox_kb_list", typed(kb_list)),
         ("vox_kb_delete", typed(kb_delete)),
-        ("vox_search_text", typed(text)),
-        ("vox_search_structural", typed(structural)),
+        ("vox_search_text", blocking(text)),
+        ("vox_search_structural", blocking(structural)),
         ("vox_knowledge_query", typed(knowledge)),
     ]
 }

@@ -1,7 +1,10 @@
 //! `vox_skill_*`: install, uninstall, list, info, search and use skills.
 
-use super::{CallSession, HandlerEntry, bounded, typed, typed_in_session};
+use super::{HandlerEntry, HandlerResult, async_typed, blocking, bounded, run_blocking, typed};
+use crate::call::CallCtx;
 use crate::orchestrator::{Ctx, ToolError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use crate::skills::{Skills, instructions, macro_tool_name};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -80,7 +83,7 @@ fn list(ctx: &Ctx, _a: NoArgs) -> Result<Value, ToolError> {
     }))
 }
 
-fn info(ctx: &Ctx, session: &CallSession, a: IdArgs) -> Result<Value, ToolError> {
+fn info(ctx: &Ctx, call: &CallCtx, a: IdArgs) -> Result<Value, ToolError> {
     bounded("id", &a.id, 64)?;
     let sk = skills(ctx)?;
     let catalog = sk.catalog();
@@ -102,7 +105,7 @@ fn info(ctx: &Ctx, session: &CallSession, a: IdArgs) -> Result<Value, ToolError>
     v["compatibility"] = json!(s.manifest.compatibility);
     v["metadata"] = json!(s.manifest.metadata);
     v["instructions"] = json!(s.manifest.body);
-    v["active"] = json!(sk.active(&session.key).is_some_and(|x| x.id == s.id));
+    v["active"] = json!(sk.active(&call.session).is_some_and(|x| x.id == s.id));
     Ok(v)
 }
 
@@ -130,11 +133,11 @@ struct UseArgs {
     id: Option<String>,
 }
 
-fn use_skill(ctx: &Ctx, session: &CallSession, a: UseArgs) -> Result<Value, ToolError> {
+fn use_skill(ctx: &Ctx, call: &CallCtx, a: UseArgs) -> Result<Value, ToolError> {
     if let Some(id) = &a.id {
         bounded("id", id, 64)?;
     }
-    match skills(ctx)?.activate(&session.key, &session.agent, a.id.as_deref())? {
+    match skills(ctx)?.activate(&call.session, &call.agent, a.id.as_deref())? {
         Some(s) => {
             let mut v = instructions(&s);
             v["active"] = json!(s.id);
@@ -164,7 +167,10 @@ struct RunArgs {
     timeout_ms: Option<u64>,
 }
 
-fn run(ctx: &Ctx, a: RunArgs) -> Result<Value, ToolError> {
+/// How often a running command reports progress (elapsed milliseconds of its wall clock).
+const RUN_PROGRESS_EVERY: Duration = Duration::from_millis(500);
+
+async fn run(ctx: Arc<Ctx>, call: CallCtx, a: RunArgs) -> HandlerResult {
     bounded("id", &a.id, 64)?;
     if a.command.is_empty()
         || a.command.len() > 256
@@ -185,34 +191,58 @@ fn run(ctx: &Ctx, a: RunArgs) -> Result<Value, ToolError> {
             "`timeout_ms` must be between 1 and {MAX_RUN_MS}"
         )));
     }
-    let catalog = skills(ctx)?.catalog();
-    let skill = catalog.get(&a.id)?;
-    let limits = vox_sandbox::Limits {
-        wall: std::time::Duration::from_millis(timeout),
-        max_output_bytes: 256 * 1024,
-        ..Default::default()
+    let skill_dir = skills(&ctx)?.catalog().get(&a.id)?.dir.clone();
+    let id = a.id.clone();
+    let sandboxed = {
+        let call = call.clone();
+        run_blocking(move || {
+            let req = vox_sandbox::RunRequest {
+                skill_dir: &skill_dir,
+                argv: &a.command,
+                stdin: a.stdin.as_deref().map(str::as_bytes),
+                limits: vox_sandbox::Limits {
+                    wall: Duration::from_millis(timeout),
+                    max_output_bytes: 256 * 1024,
+                    ..Default::default()
+                },
+                cancel: Some(call.cancel.flag()),
+            };
+            vox_sandbox::run(&req).map_err(|e| match e {
+                vox_sandbox::SandboxError::Unsupported(m) => {
+                    ToolError::Unavailable(format!("refusing to run skill {} unconfined: {m}", a.id))
+                }
+                vox_sandbox::SandboxError::InvalidRequest(m) => ToolError::InvalidArguments(m),
+                other => ToolError::Internal(other.to_string()),
+            })
+        })
     };
-    let req = vox_sandbox::RunRequest {
-        skill_dir: &skill.dir,
-        argv: &a.command,
-        stdin: a.stdin.as_deref().map(str::as_bytes),
-        limits,
-    };
-    let out = vox_sandbox::run(&req).map_err(|e| match e {
-        vox_sandbox::SandboxError::Unsupported(m) => {
-            ToolError::Unavailable(format!("refusing to run skill {} unconfined: {m}", a.id))
+    tokio::pin!(sandboxed);
+    let started = Instant::now();
+    let mut tick = tokio::time::interval_at(
+        tokio::time::Instant::now() + RUN_PROGRESS_EVERY,
+        RUN_PROGRESS_EVERY,
+    );
+    let out = loop {
+        tokio::select! {
+            out = &mut sandboxed => break out?,
+            _ = tick.tick(), if call.wants_progress() => {
+                let ms = started.elapsed().as_millis() as f64;
+                call.progress(ms, Some(timeout as f64), Some(format!("running for {:.1} s", ms / 1000.0)));
+            }
         }
-        vox_sandbox::SandboxError::InvalidRequest(m) => ToolError::InvalidArguments(m),
-        other => ToolError::Internal(other.to_string()),
-    })?;
+    };
     let limit = out.limit.map(|l| match l {
         vox_sandbox::LimitHit::Wall => "wall",
         vox_sandbox::LimitHit::Cpu => "cpu",
         vox_sandbox::LimitHit::FileSize => "file_size",
         vox_sandbox::LimitHit::Output => "output",
+        vox_sandbox::LimitHit::Cancelled => "cancelled",
     });
+    if out.limit == Some(vox_sandbox::LimitHit::Cancelled) {
+        return Err(ToolError::Cancelled(format!("skill {id} run cancelled")));
+    }
     Ok(json!({
-        "skill": a.id,
+        "skill": id,
         "exit_code": out.exit_code,
         "signal": out.signal,
         "stdout": out.stdout,
@@ -230,9 +260,9 @@ pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
         ("vox_skill_install", typed(install)),
         ("vox_skill_uninstall", typed(uninstall)),
         ("vox_skill_list", typed(list)),
-        ("vox_skill_info", typed_in_session(info)),
+        ("vox_skill_info", blocking(info)),
         ("vox_skill_search", typed(search)),
-        ("vox_skill_use", typed_in_session(use_skill)),
-        ("vox_skill_run", typed(run)),
+        ("vox_skill_use", blocking(use_skill)),
+        ("vox_skill_run", async_typed(run)),
     ]
 }

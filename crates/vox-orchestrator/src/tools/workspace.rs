@@ -1,6 +1,7 @@
 //! `vox_workspace_mcp_refresh`: rescan the workspace's `.vox` files.
 
-use super::{HandlerEntry, typed};
+use super::{HandlerEntry, blocking};
+use crate::call::{CallCtx, LogLevel};
 use crate::orchestrator::{Ctx, ToolError};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -10,11 +11,24 @@ use serde_json::Value;
 #[serde(deny_unknown_fields)]
 struct NoArgs {}
 
-fn refresh(ctx: &Ctx, _a: NoArgs) -> Result<Value, ToolError> {
+fn refresh(ctx: &Ctx, call: &CallCtx, _a: NoArgs) -> Result<Value, ToolError> {
     let wt = ctx.workspace_tools.as_ref().ok_or_else(|| {
         ToolError::Unavailable("workspace tools are served under the dev profile only".into())
     })?;
-    let (report, changed) = wt.refresh();
+    let (report, changed) = wt.refresh(&|done, total| {
+        call.progress(
+            done as f64,
+            Some(total as f64),
+            Some(format!("compiled {done} of {total} .vox files")),
+        )
+    });
+    for e in &report.errors {
+        call.log(
+            LogLevel::Warning,
+            "workspace",
+            format!("{} not loaded: {}", e.file, e.diagnostic),
+        );
+    }
     if changed {
         crate::workspace_tools::notify_list_changed(ctx);
     }
@@ -24,5 +38,5 @@ fn refresh(ctx: &Ctx, _a: NoArgs) -> Result<Value, ToolError> {
 }
 
 pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
-    vec![("vox_workspace_mcp_refresh", typed(refresh))]
+    vec![("vox_workspace_mcp_refresh", blocking(refresh))]
 }

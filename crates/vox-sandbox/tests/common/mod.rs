@@ -55,6 +55,7 @@ pub fn run_with(skill: &Path, argv: &[String], limits: Limits) -> Result<RunOutc
         argv,
         stdin: None,
         limits,
+        cancel: None,
     })
 }
 

@@ -1,0 +1,133 @@
+//! The one place a [`ToolOutcome`] becomes wire bytes: an MCP `CallToolResult`, a REST status
+//! and body, a `/v1/ws` frame. (On the daemon socket it travels as itself, by serde.)
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::CallToolResult;
+use serde_json::{Value, json};
+use vox_mcp_registry::DenialCode;
+use vox_orchestrator::ToolOutcome;
+
+/// The HTTP status of an outcome: denials carry their spec status, tool errors their code's.
+pub fn http_status(o: &ToolOutcome) -> u16 {
+    match o {
+        ToolOutcome::Ok(_) => 200,
+        ToolOutcome::Denied(d) => d.code.http_status(),
+        ToolOutcome::Failed(e) => e.http_status(),
+    }
+}
+
+/// An outcome as an MCP call result. Denials and tool failures are results with
+/// `isError: true`; only an unknown tool (under `dev`) is a protocol error, as MCP prescribes.
+pub fn call_result(outcome: ToolOutcome) -> Result<CallToolResult, McpError> {
+    if let ToolOutcome::Denied(d) = &outcome
+        && d.code == DenialCode::UnknownTool
+    {
+        return Err(McpError::invalid_params(d.message.clone(), Some(d.to_json())));
+    }
+    let is_error = outcome.is_error();
+    let structured = match outcome {
+        ToolOutcome::Ok(v) => v,
+        other => other.to_json(),
+    };
+    // MCP's structuredContent is an object: a workspace tool's bare value (a number, a string)
+    // is wrapped as {"result": v}; the text block carries the value as it was.
+    let text = structured.to_string();
+    let structured = if structured.is_object() {
+        structured
+    } else {
+        json!({ "result": structured })
+    };
+    let mut result = if is_error {
+        CallToolResult::structured_error(structured)
+    } else {
+        CallToolResult::structured(structured)
+    };
+    result.content = vec![rmcp::model::ContentBlock::text(text)];
+    Ok(result)
+}
+
+/// `POST /v1/tools/call`: the status and `{"result": v}` or the one error shape.
+pub fn rest(outcome: ToolOutcome) -> (u16, Value) {
+    let status = http_status(&outcome);
+    let body = match outcome {
+        ToolOutcome::Ok(v) => json!({"result": v}),
+        other => other.to_json(),
+    };
+    (status, body)
+}
+
+/// A `/v1/ws` `call_tool` answer for request `id`.
+pub fn ws(id: Value, outcome: ToolOutcome) -> Value {
+    let status = http_status(&outcome);
+    match outcome {
+        ToolOutcome::Ok(v) => {
+            json!({"id": id, "type": "call_tool_result", "is_error": false, "result": v})
+        }
+        ToolOutcome::Failed(e) => {
+            json!({"id": id, "type": "call_tool_result", "is_error": true, "status": status, "result": e.to_json()})
+        }
+        ToolOutcome::Denied(d) => {
+            let mut v = d.to_json();
+            v["id"] = id;
+            v["type"] = json!("error");
+            v["status"] = json!(status);
+            v
+        }
+    }
+}
+
+/// Tool descriptors (MCP field names, as the orchestrator builds them) as rmcp tools.
+pub fn tools(descriptors: Value) -> Result<Vec<rmcp::model::Tool>, McpError> {
+    serde_json::from_value(descriptors)
+        .map_err(|e| McpError::internal_error(format!("malformed tool descriptors: {e}"), None))
+}
+
+/// Resource descriptors (MCP field names) as rmcp resources.
+pub fn resources(descriptors: Value) -> Result<Vec<rmcp::model::Resource>, McpError> {
+    serde_json::from_value(descriptors)
+        .map_err(|e| McpError::internal_error(format!("malformed resources: {e}"), None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vox_mcp_registry::Denial;
+    use vox_orchestrator::ToolError;
+
+    #[test]
+    fn every_encoding_agrees_on_status_and_shape() {
+        let cases = [
+            (ToolOutcome::Ok(json!({"a": 1})), 200, false),
+            (
+                ToolOutcome::Failed(ToolError::NotFound("gone".into())),
+                404,
+                true,
+            ),
+            (
+                ToolOutcome::Denied(Denial::new(DenialCode::ExposureDenied, "no")),
+                403,
+                true,
+            ),
+        ];
+        for (o, status, is_error) in cases {
+            let (s, body) = rest(o.clone());
+            assert_eq!(s, status);
+            let frame = ws(json!(7), o.clone());
+            assert_eq!(frame["id"], 7);
+            let mcp = call_result(o.clone()).unwrap();
+            assert_eq!(mcp.is_error, Some(is_error));
+            if is_error {
+                assert_eq!(body["error"]["code"], o.to_json()["error"]["code"]);
+                assert_eq!(frame["status"], status);
+            }
+        }
+    }
+
+    #[test]
+    fn an_unknown_tool_is_a_protocol_error_and_bare_values_are_wrapped() {
+        let unknown = ToolOutcome::Denied(Denial::new(DenialCode::UnknownTool, "no tool x"));
+        assert!(call_result(unknown).is_err());
+        let r = call_result(ToolOutcome::Ok(json!(3))).unwrap();
+        assert_eq!(r.structured_content, Some(json!({"result": 3})));
+    }
+}

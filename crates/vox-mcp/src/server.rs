@@ -1,0 +1,463 @@
+//! The one rmcp `ServerHandler` of vox, over a [`Backend`]: stdio (`vox mcp`, backend: the
+//! daemon client) and Streamable HTTP (`/mcp`, backend: the in-process orchestrator with the
+//! gateway's surface). rmcp speaks both wire eras; this handler never branches on the era.
+//!
+//! The handler owns what is the same on every transport: the client's log level, linking
+//! the client's cancellation to the call's [`Cancel`], relaying progress and log messages in
+//! order before the answer, `list_changed` to 2025-era peers and 2026-07-28 listen streams, and
+//! the encoding of outcomes ([`crate::encode`]).
+
+use crate::encode;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::Value;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{mpsc, oneshot};
+use vox_orchestrator::{CallEvents, Cancel, LogLevel, LogMessage, Progress, ToolOutcome};
+
+/// One tool call as the handler hands it to a backend.
+pub struct ToolCall {
+    pub name: String,
+    pub arguments: Value,
+    /// Fires when the client cancels (or goes away); the backend must stop the work.
+    pub cancel: Cancel,
+    /// Where the call's progress and log messages go (already filtered by the backend's
+    /// orchestrator with `progress` and `log_level`).
+    pub events: Arc<dyn CallEvents>,
+    /// The request carried a progress token.
+    pub progress: bool,
+    /// The client's level: the request's `_meta` `io.modelcontextprotocol/logLevel`, else its
+    /// `logging/setLevel`; `None` sends no log messages.
+    pub log_level: Option<LogLevel>,
+}
+
+/// What differs between transports: where lists and calls are answered.
+pub trait Backend: Send + Sync + 'static {
+    /// The `instructions` of the server's info.
+    fn instructions(&self) -> String;
+    /// Whether lists can change while connected (`listChanged` is advertised then).
+    fn lists_change(&self) -> bool;
+    fn list_tools(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<Arc<Vec<Tool>>, McpError>> + Send;
+    fn call_tool(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        call: ToolCall,
+    ) -> impl Future<Output = Result<ToolOutcome, McpError>> + Send;
+    fn list_resources(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<Vec<rmcp::model::Resource>, McpError>> + Send;
+    /// The text of a resource; a missing one is `resource_not_found`.
+    fn read_resource(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        uri: &str,
+    ) -> impl Future<Output = Result<String, McpError>> + Send;
+}
+
+/// The MCP server: one per stdio client, one per `/mcp` session.
+pub struct McpServer<B> {
+    backend: Arc<B>,
+    /// `logging/setLevel`; `None` until the client sets one.
+    log_level: Mutex<Option<LogLevel>>,
+    listeners: Arc<Listeners>,
+}
+
+impl<B: Backend> McpServer<B> {
+    pub fn new(backend: B) -> Self {
+        McpServer {
+            backend: Arc::new(backend),
+            log_level: Mutex::new(None),
+            listeners: Arc::default(),
+        }
+    }
+    /// The backend.
+    pub fn backend(&self) -> &Arc<B> {
+        &self.backend
+    }
+    /// A handle that sends `list_changed` to this server's client.
+    pub fn change_notifier(&self) -> ChangeNotifier {
+        ChangeNotifier(self.listeners.clone())
+    }
+    /// Wraps the client's input so that its end also ends open `subscriptions/listen` streams
+    /// (instead of holding the session open through rmcp's drain timeout).
+    pub fn watch_input<R>(&self, inner: R) -> WatchedInput<R> {
+        WatchedInput {
+            inner,
+            closed: self.listeners.input_closed.clone(),
+        }
+    }
+}
+
+#[allow(deprecated)] // rmcp's LoggingLevel: logging is deprecated by SEP-2577 but still sent
+fn from_rmcp(l: rmcp::model::LoggingLevel) -> LogLevel {
+    use rmcp::model::LoggingLevel as L;
+    match l {
+        L::Debug => LogLevel::Debug,
+        L::Info => LogLevel::Info,
+        L::Notice => LogLevel::Notice,
+        L::Warning => LogLevel::Warning,
+        L::Error => LogLevel::Error,
+        L::Critical => LogLevel::Critical,
+        L::Alert => LogLevel::Alert,
+        L::Emergency => LogLevel::Emergency,
+    }
+}
+
+#[allow(deprecated)]
+fn to_rmcp(l: LogLevel) -> rmcp::model::LoggingLevel {
+    use rmcp::model::LoggingLevel as L;
+    match l {
+        LogLevel::Debug => L::Debug,
+        LogLevel::Info => L::Info,
+        LogLevel::Notice => L::Notice,
+        LogLevel::Warning => L::Warning,
+        LogLevel::Error => L::Error,
+        LogLevel::Critical => L::Critical,
+        LogLevel::Alert => L::Alert,
+        LogLevel::Emergency => L::Emergency,
+    }
+}
+
+enum Event {
+    Progress(Progress),
+    Log(LogMessage),
+    /// Everything queued before it has been sent.
+    Flush(oneshot::Sender<()>),
+}
+
+/// A call's events, relayed in order to the MCP peer by one task per call.
+struct PeerEvents {
+    tx: mpsc::UnboundedSender<Event>,
+}
+
+impl CallEvents for PeerEvents {
+    fn progress(&self, p: Progress) {
+        let _ = self.tx.send(Event::Progress(p));
+    }
+    fn log(&self, m: LogMessage) {
+        let _ = self.tx.send(Event::Log(m));
+    }
+}
+
+impl PeerEvents {
+    fn start(
+        peer: rmcp::Peer<RoleServer>,
+        token: Option<rmcp::model::ProgressToken>,
+        cancel: Cancel,
+    ) -> Arc<Self> {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Some(ev) = rx.recv().await {
+                // A cancelled call says nothing more (its answer is dropped too).
+                if cancel.is_cancelled() && !matches!(ev, Event::Flush(_)) {
+                    continue;
+                }
+                let sent = match ev {
+                    Event::Progress(p) => match &token {
+                        Some(t) => {
+                            let mut n = rmcp::model::ProgressNotificationParam::new(
+                                t.clone(),
+                                p.progress,
+                            );
+                            n.total = p.total;
+                            n.message = p.message;
+                            peer.notify_progress(n).await
+                        }
+                        None => Ok(()),
+                    },
+                    Event::Log(m) => {
+                        #[allow(deprecated)]
+                        let n = rmcp::model::LoggingMessageNotificationParam::new(
+                            to_rmcp(m.level),
+                            m.data,
+                        )
+                        .with_logger(m.logger);
+                        #[allow(deprecated)]
+                        peer.notify_logging_message(n).await
+                    }
+                    Event::Flush(done) => {
+                        let _ = done.send(());
+                        Ok(())
+                    }
+                };
+                if let Err(e) = sent {
+                    tracing::debug!("call notification not delivered: {e}");
+                }
+            }
+        });
+        Arc::new(PeerEvents { tx })
+    }
+
+    /// Waits until everything queued so far was sent.
+    async fn flush(&self) {
+        let (done, wait) = oneshot::channel();
+        if self.tx.send(Event::Flush(done)).is_ok() {
+            let _ = wait.await;
+        }
+    }
+}
+
+/// Where change notifications go: the 2025-era peer once it has initialized, and the open
+/// `subscriptions/listen` streams of the 2026-07-28 era (which has no unsolicited
+/// notifications).
+struct Listeners {
+    legacy: Mutex<Option<rmcp::Peer<RoleServer>>>,
+    streams: Mutex<Vec<rmcp::service::SubscriptionSink>>,
+    /// Turns true when the client's input ends: open listen streams then end at once.
+    input_closed: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for Listeners {
+    fn default() -> Self {
+        Listeners {
+            legacy: Default::default(),
+            streams: Default::default(),
+            input_closed: tokio::sync::watch::channel(false).0,
+        }
+    }
+}
+
+/// Most `subscriptions/listen` streams one client may hold open.
+const MAX_LISTEN_STREAMS: usize = 64;
+
+/// Sends `notifications/{tools,resources}/list_changed` to one server's client.
+#[derive(Clone)]
+pub struct ChangeNotifier(Arc<Listeners>);
+
+impl ChangeNotifier {
+    /// Tells the client that the tool list (`tools`) or the resource list changed.
+    pub async fn notify(&self, tools: bool) {
+        let legacy = self
+            .0
+            .legacy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(peer) = legacy {
+            let sent = if tools {
+                peer.notify_tool_list_changed().await
+            } else {
+                peer.notify_resource_list_changed().await
+            };
+            if let Err(e) = sent {
+                tracing::debug!("notification not delivered: {e}");
+            }
+        }
+        let streams = self
+            .0
+            .streams
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for sink in streams {
+            let accepted = sink.accepted();
+            let sent = if tools && accepted.tools_list_changed == Some(true) {
+                sink.notify_tool_list_changed().await
+            } else if !tools && accepted.resources_list_changed == Some(true) {
+                sink.notify_resource_list_changed().await
+            } else {
+                Ok(())
+            };
+            if let Err(e) = sent {
+                tracing::debug!("subscription notification not delivered: {e}");
+            }
+        }
+    }
+}
+
+/// An input stream that reports its end (EOF or an error) to the server's listen streams.
+pub struct WatchedInput<R> {
+    inner: R,
+    closed: tokio::sync::watch::Sender<bool>,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WatchedInput<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        let ended = match &poll {
+            std::task::Poll::Ready(Ok(())) => buf.filled().len() == before && buf.remaining() > 0,
+            std::task::Poll::Ready(Err(_)) => true,
+            std::task::Poll::Pending => false,
+        };
+        if ended {
+            self.closed.send_replace(true);
+        }
+        poll
+    }
+}
+
+#[allow(deprecated)] // enable_logging and set_level: SEP-2577 deprecates logging; 2025 clients use it
+impl<B: Backend> ServerHandler for McpServer<B> {
+    fn get_info(&self) -> ServerConfig {
+        let builder = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .enable_resources();
+        let caps = if self.backend.lists_change() {
+            builder
+                .enable_tool_list_changed()
+                .enable_resources_list_changed()
+                .build()
+        } else {
+            builder.build()
+        };
+        let mut info = ServerConfig::new(caps);
+        info.server_info = Implementation::new("vox", env!("CARGO_PKG_VERSION"));
+        info.with_instructions(self.backend.instructions())
+    }
+
+    /// Remembers the client's level: handler log messages below it are not sent.
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        *self.log_level.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(from_rmcp(request.level));
+        Ok(())
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        *self
+            .listeners
+            .legacy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(context.peer);
+    }
+
+    /// The 2026-07-28 era's `subscriptions/listen`: tool and resource list changes.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        if !self.backend.lists_change() {
+            return None;
+        }
+        let mut offered = rmcp::model::SubscriptionFilter::new();
+        offered.tools_list_changed = Some(true);
+        offered.resources_list_changed = Some(true);
+        Some(requested.intersection(&offered))
+    }
+
+    /// Keeps the stream's sink registered until the client cancels the listen request or its
+    /// input ends (the guard unregisters it however the future ends).
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        struct Registered<'a>(&'a Listeners, rmcp::model::RequestId);
+        impl Drop for Registered<'_> {
+            fn drop(&mut self) {
+                self.0
+                    .streams
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .retain(|s| s.id() != &self.1);
+            }
+        }
+        let sink = context.sink().clone();
+        {
+            let mut streams = self
+                .listeners
+                .streams
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if streams.len() >= MAX_LISTEN_STREAMS {
+                return Err(McpError::invalid_request(
+                    format!(
+                        "{MAX_LISTEN_STREAMS} listen streams are already open; cancel one first"
+                    ),
+                    None,
+                ));
+            }
+            streams.push(sink.clone());
+        }
+        let _registered = Registered(&self.listeners, sink.id().clone());
+        let mut closed = self.listeners.input_closed.subscribe();
+        tokio::select! {
+            _ = context.cancelled() => {}
+            _ = closed.wait_for(|c| *c) => {}
+        }
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        let resources = self.backend.list_resources(&context).await?;
+        Ok(rmcp::model::ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        let text = self.backend.read_resource(&context, &request.uri).await?;
+        Ok(rmcp::model::ReadResourceResult::new(vec![
+            rmcp::model::ResourceContents::text(text, request.uri),
+        ])
+        .into())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let tools = self.backend.list_tools(&context).await?;
+        Ok(ListToolsResult::with_all_items(tools.as_ref().clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let token = context.meta.get_progress_token();
+        #[allow(deprecated)]
+        let log_level = context
+            .meta
+            .log_level()
+            .map(from_rmcp)
+            .or(*self.log_level.lock().unwrap_or_else(|p| p.into_inner()));
+        let cancel = Cancel::new();
+        let events = PeerEvents::start(context.peer.clone(), token.clone(), cancel.clone());
+        let call = ToolCall {
+            name: request.name.to_string(),
+            arguments: request.arguments.map(Value::Object).unwrap_or(Value::Null),
+            cancel: cancel.clone(),
+            events: events.clone(),
+            progress: token.is_some(),
+            log_level,
+        };
+        let work = self.backend.call_tool(&context, call);
+        tokio::pin!(work);
+        let outcome = tokio::select! {
+            biased;
+            o = &mut work => o,
+            // The client cancelled (or its session ended): the backend stops the work and
+            // returns soon; rmcp drops whatever is answered.
+            _ = context.ct.cancelled() => {
+                cancel.cancel();
+                work.await
+            }
+        };
+        // Progress and log messages go out before the answer.
+        events.flush().await;
+        encode::call_result(outcome?).map(Into::into)
+    }
+}

@@ -1,0 +1,307 @@
+//! The stdio backend of `vox mcp`: forwards lists and calls to the workspace daemon over its
+//! socket. The daemon owns all state and makes every decision; this side only relays. When the
+//! daemon dies, the call that finds out reports it, and the next call adopts or respawns one.
+
+use crate::encode;
+use crate::server::{Backend, McpServer, ToolCall};
+use rmcp::model::Tool;
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+use vox_orchestrator::client::{AdoptError, ClientError, DaemonClient, adopt_or_spawn};
+use vox_orchestrator::{CallEvents, LogMessage, Progress, ToolError, ToolOutcome, Workspace};
+
+/// Which daemon to talk to, the live connection if any, and what this client chose.
+pub struct DaemonBackend {
+    ws: Workspace,
+    profile: String,
+    daemon_exe: PathBuf,
+    /// This client's `VOX_MCP_WORKSPACE_TOOLS`: the daemon lists workspace tools per client.
+    workspace_tools: bool,
+    client: tokio::sync::Mutex<Option<Arc<DaemonClient>>>,
+    /// Daemon notification frames, forwarded to the MCP client.
+    notes: mpsc::UnboundedSender<Value>,
+    /// The last `tools/list`, until the daemon says the list changed or the connection is new.
+    tools: Arc<Mutex<Option<Arc<Vec<Tool>>>>>,
+    /// The skill this client activated. A restarted daemon remembers no session, so the skill
+    /// is activated again on the new connection before anything else is sent (fail closed: if
+    /// it cannot be, calls fail until the client chooses again).
+    active_skill: Mutex<Option<String>>,
+}
+
+/// Adopts (or spawns) the daemon for `profile` now, so a mismatch is reported before the
+/// client's first request and the first `tools/list` needs no spawn; returns the MCP server.
+pub async fn connect(
+    ws: Workspace,
+    profile: String,
+    daemon_exe: PathBuf,
+) -> Result<McpServer<DaemonBackend>, AdoptError> {
+    let (notes, rx) = mpsc::unbounded_channel();
+    let (client, _ping) = adopt_or_spawn(&ws, &profile, &daemon_exe, Some(notes.clone())).await?;
+    let tools = Arc::new(Mutex::new(None));
+    let server = McpServer::new(DaemonBackend {
+        ws,
+        profile,
+        daemon_exe,
+        workspace_tools: vox_orchestrator::client::workspace_tools_requested(),
+        client: tokio::sync::Mutex::new(Some(Arc::new(client))),
+        notes,
+        tools: tools.clone(),
+        active_skill: Mutex::new(None),
+    });
+    tokio::spawn(forward_notifications(rx, server.change_notifier(), tools));
+    Ok(server)
+}
+
+/// Forwards daemon notifications (`*/list_changed`) to the MCP client, dropping the cached
+/// tool list first.
+async fn forward_notifications(
+    mut rx: mpsc::UnboundedReceiver<Value>,
+    notifier: crate::server::ChangeNotifier,
+    tools: Arc<Mutex<Option<Arc<Vec<Tool>>>>>,
+) {
+    while let Some(frame) = rx.recv().await {
+        let is_tools = match frame.get("method").and_then(Value::as_str) {
+            Some("notifications/tools/list_changed") => true,
+            Some("notifications/resources/list_changed") => false,
+            _ => continue,
+        };
+        if is_tools {
+            *tools.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        }
+        notifier.notify(is_tools).await;
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> McpError {
+    McpError::internal_error(e.to_string(), None)
+}
+
+/// Passes one `orch.progress` / `orch.log` frame to the call's events.
+fn relay(frame: Value, events: &dyn CallEvents) {
+    let params = frame.get("params");
+    match frame.get("method").and_then(Value::as_str) {
+        Some("orch.progress") => {
+            if let Some(p) = params
+                .and_then(|p| p.get("progress"))
+                .and_then(|p| serde_json::from_value::<Progress>(p.clone()).ok())
+            {
+                events.progress(p);
+            }
+        }
+        Some("orch.log") => {
+            if let Some(m) = params
+                .and_then(|p| p.get("message"))
+                .and_then(|m| serde_json::from_value::<LogMessage>(m.clone()).ok())
+            {
+                events.log(m);
+            }
+        }
+        _ => {}
+    }
+}
+
+impl DaemonBackend {
+    /// The live connection, adopting or respawning the daemon when there is none.
+    async fn client(&self) -> Result<Arc<DaemonClient>, McpError> {
+        let mut slot = self.client.lock().await;
+        if let Some(c) = slot.as_ref().filter(|c| c.is_alive()) {
+            return Ok(c.clone());
+        }
+        let (c, _) = adopt_or_spawn(
+            &self.ws,
+            &self.profile,
+            &self.daemon_exe,
+            Some(self.notes.clone()),
+        )
+        .await
+        .map_err(internal)?;
+        *self.tools.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let active = self
+            .active_skill
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(id) = active {
+            let restored = c
+                .tool_call(
+                    json!({"name": "vox_skill_use", "arguments": {"id": id}, "agent": "stdio"}),
+                    None,
+                    None,
+                )
+                .await;
+            if !restored.as_ref().is_ok_and(|o| !o.is_error()) {
+                return Err(McpError::internal_error(
+                    format!(
+                        "the workspace daemon restarted and skill {id}, active for this session, could not be activated again ({}); call vox_skill_use to choose again",
+                        restored.map_or_else(|e| e.to_string(), |o| o.to_json().to_string())
+                    ),
+                    None,
+                ));
+            }
+        }
+        let c = Arc::new(c);
+        *slot = Some(c.clone());
+        Ok(c)
+    }
+
+    /// Forgets a dead connection and says so; the next call reconnects.
+    async fn lost(&self, e: ClientError) -> ToolOutcome {
+        *self.client.lock().await = None;
+        ToolOutcome::Failed(ToolError::DaemonUnavailable(format!(
+            "{e}; the next call adopts or respawns the workspace daemon"
+        )))
+    }
+}
+
+impl Backend for DaemonBackend {
+    fn instructions(&self) -> String {
+        format!(
+            "vox orchestrator for workspace {} under capability profile `{}`.",
+            self.ws.root.display(),
+            self.profile
+        )
+    }
+
+    fn lists_change(&self) -> bool {
+        true
+    }
+
+    async fn list_tools(
+        &self,
+        _ctx: &RequestContext<RoleServer>,
+    ) -> Result<Arc<Vec<Tool>>, McpError> {
+        let client = self.client().await?;
+        if let Some(t) = self
+            .tools
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        {
+            return Ok(t);
+        }
+        let answer = match client
+            .call(
+                "orch.list_tools",
+                json!({"workspace_tools": self.workspace_tools}),
+            )
+            .await
+        {
+            Ok(a) => a,
+            Err(e) => {
+                *self.client.lock().await = None;
+                return Err(internal(e));
+            }
+        };
+        let tools = Arc::new(encode::tools(
+            answer.get("tools").cloned().unwrap_or(Value::Null),
+        )?);
+        *self.tools.lock().unwrap_or_else(|p| p.into_inner()) = Some(tools.clone());
+        Ok(tools)
+    }
+
+    async fn call_tool(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        call: ToolCall,
+    ) -> Result<ToolOutcome, McpError> {
+        let existing = self.client.lock().await.clone();
+        if existing.as_ref().is_some_and(|c| !c.is_alive()) {
+            return Ok(self
+                .lost(ClientError::Disconnected(
+                    "the workspace daemon exited".into(),
+                ))
+                .await);
+        }
+        let client = match self.client().await {
+            Ok(c) => c,
+            // Choosing a skill again (or none) is how a client gets out of a failed restore.
+            Err(_) if call.name == "vox_skill_use" => {
+                *self.active_skill.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                self.client().await?
+            }
+            Err(e) => return Err(e),
+        };
+        let agent = ctx
+            .peer
+            .peer_info()
+            .map(|i| format!("stdio:{}", i.client_info.name))
+            .unwrap_or_else(|| "stdio".into());
+        let params = json!({
+            "name": call.name,
+            "arguments": call.arguments,
+            "agent": agent,
+            "progress": call.progress,
+            "log_level": call.log_level,
+        });
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let answer = client.tool_call(params, Some(tx), Some(&call.cancel));
+        tokio::pin!(answer);
+        let answer = loop {
+            tokio::select! {
+                biased;
+                Some(frame) = rx.recv() => relay(frame, call.events.as_ref()),
+                a = &mut answer => {
+                    // Frames the daemon sent before its answer are already queued.
+                    while let Ok(frame) = rx.try_recv() {
+                        relay(frame, call.events.as_ref());
+                    }
+                    break a;
+                }
+            }
+        };
+        let outcome = match answer {
+            Ok(o) => o,
+            Err(ClientError::Cancelled) => ToolOutcome::Failed(ToolError::Cancelled(format!(
+                "tool {} was cancelled",
+                call.name
+            ))),
+            Err(e @ ClientError::Disconnected(_)) => return Ok(self.lost(e).await),
+            Err(e) => return Err(internal(e)),
+        };
+        if call.name == "vox_skill_use"
+            && let ToolOutcome::Ok(v) = &outcome
+        {
+            *self.active_skill.lock().unwrap_or_else(|p| p.into_inner()) =
+                v["active"].as_str().map(str::to_owned);
+        }
+        Ok(outcome)
+    }
+
+    async fn list_resources(
+        &self,
+        _ctx: &RequestContext<RoleServer>,
+    ) -> Result<Vec<rmcp::model::Resource>, McpError> {
+        let client = self.client().await?;
+        let answer = client
+            .call("orch.list_resources", json!({}))
+            .await
+            .map_err(internal)?;
+        encode::resources(answer.get("resources").cloned().unwrap_or(Value::Null))
+    }
+
+    async fn read_resource(
+        &self,
+        _ctx: &RequestContext<RoleServer>,
+        uri: &str,
+    ) -> Result<String, McpError> {
+        let client = self.client().await?;
+        let answer = client
+            .call("orch.read_resource", json!({"uri": uri}))
+            .await
+            .map_err(internal)?;
+        match answer.get("text").and_then(Value::as_str) {
+            Some(text) => Ok(text.to_owned()),
+            None => Err(McpError::resource_not_found(
+                answer["error"]["message"]
+                    .as_str()
+                    .unwrap_or("resource not found")
+                    .to_owned(),
+                Some(answer),
+            )),
+        }
+    }
+}

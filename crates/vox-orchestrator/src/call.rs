@@ -1,0 +1,235 @@
+//! What one call carries besides its arguments: who is calling, a cancellation signal, and
+//! the sinks for progress and log messages. Transports build it; handlers only read it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use vox_mcp_registry::Caller;
+
+/// A cancellation signal shared by a call's transport, its deadline and its work.
+///
+/// Blocking work reads [`Cancel::flag`] between units of work (the interpreter every 1,024
+/// steps, the sandbox every 20 ms, an index build every 64 files); async code awaits
+/// [`Cancel::cancelled`]. Cancelling is idempotent and never undone.
+#[derive(Clone, Default)]
+pub struct Cancel(Arc<CancelInner>);
+
+#[derive(Default)]
+struct CancelInner {
+    flag: AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl Cancel {
+    /// A fresh, uncancelled signal.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Cancels: every waiter wakes and every flag reader sees it.
+    pub fn cancel(&self) {
+        self.0.flag.store(true, Ordering::SeqCst);
+        self.0.notify.notify_waiters();
+    }
+    /// Whether [`Self::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.flag.load(Ordering::Relaxed)
+    }
+    /// The flag itself, for blocking code that takes `&AtomicBool` (`vox_lang`, `vox_sandbox`).
+    pub fn flag(&self) -> &AtomicBool {
+        &self.0.flag
+    }
+    /// Completes once cancelled.
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.0.notify.notified();
+            tokio::pin!(notified);
+            // Register before checking, so a cancel between the check and the await still
+            // wakes us.
+            notified.as_mut().enable();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// MCP's log levels, in increasing severity (`logging/setLevel`, `notifications/message`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Debug,
+    #[default]
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
+}
+
+/// One progress report (`notifications/progress` without the token, which the transport adds).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    pub progress: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// One log message of a handler (`notifications/message` without the transport's framing).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogMessage {
+    pub level: LogLevel,
+    pub logger: String,
+    pub data: Value,
+}
+
+/// Where a call's progress and log messages go: the transport that carries the call.
+pub trait CallEvents: Send + Sync {
+    /// Sent only when the caller asked for progress (an MCP `progressToken`).
+    fn progress(&self, p: Progress);
+    /// Sent only at or above the caller's level.
+    fn log(&self, m: LogMessage);
+}
+
+/// The call context a handler receives.
+#[derive(Clone)]
+pub struct CallCtx {
+    pub caller: Caller,
+    /// The attention and rate-limit key.
+    pub agent: Arc<str>,
+    /// The session key (one socket or WebSocket connection, one `/mcp` session, or what a REST
+    /// caller names in `X-Vox-Session`); it scopes the active skill.
+    pub session: Arc<str>,
+    pub cancel: Cancel,
+    events: Option<Arc<dyn CallEvents>>,
+    wants_progress: bool,
+    /// Messages below this level are dropped; `None` sends none.
+    log_level: Option<LogLevel>,
+}
+
+impl CallCtx {
+    /// A call with no progress or log sink and its own cancellation signal.
+    pub fn new(caller: Caller, agent: &str, session: &str) -> Self {
+        CallCtx {
+            caller,
+            agent: agent.into(),
+            session: session.into(),
+            cancel: Cancel::new(),
+            events: None,
+            wants_progress: false,
+            log_level: None,
+        }
+    }
+    /// Uses `cancel` as this call's signal (the transport's).
+    pub fn with_cancel(mut self, cancel: Cancel) -> Self {
+        self.cancel = cancel;
+        self
+    }
+    /// Sends progress (when `progress`) and log messages at or above `log_level` to `events`.
+    pub fn with_events(
+        mut self,
+        events: Arc<dyn CallEvents>,
+        progress: bool,
+        log_level: Option<LogLevel>,
+    ) -> Self {
+        self.events = Some(events);
+        self.wants_progress = progress;
+        self.log_level = log_level;
+        self
+    }
+    /// Whether the caller asked for progress (handlers may skip counting otherwise).
+    pub fn wants_progress(&self) -> bool {
+        self.wants_progress && self.events.is_some()
+    }
+    /// Reports progress; nothing after cancellation (a cancelled call says nothing more).
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        if let Some(ev) = self.events.as_ref().filter(|_| self.wants_progress)
+            && !self.cancel.is_cancelled()
+        {
+            ev.progress(Progress {
+                progress,
+                total,
+                message,
+            });
+        }
+    }
+    /// Whether a message at `level` would be delivered.
+    pub fn logs(&self, level: LogLevel) -> bool {
+        self.events.is_some() && self.log_level.is_some_and(|min| level >= min)
+    }
+    /// Sends a log message from `logger` (the tool family) when the caller's level admits it.
+    pub fn log(&self, level: LogLevel, logger: &str, data: impl Into<Value>) {
+        if self.logs(level)
+            && !self.cancel.is_cancelled()
+            && let Some(ev) = &self.events
+        {
+            ev.log(LogMessage {
+                level,
+                logger: logger.to_owned(),
+                data: data.into(),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<String>>);
+    impl CallEvents for Recorder {
+        fn progress(&self, p: Progress) {
+            self.0.lock().unwrap().push(format!("p{}", p.progress));
+        }
+        fn log(&self, m: LogMessage) {
+            self.0.lock().unwrap().push(format!("{:?}:{}", m.level, m.data));
+        }
+    }
+
+    #[test]
+    fn log_level_filters_and_cancellation_silences_a_call() {
+        let rec = Arc::new(Recorder::default());
+        let call = CallCtx::new(Caller::LOCAL, "a", "s").with_events(
+            rec.clone(),
+            true,
+            Some(LogLevel::Warning),
+        );
+        call.log(LogLevel::Info, "t", "quiet");
+        call.log(LogLevel::Error, "t", "loud");
+        call.progress(1.0, None, None);
+        call.cancel.cancel();
+        call.progress(2.0, None, None);
+        call.log(LogLevel::Emergency, "t", "late");
+        assert_eq!(*rec.0.lock().unwrap(), ["Error:\"loud\"", "p1"]);
+    }
+
+    #[test]
+    fn no_progress_without_a_token_and_no_logs_without_a_level() {
+        let rec = Arc::new(Recorder::default());
+        let call = CallCtx::new(Caller::LOCAL, "a", "s").with_events(rec.clone(), false, None);
+        call.progress(1.0, Some(2.0), None);
+        call.log(LogLevel::Emergency, "t", "x");
+        assert!(rec.0.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn cancelled_wakes_a_waiter_registered_before_or_after() {
+        let c = Cancel::new();
+        let waiter = tokio::spawn({
+            let c = c.clone();
+            async move { c.cancelled().await }
+        });
+        tokio::task::yield_now().await;
+        c.cancel();
+        waiter.await.unwrap();
+        c.cancelled().await; // already cancelled: returns at once
+        assert!(c.flag().load(Ordering::Relaxed));
+    }
+}
