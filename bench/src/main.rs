@@ -3,19 +3,59 @@
 //!
 //! ```text
 //! mcp-bench [--runs N] [--calls N] [--tool NAME] [--args JSON] [--setup-tool NAME --setup-args JSON]
+//!           [--list-runs N] [--cancel-after-ms M --gone-pattern STR [--cancel-runs N]]
 //!           [--before-each SHELL] [--rss-pid-file FILE] [--cwd DIR] -- <server command and args>
 //! ```
 //!
-//! 1. start-up: N times, spawn the command, `initialize` → `notifications/initialized` →
-//!    `tools/list`, and time spawn → the `tools/list` answer (`--before-each` runs a shell
-//!    command first, e.g. to stop a daemon and measure a cold start);
-//! 2. round trip: in one session, `--calls` sequential `tools/call` of `--tool` with `--args`;
+//! 1. start-up: `--runs` times (default 20, 0 skips it), spawn the command, `initialize` →
+//!    `notifications/initialized` → `tools/list`, and time spawn → the `tools/list` answer
+//!    (`--before-each` runs a shell command first, e.g. to stop a daemon and measure a cold start);
+//! 2. then one session: `--setup-tool` once, then
+//!    - `--list-runs N`: N sequential `tools/list`; median/p99 ms and the number of tools;
+//!    - round trip (with `--tool`): `--calls` sequential `tools/call` of `--tool` with `--args`
+//!      (default 2000); median, p99 and calls/s;
+//!    - cancellation (with `--cancel-after-ms`, instead of the round trip): `--cancel-runs` times
+//!      (default 20), send a `tools/call` of `--tool` with `--args` and a `_meta.progressToken`,
+//!      wait M ms, send `notifications/cancelled`, then scan `/proc` every 1 ms until no process
+//!      whose command line (arguments joined by spaces) contains `--gone-pattern` is left, this
+//!      harness and its ancestors aside; p50/p99/max of send-cancel → gone in ms. A run is
+//!      reported, not measured, when the call is answered before the cancel, or when nothing
+//!      matched or the matches are still there 5 s after the cancel. A response to a cancelled
+//!      request within 500 ms of the cancel is counted as a violation (MCP: none is sent).
+//!      `{marker}` in `--args` and `--gone-pattern` is replaced by digits unique to the run
+//!      (write `30.{marker}` where a number is needed, e.g. `sleep 30.{marker}`);
 //! 3. memory: VmRSS of the server process, or of the pid in `--rss-pid-file` (JSON with `pid`).
+//!
+//! Figures go to stderr as they are measured and as JSON to stdout at the end.
+//!
+//! ```text
+//! mcp-bench --runs 0 --cancel-runs 20 --cancel-after-ms 300 --gone-pattern "sleep 30.{marker}" \
+//!   --tool vox_skill_run \
+//!   --args '{"id":"memory-notes","command":["sleep","30.{marker}"],"timeout_ms":25000}' \
+//!   -- target/release/vox mcp
+//! ```
 
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::AsRawFd;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
+
+const USAGE: &str = "usage: mcp-bench [--runs N] [--calls N] [--tool NAME] [--args JSON] \
+[--setup-tool NAME --setup-args JSON] [--list-runs N] \
+[--cancel-after-ms M --gone-pattern STR [--cancel-runs N]] [--before-each SHELL] \
+[--rss-pid-file FILE] [--cwd DIR] -- <server command and args>";
+
+/// The longest frame read from the server (a `tools/list` of thousands of tools fits).
+const MAX_FRAME_BYTES: u64 = 64 << 20;
+/// How much of a process's command line is searched for `--gone-pattern`.
+const MAX_CMDLINE_BYTES: u64 = 128 << 10;
+/// How long a cancelled call's processes may take to go before the run is reported.
+const GONE_TIMEOUT: Duration = Duration::from_secs(5);
+/// A response to a cancelled request within this long after the cancel is a violation.
+const VIOLATION_WINDOW: Duration = Duration::from_millis(500);
+const MARKER: &str = "{marker}";
 
 struct Opts {
     runs: usize,
@@ -24,10 +64,26 @@ struct Opts {
     args: Value,
     setup_tool: Option<String>,
     setup_args: Value,
+    list_runs: usize,
+    cancel: Option<CancelOpts>,
     before_each: Option<String>,
     rss_pid_file: Option<String>,
     cwd: Option<String>,
     command: Vec<String>,
+}
+
+struct CancelOpts {
+    after: Duration,
+    runs: usize,
+    gone_pattern: String,
+}
+
+fn number<T: std::str::FromStr>(name: &str, v: String) -> Result<T, String>
+where
+    T::Err: std::fmt::Display,
+{
+    v.parse()
+        .map_err(|e| format!("{name} {v:?}: {e} (a whole number)"))
 }
 
 fn parse_opts() -> Result<Opts, String> {
@@ -38,43 +94,89 @@ fn parse_opts() -> Result<Opts, String> {
         args: json!({}),
         setup_tool: None,
         setup_args: json!({}),
+        list_runs: 0,
+        cancel: None,
         before_each: None,
         rss_pid_file: None,
         cwd: None,
         command: vec![],
     };
+    let mut calls = None;
+    let mut cancel_after_ms = None;
+    let mut cancel_runs = None;
+    let mut gone_pattern = None;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
-        let mut val = |name: &str| it.next().ok_or(format!("{name} needs a value"));
+        let mut val = || it.next().ok_or(format!("{a} needs a value"));
         match a.as_str() {
-            "--runs" => o.runs = val("--runs")?.parse().map_err(|e| format!("--runs: {e}"))?,
-            "--calls" => {
-                o.calls = val("--calls")?
-                    .parse()
-                    .map_err(|e| format!("--calls: {e}"))?
-            }
-            "--tool" => o.tool = Some(val("--tool")?),
+            "--runs" => o.runs = number(&a, val()?)?,
+            "--calls" => calls = Some(number(&a, val()?)?),
+            "--tool" => o.tool = Some(val()?),
             "--args" => {
-                o.args =
-                    serde_json::from_str(&val("--args")?).map_err(|e| format!("--args: {e}"))?
+                o.args = serde_json::from_str(&val()?).map_err(|e| format!("--args: {e}"))?
             }
-            "--setup-tool" => o.setup_tool = Some(val("--setup-tool")?),
+            "--setup-tool" => o.setup_tool = Some(val()?),
             "--setup-args" => {
-                o.setup_args = serde_json::from_str(&val("--setup-args")?)
-                    .map_err(|e| format!("--setup-args: {e}"))?
+                o.setup_args =
+                    serde_json::from_str(&val()?).map_err(|e| format!("--setup-args: {e}"))?
             }
-            "--before-each" => o.before_each = Some(val("--before-each")?),
-            "--rss-pid-file" => o.rss_pid_file = Some(val("--rss-pid-file")?),
-            "--cwd" => o.cwd = Some(val("--cwd")?),
+            "--list-runs" => o.list_runs = number(&a, val()?)?,
+            "--cancel-after-ms" => cancel_after_ms = Some(number(&a, val()?)?),
+            "--cancel-runs" => cancel_runs = Some(number(&a, val()?)?),
+            "--gone-pattern" => gone_pattern = Some(val()?),
+            "--before-each" => o.before_each = Some(val()?),
+            "--rss-pid-file" => o.rss_pid_file = Some(val()?),
+            "--cwd" => o.cwd = Some(val()?),
             "--" => {
                 o.command = it.by_ref().collect();
                 break;
+            }
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
             }
             other => return Err(format!("unknown option {other}")),
         }
     }
     if o.command.is_empty() {
         return Err("give the server command after --".into());
+    }
+    if calls.is_some() && o.tool.is_none() {
+        return Err("--calls needs --tool".into());
+    }
+    o.calls = calls.unwrap_or(o.calls);
+    match (cancel_after_ms, gone_pattern) {
+        (Some(ms), Some(pattern)) => {
+            if o.tool.is_none() {
+                return Err("--cancel-after-ms needs --tool (the call to cancel)".into());
+            }
+            if calls.is_some() {
+                return Err("--calls and --cancel-after-ms are separate modes: give one".into());
+            }
+            if pattern.is_empty() {
+                return Err("--gone-pattern is empty (it would match every process)".into());
+            }
+            if pattern.contains(MARKER) && !o.args.to_string().contains(MARKER) {
+                return Err(format!(
+                    "--gone-pattern has {MARKER} but --args does not: nothing would match"
+                ));
+            }
+            let runs = cancel_runs.unwrap_or(20);
+            if !(1..=99_999).contains(&runs) {
+                return Err("--cancel-runs must be 1 to 99999".into());
+            }
+            o.cancel = Some(CancelOpts {
+                after: Duration::from_millis(ms),
+                runs,
+                gone_pattern: pattern,
+            });
+        }
+        (Some(_), None) => return Err("--cancel-after-ms needs --gone-pattern".into()),
+        (None, Some(_)) => return Err("--gone-pattern needs --cancel-after-ms".into()),
+        (None, None) if cancel_runs.is_some() => {
+            return Err("--cancel-runs needs --cancel-after-ms and --gone-pattern".into());
+        }
+        (None, None) => {}
     }
     Ok(o)
 }
@@ -83,6 +185,7 @@ struct Session {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
+    line: String,
     next_id: u64,
 }
 
@@ -103,6 +206,7 @@ impl Session {
             child,
             stdin,
             stdout,
+            line: String::new(),
             next_id: 1,
         })
     }
@@ -113,23 +217,73 @@ impl Session {
             .write_all(&line)
             .map_err(|e| format!("write: {e}"))
     }
-    fn request(&mut self, method: &str, params: Value) -> Result<Value, String> {
+    /// Sends a request without waiting for its answer; returns its id.
+    fn start_request(&mut self, method: &str, params: Value) -> Result<u64, String> {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
-        let mut line = String::new();
+        Ok(id)
+    }
+    /// The next frame from the server, waiting as long as it takes.
+    fn read_frame(&mut self) -> Result<Value, String> {
+        self.line.clear();
+        let n = (&mut self.stdout)
+            .take(MAX_FRAME_BYTES)
+            .read_line(&mut self.line)
+            .map_err(|e| format!("read: {e}"))?;
+        if n == 0 {
+            return Err("server closed stdout".into());
+        }
+        if n as u64 == MAX_FRAME_BYTES && !self.line.ends_with('\n') {
+            return Err(format!("server sent a frame over {MAX_FRAME_BYTES} bytes"));
+        }
+        serde_json::from_str(&self.line).map_err(|e| format!("bad frame: {e}"))
+    }
+    /// Reads frames until `until`, handing each to `stop`; returns true as soon as `stop` does.
+    fn frames_until(
+        &mut self,
+        until: Instant,
+        mut stop: impl FnMut(&Value) -> bool,
+    ) -> Result<bool, String> {
         loop {
-            line.clear();
-            if self
-                .stdout
-                .read_line(&mut line)
-                .map_err(|e| format!("read: {e}"))?
-                == 0
-            {
-                return Err(format!("server closed stdout during {method}"));
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(false);
             }
-            let v: Value = serde_json::from_str(&line).map_err(|e| format!("bad frame: {e}"))?;
-            if v.get("id").and_then(Value::as_u64) == Some(id) {
+            // A frame already buffered needs no wait; else wait for the pipe (rounded up to
+            // whole ms, the unit of poll). A frame started is read to its end.
+            if self.stdout.buffer().is_empty() && !self.readable_within(left)? {
+                continue;
+            }
+            let frame = self.read_frame()?;
+            if stop(&frame) {
+                return Ok(true);
+            }
+        }
+    }
+    fn readable_within(&self, timeout: Duration) -> Result<bool, String> {
+        let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
+        let mut fd = libc::pollfd {
+            fd: self.stdout.get_ref().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, owned by this frame, for the duration of the call.
+        let n = unsafe { libc::poll(&mut fd, 1, ms) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                return Ok(false);
+            }
+            return Err(format!("poll: {e}"));
+        }
+        Ok(n > 0)
+    }
+    fn request(&mut self, method: &str, params: Value) -> Result<Value, String> {
+        let id = self.start_request(method, params)?;
+        loop {
+            let v = self.read_frame().map_err(|e| format!("{method}: {e}"))?;
+            if response_id(&v) == Some(id) {
                 if let Some(e) = v.get("error") {
                     return Err(format!("{method}: {e}"));
                 }
@@ -158,6 +312,14 @@ impl Session {
     }
 }
 
+/// The id of a response (a frame with `result` or `error`), not of a request from the server.
+fn response_id(frame: &Value) -> Option<u64> {
+    if frame.get("method").is_some() {
+        return None;
+    }
+    frame.get("id").and_then(Value::as_u64)
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -183,14 +345,241 @@ fn summary(name: &str, mut samples_us: Vec<f64>) -> Value {
     out
 }
 
+/// Like [`summary`], for measures in milliseconds: p50 (the median), p99 and max.
+fn summary_ms(name: &str, mut samples_ms: Vec<f64>) -> Value {
+    samples_ms.sort_by(f64::total_cmp);
+    let (p50, p99) = (percentile(&samples_ms, 0.5), percentile(&samples_ms, 0.99));
+    let max = samples_ms.last().copied().unwrap_or(f64::NAN);
+    eprintln!(
+        "{name:<28} n={:<6} p50 {p50:>10.3} ms  p99 {p99:>10.3} ms  max {max:>10.3} ms",
+        samples_ms.len()
+    );
+    json!({"measure": name, "n": samples_ms.len(), "p50_ms": p50, "p99_ms": p99, "max_ms": max})
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
 fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-fn run() -> Result<(), String> {
-    let o = parse_opts()?;
+/// Finds processes by command line in `/proc`, leaving out this harness and its ancestors
+/// (whose command lines hold the pattern too, e.g. a `timeout` or `sh -c` around it).
+struct ProcScan {
+    exclude: HashSet<u32>,
+    buf: Vec<u8>,
+}
+
+impl ProcScan {
+    fn new() -> Self {
+        let mut exclude = HashSet::new();
+        let mut pid = std::process::id();
+        while pid > 1 && exclude.insert(pid) {
+            pid = parent_pid(pid).unwrap_or(0);
+        }
+        ProcScan {
+            exclude,
+            buf: Vec::new(),
+        }
+    }
+    /// Whether a process whose arguments, joined by spaces, contain `pattern` is running.
+    /// A process that has exited but is not yet reaped has an empty command line: it is gone.
+    fn any_running(&mut self, pattern: &str) -> Result<bool, String> {
+        let pattern = pattern.as_bytes();
+        let dir = std::fs::read_dir("/proc").map_err(|e| format!("/proc: {e}"))?;
+        for entry in dir.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if self.exclude.contains(&pid) {
+                continue;
+            }
+            let Ok(file) = std::fs::File::open(entry.path().join("cmdline")) else {
+                continue; // exited meanwhile
+            };
+            self.buf.clear();
+            if file
+                .take(MAX_CMDLINE_BYTES)
+                .read_to_end(&mut self.buf)
+                .is_err()
+            {
+                continue;
+            }
+            for b in self.buf.iter_mut() {
+                if *b == 0 {
+                    *b = b' ';
+                }
+            }
+            if self.buf.windows(pattern.len()).any(|w| w == pattern) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+fn parent_pid(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // pid (comm) state ppid ...; comm may hold spaces and parentheses, so split after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+enum CancelRun {
+    /// The answer came before the cancel was due: with the error, if it was one.
+    AnsweredBeforeCancel(Option<String>),
+    Gone(Duration),
+    NeverMatched,
+    StillRunning,
+}
+
+/// Responses that came for cancelled requests.
+#[derive(Default)]
+struct Cancelled {
+    at: HashMap<u64, Instant>,
+    violations: usize,
+    late: usize,
+}
+
+impl Cancelled {
+    fn note(&mut self, frame: &Value) {
+        if let Some(at) = response_id(frame).and_then(|id| self.at.remove(&id)) {
+            if at.elapsed() <= VIOLATION_WINDOW {
+                self.violations += 1;
+            } else {
+                self.late += 1;
+            }
+        }
+    }
+}
+
+fn cancel_run(
+    s: &mut Session,
+    tool: &str,
+    args: &Value,
+    c: &CancelOpts,
+    run: usize,
+    scan: &mut ProcScan,
+    cancelled: &mut Cancelled,
+) -> Result<CancelRun, String> {
+    let marker = format!("{:07}{run:05}", std::process::id());
+    let args = args.to_string().replace(MARKER, &marker);
+    let args: Value =
+        serde_json::from_str(&args).map_err(|e| format!("--args with marker: {e}"))?;
+    let pattern = c.gone_pattern.replace(MARKER, &marker);
+    let id = s.start_request(
+        "tools/call",
+        json!({"name": tool, "arguments": args, "_meta": {"progressToken": format!("mcp-bench-cancel-{run}")}}),
+    )?;
+    let mut answer = None;
+    s.frames_until(Instant::now() + c.after, |f| {
+        cancelled.note(f);
+        let done = response_id(f) == Some(id);
+        if done {
+            answer = Some(f.clone());
+        }
+        done
+    })?;
+    if let Some(a) = answer {
+        let failed = a.get("error").is_some() || a["result"]["isError"] == json!(true);
+        return Ok(CancelRun::AnsweredBeforeCancel(
+            failed.then(|| a.to_string()),
+        ));
+    }
+    let mut seen = scan.any_running(&pattern)?;
+    let sent = Instant::now();
+    s.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": id, "reason": "bench"}}),
+    )?;
+    cancelled.at.insert(id, sent);
+    let outcome = loop {
+        if scan.any_running(&pattern)? {
+            seen = true;
+        } else if seen {
+            break CancelRun::Gone(sent.elapsed());
+        }
+        if sent.elapsed() >= GONE_TIMEOUT {
+            break if seen {
+                CancelRun::StillRunning
+            } else {
+                CancelRun::NeverMatched
+            };
+        }
+        s.frames_until(Instant::now() + Duration::from_millis(1), |f| {
+            cancelled.note(f);
+            false
+        })?;
+    };
+    // Keep reading until the violation window of this cancel closes.
+    s.frames_until(sent + VIOLATION_WINDOW, |f| {
+        cancelled.note(f);
+        false
+    })?;
+    Ok(outcome)
+}
+
+fn cancel_mode(s: &mut Session, tool: &str, args: &Value, c: &CancelOpts) -> Result<Value, String> {
+    let mut scan = ProcScan::new();
+    let mut cancelled = Cancelled::default();
+    let (mut gone, mut answered, mut never, mut still) = (vec![], 0, 0, 0);
+    for run in 0..c.runs {
+        let what = match cancel_run(s, tool, args, c, run, &mut scan, &mut cancelled)? {
+            CancelRun::Gone(d) => {
+                gone.push(ms(d));
+                format!("gone {:.3} ms after cancel", ms(d))
+            }
+            CancelRun::AnsweredBeforeCancel(error) => {
+                answered += 1;
+                let error = error
+                    .map(|e| format!(", an error: {e}"))
+                    .unwrap_or_default();
+                format!(
+                    "answered before cancel (within {} ms){error}",
+                    c.after.as_millis()
+                )
+            }
+            CancelRun::NeverMatched => {
+                never += 1;
+                format!(
+                    "no process matched the pattern in {} s",
+                    GONE_TIMEOUT.as_secs()
+                )
+            }
+            CancelRun::StillRunning => {
+                still += 1;
+                format!("still running {} s after cancel", GONE_TIMEOUT.as_secs())
+            }
+        };
+        eprintln!("cancel run {:<5} {what}", run + 1);
+    }
+    let mut v = summary_ms("cancel_to_gone", gone);
+    eprintln!(
+        "{:<28} answered before cancel {answered}, never matched {never}, still running {still}; \
+         answers to cancelled calls within {} ms: {} (violations), later: {}",
+        "",
+        VIOLATION_WINDOW.as_millis(),
+        cancelled.violations,
+        cancelled.late
+    );
+    v["runs"] = json!(c.runs);
+    v["answered_before_cancel"] = json!(answered);
+    v["never_matched"] = json!(never);
+    v["still_running_after_timeout"] = json!(still);
+    v["violations"] = json!(cancelled.violations);
+    v["late_answers"] = json!(cancelled.late);
+    Ok(v)
+}
+
+fn run(o: &Opts) -> Result<(), String> {
     let mut report = vec![];
     let mut startup = vec![];
     for _ in 0..o.runs {
@@ -203,7 +592,7 @@ fn run() -> Result<(), String> {
             c.status().map_err(|e| format!("--before-each: {e}"))?;
         }
         let t = Instant::now();
-        let mut s = Session::spawn(&o)?;
+        let mut s = Session::spawn(o)?;
         s.initialize()?;
         let listed = s.request("tools/list", json!({}))?;
         startup.push(t.elapsed().as_secs_f64() * 1e6);
@@ -212,9 +601,11 @@ fn run() -> Result<(), String> {
         }
         s.close();
     }
-    report.push(summary("start_to_first_tools_list", startup));
+    if o.runs > 0 {
+        report.push(summary("start_to_first_tools_list", startup));
+    }
 
-    let mut s = Session::spawn(&o)?;
+    let mut s = Session::spawn(o)?;
     s.initialize()?;
     if let Some(setup) = &o.setup_tool {
         s.request(
@@ -222,26 +613,57 @@ fn run() -> Result<(), String> {
             json!({"name": setup, "arguments": o.setup_args}),
         )?;
     }
-    if let Some(tool) = &o.tool {
-        let params = json!({"name": tool, "arguments": o.args});
-        for _ in 0..o.calls.min(50) {
-            s.request("tools/call", params.clone())?;
-        }
-        let mut rt = Vec::with_capacity(o.calls);
-        let all = Instant::now();
-        for _ in 0..o.calls {
+    if o.list_runs > 0 {
+        let mut times = Vec::with_capacity(o.list_runs);
+        let mut listed = Value::Null;
+        for _ in 0..o.list_runs {
             let t = Instant::now();
-            let r = s.request("tools/call", params.clone())?;
-            rt.push(t.elapsed().as_secs_f64() * 1e6);
-            if r.get("isError").and_then(Value::as_bool) == Some(true) {
-                return Err(format!("{tool} returned an error: {r}"));
-            }
+            listed = s.request("tools/list", json!({}))?;
+            times.push(ms(t.elapsed()));
         }
-        let per_sec = o.calls as f64 / all.elapsed().as_secs_f64();
-        let mut v = summary(&format!("tools_call {tool}"), rt);
-        v["calls_per_sec"] = json!(per_sec);
-        eprintln!("{:<28} {per_sec:.0} calls/s sequential", "");
+        let tools = listed["tools"]
+            .as_array()
+            .ok_or("tools/list returned no tools array")?
+            .len();
+        let mut v = summary_ms("tools_list", times);
+        let paged = listed.get("nextCursor").is_some_and(|c| !c.is_null());
+        eprintln!(
+            "{:<28} {tools} tools in the answer{}",
+            "",
+            if paged {
+                " (a first page: nextCursor set)"
+            } else {
+                ""
+            }
+        );
+        v["tools"] = json!(tools);
+        v["paginated"] = json!(paged);
         report.push(v);
+    }
+    match (&o.tool, &o.cancel) {
+        (Some(tool), Some(c)) => report.push(cancel_mode(&mut s, tool, &o.args, c)?),
+        (Some(tool), None) => {
+            let params = json!({"name": tool, "arguments": o.args});
+            for _ in 0..o.calls.min(50) {
+                s.request("tools/call", params.clone())?;
+            }
+            let mut rt = Vec::with_capacity(o.calls);
+            let all = Instant::now();
+            for _ in 0..o.calls {
+                let t = Instant::now();
+                let r = s.request("tools/call", params.clone())?;
+                rt.push(t.elapsed().as_secs_f64() * 1e6);
+                if r.get("isError").and_then(Value::as_bool) == Some(true) {
+                    return Err(format!("{tool} returned an error: {r}"));
+                }
+            }
+            let per_sec = o.calls as f64 / all.elapsed().as_secs_f64();
+            let mut v = summary(&format!("tools_call {tool}"), rt);
+            v["calls_per_sec"] = json!(per_sec);
+            eprintln!("{:<28} {per_sec:.0} calls/s sequential", "");
+            report.push(v);
+        }
+        (None, _) => {}
     }
     let pid = match &o.rss_pid_file {
         Some(f) => {
@@ -264,7 +686,14 @@ fn run() -> Result<(), String> {
 }
 
 fn main() {
-    if let Err(e) = run() {
+    let o = match parse_opts() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("mcp-bench: {e}\n{USAGE}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(&o) {
         eprintln!("mcp-bench: {e}");
         std::process::exit(1);
     }

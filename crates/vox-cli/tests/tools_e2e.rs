@@ -299,10 +299,9 @@ async fn the_daemon_socket_survives_malformed_and_oversized_messages() {
     );
     assert_eq!(a["error"]["code"], -32601);
     let a = socket_request(&mut stream, &mut reader, br#"{"jsonrpc":"2.0","id":8,"method":"orch.tool_call","params":{"name":"vox_memory_recall","arguments":[1]}}"#);
-    assert_eq!(
-        a["result"]["structured"]["error"]["code"],
-        "invalid_arguments"
-    );
+    // Protocol 2: the outcome travels typed.
+    assert_eq!(a["result"]["outcome"]["kind"], "failed");
+    assert_eq!(a["result"]["outcome"]["code"], "invalid_arguments");
     let a = socket_request(
         &mut stream,
         &mut reader,
@@ -310,7 +309,10 @@ async fn the_daemon_socket_survives_malformed_and_oversized_messages() {
     );
     assert_eq!(a["id"], 9);
     assert_eq!(a["result"]["profile"], "knowledge");
-    assert_eq!(a["result"]["protocol_version"], 1);
+    assert_eq!(
+        a["result"]["protocol_version"],
+        vox_orchestrator::PROTOCOL_VERSION
+    );
     // The MCP client on its own connection is unaffected.
     assert_eq!(tool_names(&c).await, registry_slice("knowledge"));
     c.cancel().await.unwrap();

@@ -104,10 +104,11 @@ impl vox_mcp::Backend for HttpMcp {
         call: vox_mcp::ToolCall,
     ) -> Result<ToolOutcome, McpError> {
         let who = self.who(ctx)?;
-        let cx = who
-            .call_ctx()
-            .with_cancel(call.cancel)
-            .with_events(call.events, call.progress, call.log_level);
+        let cx = who.call_ctx().with_cancel(call.cancel).with_events(
+            call.events,
+            call.progress,
+            call.log_level,
+        );
         Ok(self.0.call(&who, &call.name, call.arguments, cx).await)
     }
 

@@ -22,7 +22,10 @@ pub fn call_result(outcome: ToolOutcome) -> Result<CallToolResult, McpError> {
     if let ToolOutcome::Denied(d) = &outcome
         && d.code == DenialCode::UnknownTool
     {
-        return Err(McpError::invalid_params(d.message.clone(), Some(d.to_json())));
+        return Err(McpError::invalid_params(
+            d.message.clone(),
+            Some(d.to_json()),
+        ));
     }
     let is_error = outcome.is_error();
     let structured = match outcome {

@@ -164,10 +164,8 @@ impl PeerEvents {
                 let sent = match ev {
                     Event::Progress(p) => match &token {
                         Some(t) => {
-                            let mut n = rmcp::model::ProgressNotificationParam::new(
-                                t.clone(),
-                                p.progress,
-                            );
+                            let mut n =
+                                rmcp::model::ProgressNotificationParam::new(t.clone(), p.progress);
                             n.total = p.total;
                             n.message = p.message;
                             peer.notify_progress(n).await
@@ -326,8 +324,7 @@ impl<B: Backend> ServerHandler for McpServer<B> {
         request: rmcp::model::SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        *self.log_level.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some(from_rmcp(request.level));
+        *self.log_level.lock().unwrap_or_else(|p| p.into_inner()) = Some(from_rmcp(request.level));
         Ok(())
     }
 
@@ -407,10 +404,13 @@ impl<B: Backend> ServerHandler for McpServer<B> {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
         let text = self.backend.read_resource(&context, &request.uri).await?;
-        Ok(rmcp::model::ReadResourceResult::new(vec![
-            rmcp::model::ResourceContents::text(text, request.uri),
-        ])
-        .into())
+        Ok(
+            rmcp::model::ReadResourceResult::new(vec![rmcp::model::ResourceContents::text(
+                text,
+                request.uri,
+            )])
+            .into(),
+        )
     }
 
     async fn list_tools(

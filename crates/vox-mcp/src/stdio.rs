@@ -175,12 +175,7 @@ impl Backend for DaemonBackend {
         _ctx: &RequestContext<RoleServer>,
     ) -> Result<Arc<Vec<Tool>>, McpError> {
         let client = self.client().await?;
-        if let Some(t) = self
-            .tools
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-        {
+        if let Some(t) = self.tools.lock().unwrap_or_else(|p| p.into_inner()).clone() {
             return Ok(t);
         }
         let answer = match client

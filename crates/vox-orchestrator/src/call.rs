@@ -189,7 +189,10 @@ mod tests {
             self.0.lock().unwrap().push(format!("p{}", p.progress));
         }
         fn log(&self, m: LogMessage) {
-            self.0.lock().unwrap().push(format!("{:?}:{}", m.level, m.data));
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{:?}:{}", m.level, m.data));
         }
     }
 

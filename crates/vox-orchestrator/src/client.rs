@@ -101,7 +101,9 @@ impl DaemonClient {
                                     continue;
                                 };
                                 let pending = p.lock().unwrap_or_else(|e| e.into_inner());
-                                if let Some(events) = pending.get(&id).and_then(|w| w.events.as_ref()) {
+                                if let Some(events) =
+                                    pending.get(&id).and_then(|w| w.events.as_ref())
+                                {
                                     let _ = events.send(frame);
                                 }
                             }

@@ -1,9 +1,9 @@
 //! `Orchestrator`: the booted subsystems, the handler table, and the one call path.
 
 use crate::MAX_MESSAGE_BYTES;
-use crate::call::CallCtx;
 use crate::attention::{Attention, estimate_tokens};
 use crate::boot::{self, BootReport};
+use crate::call::CallCtx;
 use crate::tools::{self, HandlerEntry};
 use crate::workspace::Workspace;
 use serde::{Deserialize, Serialize};

@@ -149,7 +149,9 @@ struct SocketEvents {
 
 impl crate::CallEvents for SocketEvents {
     fn progress(&self, p: crate::Progress) {
-        let _ = self.tx.send(json!({"jsonrpc": "2.0", "method": "orch.progress",
+        let _ = self
+            .tx
+            .send(json!({"jsonrpc": "2.0", "method": "orch.progress",
             "params": {"id": self.id, "progress": p}}));
     }
     fn log(&self, m: crate::LogMessage) {
@@ -351,11 +353,8 @@ async fn tool_call(
         id: id.clone(),
         tx: conn.tx.clone(),
     });
-    let call = crate::CallCtx::new(Caller::LOCAL, agent, &conn.session).with_events(
-        events,
-        progress,
-        log_level,
-    );
+    let call = crate::CallCtx::new(Caller::LOCAL, agent, &conn.session)
+        .with_events(events, progress, log_level);
     // Registered under the id's JSON text, which is what `orch.cancel` names.
     let key = id.to_string();
     conn.lock_calls().insert(key.clone(), call.cancel.clone());

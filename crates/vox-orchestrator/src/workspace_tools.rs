@@ -59,14 +59,17 @@ impl WorkspaceTools {
     }
 
     fn scan(&self, progress: &dyn Fn(usize, usize)) -> Scanned {
-        let s = self.loader.scan_observed(&is_static, progress).unwrap_or_else(|e| {
-            let mut s = Surface::default();
-            s.report.errors.push(vox_workspace_mcp::FileError {
-                file: vox_workspace_mcp::SURFACE_FILE.into(),
-                diagnostic: e.to_string(),
+        let s = self
+            .loader
+            .scan_observed(&is_static, progress)
+            .unwrap_or_else(|e| {
+                let mut s = Surface::default();
+                s.report.errors.push(vox_workspace_mcp::FileError {
+                    file: vox_workspace_mcp::SURFACE_FILE.into(),
+                    diagnostic: e.to_string(),
+                });
+                s
             });
-            s
-        });
         for sh in &s.report.shadowed {
             tracing::warn!(
                 file = sh.file,

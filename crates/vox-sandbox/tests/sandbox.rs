@@ -211,7 +211,10 @@ fn a_cancelled_run_is_killed_with_its_children_within_a_second() {
         });
         let seen = Instant::now();
         while pids_with_cmdline(&format!("sleep {marker}")).len() < 2 {
-            assert!(seen.elapsed() < Duration::from_secs(10), "the sleeps never started");
+            assert!(
+                seen.elapsed() < Duration::from_secs(10),
+                "the sleeps never started"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         let at = Instant::now();

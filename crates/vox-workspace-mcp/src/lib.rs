@@ -123,7 +123,10 @@ impl Surface {
         fn resource(r: &WorkspaceResource) -> (&str, &str, &str, &str) {
             (&r.uri, &r.name, &r.description, &r.file)
         }
-        self.tools.values().map(tool).eq(other.tools.values().map(tool))
+        self.tools
+            .values()
+            .map(tool)
+            .eq(other.tools.values().map(tool))
             && self
                 .resources
                 .values()

@@ -3,12 +3,12 @@
 use super::{HandlerEntry, HandlerResult, async_typed, blocking, bounded, run_blocking, typed};
 use crate::call::CallCtx;
 use crate::orchestrator::{Ctx, ToolError};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 use crate::skills::{Skills, instructions, macro_tool_name};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use vox_skills::Skill;
 
 fn skills(ctx: &Ctx) -> Result<&Skills, ToolError> {
@@ -208,9 +208,10 @@ async fn run(ctx: Arc<Ctx>, call: CallCtx, a: RunArgs) -> HandlerResult {
                 cancel: Some(call.cancel.flag()),
             };
             vox_sandbox::run(&req).map_err(|e| match e {
-                vox_sandbox::SandboxError::Unsupported(m) => {
-                    ToolError::Unavailable(format!("refusing to run skill {} unconfined: {m}", a.id))
-                }
+                vox_sandbox::SandboxError::Unsupported(m) => ToolError::Unavailable(format!(
+                    "refusing to run skill {} unconfined: {m}",
+                    a.id
+                )),
                 vox_sandbox::SandboxError::InvalidRequest(m) => ToolError::InvalidArguments(m),
                 other => ToolError::Internal(other.to_string()),
             })

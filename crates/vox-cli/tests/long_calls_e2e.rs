@@ -1,0 +1,372 @@
+//! End to end with the rmcp client over the real `vox mcp` and daemon: cancellation reaches the
+//! work (a sandboxed process tree, an interpreter loop), progress and log messages reach the
+//! client, `logging/setLevel` filters, clients of one daemon choose their own workspace-tool
+//! listing, an idle daemon stays idle, and a changed description is a `list_changed`.
+// rmcp marks logging deprecated (SEP-2577); 2025-era clients still use it.
+#![allow(deprecated)]
+
+mod common;
+
+use common::*;
+use rmcp::model::{
+    CallToolRequestParams, LoggingMessageNotificationParam, ProgressNotificationParam,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What the client was sent besides answers.
+#[derive(Clone, Default)]
+struct Recorder(Arc<Mutex<Seen>>);
+
+#[derive(Default)]
+struct Seen {
+    progress: Vec<ProgressNotificationParam>,
+    logs: Vec<LoggingMessageNotificationParam>,
+    tools_changed: usize,
+}
+
+impl Recorder {
+    fn seen<T>(&self, f: impl FnOnce(&mut Seen) -> T) -> T {
+        f(&mut self.0.lock().unwrap())
+    }
+}
+
+#[allow(deprecated)]
+impl ClientHandler for Recorder {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.seen(|s| s.progress.push(params));
+    }
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.seen(|s| s.logs.push(params));
+    }
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.seen(|s| s.tools_changed += 1);
+    }
+}
+
+type RecClient = RunningService<RoleClient, Recorder>;
+
+async fn recording_client(ws: &Ws, args: &[&str]) -> (RecClient, Recorder) {
+    let rec = Recorder::default();
+    let t = TokioChildProcess::new(ws.mcp_command(args)).unwrap();
+    (rec.clone().serve(t).await.expect("MCP initialize"), rec)
+}
+
+async fn call_rec(c: &RecClient, name: &str, args: Value) -> rmcp::model::CallToolResult {
+    c.call_tool(
+        CallToolRequestParams::new(name.to_owned())
+            .with_arguments(args.as_object().cloned().unwrap_or_default()),
+    )
+    .await
+    .unwrap()
+}
+
+/// Processes whose command line contains `needle`.
+fn pids_running(needle: &str) -> Vec<u32> {
+    let mut pids = vec![];
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// User + system CPU time of a process, in clock ticks.
+fn cpu_ticks(pid: u64) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the parenthesised command name: state is field 3; utime 14, stime 15.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+fn daemon_pid(ws: &Ws) -> u64 {
+    let info: Value = serde_json::from_str(
+        &std::fs::read_to_string(ws.vox_dir().join("orchestrator.json")).unwrap(),
+    )
+    .unwrap();
+    info["pid"].as_u64().unwrap()
+}
+
+fn write(ws: &Ws, rel: &str, text: &str) {
+    let p = ws.root().join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn sleeper_skill(ws: &Ws) {
+    write(
+        ws,
+        ".vox/skills/sleeper/SKILL.md",
+        "---\nname: sleeper\ndescription: Runs commands that take a while.\n---\nRun things.\n",
+    );
+}
+
+#[tokio::test]
+async fn cancelling_a_skill_run_kills_its_process_tree_within_a_second() {
+    let ws = Ws::new();
+    sleeper_skill(&ws);
+    let (c, rec) = recording_client(&ws, &[]).await;
+    let marker = format!("30.{}", std::process::id());
+    let script = format!("sleep {marker} & sleep {marker}; wait");
+    let mut call = Box::pin(call_rec(
+        &c,
+        "vox_skill_run",
+        json!({"id": "sleeper", "command": ["sh", "-c", script], "timeout_ms": 25000}),
+    ));
+    let started = Instant::now();
+    // Wait until both sleeps run, then drop the call: rmcp sends notifications/cancelled.
+    loop {
+        tokio::select! {
+            r = &mut call => panic!("the run ended before it was cancelled: {r:?}"),
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+        }
+        if pids_running(&format!("sleep {marker}")).len() >= 2 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "the sleeps never started"
+        );
+    }
+    drop(call);
+    let cancelled = Instant::now();
+    while !pids_running(&format!("sleep {marker}")).is_empty() {
+        assert!(
+            cancelled.elapsed() < Duration::from_secs(1),
+            "sleep still running {:?} after cancel",
+            cancelled.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The run reported progress while it ran (every 500 ms).
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let progress = rec.seen(|s| s.progress.len());
+    // The daemon still serves, and the cancelled call sent nothing after its cancel.
+    let r = call_rec(&c, "vox_skill_list", json!({})).await;
+    assert_ne!(r.is_error, Some(true));
+    assert_eq!(rec.seen(|s| s.progress.len()), progress);
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn cancelling_a_looping_vox_tool_stops_the_interpreter() {
+    let ws = Ws::new();
+    write(
+        &ws,
+        "tools/spin.vox",
+        "@tool \"Loop for ever\"\nfn spin() to int {\n    let mut i = 0\n    while true { i += 1 }\n    i\n}\n",
+    );
+    let c = ws.client(&[]).await;
+    let pid = daemon_pid(&ws);
+    let spin = call(&c, "spin", json!({}));
+    // The interpreter's own wall budget is 5 s: cancel well before it.
+    let cut = tokio::time::timeout(Duration::from_millis(500), spin).await;
+    assert!(cut.is_err(), "spin returned: {cut:?}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = cpu_ticks(pid);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let used = cpu_ticks(pid) - before;
+    // A loop still running would use about 100 ticks (one core) in that second.
+    assert!(
+        used < 20,
+        "the daemon used {used} ticks in the second after the cancel"
+    );
+    assert_eq!(
+        ok(&c, "vox_grammar", json!({})).await["grammar"].is_string(),
+        true
+    );
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn kb_ingest_of_500_files_reports_progress_and_logs_at_the_clients_level() {
+    let ws = Ws::new();
+    for i in 0..500 {
+        write(
+            &ws,
+            &format!("docs/d{i:03}.md"),
+            &format!("# Doc {i}\nword{i} text\n"),
+        );
+    }
+    let (c, rec) = recording_client(&ws, &["--profile", "knowledge"]).await;
+    // No level set: no log messages.
+    let r = call_rec(&c, "vox_kb_ingest", json!({"path": "docs/**/*.md"})).await;
+    assert_ne!(r.is_error, Some(true), "{:?}", r.structured_content);
+    assert_eq!(r.structured_content.unwrap()["ingested"], 500);
+    let progress = rec.seen(|s| std::mem::take(&mut s.progress));
+    assert!(
+        progress.len() >= 500,
+        "{} progress notifications",
+        progress.len()
+    );
+    assert!(progress.windows(2).all(|w| w[0].progress <= w[1].progress));
+    assert_eq!(progress.last().unwrap().progress, 500.0);
+    assert_eq!(progress.last().unwrap().total, Some(500.0));
+    assert!(rec.seen(|s| s.logs.is_empty()));
+
+    let warning = rmcp::model::LoggingLevel::Warning;
+    c.set_level(rmcp::model::SetLevelRequestParams::new(warning))
+        .await
+        .unwrap();
+    call_rec(&c, "vox_kb_ingest", json!({"path": "docs/**/*.md"})).await;
+    assert!(
+        rec.seen(|s| s.logs.is_empty()),
+        "an info message passed a warning level"
+    );
+
+    let info = rmcp::model::LoggingLevel::Info;
+    c.set_level(rmcp::model::SetLevelRequestParams::new(info))
+        .await
+        .unwrap();
+    call_rec(&c, "vox_kb_ingest", json!({"path": "docs/**/*.md"})).await;
+    let logs = rec.seen(|s| std::mem::take(&mut s.logs));
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    assert_eq!(logs[0].logger.as_deref(), Some("kb"));
+    assert_eq!(logs[0].data, json!("ingesting 500 documents"));
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn workspace_refresh_reports_progress_and_warns_about_broken_files() {
+    let ws = Ws::new();
+    write(
+        &ws,
+        "tools/ok.vox",
+        "@tool \"One\"\nfn one() to int { 1 }\n",
+    );
+    write(
+        &ws,
+        "tools/bad.vox",
+        "@tool \"Broken\"\nfn broken( to int { 1 }\n",
+    );
+    let (c, rec) = recording_client(&ws, &[]).await;
+    c.set_level(rmcp::model::SetLevelRequestParams::new(
+        rmcp::model::LoggingLevel::Warning,
+    ))
+    .await
+    .unwrap();
+    let r = call_rec(&c, "vox_workspace_mcp_refresh", json!({})).await;
+    assert_ne!(r.is_error, Some(true));
+    let (progress, logs) = rec.seen(|s| (s.progress.clone(), s.logs.clone()));
+    assert_eq!(
+        progress.last().map(|p| (p.progress, p.total)),
+        Some((2.0, Some(2.0)))
+    );
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    assert!(
+        logs[0]
+            .data
+            .as_str()
+            .unwrap()
+            .starts_with("tools/bad.vox not loaded")
+    );
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn two_clients_of_one_daemon_choose_their_own_workspace_listing() {
+    let ws = Ws::new();
+    write(
+        &ws,
+        "tools/one.vox",
+        "@tool \"One\"\nfn one() to int { 1 }\n",
+    );
+    let plain = ws.client(&[]).await;
+    let mut cmd = ws.mcp_command(&[]);
+    cmd.env("VOX_MCP_WORKSPACE_TOOLS", "1");
+    let listing = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+    let with: Vec<String> = tool_names(&listing).await;
+    let without: Vec<String> = tool_names(&plain).await;
+    assert!(with.iter().any(|n| n == "one"), "{with:?}");
+    assert!(!without.iter().any(|n| n == "one"), "{without:?}");
+    // Both are served by one daemon, and both may call the tool.
+    assert_eq!(ok(&plain, "one", json!({})).await["result"], 1);
+    assert_eq!(ok(&listing, "one", json!({})).await["result"], 1);
+    listing.cancel().await.unwrap();
+    plain.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_idle_daemon_watching_a_workspace_uses_no_cpu_and_writes_no_log() {
+    // At info, every refresh writes a line: a daemon that rescans itself shows in its log.
+    let ws = Ws::new().with_env("VOX_LOG", "info");
+    write(
+        &ws,
+        "tools/one.vox",
+        "@tool \"One\"\nfn one() to int { 1 }\n",
+    );
+    for i in 0..200 {
+        write(
+            &ws,
+            &format!("tools/gen/t{i}.vox"),
+            &format!("@tool \"T{i}\"\nfn t{i}() to int {{ {i} }}\n"),
+        );
+    }
+    let c = ws.client(&[]).await;
+    // Make it scan and watch, then leave it alone.
+    assert_eq!(ok(&c, "one", json!({})).await["result"], 1);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let pid = daemon_pid(&ws);
+    let log = ws.vox_dir().join("daemon.log");
+    let log_len = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+    let before = cpu_ticks(pid);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let used = cpu_ticks(pid) - before;
+    // 1% of a core over 10 s is 10 ticks.
+    assert!(used < 10, "the idle daemon used {used} ticks in 10 s");
+    assert_eq!(
+        std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0),
+        log_len,
+        "the idle daemon's log grew"
+    );
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_changed_description_alone_is_a_tool_list_change() {
+    // Refreshed by hand only: the watcher would race the explicit refreshes.
+    let ws = Ws::new().with_env("VOX_WORKSPACE_WATCH", "0");
+    write(
+        &ws,
+        "tools/one.vox",
+        "@tool \"One\"\nfn one() to int { 1 }\n",
+    );
+    let (c, rec) = recording_client(&ws, &[]).await;
+    let first = call_rec(&c, "vox_workspace_mcp_refresh", json!({})).await;
+    assert_ne!(first.is_error, Some(true));
+    write(
+        &ws,
+        "tools/one.vox",
+        "@tool \"The number one\"\nfn one() to int { 1 }\n",
+    );
+    let r = call_rec(&c, "vox_workspace_mcp_refresh", json!({})).await;
+    assert_eq!(r.structured_content.unwrap()["changed"], true);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while rec.seen(|s| s.tools_changed) == 0 {
+        assert!(Instant::now() < deadline, "no tools/list_changed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // An unchanged rescan is not a change.
+    let r = call_rec(&c, "vox_workspace_mcp_refresh", json!({})).await;
+    assert_eq!(r.structured_content.unwrap()["changed"], false);
+    c.cancel().await.unwrap();
+}
