@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
 cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo nextest run --workspace --no-fail-fast
 
 if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import mcp' 2>/dev/null; then
@@ -19,3 +20,4 @@ cargo build --quiet --bin vox --bin vox-orchestrator-d
 "${CARGO_TARGET_DIR:-target}/debug/vox" ci agentskills-compliance skills
 .venv/bin/python tests/python/test_stdio_e2e.py "${CARGO_TARGET_DIR:-target}/debug/vox"
 .venv/bin/python tests/python/test_http_e2e.py "${CARGO_TARGET_DIR:-target}/debug/vox"
+.venv/bin/python tests/python/test_long_calls.py "${CARGO_TARGET_DIR:-target}/debug/vox"

@@ -239,7 +239,8 @@ impl Session {
         }
         serde_json::from_str(&self.line).map_err(|e| format!("bad frame: {e}"))
     }
-    /// Reads frames until `until`, handing each to `stop`; returns true as soon as `stop` does.
+    /// Reads frames until `until` (at least those already there), handing each to `stop`;
+    /// returns true as soon as `stop` does.
     fn frames_until(
         &mut self,
         until: Instant,
@@ -247,12 +248,12 @@ impl Session {
     ) -> Result<bool, String> {
         loop {
             let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(false);
-            }
             // A frame already buffered needs no wait; else wait for the pipe (rounded up to
             // whole ms, the unit of poll). A frame started is read to its end.
             if self.stdout.buffer().is_empty() && !self.readable_within(left)? {
+                if left.is_zero() {
+                    return Ok(false);
+                }
                 continue;
             }
             let frame = self.read_frame()?;
@@ -480,21 +481,26 @@ fn cancel_run(
         json!({"name": tool, "arguments": args, "_meta": {"progressToken": format!("mcp-bench-cancel-{run}")}}),
     )?;
     let mut answer = None;
-    s.frames_until(Instant::now() + c.after, |f| {
+    let mut answers = |f: &Value| {
         cancelled.note(f);
         let done = response_id(f) == Some(id);
         if done {
             answer = Some(f.clone());
         }
         done
-    })?;
+    };
+    // Wait, then scan, then take what came meanwhile: an answer read here came before the cancel.
+    let mut seen = false;
+    if !s.frames_until(Instant::now() + c.after, &mut answers)? {
+        seen = scan.any_running(&pattern)?;
+        s.frames_until(Instant::now(), &mut answers)?;
+    }
     if let Some(a) = answer {
         let failed = a.get("error").is_some() || a["result"]["isError"] == json!(true);
         return Ok(CancelRun::AnsweredBeforeCancel(
             failed.then(|| a.to_string()),
         ));
     }
-    let mut seen = scan.any_running(&pattern)?;
     let sent = Instant::now();
     s.send(
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
