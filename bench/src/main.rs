@@ -351,10 +351,14 @@ fn summary_ms(name: &str, mut samples_ms: Vec<f64>) -> Value {
     samples_ms.sort_by(f64::total_cmp);
     let (p50, p99) = (percentile(&samples_ms, 0.5), percentile(&samples_ms, 0.99));
     let max = samples_ms.last().copied().unwrap_or(f64::NAN);
-    eprintln!(
-        "{name:<28} n={:<6} p50 {p50:>10.3} ms  p99 {p99:>10.3} ms  max {max:>10.3} ms",
-        samples_ms.len()
-    );
+    if samples_ms.is_empty() {
+        eprintln!("{name:<28} n=0      nothing measured");
+    } else {
+        eprintln!(
+            "{name:<28} n={:<6} p50 {p50:>10.3} ms  p99 {p99:>10.3} ms  max {max:>10.3} ms",
+            samples_ms.len()
+        );
+    }
     json!({"measure": name, "n": samples_ms.len(), "p50_ms": p50, "p99_ms": p99, "max_ms": max})
 }
 
@@ -549,7 +553,7 @@ fn cancel_mode(s: &mut Session, tool: &str, args: &Value, c: &CancelOpts) -> Res
                     .map(|e| format!(", an error: {e}"))
                     .unwrap_or_default();
                 format!(
-                    "answered before cancel (within {} ms){error}",
+                    "answered before cancel (due at {} ms){error}",
                     c.after.as_millis()
                 )
             }
