@@ -401,6 +401,12 @@ fn serve(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode
             return Ok(ExitCode::from(2));
         }
     };
+    // Everything the configuration can get wrong is reported before the daemon takes the
+    // workspace: a refused start leaves no socket or info file behind.
+    if let Err(e) = config.surface(&profile) {
+        eprintln!("error: {e}");
+        return Ok(ExitCode::from(2));
+    }
     let ws = Workspace::resolve(workspace.as_deref())?;
     vox_cli::init_logging("info");
     let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()

@@ -175,6 +175,22 @@ async fn serve_refuses_to_start_without_auth_or_with_unknown_allowlisted_tools()
     .err()
     .unwrap();
     assert!(err.contains("vox_nope"), "{err}");
+    // The configuration is checked before the daemon takes the workspace: nothing is left.
+    let ws = Ws::new();
+    let out = Command::new(VOX)
+        .args(["serve", "--profile", "knowledge"])
+        .current_dir(ws.root())
+        .env("VOX_HOME", ws.home.path())
+        .env("VOX_WORKSPACE", ws.root())
+        .env("VOX_MCP_HTTP_PORT", "0")
+        .env("VOX_MCP_HTTP_BEARER_TOKEN", WRITE)
+        .env("VOX_MCP_HTTP_ALLOWED_TOOLS", "vox_nope")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    for left in ["orchestrator.json", "orchestrator.sock"] {
+        assert!(!ws.vox_dir().join(left).exists(), "{left} left behind");
+    }
     let err = Server::start(
         Ws::new(),
         "knowledge",
@@ -396,6 +412,9 @@ async fn the_allowlist_intersects_the_profile_and_read_narrowing_applies() {
         (r.status, r.body["error"]["code"].as_str()),
         (404, Some("tool_not_in_profile"))
     );
+    // It is in the profile: what refused it is this gateway's allowlist, and the message says so.
+    let msg = r.body["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("not on this gateway's allowlist"), "{msg}");
 }
 
 #[tokio::test]
@@ -722,4 +741,89 @@ async fn an_active_skill_is_scoped_to_the_rest_session_that_chose_it() {
             .unwrap()
             .contains("X-Vox-Session")
     );
+}
+
+/// Processes whose command line contains `needle`.
+fn running(needle: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        String::from_utf8_lossy(&cmdline)
+            .replace('\0', " ")
+            .contains(needle)
+    })
+}
+
+/// Waits until `needle` runs, then (after `close` is called) until it is gone; returns how long
+/// it took to go.
+async fn gone_after(needle: &str, close: impl FnOnce()) -> std::time::Duration {
+    let started = std::time::Instant::now();
+    while !running(needle) {
+        assert!(started.elapsed().as_secs() < 15, "{needle} never started");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    close();
+    let closed = std::time::Instant::now();
+    while running(needle) {
+        assert!(closed.elapsed().as_secs() < 5, "{needle} still running");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    closed.elapsed()
+}
+
+#[tokio::test]
+async fn a_closed_rest_request_or_websocket_cancels_its_work() {
+    let ws = Ws::new();
+    let skill = ws.root().join(".vox/skills/sleeper/SKILL.md");
+    std::fs::create_dir_all(skill.parent().unwrap()).unwrap();
+    std::fs::write(
+        &skill,
+        "---\nname: sleeper\ndescription: Sleeps.\n---\nSleep.\n",
+    )
+    .unwrap();
+    let s = Server::start(
+        ws,
+        "dev",
+        &[
+            ("VOX_MCP_HTTP_BEARER_TOKEN", WRITE),
+            ("VOX_MCP_HTTP_ALLOWED_TOOLS", "vox_skill_run"),
+        ],
+    )
+    .unwrap();
+    let run = |marker: &str| {
+        json!({"name": "vox_skill_run", "args": {"id": "sleeper", "command": ["sleep", marker], "timeout_ms": 25000}})
+    };
+
+    // REST: the client hangs up while the call runs.
+    let marker = format!("30.{}1", std::process::id());
+    let body = run(&marker).to_string();
+    let mut conn = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    let req = format!(
+        "POST /v1/tools/call HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {WRITE}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        s.addr.port(),
+        body.len()
+    );
+    conn.write_all(req.as_bytes()).await.unwrap();
+    let took = gone_after(&format!("sleep {marker}"), move || drop(conn)).await;
+    assert!(took.as_millis() < 1000, "REST: gone after {took:?}");
+
+    // WebSocket: the connection closes while the call runs.
+    let marker = format!("30.{}2", std::process::id());
+    let url = format!("ws://{}/v1/ws", s.addr);
+    let mut req =
+        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url.as_str())
+            .unwrap();
+    req.headers_mut()
+        .insert("Authorization", format!("Bearer {WRITE}").parse().unwrap());
+    let (mut socket, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    let mut frame = run(&marker);
+    frame["id"] = json!(1);
+    frame["type"] = json!("call_tool");
+    socket
+        .send(tokio_tungstenite::tungstenite::Message::Text(
+            frame.to_string().into(),
+        ))
+        .await
+        .unwrap();
+    let took = gone_after(&format!("sleep {marker}"), move || drop(socket)).await;
+    assert!(took.as_millis() < 1000, "WebSocket: gone after {took:?}");
 }

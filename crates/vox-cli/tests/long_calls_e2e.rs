@@ -190,10 +190,7 @@ async fn cancelling_a_looping_vox_tool_stops_the_interpreter() {
         used < 20,
         "the daemon used {used} ticks in the second after the cancel"
     );
-    assert_eq!(
-        ok(&c, "vox_grammar", json!({})).await["grammar"].is_string(),
-        true
-    );
+    assert!(ok(&c, "vox_grammar", json!({})).await["grammar"].is_string());
     c.cancel().await.unwrap();
 }
 
