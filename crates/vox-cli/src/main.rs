@@ -344,12 +344,25 @@ fn profile_or_exit(flag: Option<&str>) -> Result<ProfileSet, ExitCode> {
     })
 }
 
+/// Says on stderr when a profile serves nothing in this build: a client would otherwise see an
+/// empty `tools/list` and no reason for it.
+fn warn_if_empty(profile: &ProfileSet) {
+    if !profile.is_dev() && profile.tools().iter().next().is_none() {
+        eprintln!(
+            "warning: profile `{}` serves no tool in this build (its tools have not landed yet; `vox profile show {}` lists them); clients will see an empty tools/list",
+            profile.canonical(),
+            profile.canonical()
+        );
+    }
+}
+
 fn mcp(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> {
     use rmcp::ServiceExt;
     let profile = match profile_or_exit(profile.as_deref()) {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
+    warn_if_empty(&profile);
     let ws = Workspace::resolve(workspace.as_deref())?;
     // One thread: the adapter only relays, and keeping stdin, stdout and the socket on one
     // thread saves cross-thread wake-ups on every call.
@@ -401,6 +414,7 @@ fn serve(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode
             return Ok(ExitCode::from(2));
         }
     };
+    warn_if_empty(&profile);
     // Everything the configuration can get wrong is reported before the daemon takes the
     // workspace: a refused start leaves no socket or info file behind.
     if let Err(e) = config.surface(&profile) {

@@ -376,3 +376,35 @@ async fn an_oversized_stdio_message_is_dropped_and_the_session_continues() {
     drop(stdin);
     let _ = child.wait().await;
 }
+
+#[tokio::test]
+async fn a_profile_without_tools_in_this_build_warns_and_reports_placeholders() {
+    let ws = Ws::new();
+    let out = ws.vox(&["mcp", "--profile", "models"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: profile `models` serves no tool in this build"),
+        "{stderr}"
+    );
+    let report = &ws.daemon_status()["boot_report"];
+    let placeholders: Vec<&str> = report["placeholders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(placeholders.contains(&"model_registry"), "{report}");
+    assert!(placeholders.contains(&"llm_facade"), "{report}");
+    let step = report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == "llm_facade")
+        .unwrap();
+    assert_eq!(step["status"], "placeholder");
+    // A profile whose subsystems do real work has none, and does not warn.
+    let ws = Ws::new();
+    let out = ws.vox(&["mcp", "--profile", "knowledge"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+    assert_eq!(ws.daemon_status()["boot_report"]["placeholders"], json!([]));
+}

@@ -11,7 +11,7 @@ use vox_mcp_registry::{BOOT_STEPS, ProfileSet, SUBSYSTEMS, SubsystemMask};
 pub struct StepReport {
     pub step: &'static str,
     pub subsystem: &'static str,
-    /// `ok`, `failed` or `skipped`.
+    /// `ok`, `placeholder` (no tools in this build: nothing started), `failed` or `skipped`.
     pub status: &'static str,
     pub detail: String,
     pub micros: u64,
@@ -23,6 +23,9 @@ pub struct BootReport {
     pub profile: String,
     /// Subsystems that are up, in contract order.
     pub booted: Vec<&'static str>,
+    /// Subsystems that have no tools in this build: counted as up (nothing can fail), but
+    /// nothing was started for them.
+    pub placeholders: Vec<&'static str>,
     /// Subsystem → why it is down.
     pub failed: BTreeMap<&'static str, String>,
     pub steps: Vec<StepReport>,
@@ -39,11 +42,11 @@ impl BootReport {
     }
 }
 
-/// Runs the boot steps. `run_step(step, subsystem)` does the work and returns a detail line;
-/// an `Err` marks the subsystem failed.
+/// Runs the boot steps. `run_step(i)` does the work of `BOOT_STEPS[i]`; an `Err` marks its
+/// subsystem failed.
 pub fn boot(
     profile: &ProfileSet,
-    mut run_step: impl FnMut(&'static str, &'static str) -> Result<String, String>,
+    mut run_step: impl FnMut(usize) -> Result<crate::orchestrator::StepDone, String>,
 ) -> BootReport {
     let started = Instant::now();
     let closure = profile.closure_mask();
@@ -53,7 +56,8 @@ pub fn boot(
     };
     let mut failed_mask: SubsystemMask = 0;
     let mut started_mask: SubsystemMask = 0;
-    for step in BOOT_STEPS.iter() {
+    let mut placeholder_mask: SubsystemMask = 0;
+    for (i, step) in BOOT_STEPS.iter().enumerate() {
         let bit = 1u32 << step.subsystem;
         if closure & bit == 0 {
             continue;
@@ -84,10 +88,15 @@ pub fn boot(
             record("skipped", why);
             continue;
         }
-        match run_step(step.name, sub.id) {
-            Ok(detail) => {
+        match run_step(i) {
+            Ok(crate::orchestrator::StepDone::Ready(detail)) => {
                 started_mask |= bit;
                 record("ok", detail);
+            }
+            Ok(crate::orchestrator::StepDone::Placeholder(why)) => {
+                started_mask |= bit;
+                placeholder_mask |= bit;
+                record("placeholder", why.to_owned());
             }
             Err(e) => {
                 report.failed.insert(sub.id, e.clone());
@@ -98,6 +107,7 @@ pub fn boot(
     }
     report.booted_mask = started_mask & !failed_mask;
     report.booted = vox_mcp_registry::subsystem_names(report.booted_mask);
+    report.placeholders = vox_mcp_registry::subsystem_names(placeholder_mask & report.booted_mask);
     report.total_micros = started.elapsed().as_micros() as u64;
     report
 }

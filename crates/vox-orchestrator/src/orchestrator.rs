@@ -302,7 +302,8 @@ impl Orchestrator {
             notifier: tokio::sync::broadcast::channel(16).0,
             boot: BootReport::default(),
         };
-        let report = boot::boot(&profile, |step, _sub| run_step(&mut ctx, step));
+        let steps = boot_step_table()?;
+        let report = boot::boot(&profile, |i| steps[i](&mut ctx));
         ctx.boot = report;
         let serves_skills = profile.is_dev() || profile.tools().iter().any(|t| t.lane == "skills");
         if serves_skills {
@@ -675,74 +676,129 @@ fn cap_result(name: &str, v: Value) -> ToolOutcome {
     ToolOutcome::Ok(v)
 }
 
-/// One boot step's work. Subsystems without tools in this build only declare themselves ready.
-fn run_step(ctx: &mut Ctx, step: &str) -> Result<String, String> {
-    match step {
-        "db" => {
-            let path = ctx.workspace.db_path();
-            let store = Store::open(&path).map_err(|e| e.to_string())?;
-            let v = store.schema_version().map_err(|e| e.to_string())?;
-            ctx.store = Some(Arc::new(store));
-            Ok(format!("{} (schema {v})", path.display()))
-        }
-        "routing_preferences" => Ok(if ctx.store.is_some() {
-            "routing preferences from the store".into()
-        } else {
-            "scorer defaults (no store)".into()
-        }),
-        "sessions" => match &ctx.store {
-            Some(store) => {
-                ctx.sessions = Some(Box::new(store.clone()));
-                Ok("sqlite".into())
-            }
-            None => {
-                let dir = ctx.workspace.session_files_dir();
-                let files = FileSessions::open(&dir).map_err(|e| e.to_string())?;
-                ctx.sessions = Some(Box::new(files));
-                Ok(format!(
-                    "file persistence at {} (store unavailable)",
-                    dir.display()
-                ))
-            }
-        },
-        "search_index" => {
-            ctx.search = Some(crate::tools::search::Search::new(&ctx.workspace.root));
-            Ok("indexes build on first query".into())
-        }
-        "compiler" => {
-            if ctx.profile.is_dev() {
-                ctx.workspace_tools = Some(crate::workspace_tools::WorkspaceTools::new(
-                    ctx.workspace.root.clone(),
-                ));
-                Ok("vox-lang; workspace tools scan on first use".into())
-            } else {
-                Ok("vox-lang".into())
-            }
-        }
-        "memory" => Ok(if ctx.store.is_some() {
+/// What a boot step did.
+pub enum StepDone {
+    /// The subsystem is up; the detail says how.
+    Ready(String),
+    /// The subsystem has no tools in this build: nothing was started, and the boot report
+    /// says so (`placeholder`) instead of claiming it is up.
+    Placeholder(&'static str),
+}
+
+type StepFn = fn(&mut Ctx) -> Result<StepDone, String>;
+
+fn placeholder(_ctx: &mut Ctx) -> Result<StepDone, String> {
+    Ok(StepDone::Placeholder("no tools in this build"))
+}
+
+/// The function of every boot step of `contracts/subsystems.v1.yaml`, by step name. A step
+/// without one is a start-up error ([`boot_step_table`]), never a silent "ready".
+const STEP_FNS: &[(&str, StepFn)] = &[
+    ("db", |ctx| {
+        let path = ctx.workspace.db_path();
+        let store = Store::open(&path).map_err(|e| e.to_string())?;
+        let v = store.schema_version().map_err(|e| e.to_string())?;
+        ctx.store = Some(Arc::new(store));
+        Ok(StepDone::Ready(format!("{} (schema {v})", path.display())))
+    }),
+    ("model_registry", placeholder),
+    ("routing_preferences", placeholder),
+    ("llm_facade", placeholder),
+    ("search_index", |ctx| {
+        ctx.search = Some(crate::tools::search::Search::new(&ctx.workspace.root));
+        Ok(StepDone::Ready("indexes build on first query".into()))
+    }),
+    ("memory", |ctx| {
+        Ok(StepDone::Ready(if ctx.store.is_some() {
             "store-backed".into()
         } else {
             "no store: memory tools stay down".into()
-        }),
-        "agent_fleet" => match std::env::var("VOX_MCP_AGENT_FLEET").as_deref() {
-            Ok("0") | Ok("false") | Ok("off") => Err("disabled by VOX_MCP_AGENT_FLEET".into()),
-            _ => Ok("ready (no agents configured)".into()),
-        },
-        "attention_calibration" => {
-            let budget = std::env::var("VOX_ATTENTION_BUDGET_TOKENS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(200_000);
-            ctx.attention = Some(Attention::new(budget, ctx.store.is_some()));
-            Ok(format!("token budget {budget} per agent"))
+        }))
+    }),
+    ("compiler", |ctx| {
+        Ok(StepDone::Ready(if ctx.profile.is_dev() {
+            ctx.workspace_tools = Some(crate::workspace_tools::WorkspaceTools::new(
+                ctx.workspace.root.clone(),
+            ));
+            "vox-lang; workspace tools scan on first use".into()
+        } else {
+            "vox-lang".into()
+        }))
+    }),
+    ("browser", placeholder),
+    ("speech", placeholder),
+    ("sessions", |ctx| match &ctx.store {
+        Some(store) => {
+            ctx.sessions = Some(Box::new(store.clone()));
+            Ok(StepDone::Ready("sqlite".into()))
         }
-        _ => Ok("ready".into()),
+        None => {
+            let dir = ctx.workspace.session_files_dir();
+            let files = FileSessions::open(&dir).map_err(|e| e.to_string())?;
+            ctx.sessions = Some(Box::new(files));
+            Ok(StepDone::Ready(format!(
+                "file persistence at {} (store unavailable)",
+                dir.display()
+            )))
+        }
+    }),
+    ("agent_fleet", |_ctx| {
+        match std::env::var("VOX_MCP_AGENT_FLEET").as_deref() {
+            Ok("0") | Ok("false") | Ok("off") => Err("disabled by VOX_MCP_AGENT_FLEET".into()),
+            _ => Ok(StepDone::Placeholder("no tools in this build")),
+        }
+    }),
+    ("populi_federation_poller", placeholder),
+    ("a2a_remote_result_poller", placeholder),
+    ("a2a_remote_worker_poller", placeholder),
+    ("clarification_inbox", placeholder),
+    ("socrates_research_poller", placeholder),
+    ("flywheel", placeholder),
+    ("attention_calibration", |ctx| {
+        let budget = std::env::var("VOX_ATTENTION_BUDGET_TOKENS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(200_000);
+        ctx.attention = Some(Attention::new(budget, ctx.store.is_some()));
+        Ok(StepDone::Ready(format!("token budget {budget} per agent")))
+    }),
+];
+
+/// The step functions in contract order. Errors name every contract step without a function
+/// and every function without a contract step.
+pub fn boot_step_table() -> Result<Vec<StepFn>, String> {
+    let mut problems = Vec::new();
+    let table: Vec<StepFn> = vox_mcp_registry::BOOT_STEPS
+        .iter()
+        .filter_map(|step| {
+            let f = STEP_FNS.iter().find(|(n, _)| *n == step.name).map(|(_, f)| *f);
+            if f.is_none() {
+                problems.push(format!("boot step {} has no function", step.name));
+            }
+            f
+        })
+        .collect();
+    for (name, _) in STEP_FNS {
+        if !vox_mcp_registry::BOOT_STEPS.iter().any(|s| s.name == *name) {
+            problems.push(format!("boot function {name} has no contract step"));
+        }
+    }
+    if problems.is_empty() {
+        Ok(table)
+    } else {
+        Err(problems.join("; "))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_boot_step_has_a_function_and_every_function_a_step() {
+        let table = boot_step_table().expect("contract steps and functions agree");
+        assert_eq!(table.len(), vox_mcp_registry::BOOT_STEPS.len());
+    }
 
     #[test]
     fn every_catalog_tool_has_a_handler_and_every_handler_a_row() {
