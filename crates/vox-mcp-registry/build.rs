@@ -144,6 +144,59 @@ fn main() {
     }
     writeln!(out, "];").unwrap();
 
+    // Typed names for subsystems and boot steps: a family registering a step that the
+    // contract does not have fails to compile.
+    let camel = |id: &str| -> String {
+        id.split('_')
+            .map(|w| {
+                let mut c = w.chars();
+                c.next()
+                    .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                    .unwrap_or_default()
+            })
+            .collect()
+    };
+    writeln!(
+        out,
+        "/// A subsystem of `contracts/subsystems.v1.yaml`; its discriminant is its index in [`SUBSYSTEMS`].\n#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]\npub enum SubsystemId {{"
+    )
+    .unwrap();
+    for (i, s) in reg.subsystems.iter().enumerate() {
+        writeln!(out, "  /// {}\n  {} = {i},", s.description, camel(&s.id)).unwrap();
+    }
+    writeln!(out, "}}").unwrap();
+    writeln!(
+        out,
+        "impl SubsystemId {{\n  /// Every subsystem, in contract order.\n  pub const ALL: [SubsystemId; {}] = [{}];\n}}",
+        reg.subsystems.len(),
+        reg.subsystems
+            .iter()
+            .map(|s| format!("SubsystemId::{}", camel(&s.id)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "/// A boot step of `contracts/subsystems.v1.yaml`; its discriminant is its index in [`BOOT_STEPS`].\n#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]\npub enum BootStep {{"
+    )
+    .unwrap();
+    for (i, (name, _)) in reg.boot_steps.iter().enumerate() {
+        writeln!(out, "  {} = {i},", camel(name)).unwrap();
+    }
+    writeln!(out, "}}").unwrap();
+    writeln!(
+        out,
+        "impl BootStep {{\n  /// Every boot step, in boot order.\n  pub const ALL: [BootStep; {}] = [{}];\n}}",
+        reg.boot_steps.len(),
+        reg.boot_steps
+            .iter()
+            .map(|(n, _)| format!("BootStep::{}", camel(n)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+    .unwrap();
+
     let dest = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("registry_gen.rs");
     std::fs::write(dest, out).unwrap();
 }

@@ -42,9 +42,9 @@ fn exit_code(problems: &[String]) -> ExitCode {
 /// subsystems its closure covers.
 pub fn operations_verify(json_out: bool) -> Result<ExitCode> {
     let mut problems: Vec<String> = Vec::new();
-    match vox_orchestrator::handler_table() {
+    match vox_core::assemble(vox_tools::families()) {
         Err(e) => problems.push(e),
-        Ok(table) => {
+        Ok((table, ..)) => {
             for t in TOOL_REGISTRY.iter().filter(|t| t.built) {
                 if let Some(h) = &table[t.index]
                     && (h.schema.get("type").and_then(Value::as_str) != Some("object")
@@ -154,13 +154,13 @@ pub fn surface_parity(root: &Path, fixtures: &Path, json_out: bool) -> Result<Ex
 }
 
 fn run_parity(workspace: &Path, fx: &Fixtures) -> Result<(String, Vec<String>)> {
-    use vox_orchestrator::{CallCtx, Orchestrator, ToolOutcome, Workspace};
+    use vox_core::{CallCtx, Orchestrator, ToolOutcome, Workspace};
     let ws = Workspace::at(workspace)?;
-    let orch = Orchestrator::boot(ws, ProfileSet::dev()).map_err(anyhow::Error::msg)?;
+    let orch = Orchestrator::boot(ws, ProfileSet::dev(), vox_tools::families())
+        .map_err(anyhow::Error::msg)?;
     let wt = orch
         .ctx()
-        .workspace_tools
-        .as_ref()
+        .get::<std::sync::Arc<vox_tools::workspace_tools::WorkspaceTools>>()
         .context("the dev profile serves no workspace tools")?;
     let mut problems = Vec::new();
     let (report, _) = wt.refresh(&|_, _| {});

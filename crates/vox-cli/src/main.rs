@@ -6,9 +6,9 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use vox_cli::config::{self, select_profile};
+use vox_core::Workspace;
+use vox_daemon::client::{adopt_or_spawn, connect_and_ping};
 use vox_mcp_registry::{PROFILES, ProfileSet, subsystem_names};
-use vox_orchestrator::Workspace;
-use vox_orchestrator::client::{adopt_or_spawn, connect_and_ping};
 
 mod ci;
 
@@ -389,7 +389,7 @@ fn mcp(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> 
             server.watch_input(tokio::io::stdin()),
             tokio::io::stdout(),
         )
-        .with_max_line_length(vox_orchestrator::MAX_MESSAGE_BYTES);
+        .with_max_line_length(vox_core::MAX_MESSAGE_BYTES);
         let service = server
             .serve(stdio)
             .await
@@ -427,7 +427,7 @@ fn serve(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode
         .install_recorder()
         .map_err(|e| anyhow::anyhow!("metrics recorder: {e}"))?;
     runtime()?.block_on(async move {
-        let daemon = match vox_orchestrator::daemon::Daemon::start(ws, profile) {
+        let daemon = match vox_daemon::daemon::Daemon::start(ws, profile, vox_tools::families()) {
             Ok(d) => d,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -631,11 +631,8 @@ fn daemon_cmd(cmd: DaemonCommand) -> Result<ExitCode> {
                 };
                 c.call("orch.shutdown", json!({})).await?;
                 // Return once the process is gone, so a following start does not race it.
-                if !vox_orchestrator::client::wait_until_stopped(
-                    &ws,
-                    std::time::Duration::from_secs(15),
-                )
-                .await
+                if !vox_daemon::client::wait_until_stopped(&ws, std::time::Duration::from_secs(15))
+                    .await
                 {
                     bail!("daemon pid {} did not stop within 15 s", ping["pid"]);
                 }

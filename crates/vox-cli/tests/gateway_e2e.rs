@@ -789,9 +789,7 @@ async fn a_closed_rest_request_or_websocket_cancels_its_work() {
         ],
     )
     .unwrap();
-    let run = |marker: &str| {
-        json!({"name": "vox_skill_run", "args": {"id": "sleeper", "command": ["sleep", marker], "timeout_ms": 25000}})
-    };
+    let run = |marker: &str| json!({"name": "vox_skill_run", "args": {"id": "sleeper", "command": ["sleep", marker], "timeout_ms": 25000}});
 
     // REST: the client hangs up while the call runs.
     let marker = format!("30.{}1", std::process::id());
@@ -809,9 +807,10 @@ async fn a_closed_rest_request_or_websocket_cancels_its_work() {
     // WebSocket: the connection closes while the call runs.
     let marker = format!("30.{}2", std::process::id());
     let url = format!("ws://{}/v1/ws", s.addr);
-    let mut req =
-        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url.as_str())
-            .unwrap();
+    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
+        url.as_str(),
+    )
+    .unwrap();
     req.headers_mut()
         .insert("Authorization", format!("Bearer {WRITE}").parse().unwrap());
     let (mut socket, _) = tokio_tungstenite::connect_async(req).await.unwrap();

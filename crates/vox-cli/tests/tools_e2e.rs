@@ -311,7 +311,7 @@ async fn the_daemon_socket_survives_malformed_and_oversized_messages() {
     assert_eq!(a["result"]["profile"], "knowledge");
     assert_eq!(
         a["result"]["protocol_version"],
-        vox_orchestrator::PROTOCOL_VERSION
+        vox_daemon::PROTOCOL_VERSION
     );
     // The MCP client on its own connection is unaffected.
     assert_eq!(tool_names(&c).await, registry_slice("knowledge"));

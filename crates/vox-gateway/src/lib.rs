@@ -25,8 +25,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use vox_core::{Orchestrator, ToolOutcome};
 use vox_mcp_registry::{Caller, ProfileSet, Role};
-use vox_orchestrator::{Orchestrator, ToolOutcome};
 
 /// Largest request body (and WebSocket message) accepted.
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -49,17 +49,17 @@ pub struct Who {
 
 impl Who {
     /// The call context of a request from this caller (no progress or log sink yet).
-    pub fn call_ctx(&self) -> vox_orchestrator::CallCtx {
-        vox_orchestrator::CallCtx::new(self.caller, &self.agent, &self.session)
+    pub fn call_ctx(&self) -> vox_core::CallCtx {
+        vox_core::CallCtx::new(self.caller, &self.agent, &self.session)
     }
 }
 
 /// Cancels a call when dropped unless disarmed: a REST handler's future is dropped when its
 /// client goes away, and the call's blocking work must stop with it.
-pub(crate) struct CancelOnDrop(Option<vox_orchestrator::Cancel>);
+pub(crate) struct CancelOnDrop(Option<vox_core::Cancel>);
 
 impl CancelOnDrop {
-    pub(crate) fn new(cancel: vox_orchestrator::Cancel) -> Self {
+    pub(crate) fn new(cancel: vox_core::Cancel) -> Self {
         CancelOnDrop(Some(cancel))
     }
     /// The call finished: nothing to cancel.
@@ -122,7 +122,9 @@ impl Shared {
     }
     fn skill_resources(&self, who: &Who) -> Vec<Value> {
         if self.serves_skill_resources(who) {
-            self.orch.skill_resources()
+            let mut all = self.orch.resources();
+            all.retain(|r| r["uri"].as_str().is_some_and(|u| u.starts_with("skill://")));
+            all
         } else {
             vec![]
         }
@@ -131,7 +133,7 @@ impl Shared {
         &self,
         who: &Who,
         uri: &str,
-    ) -> Option<Result<String, vox_orchestrator::ToolError>> {
+    ) -> Option<Result<String, vox_core::ToolError>> {
         (uri.starts_with("skill://") && self.serves_skill_resources(who))
             .then(|| self.orch.read_resource(uri))
     }
@@ -140,12 +142,12 @@ impl Shared {
         who: &Who,
         name: &str,
         args: Value,
-        call: vox_orchestrator::CallCtx,
+        call: vox_core::CallCtx,
     ) -> ToolOutcome {
         // Without a named session every request of this token would share one active skill,
         // so one client could restrict (or release) all the others.
         if name == "vox_skill_use" && !who.session_named {
-            return ToolOutcome::Failed(vox_orchestrator::ToolError::InvalidArguments(
+            return ToolOutcome::Failed(vox_core::ToolError::InvalidArguments(
                 "vox_skill_use over HTTP needs a session: send an X-Vox-Session header (REST), use one WebSocket connection, or a 2025-era /mcp session".into(),
             ));
         }

@@ -9,7 +9,7 @@ use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use vox_orchestrator::ToolOutcome;
+use vox_core::ToolOutcome;
 
 /// The `/mcp` backend of the one MCP server: one per session (rmcp builds them), sharing the
 /// state.

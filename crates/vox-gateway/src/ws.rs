@@ -78,7 +78,7 @@ async fn serve_session(socket: &mut WebSocket, s: &Shared, who: &Who) {
     }
 }
 
-async fn answer(s: &Shared, who: &Who, text: &str, call: vox_orchestrator::CallCtx) -> Value {
+async fn answer(s: &Shared, who: &Who, text: &str, call: vox_core::CallCtx) -> Value {
     let req: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {

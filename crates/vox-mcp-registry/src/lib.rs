@@ -17,6 +17,28 @@ include!(concat!(env!("OUT_DIR"), "/registry_gen.rs"));
 /// A bit mask over [`SUBSYSTEMS`].
 pub type SubsystemMask = u32;
 
+impl SubsystemId {
+    /// The contract's snake_case id.
+    pub fn as_str(self) -> &'static str {
+        SUBSYSTEMS[self as usize].id
+    }
+    /// Its bit in a [`SubsystemMask`].
+    pub fn bit(self) -> SubsystemMask {
+        1 << self as u32
+    }
+}
+
+impl BootStep {
+    /// The contract's step name.
+    pub fn name(self) -> &'static str {
+        BOOT_STEPS[self as usize].name
+    }
+    /// The subsystem the step boots.
+    pub fn subsystem(self) -> SubsystemId {
+        SubsystemId::ALL[BOOT_STEPS[self as usize].subsystem]
+    }
+}
+
 /// One catalog row.
 #[derive(Debug)]
 pub struct ToolEntry {

@@ -4,8 +4,8 @@
 use rmcp::ErrorData as McpError;
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
+use vox_core::ToolOutcome;
 use vox_mcp_registry::DenialCode;
-use vox_orchestrator::ToolOutcome;
 
 /// The HTTP status of an outcome: denials carry their spec status, tool errors their code's.
 pub fn http_status(o: &ToolOutcome) -> u16 {
@@ -94,8 +94,8 @@ pub fn resources(descriptors: Value) -> Result<Vec<rmcp::model::Resource>, McpEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use vox_core::ToolError;
     use vox_mcp_registry::Denial;
-    use vox_orchestrator::ToolError;
 
     #[test]
     fn every_encoding_agrees_on_status_and_shape() {

@@ -18,7 +18,7 @@ use serde_json::Value;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
-use vox_orchestrator::{CallEvents, Cancel, LogLevel, LogMessage, Progress, ToolOutcome};
+use vox_core::{CallEvents, Cancel, LogLevel, LogMessage, Progress, ToolOutcome};
 
 /// One tool call as the handler hands it to a backend.
 pub struct ToolCall {

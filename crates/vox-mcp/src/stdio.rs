@@ -11,8 +11,9 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
-use vox_orchestrator::client::{AdoptError, ClientError, DaemonClient, adopt_or_spawn};
-use vox_orchestrator::{CallEvents, LogMessage, Progress, ToolError, ToolOutcome, Workspace};
+use vox_core::{CallEvents, ToolError, ToolOutcome, Workspace};
+use vox_daemon::client::{AdoptError, ClientError, DaemonClient, adopt_or_spawn};
+use vox_daemon::frames::{ListToolsParams, LogParams, ProgressParams, ToolCallParams};
 
 /// Which daemon to talk to, the live connection if any, and what this client chose.
 pub struct DaemonBackend {
@@ -46,7 +47,7 @@ pub async fn connect(
         ws,
         profile,
         daemon_exe,
-        workspace_tools: vox_orchestrator::client::workspace_tools_requested(),
+        workspace_tools: vox_daemon::client::workspace_tools_requested(),
         client: tokio::sync::Mutex::new(Some(Arc::new(client))),
         notes,
         tools: tools.clone(),
@@ -81,23 +82,17 @@ fn internal(e: impl std::fmt::Display) -> McpError {
 }
 
 /// Passes one `orch.progress` / `orch.log` frame to the call's events.
-fn relay(frame: Value, events: &dyn CallEvents) {
-    let params = frame.get("params");
+fn relay(mut frame: Value, events: &dyn CallEvents) {
+    let params = frame["params"].take();
     match frame.get("method").and_then(Value::as_str) {
         Some("orch.progress") => {
-            if let Some(p) = params
-                .and_then(|p| p.get("progress"))
-                .and_then(|p| serde_json::from_value::<Progress>(p.clone()).ok())
-            {
-                events.progress(p);
+            if let Ok(p) = serde_json::from_value::<ProgressParams>(params) {
+                events.progress(p.progress);
             }
         }
         Some("orch.log") => {
-            if let Some(m) = params
-                .and_then(|p| p.get("message"))
-                .and_then(|m| serde_json::from_value::<LogMessage>(m.clone()).ok())
-            {
-                events.log(m);
+            if let Ok(p) = serde_json::from_value::<LogParams>(params) {
+                events.log(p.message);
             }
         }
         _ => {}
@@ -126,13 +121,14 @@ impl DaemonBackend {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         if let Some(id) = active {
-            let restored = c
-                .tool_call(
-                    json!({"name": "vox_skill_use", "arguments": {"id": id}, "agent": "stdio"}),
-                    None,
-                    None,
-                )
-                .await;
+            let restore = ToolCallParams {
+                name: "vox_skill_use".into(),
+                arguments: json!({"id": id}),
+                agent: Some("stdio".into()),
+                progress: false,
+                log_level: None,
+            };
+            let restored = c.tool_call(&restore, None, None).await;
             if !restored.as_ref().is_ok_and(|o| !o.is_error()) {
                 return Err(McpError::internal_error(
                     format!(
@@ -181,7 +177,9 @@ impl Backend for DaemonBackend {
         let answer = match client
             .call(
                 "orch.list_tools",
-                json!({"workspace_tools": self.workspace_tools}),
+                json!(ListToolsParams {
+                    workspace_tools: self.workspace_tools
+                }),
             )
             .await
         {
@@ -225,15 +223,15 @@ impl Backend for DaemonBackend {
             .peer_info()
             .map(|i| format!("stdio:{}", i.client_info.name))
             .unwrap_or_else(|| "stdio".into());
-        let params = json!({
-            "name": call.name,
-            "arguments": call.arguments,
-            "agent": agent,
-            "progress": call.progress,
-            "log_level": call.log_level,
-        });
+        let params = ToolCallParams {
+            name: call.name.clone(),
+            arguments: call.arguments,
+            agent: Some(agent),
+            progress: call.progress,
+            log_level: call.log_level,
+        };
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let answer = client.tool_call(params, Some(tx), Some(&call.cancel));
+        let answer = client.tool_call(&params, Some(tx), Some(&call.cancel));
         tokio::pin!(answer);
         let answer = loop {
             tokio::select! {

@@ -3,8 +3,8 @@
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use vox_orchestrator::Workspace;
-use vox_orchestrator::daemon::Daemon;
+use vox_core::Workspace;
+use vox_daemon::daemon::Daemon;
 
 /// The vox orchestrator daemon: one per workspace, on <workspace>/.vox/orchestrator.sock.
 #[derive(Parser)]
@@ -47,7 +47,7 @@ fn main() -> ExitCode {
         }
     };
     rt.block_on(async move {
-        match Daemon::start(ws, profile) {
+        match Daemon::start(ws, profile, vox_tools::families()) {
             Ok(d) => {
                 d.run().await;
                 ExitCode::SUCCESS

@@ -5,15 +5,18 @@
 //! first use, then kept current by every write (which also goes through the built index, so a
 //! write racing the first build cannot be missed).
 
-use super::{HandlerEntry, blocking, bounded, typed};
-use crate::call::CallCtx;
-use crate::orchestrator::{Ctx, ToolError};
+use crate::bounded;
+use crate::store::{db, store};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::path::{Component, Path};
 use std::sync::{Arc, Mutex};
+use vox_core::CallCtx;
+use vox_core::HandlerEntry;
+use vox_core::family::{blocking, typed};
+use vox_core::{Ctx, ToolError};
 use vox_search::{DocIndex, SearchError, WorkspaceIndex};
 
 /// The search_index subsystem's state.
@@ -62,9 +65,15 @@ impl vox_search::Observer for CallObserver<'_> {
 }
 
 fn search(ctx: &Ctx) -> Result<&Search, ToolError> {
-    ctx.search
-        .as_ref()
-        .ok_or_else(|| ToolError::Unavailable("the search_index subsystem is not running".into()))
+    ctx.require::<Search>("the search_index subsystem")
+}
+
+fn boot(ctx: &mut Ctx) -> Result<vox_core::StepDone, String> {
+    let search = Search::new(&ctx.workspace.root);
+    ctx.insert(search);
+    Ok(vox_core::StepDone::Ready(
+        "indexes build on first query".into(),
+    ))
 }
 
 fn lazy_index(
@@ -83,10 +92,11 @@ fn lazy_index(
 }
 
 fn kb_index(ctx: &Ctx) -> Result<Arc<DocIndex>, ToolError> {
-    let store = ctx.store()?;
+    let store = store(ctx)?;
     lazy_index(&search(ctx)?.kb, || {
         Ok(store
-            .kb_all()?
+            .kb_all()
+            .map_err(db)?
             .into_iter()
             .map(|d| (d.id.to_string(), d.title, d.content))
             .collect())
@@ -103,10 +113,11 @@ fn memory_doc(key: &str, value: &str, tags: &[String]) -> (String, String, Strin
 
 /// The memory index (built from the store on first use).
 pub fn memory_index(ctx: &Ctx) -> Result<Arc<DocIndex>, ToolError> {
-    let store = ctx.store()?;
+    let store = store(ctx)?;
     lazy_index(&search(ctx)?.memory, || {
         Ok(store
-            .memory_all()?
+            .memory_all()
+            .map_err(db)?
             .iter()
             .map(|m| memory_doc(&m.key, &m.value, &m.tags))
             .collect())
@@ -119,7 +130,7 @@ pub fn memory_indexed(
     key: &str,
     value: Option<(&str, &[String])>,
 ) -> Result<(), ToolError> {
-    if ctx.search.is_none() {
+    if ctx.get::<Search>().is_none() {
         return Ok(());
     }
     let ix = memory_index(ctx)?;
@@ -207,7 +218,7 @@ fn sha256_hex(text: &str) -> String {
 }
 
 fn ingest(ctx: &Ctx, call: &CallCtx, a: IngestArgs) -> Result<Value, ToolError> {
-    let store = ctx.store()?;
+    let store = store(ctx)?;
     let ix = kb_index(ctx)?;
     let mut docs = Vec::new();
     match (a.text, a.path) {
@@ -247,7 +258,7 @@ fn ingest(ctx: &Ctx, call: &CallCtx, a: IngestArgs) -> Result<Value, ToolError> 
     let total = docs.len();
     if total > 1 {
         call.log(
-            crate::call::LogLevel::Info,
+            vox_core::LogLevel::Info,
             "kb",
             format!("ingesting {total} documents"),
         );
@@ -262,7 +273,7 @@ fn ingest(ctx: &Ctx, call: &CallCtx, a: IngestArgs) -> Result<Value, ToolError> 
         if total > 1 {
             call.progress(done as f64, Some(total as f64), Some(source.clone()));
         }
-        let (id, changed) = store.kb_upsert(&title, &source, &text, &hash)?;
+        let (id, changed) = store.kb_upsert(&title, &source, &text, &hash).map_err(db)?;
         if changed {
             ix.upsert(&id.to_string(), &title, &text)
                 .map_err(search_err)?;
@@ -338,13 +349,13 @@ fn kb_query(ctx: &Ctx, a: QueryArgs) -> Result<Value, ToolError> {
     let hits = kb_index(ctx)?
         .search(&a.query, limit(a.limit, 10, 100))
         .map_err(search_err)?;
-    let store = ctx.store()?;
+    let store = store(ctx)?;
     let mut results = Vec::new();
     for h in hits {
         let Ok(id) = h.id.parse::<i64>() else {
             continue;
         };
-        if let Some(d) = store.kb_get(id)? {
+        if let Some(d) = store.kb_get(id).map_err(db)? {
             results.push(json!({"id": id, "title": d.title, "source": d.source, "score": h.score, "snippet": h.snippet}));
         }
     }
@@ -353,7 +364,7 @@ fn kb_query(ctx: &Ctx, a: QueryArgs) -> Result<Value, ToolError> {
 
 fn kb_list(ctx: &Ctx, a: KbListArgs) -> Result<Value, ToolError> {
     let n = limit(a.limit, 50, 500);
-    let mut page = ctx.store()?.kb_list(a.cursor, n + 1)?;
+    let mut page = store(ctx)?.kb_list(a.cursor, n + 1).map_err(db)?;
     let next = if page.len() > n {
         page.truncate(n);
         page.last().map(|d| d.id)
@@ -365,7 +376,7 @@ fn kb_list(ctx: &Ctx, a: KbListArgs) -> Result<Value, ToolError> {
 
 fn kb_delete(ctx: &Ctx, a: KbDeleteArgs) -> Result<Value, ToolError> {
     let ix = kb_index(ctx)?;
-    if !ctx.store()?.kb_delete(a.id)? {
+    if !store(ctx)?.kb_delete(a.id).map_err(db)? {
         return Err(ToolError::NotFound(format!(
             "no knowledge-base document with id {}",
             a.id
@@ -407,10 +418,10 @@ fn structural(ctx: &Ctx, call: &CallCtx, a: StructuralArgs) -> Result<Value, Too
 pub fn memory_search(ctx: &Ctx, query: &str, n: usize) -> Result<Value, ToolError> {
     bounded("query", query, 1000)?;
     let hits = memory_index(ctx)?.search(query, n).map_err(search_err)?;
-    let store = ctx.store()?;
+    let store = store(ctx)?;
     let mut results = Vec::new();
     for h in hits {
-        if let Some(m) = store.memory_get(&h.id)? {
+        if let Some(m) = store.memory_get(&h.id).map_err(db)? {
             results.push(json!({"key": m.key, "value": m.value, "tags": m.tags, "score": h.score, "snippet": h.snippet}));
         }
     }
@@ -420,7 +431,7 @@ pub fn memory_search(ctx: &Ctx, query: &str, n: usize) -> Result<Value, ToolErro
 fn knowledge(ctx: &Ctx, a: QueryArgs) -> Result<Value, ToolError> {
     bounded("query", &a.query, 1000)?;
     let n = limit(a.limit, 10, 100);
-    let store = ctx.store()?;
+    let store = store(ctx)?;
     // BM25 scores of two indexes are not on one scale: normalise each list by its best score,
     // then merge; ties keep a stable order (kb before memory, then id).
     let mut answers = Vec::new();
@@ -430,14 +441,14 @@ fn knowledge(ctx: &Ctx, a: QueryArgs) -> Result<Value, ToolError> {
         let Ok(id) = h.id.parse::<i64>() else {
             continue;
         };
-        if let Some(d) = store.kb_get(id)? {
+        if let Some(d) = store.kb_get(id).map_err(db)? {
             answers.push((h.score / kb_top, 0, json!({"source": "kb", "id": id, "title": d.title, "origin": d.source, "score": h.score, "snippet": h.snippet})));
         }
     }
     let mem = memory_index(ctx)?.search(&a.query, n).map_err(search_err)?;
     let mem_top = mem.first().map_or(1.0, |h| h.score.max(f32::EPSILON));
     for h in mem {
-        if let Some(m) = store.memory_get(&h.id)? {
+        if let Some(m) = store.memory_get(&h.id).map_err(db)? {
             answers.push((h.score / mem_top, 1, json!({"source": "memory", "id": m.key, "title": m.key, "score": h.score, "snippet": h.snippet, "value": m.value})));
         }
     }
@@ -453,7 +464,16 @@ fn knowledge(ctx: &Ctx, a: QueryArgs) -> Result<Value, ToolError> {
     Ok(json!({"query": a.query, "best": answers.first().cloned(), "answers": answers}))
 }
 
-pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
+pub fn family() -> vox_core::Family {
+    vox_core::Family {
+        name: "search",
+        steps: vec![(vox_mcp_registry::BootStep::SearchIndex, boot)],
+        handlers: handlers(),
+        ..vox_core::Family::default()
+    }
+}
+
+fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
         ("vox_kb_ingest", blocking(ingest)),
         ("vox_kb_query", typed(kb_query)),

@@ -1,8 +1,8 @@
 //! The daemon client: a multiplexed connection to the socket, and adoption (ping, else spawn
 //! under a lock) with the profile check.
 
+use crate::MAX_MESSAGE_BYTES;
 use crate::rpc::{Line, read_line_bounded};
-use crate::{MAX_MESSAGE_BYTES, Workspace};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::Path;
@@ -13,6 +13,7 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::{mpsc, oneshot};
+use vox_core::Workspace;
 
 /// A failed RPC.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -151,7 +152,7 @@ impl DaemonClient {
         method: &str,
         params: Value,
         events: Option<mpsc::UnboundedSender<Value>>,
-        cancel: Option<&crate::Cancel>,
+        cancel: Option<&vox_core::Cancel>,
     ) -> Result<Value, ClientError> {
         if !self.is_alive() {
             return Err(ClientError::Disconnected(
@@ -195,15 +196,18 @@ impl DaemonClient {
     /// `orch.tool_call`, answered with the daemon's typed outcome.
     pub async fn tool_call(
         &self,
-        params: Value,
+        params: &crate::frames::ToolCallParams,
         events: Option<mpsc::UnboundedSender<Value>>,
-        cancel: Option<&crate::Cancel>,
-    ) -> Result<crate::ToolOutcome, ClientError> {
-        let mut answer = self
+        cancel: Option<&vox_core::Cancel>,
+    ) -> Result<vox_core::ToolOutcome, ClientError> {
+        let params =
+            serde_json::to_value(params).map_err(|e| ClientError::Malformed(e.to_string()))?;
+        let answer = self
             .call_with("orch.tool_call", params, events, cancel)
             .await?;
-        serde_json::from_value(answer["outcome"].take())
-            .map_err(|e| ClientError::Malformed(format!("orch.tool_call outcome: {e}")))
+        serde_json::from_value::<crate::frames::ToolCallAnswer>(answer)
+            .map(|a| a.outcome)
+            .map_err(|e| ClientError::Malformed(format!("orch.tool_call: {e}")))
     }
 
     async fn send(&self, frame: &Value) -> Result<(), ClientError> {

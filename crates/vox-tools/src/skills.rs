@@ -1,20 +1,90 @@
 //! `vox_skill_*`: install, uninstall, list, info, search and use skills.
 
-use super::{HandlerEntry, HandlerResult, async_typed, blocking, bounded, run_blocking, typed};
-use crate::call::CallCtx;
-use crate::orchestrator::{Ctx, ToolError};
-use crate::skills::{Skills, instructions, macro_tool_name};
+use crate::bounded;
+use crate::skills_state::{Skills, instructions, macro_tool_name, skill_err};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use vox_core::CallCtx;
+use vox_core::family::{async_typed, blocking, run_blocking, typed};
+use vox_core::{Ctx, ToolError};
+use vox_core::{HandlerEntry, HandlerResult};
 use vox_skills::Skill;
 
 fn skills(ctx: &Ctx) -> Result<&Skills, ToolError> {
-    ctx.skills
-        .as_ref()
+    ctx.get::<Arc<Skills>>()
+        .map(|s| s.as_ref())
         .ok_or_else(|| ToolError::Unavailable("skills are not served under this profile".into()))
+}
+
+/// Skill resources (`skill://`), and under `dev` the macro tools `vox_skill_<id>`.
+struct SkillSurface {
+    skills: Arc<Skills>,
+    macros: bool,
+}
+
+impl vox_core::DynamicTools for SkillSurface {
+    fn descriptors(&self, _advertise_workspace: bool) -> Vec<Value> {
+        if self.macros {
+            self.skills.macro_descriptors()
+        } else {
+            vec![]
+        }
+    }
+    fn has_tool(&self, name: &str) -> bool {
+        self.macros && self.skills.call_macro(name, &Value::Null).is_some()
+    }
+    fn call(
+        &self,
+        name: &str,
+        args: &Value,
+        _cancel: &std::sync::atomic::AtomicBool,
+    ) -> Option<Result<Value, ToolError>> {
+        self.macros
+            .then(|| self.skills.call_macro(name, args))
+            .flatten()
+    }
+    fn resources(&self) -> Vec<Value> {
+        self.skills.resources()
+    }
+    fn read(&self, uri: &str) -> Option<Result<String, ToolError>> {
+        self.skills.read(uri)
+    }
+}
+
+/// The session's active skill narrows every call it makes.
+struct ActiveSkill(Arc<Skills>);
+
+impl vox_core::SessionGuard for ActiveSkill {
+    fn check(
+        &self,
+        session: &str,
+        tool: &str,
+        args: &Value,
+    ) -> Result<(), vox_mcp_registry::Denial> {
+        self.0.check(session, tool, args)
+    }
+    fn end_session(&self, session: &str) {
+        self.0.end_session(session);
+    }
+}
+
+/// Skills are hydrated under `dev` and any profile that serves the skill tools; macro tools
+/// exist under `dev` only.
+fn hydrate(ctx: &mut Ctx) {
+    let serves = ctx.profile.is_dev() || ctx.profile.tools().iter().any(|t| t.lane == "skills");
+    if !serves {
+        return;
+    }
+    let skills = Arc::new(Skills::hydrate(&ctx.workspace.root));
+    ctx.insert(skills.clone());
+    ctx.add_dynamic_tools(Arc::new(SkillSurface {
+        skills: skills.clone(),
+        macros: ctx.profile.is_dev(),
+    }));
+    ctx.add_session_guard(Arc::new(ActiveSkill(skills)));
 }
 
 /// A skill as tools show it. Its directory is given relative to the workspace (callers off this
@@ -51,7 +121,7 @@ struct InstallArgs {
 fn install(ctx: &Ctx, a: InstallArgs) -> Result<Value, ToolError> {
     bounded("path", &a.path, 4096)?;
     let skill = skills(ctx)?.install(&a.path, a.replace)?;
-    crate::workspace_tools::notify_list_changed(ctx);
+    ctx.notify_list_changed();
     Ok(json!({"installed": summary(ctx, &skill)}))
 }
 
@@ -65,7 +135,7 @@ struct IdArgs {
 fn uninstall(ctx: &Ctx, a: IdArgs) -> Result<Value, ToolError> {
     bounded("id", &a.id, 64)?;
     skills(ctx)?.uninstall(&a.id)?;
-    crate::workspace_tools::notify_list_changed(ctx);
+    ctx.notify_list_changed();
     Ok(json!({"uninstalled": a.id}))
 }
 
@@ -87,7 +157,7 @@ fn info(ctx: &Ctx, call: &CallCtx, a: IdArgs) -> Result<Value, ToolError> {
     bounded("id", &a.id, 64)?;
     let sk = skills(ctx)?;
     let catalog = sk.catalog();
-    let s = catalog.get(&a.id)?;
+    let s = catalog.get(&a.id).map_err(skill_err)?;
     let mut v = summary(ctx, s);
     // The same bounded walk install uses: sorted, no links followed, limits enforced.
     match vox_skills::store::tree_files(&s.dir) {
@@ -122,7 +192,8 @@ fn search(ctx: &Ctx, a: SearchArgs) -> Result<Value, ToolError> {
     bounded("query", &a.query, 1000)?;
     let hits = skills(ctx)?
         .catalog()
-        .search(&a.query, a.limit.unwrap_or(10))?;
+        .search(&a.query, a.limit.unwrap_or(10))
+        .map_err(skill_err)?;
     Ok(json!({"hits": hits}))
 }
 
@@ -191,7 +262,12 @@ async fn run(ctx: Arc<Ctx>, call: CallCtx, a: RunArgs) -> HandlerResult {
             "`timeout_ms` must be between 1 and {MAX_RUN_MS}"
         )));
     }
-    let skill_dir = skills(&ctx)?.catalog().get(&a.id)?.dir.clone();
+    let skill_dir = skills(&ctx)?
+        .catalog()
+        .get(&a.id)
+        .map_err(skill_err)?
+        .dir
+        .clone();
     let id = a.id.clone();
     let sandboxed = {
         let call = call.clone();
@@ -256,7 +332,16 @@ async fn run(ctx: Arc<Ctx>, call: CallCtx, a: RunArgs) -> HandlerResult {
     }))
 }
 
-pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
+pub fn family() -> vox_core::Family {
+    vox_core::Family {
+        name: "skills",
+        handlers: handlers(),
+        after_boot: Some(hydrate),
+        ..vox_core::Family::default()
+    }
+}
+
+fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
         ("vox_skill_install", typed(install)),
         ("vox_skill_uninstall", typed(uninstall)),

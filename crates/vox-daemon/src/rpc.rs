@@ -4,13 +4,17 @@
 //! travelling daemon → client are notifications. Lines are bounded by [`MAX_MESSAGE_BYTES`]:
 //! a longer line gets an error answer and is discarded, and the connection keeps working.
 
-use crate::{MAX_MESSAGE_BYTES, Orchestrator, PROTOCOL_VERSION};
+use crate::frames::{
+    CancelParams, ListToolsParams, LogParams, ProgressParams, ToolCallAnswer, ToolCallParams,
+};
+use crate::{MAX_MESSAGE_BYTES, PROTOCOL_VERSION};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, watch};
+use vox_core::Orchestrator;
 use vox_mcp_registry::Caller;
 
 /// JSON-RPC error codes used on the socket.
@@ -124,18 +128,18 @@ pub async fn serve(
 struct Conn {
     session: Arc<str>,
     tx: mpsc::UnboundedSender<Value>,
-    calls: std::sync::Mutex<std::collections::HashMap<String, crate::Cancel>>,
+    calls: std::sync::Mutex<std::collections::HashMap<String, vox_core::Cancel>>,
 }
 
 impl Conn {
-    fn cancel(&self, id: &Value) {
+    fn cancel(&self, id: u64) {
         if let Some(c) = self.lock_calls().get(&id.to_string()) {
             c.cancel();
         }
     }
     fn lock_calls(
         &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, crate::Cancel>> {
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, vox_core::Cancel>> {
         self.calls.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -147,16 +151,24 @@ struct SocketEvents {
     tx: mpsc::UnboundedSender<Value>,
 }
 
-impl crate::CallEvents for SocketEvents {
-    fn progress(&self, p: crate::Progress) {
+impl vox_core::CallEvents for SocketEvents {
+    fn progress(&self, progress: vox_core::Progress) {
+        let params = ProgressParams {
+            id: self.id.clone(),
+            progress,
+        };
         let _ = self
             .tx
-            .send(json!({"jsonrpc": "2.0", "method": "orch.progress",
-            "params": {"id": self.id, "progress": p}}));
+            .send(json!({"jsonrpc": "2.0", "method": "orch.progress", "params": params}));
     }
-    fn log(&self, m: crate::LogMessage) {
-        let _ = self.tx.send(json!({"jsonrpc": "2.0", "method": "orch.log",
-            "params": {"id": self.id, "message": m}}));
+    fn log(&self, message: vox_core::LogMessage) {
+        let params = LogParams {
+            id: self.id.clone(),
+            message,
+        };
+        let _ = self
+            .tx
+            .send(json!({"jsonrpc": "2.0", "method": "orch.log", "params": params}));
     }
 }
 
@@ -232,8 +244,11 @@ async fn connection(
         };
         // Cancellation is a notification handled in line, so it overtakes nothing.
         if req.get("method").and_then(Value::as_str) == Some("orch.cancel") {
-            if let Some(id) = req.pointer("/params/id") {
-                conn.cancel(id);
+            if let Some(p) = req
+                .get("params")
+                .and_then(|p| serde_json::from_value::<CancelParams>(p.clone()).ok())
+            {
+                conn.cancel(p.id);
             }
             continue;
         }
@@ -279,10 +294,10 @@ async fn handle(
     let result = match method {
         "orch.ping" => Ok(ping(orch)),
         "orch.boot_report" => Ok(serde_json::to_value(orch.boot_report()).unwrap_or_default()),
-        "orch.list_tools" => {
-            let workspace = params.get("workspace_tools").and_then(Value::as_bool) == Some(true);
-            Ok(json!({"tools": orch.tool_list_json(workspace)}))
-        }
+        "orch.list_tools" => match decode::<ListToolsParams>(method, params) {
+            Ok(p) => Ok(json!({"tools": orch.tool_list_json(p.workspace_tools)})),
+            Err(e) => Err(e),
+        },
         "orch.list_resources" => Ok(json!({"resources": orch.resources()})),
         "orch.read_resource" => match params.get("uri").and_then(Value::as_str) {
             None => Err((
@@ -323,42 +338,41 @@ pub fn ping(orch: &Orchestrator) -> Value {
     })
 }
 
-/// `orch.tool_call`: `name`, `arguments`, `agent`, and optionally `progress: true` (the
-/// client's request carried a progress token) and `log_level` (the client's
-/// `logging/setLevel`); answers `{"outcome": ToolOutcome}`.
+/// Decodes a method's parameters (`null` is the default).
+fn decode<T: serde::de::DeserializeOwned + Default>(
+    method: &str,
+    params: Value,
+) -> Result<T, (i64, String)> {
+    if params.is_null() {
+        return Ok(T::default());
+    }
+    serde_json::from_value(params).map_err(|e| (codes::INVALID_PARAMS, format!("{method}: {e}")))
+}
+
+/// `orch.tool_call` ([`ToolCallParams`] → [`ToolCallAnswer`]).
 async fn tool_call(
     orch: &Orchestrator,
     params: Value,
     conn: &Conn,
     id: &Value,
 ) -> Result<Value, (i64, String)> {
-    let name = params.get("name").and_then(Value::as_str).ok_or((
-        codes::INVALID_PARAMS,
-        "orch.tool_call needs a string `name`".to_owned(),
-    ))?;
-    let args = params.get("arguments").cloned().unwrap_or(Value::Null);
-    let agent = params
-        .get("agent")
-        .and_then(Value::as_str)
-        .unwrap_or("socket");
-    let log_level = match params.get("log_level") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(
-            serde_json::from_value::<crate::LogLevel>(v.clone())
-                .map_err(|e| (codes::INVALID_PARAMS, format!("`log_level`: {e}")))?,
-        ),
-    };
-    let progress = params.get("progress").and_then(Value::as_bool) == Some(true);
+    let p: ToolCallParams = serde_json::from_value(params)
+        .map_err(|e| (codes::INVALID_PARAMS, format!("orch.tool_call: {e}")))?;
     let events = Arc::new(SocketEvents {
         id: id.clone(),
         tx: conn.tx.clone(),
     });
-    let call = crate::CallCtx::new(Caller::LOCAL, agent, &conn.session)
-        .with_events(events, progress, log_level);
+    let agent = p.agent.as_deref().unwrap_or("socket");
+    let call = vox_core::CallCtx::new(Caller::LOCAL, agent, &conn.session).with_events(
+        events,
+        p.progress,
+        p.log_level,
+    );
     // Registered under the id's JSON text, which is what `orch.cancel` names.
     let key = id.to_string();
     conn.lock_calls().insert(key.clone(), call.cancel.clone());
-    let outcome = orch.call(name, args, call).await;
+    let outcome = orch.call(&p.name, p.arguments, call).await;
     conn.lock_calls().remove(&key);
-    Ok(json!({"outcome": outcome}))
+    serde_json::to_value(ToolCallAnswer { outcome })
+        .map_err(|e| (codes::INVALID_PARAMS, e.to_string()))
 }

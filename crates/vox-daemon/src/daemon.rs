@@ -2,14 +2,13 @@
 //! socket (mode 0600) beside its pid/profile file, and a graceful stop.
 
 use crate::rpc::{self, InFlight};
-use crate::tools::attention::flush_pending;
-use crate::{Orchestrator, Workspace};
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::UnixListener;
 use tokio::sync::watch;
+use vox_core::{Family, Orchestrator, Workspace};
 use vox_mcp_registry::ProfileSet;
 
 /// Why the daemon could not start or run.
@@ -32,7 +31,11 @@ pub struct Daemon {
 
 impl Daemon {
     /// Takes the workspace lock, boots, and binds the socket. Must run inside a tokio runtime.
-    pub fn start(ws: Workspace, profile: ProfileSet) -> Result<Self, DaemonError> {
+    pub fn start(
+        ws: Workspace,
+        profile: ProfileSet,
+        families: Vec<Family>,
+    ) -> Result<Self, DaemonError> {
         ws.ensure_vox_dir()
             .map_err(|e| DaemonError::Setup(e.to_string()))?;
         let lock_path = ws.daemon_lock_path();
@@ -50,7 +53,8 @@ impl Daemon {
                 info: info.trim().to_owned(),
             });
         }
-        let orch = Orchestrator::boot(ws.clone(), profile.clone()).map_err(DaemonError::Setup)?;
+        let orch = Orchestrator::boot(ws.clone(), profile.clone(), families)
+            .map_err(DaemonError::Setup)?;
         let report = orch.boot_report();
         for (sub, why) in &report.failed {
             tracing::warn!(subsystem = sub, "subsystem down: {why}");
@@ -110,13 +114,13 @@ impl Daemon {
     pub async fn run(self) {
         let (stop_tx, mut stop_rx) = watch::channel(false);
         let in_flight = InFlight::default();
-        let ctx = self.orch.ctx().clone();
+        let orch = self.orch.clone();
         let flusher = tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(500));
             loop {
                 tick.tick().await;
-                let c = ctx.clone();
-                let _ = tokio::task::spawn_blocking(move || flush_pending(&c)).await;
+                let o = orch.clone();
+                let _ = tokio::task::spawn_blocking(move || o.flush_observers()).await;
             }
         });
         let signals = stop_tx.clone();
@@ -147,8 +151,8 @@ impl Daemon {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         flusher.abort();
-        let ctx = self.orch.ctx().clone();
-        let _ = tokio::task::spawn_blocking(move || flush_pending(&ctx)).await;
+        let orch = self.orch.clone();
+        let _ = tokio::task::spawn_blocking(move || orch.flush_observers()).await;
         let _ = std::fs::remove_file(ws.daemon_info_path());
         // Give the writer tasks a moment to deliver the last answers.
         tokio::time::sleep(Duration::from_millis(20)).await;

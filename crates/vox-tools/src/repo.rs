@@ -1,10 +1,11 @@
 //! `vox_repo_*`: read-only views of the workspace's git repository (no subsystem needed).
 
-use super::{HandlerEntry, typed};
-use crate::orchestrator::{Ctx, ToolError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use vox_core::HandlerEntry;
+use vox_core::family::typed;
+use vox_core::{Ctx, ToolError};
 use vox_repo::{DiffTarget, Repo, RepoError};
 
 /// Patches and files are capped so one call cannot flood a model's context.
@@ -167,7 +168,15 @@ fn file(ctx: &Ctx, a: FileArgs) -> Result<Value, ToolError> {
     )
 }
 
-pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
+pub fn family() -> vox_core::Family {
+    vox_core::Family {
+        name: "repo",
+        handlers: handlers(),
+        ..vox_core::Family::default()
+    }
+}
+
+fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
         ("vox_repo_status", typed(status)),
         ("vox_repo_log", typed(log)),

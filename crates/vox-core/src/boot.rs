@@ -46,7 +46,7 @@ impl BootReport {
 /// subsystem failed.
 pub fn boot(
     profile: &ProfileSet,
-    mut run_step: impl FnMut(usize) -> Result<crate::orchestrator::StepDone, String>,
+    mut run_step: impl FnMut(usize) -> Result<crate::family::StepDone, String>,
 ) -> BootReport {
     let started = Instant::now();
     let closure = profile.closure_mask();
@@ -89,11 +89,11 @@ pub fn boot(
             continue;
         }
         match run_step(i) {
-            Ok(crate::orchestrator::StepDone::Ready(detail)) => {
+            Ok(crate::family::StepDone::Ready(detail)) => {
                 started_mask |= bit;
                 record("ok", detail);
             }
-            Ok(crate::orchestrator::StepDone::Placeholder(why)) => {
+            Ok(crate::family::StepDone::Placeholder(why)) => {
                 started_mask |= bit;
                 placeholder_mask |= bit;
                 record("placeholder", why.to_owned());

@@ -96,15 +96,38 @@ pub trait CallEvents: Send + Sync {
     fn log(&self, m: LogMessage);
 }
 
+/// The key of one session: a socket or WebSocket connection, a 2025-era `/mcp` session, or
+/// what a REST caller names in `X-Vox-Session` (always prefixed with the caller's own key, so
+/// nobody can name another caller's session). It scopes the active skill.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SessionKey(Arc<str>);
+
+impl SessionKey {
+    pub fn new(key: &str) -> Self {
+        SessionKey(key.into())
+    }
+}
+
+impl std::ops::Deref for SessionKey {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for SessionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// The call context a handler receives.
 #[derive(Clone)]
 pub struct CallCtx {
     pub caller: Caller,
     /// The attention and rate-limit key.
     pub agent: Arc<str>,
-    /// The session key (one socket or WebSocket connection, one `/mcp` session, or what a REST
-    /// caller names in `X-Vox-Session`); it scopes the active skill.
-    pub session: Arc<str>,
+    pub session: SessionKey,
     pub cancel: Cancel,
     events: Option<Arc<dyn CallEvents>>,
     wants_progress: bool,
@@ -118,7 +141,7 @@ impl CallCtx {
         CallCtx {
             caller,
             agent: agent.into(),
-            session: session.into(),
+            session: SessionKey::new(session),
             cancel: Cancel::new(),
             events: None,
             wants_progress: false,

@@ -2,12 +2,12 @@
 //! install and uninstall), the active skill of each calling session with its tool allowlist,
 //! the instructional macro tools (under `dev`), and the `skill://` resources.
 
-use crate::orchestrator::ToolError;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use vox_core::ToolError;
 use vox_mcp_registry::{Denial, DenialCode};
 use vox_skills::{Catalog, Roots, Skill, SkillError};
 
@@ -32,14 +32,13 @@ pub fn is_infrastructure(tool: &str) -> bool {
         || tool == "vox_workspace_mcp_refresh"
 }
 
-impl From<SkillError> for ToolError {
-    fn from(e: SkillError) -> Self {
-        match e {
-            SkillError::Invalid(m) => ToolError::InvalidArguments(m),
-            SkillError::NotFound(m) => ToolError::NotFound(m),
-            SkillError::Conflict(m) => ToolError::Conflict(m),
-            SkillError::Io(m) => ToolError::Internal(m),
-        }
+/// A skill error as a tool error (its kind keeps its code).
+pub fn skill_err(e: SkillError) -> ToolError {
+    match e {
+        SkillError::Invalid(m) => ToolError::InvalidArguments(m),
+        SkillError::NotFound(m) => ToolError::NotFound(m),
+        SkillError::Conflict(m) => ToolError::Conflict(m),
+        SkillError::Io(m) => ToolError::Internal(m),
     }
 }
 
@@ -133,7 +132,7 @@ impl Skills {
     pub fn install(&self, path: &str, replace: bool) -> Result<Arc<Skill>, ToolError> {
         let src = self.resolve_source(path)?;
         let _w = self.writes.lock().unwrap_or_else(|p| p.into_inner());
-        let skill = vox_skills::store::install(&self.roots, &src, replace)?;
+        let skill = vox_skills::store::install(&self.roots, &src, replace).map_err(skill_err)?;
         let catalog = self.rehydrate();
         catalog
             .get(&skill.id)
@@ -144,7 +143,7 @@ impl Skills {
     /// Removes an installed skill from the workspace store.
     pub fn uninstall(&self, id: &str) -> Result<(), ToolError> {
         let _w = self.writes.lock().unwrap_or_else(|p| p.into_inner());
-        vox_skills::store::uninstall(&self.roots, &self.catalog(), id)?;
+        vox_skills::store::uninstall(&self.roots, &self.catalog(), id).map_err(skill_err)?;
         self.rehydrate();
         Ok(())
     }
@@ -164,7 +163,7 @@ impl Skills {
                 None
             }
             Some(id) => {
-                let skill = self.catalog().get(id)?.clone();
+                let skill = self.catalog().get(id).map_err(skill_err)?.clone();
                 if !active.contains_key(session) {
                     make_room(&mut active, agent)?;
                 }

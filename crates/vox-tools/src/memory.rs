@@ -1,10 +1,13 @@
 //! `vox_memory_*`: durable key/value memories.
 
-use super::{HandlerEntry, bounded, typed};
-use crate::orchestrator::{Ctx, ToolError};
+use crate::bounded;
+use crate::store::db;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use vox_core::HandlerEntry;
+use vox_core::family::typed;
+use vox_core::{Ctx, ToolError};
 
 const MAX_KEY: usize = 512;
 const MAX_VALUE: usize = 256 * 1024;
@@ -54,27 +57,33 @@ fn store(ctx: &Ctx, a: StoreArgs) -> Result<Value, ToolError> {
             "`tags`: at most 32 tags of 1 to 64 bytes".into(),
         ));
     }
-    let (m, replaced) = ctx.store()?.memory_put(&a.key, &a.value, &a.tags)?;
-    super::search::memory_indexed(ctx, &a.key, Some((&a.value, &a.tags)))?;
+    let (m, replaced) = crate::store::store(ctx)?
+        .memory_put(&a.key, &a.value, &a.tags)
+        .map_err(db)?;
+    crate::search::memory_indexed(ctx, &a.key, Some((&a.value, &a.tags)))?;
     Ok(json!({"stored": true, "replaced": replaced, "key": m.key, "updated_at": m.updated_at}))
 }
 
 fn recall(ctx: &Ctx, a: KeyArgs) -> Result<Value, ToolError> {
     bounded("key", &a.key, MAX_KEY)?;
-    Ok(match ctx.store()?.memory_get(&a.key)? {
-        Some(m) => json!({"found": true, "memory": m}),
-        None => json!({"found": false, "key": a.key}),
-    })
+    Ok(
+        match crate::store::store(ctx)?.memory_get(&a.key).map_err(db)? {
+            Some(m) => json!({"found": true, "memory": m}),
+            None => json!({"found": false, "key": a.key}),
+        },
+    )
 }
 
 fn list(ctx: &Ctx, a: ListArgs) -> Result<Value, ToolError> {
     let limit = a.limit.unwrap_or(50).clamp(1, 500) as usize;
-    let mut page = ctx.store()?.memory_list(
-        a.prefix.as_deref(),
-        a.tag.as_deref(),
-        a.cursor.as_deref(),
-        limit + 1,
-    )?;
+    let mut page = crate::store::store(ctx)?
+        .memory_list(
+            a.prefix.as_deref(),
+            a.tag.as_deref(),
+            a.cursor.as_deref(),
+            limit + 1,
+        )
+        .map_err(db)?;
     let next = (page.len() > limit).then(|| {
         page.truncate(limit);
         page.last().map(|m| m.key.clone())
@@ -84,14 +93,25 @@ fn list(ctx: &Ctx, a: ListArgs) -> Result<Value, ToolError> {
 
 fn forget(ctx: &Ctx, a: KeyArgs) -> Result<Value, ToolError> {
     bounded("key", &a.key, MAX_KEY)?;
-    let removed = ctx.store()?.memory_delete(&a.key)?;
+    let removed = crate::store::store(ctx)?
+        .memory_delete(&a.key)
+        .map_err(db)?;
     if removed {
-        super::search::memory_indexed(ctx, &a.key, None)?;
+        crate::search::memory_indexed(ctx, &a.key, None)?;
     }
     Ok(json!({"forgotten": removed, "key": a.key}))
 }
 
-pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
+pub fn family() -> vox_core::Family {
+    vox_core::Family {
+        name: "memory",
+        steps: vec![(vox_mcp_registry::BootStep::Memory, boot)],
+        handlers: handlers(),
+        ..vox_core::Family::default()
+    }
+}
+
+fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
         ("vox_memory_store", typed(store)),
         ("vox_memory_recall", typed(recall)),
@@ -111,5 +131,15 @@ struct SearchArgs {
 }
 
 fn search(ctx: &Ctx, a: SearchArgs) -> Result<Value, ToolError> {
-    super::search::memory_search(ctx, &a.query, a.limit.unwrap_or(10).clamp(1, 100) as usize)
+    crate::search::memory_search(ctx, &a.query, a.limit.unwrap_or(10).clamp(1, 100) as usize)
+}
+
+fn boot(ctx: &mut Ctx) -> Result<vox_core::StepDone, String> {
+    Ok(vox_core::StepDone::Ready(
+        if ctx.get::<std::sync::Arc<vox_store::Store>>().is_some() {
+            "store-backed".into()
+        } else {
+            "no store: memory tools stay down".into()
+        },
+    ))
 }

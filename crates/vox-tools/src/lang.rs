@@ -1,12 +1,13 @@
 //! The compiler subsystem's tools: `vox_check`, `vox_validate_source`, `vox_test`,
 //! `vox_grammar`, `vox_compiler_introspect`. The bodies live in `vox_lang::tools`.
 
-use super::{HandlerEntry, typed};
-use crate::orchestrator::{Ctx, ToolError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::path::{Component, Path, PathBuf};
+use vox_core::HandlerEntry;
+use vox_core::family::typed;
+use vox_core::{Ctx, ToolError};
 
 /// Source text is bounded like any other argument; files are bounded by vox-lang itself.
 const MAX_SOURCE: usize = 1024 * 1024;
@@ -138,7 +139,15 @@ fn introspect(ctx: &Ctx, i: Input) -> Result<Value, ToolError> {
     }
 }
 
-pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
+pub fn family() -> vox_core::Family {
+    vox_core::Family {
+        name: "lang",
+        handlers: handlers(),
+        ..vox_core::Family::default()
+    }
+}
+
+fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
         ("vox_check", typed(check)),
         ("vox_validate_source", typed(validate)),

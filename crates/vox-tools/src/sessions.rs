@@ -1,16 +1,38 @@
 //! `vox_session_*`: agent sessions with message logs.
 
-use super::{HandlerEntry, bounded, typed};
-use crate::orchestrator::{Ctx, ToolError};
+use crate::bounded;
+use crate::store::db;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use vox_core::HandlerEntry;
+use vox_core::family::typed;
+use vox_core::{Ctx, ToolError};
 use vox_store::{SessionStatus, SessionStore};
 
+/// The sessions subsystem's state: SQLite, or JSON files when the store is down (dev).
+struct Sessions(Box<dyn SessionStore>);
+
 fn sessions(ctx: &Ctx) -> Result<&dyn SessionStore, ToolError> {
-    ctx.sessions
-        .as_deref()
-        .ok_or_else(|| ToolError::Unavailable("the sessions subsystem is not running".into()))
+    Ok(ctx
+        .require::<Sessions>("the sessions subsystem")?
+        .0
+        .as_ref())
+}
+
+fn boot(ctx: &mut Ctx) -> Result<vox_core::StepDone, String> {
+    let store = ctx.get::<std::sync::Arc<vox_store::Store>>().cloned();
+    let (sessions, detail): (Box<dyn SessionStore>, String) = match store {
+        Some(store) => (Box::new(store), "sqlite".into()),
+        None => {
+            let dir = ctx.workspace.session_files_dir();
+            let files = vox_store::FileSessions::open(&dir).map_err(|e| e.to_string())?;
+            let detail = format!("file persistence at {} (store unavailable)", dir.display());
+            (Box::new(files), detail)
+        }
+    };
+    ctx.insert(Sessions(sessions));
+    Ok(vox_core::StepDone::Ready(detail))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -76,13 +98,13 @@ fn create(ctx: &Ctx, a: CreateArgs) -> Result<Value, ToolError> {
             "`metadata` is larger than 64 KiB".into(),
         ));
     }
-    let s = sessions(ctx)?.create(&title, &metadata)?;
+    let s = sessions(ctx)?.create(&title, &metadata).map_err(db)?;
     Ok(json!({"session": s}))
 }
 
 fn get(ctx: &Ctx, a: GetArgs) -> Result<Value, ToolError> {
     let last = a.last.unwrap_or(100).min(1000) as usize;
-    match sessions(ctx)?.get(&a.id, last)? {
+    match sessions(ctx)?.get(&a.id, last).map_err(db)? {
         Some((session, messages)) => Ok(json!({"session": session, "messages": messages})),
         None => Err(ToolError::NotFound(format!("no session with id {}", a.id))),
     }
@@ -94,7 +116,7 @@ fn list(ctx: &Ctx, a: ListArgs) -> Result<Value, ToolError> {
     Ok(json!({"sessions": store.list(a.status.map(|s| match s {
         StatusArg::Open => SessionStatus::Open,
         StatusArg::Closed => SessionStatus::Closed,
-    }), limit)?, "backend": store.backend()}))
+    }), limit).map_err(db)?, "backend": store.backend()}))
 }
 
 fn append(ctx: &Ctx, a: AppendArgs) -> Result<Value, ToolError> {
@@ -104,7 +126,9 @@ fn append(ctx: &Ctx, a: AppendArgs) -> Result<Value, ToolError> {
             "`content` is larger than 256 KiB".into(),
         ));
     }
-    let m = sessions(ctx)?.append(&a.id, &a.role, &a.content)?;
+    let m = sessions(ctx)?
+        .append(&a.id, &a.role, &a.content)
+        .map_err(db)?;
     Ok(json!({"appended": true, "id": a.id, "seq": m.seq}))
 }
 
@@ -112,11 +136,22 @@ fn close(ctx: &Ctx, a: CloseArgs) -> Result<Value, ToolError> {
     if let Some(s) = &a.summary {
         bounded("summary", s, 64 * 1024)?;
     }
-    let s = sessions(ctx)?.close(&a.id, a.summary.as_deref())?;
+    let s = sessions(ctx)?
+        .close(&a.id, a.summary.as_deref())
+        .map_err(db)?;
     Ok(json!({"session": s}))
 }
 
-pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
+pub fn family() -> vox_core::Family {
+    vox_core::Family {
+        name: "sessions",
+        steps: vec![(vox_mcp_registry::BootStep::Sessions, boot)],
+        handlers: handlers(),
+        ..vox_core::Family::default()
+    }
+}
+
+fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
         ("vox_session_create", typed(create)),
         ("vox_session_get", typed(get)),

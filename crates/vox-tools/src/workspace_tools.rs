@@ -1,11 +1,11 @@
 //! Federated workspace tools and resources (`@tool` / `@mcp.resource` in `.vox` files), served
 //! under `dev` only: dispatchable by name, advertised to clients that ask for them
 //! (`VOX_MCP_WORKSPACE_TOOLS=1` in the client's environment, see
-//! [`crate::client::workspace_tools_requested`]).
+//! `vox_daemon::client::workspace_tools_requested`).
 
-use crate::orchestrator::ToolError;
 use serde_json::{Value, json};
 use std::sync::{Arc, RwLock};
+use vox_core::ToolError;
 use vox_workspace_mcp::{RefreshReport, Surface, WorkspaceMcpLoader};
 
 /// The loader and the current surface (scanned on first use, then on refresh).
@@ -217,9 +217,11 @@ fn changes_content(kind: &notify::EventKind) -> bool {
 
 /// Watches the workspace (`notify`) and refreshes the surface after changes settle, notifying
 /// clients when the served set changed. `VOX_WORKSPACE_WATCH=0` turns it off.
-pub fn watch(ctx: std::sync::Arc<crate::orchestrator::Ctx>) {
+pub fn watch(ctx: Arc<vox_core::Ctx>) {
     use notify::Watcher;
-    if std::env::var("VOX_WORKSPACE_WATCH").as_deref() == Ok("0") || ctx.workspace_tools.is_none() {
+    if std::env::var("VOX_WORKSPACE_WATCH").as_deref() == Ok("0")
+        || ctx.get::<Arc<WorkspaceTools>>().is_none()
+    {
         return;
     }
     let root = ctx.workspace.root.clone();
@@ -249,7 +251,7 @@ pub fn watch(ctx: std::sync::Arc<crate::orchestrator::Ctx>) {
         while rx.recv().is_ok() {
             // Debounce: wait until no change arrived for DEBOUNCE.
             while rx.recv_timeout(DEBOUNCE).is_ok() {}
-            let Some(wt) = ctx.workspace_tools.as_ref() else {
+            let Some(wt) = ctx.get::<Arc<WorkspaceTools>>() else {
                 return;
             };
             let (report, changed) = wt.refresh(&|_, _| {});
@@ -260,21 +262,35 @@ pub fn watch(ctx: std::sync::Arc<crate::orchestrator::Ctx>) {
                 "workspace tools refreshed"
             );
             if changed {
-                notify_list_changed(&ctx);
+                ctx.notify_list_changed();
             }
         }
     });
 }
 
-/// Tells every connected client that the tool and resource lists changed. No receiver (no
-/// client connected) is not an error.
-pub fn notify_list_changed(ctx: &crate::orchestrator::Ctx) {
-    for method in [
-        "notifications/tools/list_changed",
-        "notifications/resources/list_changed",
-    ] {
-        let _ = ctx
-            .notifier
-            .send(json!({"jsonrpc": "2.0", "method": method}));
+impl vox_core::DynamicTools for WorkspaceTools {
+    fn descriptors(&self, advertise_workspace: bool) -> Vec<Value> {
+        if advertise_workspace {
+            WorkspaceTools::descriptors(self).as_ref().clone()
+        } else {
+            vec![]
+        }
+    }
+    fn has_tool(&self, name: &str) -> bool {
+        self.surface().tools.contains_key(name)
+    }
+    fn call(
+        &self,
+        name: &str,
+        args: &Value,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> Option<Result<Value, ToolError>> {
+        WorkspaceTools::call(self, name, args, cancel)
+    }
+    fn resources(&self) -> Vec<Value> {
+        WorkspaceTools::resources(self)
+    }
+    fn read(&self, uri: &str) -> Option<Result<String, ToolError>> {
+        WorkspaceTools::read(self, uri)
     }
 }

@@ -1,26 +1,54 @@
-//! Tool handlers grouped by subsystem. A handler is an async function of the booted context,
-//! the call ([`CallCtx`]: caller, cancellation, progress and log sinks) and its typed
-//! arguments; it knows nothing of transports. Synchronous handlers run on the blocking pool
-//! through [`blocking`] / [`typed`].
-
-pub mod attention;
-mod daemon;
-mod lang;
-mod memory;
-mod repo;
-pub mod search;
-mod sessions;
-mod skills;
-mod workspace;
+//! A tool family is one module outside the core: its boot steps (functions it registers
+//! against the contract's [`BootStep`]s), its state (put into the [`Ctx`] at boot), its
+//! handlers and, where it needs them, hooks into the call path ([`Hooks`]). The core knows
+//! families only through [`Family`]; adding one changes nothing here.
+//!
+//! A handler is an async function of the booted context, the call ([`CallCtx`]: caller,
+//! cancellation, progress and log sinks) and its typed arguments; it knows nothing of
+//! transports. Synchronous handlers run on the blocking pool through [`blocking`] / [`typed`]
+//! and check `call.cancel` between their units of work.
 
 use crate::call::CallCtx;
-use crate::orchestrator::{Ctx, ToolError};
+use crate::ctx::Ctx;
+use crate::error::ToolError;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use vox_mcp_registry::BootStep;
+
+/// What a boot step did.
+pub enum StepDone {
+    /// The subsystem is up; the detail says how.
+    Ready(String),
+    /// The subsystem has no tools in this build: nothing was started, and the boot report
+    /// says so (`placeholder`) instead of claiming it is up.
+    Placeholder(&'static str),
+}
+
+/// One boot step's work: it may put state into the context and register hooks.
+pub type StepFn = fn(&mut Ctx) -> Result<StepDone, String>;
+
+/// A boot step that starts nothing: its subsystem's tools have not landed.
+pub fn placeholder(_ctx: &mut Ctx) -> Result<StepDone, String> {
+    Ok(StepDone::Placeholder("no tools in this build"))
+}
+
+/// One tool family, as it registers itself.
+#[derive(Default)]
+pub struct Family {
+    pub name: &'static str,
+    /// The contract steps this family performs (each step belongs to exactly one family).
+    pub steps: Vec<(BootStep, StepFn)>,
+    /// Its tools, by catalog name.
+    pub handlers: Vec<(&'static str, HandlerEntry)>,
+    /// Runs after every boot step, for state no contract step owns (the skill catalog).
+    pub after_boot: Option<fn(&mut Ctx)>,
+    /// Runs once the context is shared (background work such as a file watcher).
+    pub on_started: Option<fn(Arc<Ctx>)>,
+}
 
 /// What every handler returns.
 pub type HandlerResult = Result<Value, ToolError>;
@@ -38,7 +66,7 @@ pub struct HandlerEntry {
 }
 
 /// Decodes arguments strictly: unknown fields are errors, and errors name the argument's path.
-fn decode<A: DeserializeOwned>(args: Value) -> Result<A, ToolError> {
+pub fn decode<A: DeserializeOwned>(args: Value) -> Result<A, ToolError> {
     serde_path_to_error::deserialize(args).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
@@ -50,7 +78,7 @@ fn decode<A: DeserializeOwned>(args: Value) -> Result<A, ToolError> {
     })
 }
 
-fn schema_of<A: JsonSchema>() -> Value {
+pub fn schema_of<A: JsonSchema>() -> Value {
     let mut schema =
         serde_json::to_value(schemars::schema_for!(A)).unwrap_or_else(|_| serde_json::json!({}));
     if let Some(obj) = schema.as_object_mut() {
@@ -64,7 +92,7 @@ fn schema_of<A: JsonSchema>() -> Value {
 }
 
 /// An async handler: `f(ctx, call, args)` with typed arguments and the schema from their type.
-fn async_typed<A, F, Fut>(f: F) -> HandlerEntry
+pub fn async_typed<A, F, Fut>(f: F) -> HandlerEntry
 where
     A: DeserializeOwned + JsonSchema + Send + 'static,
     F: Fn(Arc<Ctx>, CallCtx, A) -> Fut + Send + Sync + 'static,
@@ -92,46 +120,15 @@ pub async fn run_blocking<T: Send + 'static>(
 }
 
 /// A synchronous handler that reads the call (its session, cancellation, progress, logs).
-fn blocking<A: DeserializeOwned + JsonSchema + Send + 'static>(
+pub fn blocking<A: DeserializeOwned + JsonSchema + Send + 'static>(
     f: fn(&Ctx, &CallCtx, A) -> HandlerResult,
 ) -> HandlerEntry {
     async_typed::<A, _, _>(move |ctx, call, a| run_blocking(move || f(&ctx, &call, a)))
 }
 
 /// A synchronous handler of the context and its arguments alone.
-fn typed<A: DeserializeOwned + JsonSchema + Send + 'static>(
+pub fn typed<A: DeserializeOwned + JsonSchema + Send + 'static>(
     f: fn(&Ctx, A) -> HandlerResult,
 ) -> HandlerEntry {
     async_typed::<A, _, _>(move |ctx, _call, a| run_blocking(move || f(&ctx, a)))
-}
-
-/// Checks a bounded, non-empty string argument.
-fn bounded(name: &str, v: &str, max: usize) -> Result<(), ToolError> {
-    if v.trim().is_empty() {
-        return Err(ToolError::InvalidArguments(format!(
-            "`{name}` must not be empty"
-        )));
-    }
-    if v.len() > max {
-        return Err(ToolError::InvalidArguments(format!(
-            "`{name}` is {} bytes; the limit is {max}",
-            v.len()
-        )));
-    }
-    Ok(())
-}
-
-/// Every handler this build has, by tool name.
-pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
-    let mut all = Vec::new();
-    all.extend(memory::handlers());
-    all.extend(sessions::handlers());
-    all.extend(attention::handlers());
-    all.extend(daemon::handlers());
-    all.extend(search::handlers());
-    all.extend(repo::handlers());
-    all.extend(lang::handlers());
-    all.extend(workspace::handlers());
-    all.extend(skills::handlers());
-    all
 }

@@ -1,17 +1,74 @@
 //! Attention and budgets: `vox_attention_*`, `vox_budget_status`, `vox_trust_override`, and the
 //! store-backed `vox_attention_summary` and `vox_cost_history`.
 
-use super::{HandlerEntry, bounded, typed};
-use crate::attention::{Attention, Trust};
-use crate::orchestrator::{Ctx, ToolError};
+use crate::attention_state::{Attention, Trust, estimate_tokens};
+use crate::bounded;
+use crate::store::{db, store};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::sync::Arc;
+use vox_core::family::typed;
+use vox_core::{CallObserver, Ctx, Family, HandlerEntry, StepDone, ToolError, ToolOutcome};
+use vox_mcp_registry::BootStep;
+use vox_store::{AttentionEvent, Store, now_ms};
 
 fn attention(ctx: &Ctx) -> Result<&Attention, ToolError> {
-    ctx.attention
-        .as_ref()
+    ctx.get::<Arc<Attention>>()
+        .map(|a| a.as_ref())
         .ok_or_else(|| ToolError::Unavailable("the attention subsystem is not running".into()))
+}
+
+/// Every finished call goes into the ledger; pending events reach the store on flush.
+struct Ledger {
+    attention: Arc<Attention>,
+    store: Option<Arc<Store>>,
+}
+
+impl CallObserver for Ledger {
+    fn record(&self, agent: &str, tool: &str, outcome: &ToolOutcome, latency: std::time::Duration) {
+        let bytes = match outcome {
+            ToolOutcome::Ok(v) => vox_core::json_len(v),
+            _ => 0,
+        };
+        self.attention.record(AttentionEvent {
+            ts: now_ms(),
+            agent: agent.to_owned(),
+            tool: tool.chars().take(128).collect(),
+            outcome: outcome.label().to_owned(),
+            latency_us: latency.as_micros() as i64,
+            tokens: estimate_tokens(bytes) as i64,
+        });
+    }
+    fn flush(&self) {
+        let pending = self.attention.take_pending();
+        if let (Some(store), false) = (&self.store, pending.is_empty())
+            && let Err(e) = store.attention_append(&pending)
+        {
+            tracing::warn!("attention ledger flush failed: {e}");
+        }
+    }
+}
+
+fn calibrate(ctx: &mut Ctx) -> Result<StepDone, String> {
+    let budget = std::env::var("VOX_ATTENTION_BUDGET_TOKENS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000);
+    let store = ctx.get::<Arc<Store>>().cloned();
+    let attention = Arc::new(Attention::new(budget, store.is_some()));
+    ctx.insert(attention.clone());
+    ctx.add_call_observer(Arc::new(Ledger { attention, store }));
+    Ok(StepDone::Ready(format!("token budget {budget} per agent")))
+}
+
+pub fn family() -> Family {
+    Family {
+        name: "attention",
+        steps: vec![(BootStep::AttentionCalibration, calibrate)],
+        handlers: handlers(),
+        ..Family::default()
+    }
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -87,22 +144,22 @@ fn flush(ctx: &Ctx) -> Result<(), ToolError> {
     let att = attention(ctx)?;
     let pending = att.take_pending();
     if !pending.is_empty() {
-        ctx.store()?.attention_append(&pending)?;
+        store(ctx)?.attention_append(&pending).map_err(db)?;
     }
     Ok(())
 }
 
 fn summary(ctx: &Ctx, a: SinceArgs) -> Result<Value, ToolError> {
     flush(ctx)?;
-    Ok(json!({"tools": ctx.store()?.attention_summary(since_ms(a.days))?}))
+    Ok(json!({"tools": store(ctx)?.attention_summary(since_ms(a.days)).map_err(db)?}))
 }
 
 fn cost(ctx: &Ctx, a: SinceArgs) -> Result<Value, ToolError> {
     flush(ctx)?;
-    Ok(json!({"days": ctx.store()?.cost_history(since_ms(a.days), a.agent.as_deref())?}))
+    Ok(json!({"days": store(ctx)?.cost_history(since_ms(a.days), a.agent.as_deref()).map_err(db)?}))
 }
 
-pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
+fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
         ("vox_attention_history", typed(history)),
         ("vox_attention_reset", typed(reset)),
@@ -111,14 +168,4 @@ pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
         ("vox_attention_summary", typed(summary)),
         ("vox_cost_history", typed(cost)),
     ]
-}
-
-/// Writes pending attention events to the store (called periodically and at shutdown).
-pub fn flush_pending(ctx: &Ctx) {
-    if ctx.store.is_some()
-        && ctx.attention.is_some()
-        && let Err(e) = flush(ctx)
-    {
-        tracing::warn!("attention ledger flush failed: {e}");
-    }
 }

@@ -1,0 +1,127 @@
+//! The booted context a handler receives: the workspace, the profile, the boot report, the
+//! change notifier, each family's state (by type) and the hooks families put on the call path.
+//! Boot steps fill it through `&mut Ctx`; after boot it is shared read-only.
+
+use crate::boot::BootReport;
+use crate::error::{ToolError, ToolOutcome};
+use crate::workspace::Workspace;
+use serde_json::{Value, json};
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+use vox_mcp_registry::{Denial, ProfileSet};
+
+/// Tools and resources beyond the static catalog (workspace `.vox` tools, skill macro tools).
+/// Providers are asked in registration order, and the first that has a name serves it.
+pub trait DynamicTools: Send + Sync {
+    /// MCP tool descriptors, in name order. `advertise_workspace` is the client's choice
+    /// (`VOX_MCP_WORKSPACE_TOOLS`); a provider of workspace tools lists nothing without it.
+    fn descriptors(&self, advertise_workspace: bool) -> Vec<Value>;
+    /// Whether it serves `name` (listed or not).
+    fn has_tool(&self, name: &str) -> bool;
+    /// Calls `name` (blocking work; stops when `cancel` turns true); `None` if it has no such
+    /// tool.
+    fn call(
+        &self,
+        name: &str,
+        args: &Value,
+        cancel: &AtomicBool,
+    ) -> Option<Result<Value, ToolError>>;
+    /// MCP resource descriptors, in URI order.
+    fn resources(&self) -> Vec<Value>;
+    /// Reads a resource (blocking); `None` if it has no such URI.
+    fn read(&self, uri: &str) -> Option<Result<String, ToolError>>;
+}
+
+/// A check of every call against what its session chose (the active skill's allowlist).
+pub trait SessionGuard: Send + Sync {
+    /// Refuses a call the session may not make.
+    fn check(&self, session: &str, tool: &str, args: &Value) -> Result<(), Denial>;
+    /// Forgets a session that ended.
+    fn end_session(&self, session: &str);
+}
+
+/// Sees every finished call (the attention ledger).
+pub trait CallObserver: Send + Sync {
+    fn record(&self, agent: &str, tool: &str, outcome: &ToolOutcome, latency: Duration);
+    /// Persists what was recorded (called periodically and at shutdown; blocking).
+    fn flush(&self) {}
+}
+
+/// The hooks families registered at boot.
+#[derive(Default)]
+pub struct Hooks {
+    pub dynamic: Vec<Arc<dyn DynamicTools>>,
+    pub guards: Vec<Arc<dyn SessionGuard>>,
+    pub observers: Vec<Arc<dyn CallObserver>>,
+}
+
+/// The booted context. Built once at boot, then read-only.
+pub struct Ctx {
+    pub workspace: Workspace,
+    pub profile: ProfileSet,
+    pub boot: BootReport,
+    /// Daemon → client notification frames (`notifications/tools/list_changed`, ...).
+    pub notifier: tokio::sync::broadcast::Sender<Value>,
+    state: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    hooks: Hooks,
+}
+
+impl Ctx {
+    /// An empty context for `workspace` under `profile` (boot fills it).
+    pub fn new(workspace: Workspace, profile: ProfileSet) -> Self {
+        Ctx {
+            workspace,
+            profile,
+            boot: BootReport::default(),
+            notifier: tokio::sync::broadcast::channel(16).0,
+            state: HashMap::new(),
+            hooks: Hooks::default(),
+        }
+    }
+    /// A family's state of type `T`, if its boot step put one in.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.state
+            .get(&TypeId::of::<T>())
+            .and_then(|b| b.downcast_ref())
+    }
+    /// [`Self::get`], or the error a handler returns when that subsystem is not running.
+    pub fn require<T: Send + Sync + 'static>(&self, what: &str) -> Result<&T, ToolError> {
+        self.get()
+            .ok_or_else(|| ToolError::Unavailable(format!("{what} is not running")))
+    }
+    /// Puts a family's state in (at boot); one value per type.
+    pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
+        self.state.insert(TypeId::of::<T>(), Box::new(value));
+    }
+    /// The hooks on the call path.
+    pub fn hooks(&self) -> &Hooks {
+        &self.hooks
+    }
+    /// Registers tools beyond the catalog (asked after those registered before).
+    pub fn add_dynamic_tools(&mut self, p: Arc<dyn DynamicTools>) {
+        self.hooks.dynamic.push(p);
+    }
+    /// Registers a per-session check of every call.
+    pub fn add_session_guard(&mut self, g: Arc<dyn SessionGuard>) {
+        self.hooks.guards.push(g);
+    }
+    /// Registers an observer of every finished call.
+    pub fn add_call_observer(&mut self, o: Arc<dyn CallObserver>) {
+        self.hooks.observers.push(o);
+    }
+    /// Tells every connected client that the tool and resource lists changed. No receiver (no
+    /// client connected) is not an error.
+    pub fn notify_list_changed(&self) {
+        for method in [
+            "notifications/tools/list_changed",
+            "notifications/resources/list_changed",
+        ] {
+            let _ = self
+                .notifier
+                .send(json!({"jsonrpc": "2.0", "method": method}));
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Typed call results: [`ToolError`] (a handler's failure, with its stable code and HTTP
+//! status) and [`ToolOutcome`] (what a call produced, before any transport encodes it).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use vox_mcp_registry::{Denial, DenialCode};
+
+/// A handler's failure, returned to the client as a tool result with `isError: true`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    #[error("{0}")]
+    InvalidArguments(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Internal(String),
+    /// A workspace tool returned `Error(e)`.
+    #[error("{0}")]
+    Failed(String),
+    /// The caller cancelled the call (or went away); nobody reads this but the ledger.
+    #[error("{0}")]
+    Cancelled(String),
+    /// `vox mcp` lost its daemon mid-call (the next call adopts or respawns one).
+    #[error("{0}")]
+    DaemonUnavailable(String),
+}
+
+impl ToolError {
+    /// The stable snake_case code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ToolError::InvalidArguments(_) => "invalid_arguments",
+            ToolError::NotFound(_) => "not_found",
+            ToolError::Conflict(_) => "conflict",
+            ToolError::Unavailable(_) => "unavailable",
+            ToolError::Internal(_) => "internal",
+            ToolError::Failed(_) => "tool_error",
+            ToolError::Cancelled(_) => "cancelled",
+            ToolError::DaemonUnavailable(_) => "daemon_unavailable",
+        }
+    }
+    /// The HTTP status that goes with the code.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            ToolError::InvalidArguments(_) => 400,
+            ToolError::NotFound(_) => 404,
+            ToolError::Conflict(_) => 409,
+            ToolError::Unavailable(_) | ToolError::DaemonUnavailable(_) => 503,
+            ToolError::Internal(_) | ToolError::Failed(_) => 500,
+            // nginx's "client closed request": there is no client left to read it.
+            ToolError::Cancelled(_) => 499,
+        }
+    }
+    /// The error a code and message name (the inverse of [`Self::code`]); an unknown code is
+    /// an internal error that keeps it in the message.
+    pub fn from_code(code: &str, message: String) -> Self {
+        match code {
+            "invalid_arguments" => ToolError::InvalidArguments(message),
+            "not_found" => ToolError::NotFound(message),
+            "conflict" => ToolError::Conflict(message),
+            "unavailable" => ToolError::Unavailable(message),
+            "internal" => ToolError::Internal(message),
+            "tool_error" => ToolError::Failed(message),
+            "cancelled" => ToolError::Cancelled(message),
+            "daemon_unavailable" => ToolError::DaemonUnavailable(message),
+            other => ToolError::Internal(format!("{other}: {message}")),
+        }
+    }
+    /// The one error shape: `{"error":{"code":…,"message":…}}`.
+    pub fn to_json(&self) -> Value {
+        json!({"error": {"code": self.code(), "message": self.to_string()}})
+    }
+}
+
+/// The outcome of one call, before any transport encodes it. It crosses the daemon socket as
+/// itself (serde), so the stdio side encodes the same typed value the daemon produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "WireOutcome", try_from = "WireOutcome")]
+pub enum ToolOutcome {
+    Ok(Value),
+    Denied(Denial),
+    Failed(ToolError),
+}
+
+impl ToolOutcome {
+    /// `ok`, the denial code, or the tool error code.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ToolOutcome::Ok(_) => "ok",
+            ToolOutcome::Denied(d) => d.code.as_str(),
+            ToolOutcome::Failed(e) => e.code(),
+        }
+    }
+    /// The structured content: the value, or the one error shape.
+    pub fn to_json(&self) -> Value {
+        match self {
+            ToolOutcome::Ok(v) => v.clone(),
+            ToolOutcome::Denied(d) => d.to_json(),
+            ToolOutcome::Failed(e) => e.to_json(),
+        }
+    }
+    /// Whether a client should see `isError: true`.
+    pub fn is_error(&self) -> bool {
+        !matches!(self, ToolOutcome::Ok(_))
+    }
+}
+
+/// [`ToolOutcome`] on the daemon socket.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+enum WireOutcome {
+    Ok {
+        value: Value,
+    },
+    Denied {
+        code: String,
+        message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        subsystem: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        skill: Option<String>,
+    },
+    Failed {
+        code: String,
+        message: String,
+    },
+}
+
+impl From<ToolOutcome> for WireOutcome {
+    fn from(o: ToolOutcome) -> Self {
+        match o {
+            ToolOutcome::Ok(value) => WireOutcome::Ok { value },
+            ToolOutcome::Denied(d) => WireOutcome::Denied {
+                code: d.code.as_str().to_owned(),
+                message: d.message,
+                subsystem: d.subsystem.map(str::to_owned),
+                skill: d.skill,
+            },
+            ToolOutcome::Failed(e) => WireOutcome::Failed {
+                code: e.code().to_owned(),
+                message: e.to_string(),
+            },
+        }
+    }
+}
+
+impl TryFrom<WireOutcome> for ToolOutcome {
+    type Error = String;
+    fn try_from(w: WireOutcome) -> Result<Self, String> {
+        Ok(match w {
+            WireOutcome::Ok { value } => ToolOutcome::Ok(value),
+            WireOutcome::Denied {
+                code,
+                message,
+                subsystem,
+                skill,
+            } => ToolOutcome::Denied(Denial {
+                code: DenialCode::from_code(&code)
+                    .ok_or_else(|| format!("unknown denial code {code}"))?,
+                message,
+                subsystem: subsystem.and_then(|s| {
+                    vox_mcp_registry::SUBSYSTEMS
+                        .iter()
+                        .find(|x| x.id == s)
+                        .map(|x| x.id)
+                }),
+                skill,
+            }),
+            WireOutcome::Failed { code, message } => {
+                ToolOutcome::Failed(ToolError::from_code(&code, message))
+            }
+        })
+    }
+}

@@ -1,0 +1,29 @@
+//! The call path of vox: the booted context ([`Ctx`]), [`Orchestrator::call`] (which asks
+//! `vox_mcp_registry::authorize_tool` first, then the families' session guards, then runs the
+//! handler under the call's deadline and cancellation), boot over the contract's steps, and
+//! the [`Family`] registry through which tool families plug in. It knows no family and no
+//! transport.
+//!
+//! Transports (stdio MCP through the daemon socket; REST, WebSocket and `/mcp` in the HTTP
+//! gateway) only translate. A call carries a [`CallCtx`]: who is calling, its cancellation
+//! signal, and where its progress and log messages go.
+
+pub mod boot;
+pub mod call;
+pub mod ctx;
+pub mod error;
+pub mod family;
+mod orchestrator;
+pub mod workspace;
+
+pub use boot::{BootReport, StepReport};
+pub use call::{CallCtx, CallEvents, Cancel, LogLevel, LogMessage, Progress, SessionKey};
+pub use ctx::{CallObserver, Ctx, DynamicTools, Hooks, SessionGuard};
+pub use error::{ToolError, ToolOutcome};
+pub use family::{Family, HandlerEntry, HandlerFuture, HandlerResult, StepDone, StepFn};
+pub use orchestrator::{Orchestrator, ToolDescriptor, assemble, json_len};
+pub use workspace::Workspace;
+
+/// Largest message accepted on the daemon socket. A tool result is capped at half of it
+/// (`orchestrator::cap_result`), leaving room for the frame around it.
+pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;

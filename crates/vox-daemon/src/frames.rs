@@ -1,0 +1,63 @@
+//! The typed payloads of the `orch.*` socket protocol. Both ends encode and decode these, so
+//! a field is named once; unknown fields are rejected.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use vox_core::{LogLevel, LogMessage, Progress, ToolOutcome};
+
+/// `orch.tool_call` parameters.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCallParams {
+    pub name: String,
+    #[serde(default)]
+    pub arguments: Value,
+    /// The attention and rate-limit key (`stdio:<client name>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The client's request carried a progress token: send `orch.progress` frames.
+    #[serde(default)]
+    pub progress: bool,
+    /// Send `orch.log` frames at or above this level; none when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_level: Option<LogLevel>,
+}
+
+/// `orch.tool_call` answer.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCallAnswer {
+    pub outcome: ToolOutcome,
+}
+
+/// `orch.list_tools` parameters.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListToolsParams {
+    /// List the workspace's `.vox` tools (the client's `VOX_MCP_WORKSPACE_TOOLS`).
+    #[serde(default)]
+    pub workspace_tools: bool,
+}
+
+/// `orch.cancel` (a notification): stop the call with this request id.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CancelParams {
+    pub id: u64,
+}
+
+/// `orch.progress` (daemon → client): progress of the call with request id `id`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgressParams {
+    pub id: Value,
+    pub progress: Progress,
+}
+
+/// `orch.log` (daemon → client): a log message of the call with request id `id`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogParams {
+    pub id: Value,
+    pub message: LogMessage,
+}

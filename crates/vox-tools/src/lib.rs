@@ -1,0 +1,85 @@
+//! vox's tool families, one module each: its state (put into the [`Ctx`] by its boot step),
+//! its boot steps (registered against the contract's [`BootStep`]s), its handlers and, where it
+//! needs them, hooks into the call path. Adding a family is its module, its catalog rows and
+//! one line in [`families`].
+
+pub mod attention;
+mod attention_state;
+mod boot_report;
+mod lang;
+mod memory;
+mod placeholders;
+mod repo;
+pub mod search;
+mod sessions;
+mod skills;
+mod skills_state;
+pub mod store;
+mod workspace;
+pub mod workspace_tools;
+
+pub use attention_state::{Attention, estimate_tokens};
+pub use skills_state::Skills;
+
+use vox_core::{Ctx, Family, ToolError};
+#[allow(unused_imports)] // for the docs above
+use vox_mcp_registry::BootStep;
+
+/// Every family of this build. The core checks that together they cover every catalog row and
+/// every contract boot step exactly once.
+pub fn families() -> Vec<Family> {
+    vec![
+        store::family(),
+        search::family(),
+        memory::family(),
+        sessions::family(),
+        attention::family(),
+        boot_report::family(),
+        repo::family(),
+        lang::family(),
+        workspace::family(),
+        skills::family(),
+        placeholders::family(),
+    ]
+}
+
+/// Checks a bounded, non-empty string argument.
+fn bounded(name: &str, v: &str, max: usize) -> Result<(), ToolError> {
+    if v.trim().is_empty() {
+        return Err(ToolError::InvalidArguments(format!(
+            "`{name}` must not be empty"
+        )));
+    }
+    if v.len() > max {
+        return Err(ToolError::InvalidArguments(format!(
+            "`{name}` is {} bytes; the limit is {max}",
+            v.len()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_families_cover_every_catalog_row_and_boot_step_once() {
+        if let Err(e) = vox_core::assemble(families()) {
+            panic!("{e}");
+        }
+    }
+
+    #[test]
+    fn handler_schemas_are_plain_object_schemas() {
+        for f in families() {
+            for (name, h) in f.handlers {
+                assert_eq!(h.schema["type"], "object", "{name}");
+                assert!(h.schema.get("$schema").is_none(), "{name}");
+            }
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn _ctx_is_the_core_one(_: &Ctx) {}
