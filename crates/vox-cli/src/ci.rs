@@ -44,7 +44,9 @@ pub fn operations_verify(json_out: bool) -> Result<ExitCode> {
     let mut problems: Vec<String> = Vec::new();
     match vox_core::assemble(vox_tools::families()) {
         Err(e) => problems.push(e),
-        Ok((table, ..)) => {
+        Ok(vox_core::Assembled {
+            handlers: table, ..
+        }) => {
             for t in TOOL_REGISTRY.iter().filter(|t| t.built) {
                 if let Some(h) = &table[t.index]
                     && (h.schema.get("type").and_then(Value::as_str) != Some("object")

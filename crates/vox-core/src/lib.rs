@@ -21,7 +21,7 @@ pub use call::{CallCtx, CallEvents, Cancel, LogLevel, LogMessage, Progress, Sess
 pub use ctx::{CallObserver, Ctx, DynamicTools, Hooks, SessionGuard};
 pub use error::{ToolError, ToolOutcome};
 pub use family::{Family, HandlerEntry, HandlerFuture, HandlerResult, StepDone, StepFn};
-pub use orchestrator::{Orchestrator, ToolDescriptor, assemble, json_len};
+pub use orchestrator::{Assembled, Orchestrator, ToolDescriptor, assemble, json_len};
 pub use workspace::Workspace;
 
 /// Largest message accepted on the daemon socket. A tool result is capped at half of it

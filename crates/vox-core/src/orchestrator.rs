@@ -59,17 +59,7 @@ fn annotations(t: &ToolEntry) -> Value {
 /// `BOOT_STEPS`. Errors name every catalog row without a handler, every handler without a
 /// catalog row, every contract step without a function and every step registered twice: the
 /// daemon refuses to start on any of them.
-pub fn assemble(
-    families: Vec<Family>,
-) -> Result<
-    (
-        Vec<Option<HandlerEntry>>,
-        Vec<StepFn>,
-        Vec<fn(&mut Ctx)>,
-        Vec<fn(Arc<Ctx>)>,
-    ),
-    String,
-> {
+pub fn assemble(families: Vec<Family>) -> Result<Assembled, String> {
     let mut handlers: Vec<Option<HandlerEntry>> = TOOL_REGISTRY.iter().map(|_| None).collect();
     let mut steps: Vec<Option<(StepFn, &str)>> = BOOT_STEPS.iter().map(|_| None).collect();
     let (mut after_boot, mut started) = (Vec::new(), Vec::new());
@@ -110,8 +100,20 @@ pub fn assemble(
     if !problems.is_empty() {
         return Err(problems.join("; "));
     }
-    let steps = steps.into_iter().flatten().map(|(f, _)| f).collect();
-    Ok((handlers, steps, after_boot, started))
+    Ok(Assembled {
+        handlers,
+        steps: steps.into_iter().flatten().map(|(f, _)| f).collect(),
+        after_boot,
+        started,
+    })
+}
+
+/// The families, put together: handlers by catalog index, step functions by boot step.
+pub struct Assembled {
+    pub handlers: Vec<Option<HandlerEntry>>,
+    pub steps: Vec<StepFn>,
+    pub after_boot: Vec<fn(&mut Ctx)>,
+    pub started: Vec<fn(Arc<Ctx>)>,
 }
 
 impl Orchestrator {
@@ -122,7 +124,12 @@ impl Orchestrator {
         profile: ProfileSet,
         families: Vec<Family>,
     ) -> Result<Self, String> {
-        let (handlers, steps, after_boot, started) = assemble(families)?;
+        let Assembled {
+            handlers,
+            steps,
+            after_boot,
+            started,
+        } = assemble(families)?;
         let mut ctx = Ctx::new(workspace, profile.clone());
         let report = boot::boot(&profile, |i| steps[i](&mut ctx));
         ctx.boot = report;

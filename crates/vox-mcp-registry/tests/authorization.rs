@@ -252,3 +252,28 @@ fn an_http_allowlist_restricts_membership_and_read_narrowing_is_insufficient_rol
     let listed: Vec<&str> = visible_tools(&http, reader, ALL).map(|t| t.name).collect();
     assert_eq!(listed, ["vox_kb_query"]);
 }
+
+#[test]
+fn generated_subsystem_and_boot_step_ids_follow_the_contract() {
+    use vox_mcp_registry::{BOOT_STEPS, BootStep, SUBSYSTEMS, SubsystemId};
+    assert_eq!(SubsystemId::ALL.len(), SUBSYSTEMS.len());
+    for (i, id) in SubsystemId::ALL.into_iter().enumerate() {
+        assert_eq!(id as usize, i);
+        assert_eq!(id.as_str(), SUBSYSTEMS[i].id);
+        assert_eq!(id.bit(), 1 << i);
+    }
+    assert_eq!(BootStep::ALL.len(), BOOT_STEPS.len());
+    for (i, step) in BootStep::ALL.into_iter().enumerate() {
+        assert_eq!(step.name(), BOOT_STEPS[i].name);
+        assert!(
+            SUBSYSTEMS[step.subsystem() as usize]
+                .boot_steps
+                .contains(&step.name())
+        );
+    }
+    assert_eq!(BootStep::Db.subsystem(), SubsystemId::Db);
+    assert_eq!(
+        BootStep::RoutingPreferences.subsystem(),
+        SubsystemId::ModelRegistry
+    );
+}

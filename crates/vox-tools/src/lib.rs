@@ -1,5 +1,5 @@
-//! vox's tool families, one module each: its state (put into the [`Ctx`] by its boot step),
-//! its boot steps (registered against the contract's [`BootStep`]s), its handlers and, where it
+//! vox's tool families, one module each: its state (put into the `Ctx` by its boot step),
+//! its boot steps (registered against the contract's `BootStep`s), its handlers and, where it
 //! needs them, hooks into the call path. Adding a family is its module, its catalog rows and
 //! one line in [`families`].
 
@@ -21,9 +21,7 @@ pub mod workspace_tools;
 pub use attention_state::{Attention, estimate_tokens};
 pub use skills_state::Skills;
 
-use vox_core::{Ctx, Family, ToolError};
-#[allow(unused_imports)] // for the docs above
-use vox_mcp_registry::BootStep;
+use vox_core::{Family, ToolError};
 
 /// Every family of this build. The core checks that together they cover every catalog row and
 /// every contract boot step exactly once.
@@ -80,6 +78,3 @@ mod tests {
         }
     }
 }
-
-#[allow(dead_code)]
-fn _ctx_is_the_core_one(_: &Ctx) {}
