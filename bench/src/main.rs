@@ -201,7 +201,8 @@ impl Session {
         }
         let mut child = cmd.spawn().map_err(|e| format!("{}: {e}", o.command[0]))?;
         let stdin = child.stdin.take().ok_or("no stdin")?;
-        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        // Large enough that a big answer (a list of thousands of tools) is read in few calls.
+        let stdout = BufReader::with_capacity(1 << 20, child.stdout.take().ok_or("no stdout")?);
         Ok(Session {
             child,
             stdin,
@@ -283,12 +284,13 @@ impl Session {
     fn request(&mut self, method: &str, params: Value) -> Result<Value, String> {
         let id = self.start_request(method, params)?;
         loop {
-            let v = self.read_frame().map_err(|e| format!("{method}: {e}"))?;
+            let mut v = self.read_frame().map_err(|e| format!("{method}: {e}"))?;
             if response_id(&v) == Some(id) {
                 if let Some(e) = v.get("error") {
                     return Err(format!("{method}: {e}"));
                 }
-                return Ok(v["result"].clone());
+                // Taken, not cloned: a list of thousands of tools is megabytes.
+                return Ok(v["result"].take());
             }
         }
     }

@@ -323,14 +323,7 @@ async fn denial_codes_carry_their_http_status_on_rest_and_ws() {
     .await;
     assert_eq!(r.status, 400);
 
-    let url = format!("ws://{}/v1/ws", s.addr);
-    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
-        url.as_str(),
-    )
-    .unwrap();
-    req.headers_mut()
-        .insert("Authorization", format!("Bearer {READ}").parse().unwrap());
-    let (mut socket, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    let mut socket = ws_connect(s.addr, READ).await;
     let mut ask = async |v: Value| -> Value {
         socket
             .send(tokio_tungstenite::tungstenite::Message::Text(
@@ -594,14 +587,7 @@ async fn subsystem_not_booted_is_503_on_rest_and_ws() {
             .body,
     );
     assert_eq!(listed, ["vox_search_structural", "vox_search_text"]);
-    let url = format!("ws://{}/v1/ws", s.addr);
-    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
-        url.as_str(),
-    )
-    .unwrap();
-    req.headers_mut()
-        .insert("Authorization", format!("Bearer {WRITE}").parse().unwrap());
-    let (mut socket, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    let mut socket = ws_connect(s.addr, WRITE).await;
     let msg =
         json!({"id": "a", "type": "call_tool", "name": "vox_kb_query", "args": {"query": "x"}});
     socket
@@ -743,6 +729,20 @@ async fn an_active_skill_is_scoped_to_the_rest_session_that_chose_it() {
     );
 }
 
+type WsStream =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A `/v1/ws` connection with a bearer token.
+async fn ws_connect(addr: SocketAddr, token: &str) -> WsStream {
+    let url = format!("ws://{addr}/v1/ws");
+    let mut req =
+        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url.as_str())
+            .unwrap();
+    req.headers_mut()
+        .insert("Authorization", format!("Bearer {token}").parse().unwrap());
+    tokio_tungstenite::connect_async(req).await.unwrap().0
+}
+
 /// Processes whose command line contains `needle`.
 fn running(needle: &str) -> bool {
     std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
@@ -806,14 +806,7 @@ async fn a_closed_rest_request_or_websocket_cancels_its_work() {
 
     // WebSocket: the connection closes while the call runs.
     let marker = format!("30.{}2", std::process::id());
-    let url = format!("ws://{}/v1/ws", s.addr);
-    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
-        url.as_str(),
-    )
-    .unwrap();
-    req.headers_mut()
-        .insert("Authorization", format!("Bearer {WRITE}").parse().unwrap());
-    let (mut socket, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    let mut socket = ws_connect(s.addr, WRITE).await;
     let mut frame = run(&marker);
     frame["id"] = json!(1);
     frame["type"] = json!("call_tool");
