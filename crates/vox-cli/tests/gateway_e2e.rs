@@ -735,9 +735,10 @@ type WsStream =
 /// A `/v1/ws` connection with a bearer token.
 async fn ws_connect(addr: SocketAddr, token: &str) -> WsStream {
     let url = format!("ws://{addr}/v1/ws");
-    let mut req =
-        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url.as_str())
-            .unwrap();
+    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
+        url.as_str(),
+    )
+    .unwrap();
     req.headers_mut()
         .insert("Authorization", format!("Bearer {token}").parse().unwrap());
     tokio_tungstenite::connect_async(req).await.unwrap().0

@@ -10,7 +10,7 @@ use vox_mcp_registry::Caller;
 /// A cancellation signal shared by a call's transport, its deadline and its work.
 ///
 /// Blocking work reads [`Cancel::flag`] between units of work (the interpreter every 1,024
-/// steps, the sandbox every 20 ms, an index build every 64 files); async code awaits
+/// steps, the sandbox every 5 ms, an index build every 64 files); async code awaits
 /// [`Cancel::cancelled`]. Cancelling is idempotent and never undone.
 #[derive(Clone, Default)]
 pub struct Cancel(Arc<CancelInner>);

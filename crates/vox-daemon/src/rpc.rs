@@ -276,7 +276,7 @@ async fn connection(
 
 /// Answers one request; `None` for notifications.
 async fn handle(
-    orch: &Orchestrator,
+    orch: &Arc<Orchestrator>,
     req: Value,
     stop: &watch::Sender<bool>,
     conn: &Conn,
@@ -306,10 +306,17 @@ async fn handle(
             )),
             Some(uri) => {
                 let uri = uri.to_owned();
-                let text = tokio::task::block_in_place(|| orch.read_resource(&uri));
+                // Reading may compile or run Vox code: off the async worker.
+                let o = orch.clone();
+                let u = uri.clone();
+                let text = tokio::task::spawn_blocking(move || o.read_resource(&u)).await;
                 match text {
-                    Ok(t) => Ok(json!({"uri": uri, "text": t})),
-                    Err(e) => Ok(json!({"error": e.to_json()["error"]})),
+                    Ok(Ok(t)) => Ok(json!({"uri": uri, "text": t})),
+                    Ok(Err(e)) => Ok(json!({"error": e.to_json()["error"]})),
+                    Err(e) => Err((
+                        codes::INVALID_REQUEST,
+                        format!("reading {uri} panicked: {e}"),
+                    )),
                 }
             }
         },

@@ -134,72 +134,100 @@ enum Event {
     Flush(oneshot::Sender<()>),
 }
 
-/// A call's events, relayed in order to the MCP peer by one task per call.
+/// A call's events, relayed in order to the MCP peer by one task per call. The task starts
+/// with the first event: most calls send none, and a task per call would cost every call.
 struct PeerEvents {
-    tx: mpsc::UnboundedSender<Event>,
+    peer: rmcp::Peer<RoleServer>,
+    token: Option<rmcp::model::ProgressToken>,
+    cancel: Cancel,
+    tx: std::sync::OnceLock<mpsc::UnboundedSender<Event>>,
 }
 
 impl CallEvents for PeerEvents {
     fn progress(&self, p: Progress) {
-        let _ = self.tx.send(Event::Progress(p));
+        if self.token.is_some() {
+            let _ = self.sender().send(Event::Progress(p));
+        }
     }
     fn log(&self, m: LogMessage) {
-        let _ = self.tx.send(Event::Log(m));
+        let _ = self.sender().send(Event::Log(m));
     }
 }
 
 impl PeerEvents {
-    fn start(
+    fn new(
         peer: rmcp::Peer<RoleServer>,
         token: Option<rmcp::model::ProgressToken>,
         cancel: Cancel,
     ) -> Arc<Self> {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            while let Some(ev) = rx.recv().await {
-                // A cancelled call says nothing more (its answer is dropped too).
-                if cancel.is_cancelled() && !matches!(ev, Event::Flush(_)) {
-                    continue;
-                }
-                let sent = match ev {
-                    Event::Progress(p) => match &token {
-                        Some(t) => {
-                            let mut n =
-                                rmcp::model::ProgressNotificationParam::new(t.clone(), p.progress);
-                            n.total = p.total;
-                            n.message = p.message;
-                            peer.notify_progress(n).await
-                        }
-                        None => Ok(()),
-                    },
-                    Event::Log(m) => {
-                        #[allow(deprecated)]
-                        let n = rmcp::model::LoggingMessageNotificationParam::new(
-                            to_rmcp(m.level),
-                            m.data,
-                        )
-                        .with_logger(m.logger);
-                        #[allow(deprecated)]
-                        peer.notify_logging_message(n).await
-                    }
-                    Event::Flush(done) => {
-                        let _ = done.send(());
-                        Ok(())
-                    }
-                };
-                if let Err(e) = sent {
-                    tracing::debug!("call notification not delivered: {e}");
-                }
-            }
-        });
-        Arc::new(PeerEvents { tx })
+        Arc::new(PeerEvents {
+            peer,
+            token,
+            cancel,
+            tx: std::sync::OnceLock::new(),
+        })
     }
 
-    /// Waits until everything queued so far was sent.
+    fn sender(&self) -> &mpsc::UnboundedSender<Event> {
+        self.tx.get_or_init(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            tokio::spawn(relay(
+                rx,
+                self.peer.clone(),
+                self.token.clone(),
+                self.cancel.clone(),
+            ));
+            tx
+        })
+    }
+
+    /// Waits until everything queued so far was sent (nothing to wait for if nothing was).
     async fn flush(&self) {
+        let Some(tx) = self.tx.get() else {
+            return;
+        };
         let (done, wait) = oneshot::channel();
-        if self.tx.send(Event::Flush(done)).is_ok() {
+        if tx.send(Event::Flush(done)).is_ok() {
             let _ = wait.await;
+        }
+    }
+}
+
+async fn relay(
+    mut rx: mpsc::UnboundedReceiver<Event>,
+    peer: rmcp::Peer<RoleServer>,
+    token: Option<rmcp::model::ProgressToken>,
+    cancel: Cancel,
+) {
+    while let Some(ev) = rx.recv().await {
+        // A cancelled call says nothing more (its answer is dropped too).
+        if cancel.is_cancelled() && !matches!(ev, Event::Flush(_)) {
+            continue;
+        }
+        let sent = match ev {
+            Event::Progress(p) => match &token {
+                Some(t) => {
+                    let mut n = rmcp::model::ProgressNotificationParam::new(t.clone(), p.progress);
+                    n.total = p.total;
+                    n.message = p.message;
+                    peer.notify_progress(n).await
+                }
+                None => Ok(()),
+            },
+            Event::Log(m) => {
+                #[allow(deprecated)]
+                let n = rmcp::model::LoggingMessageNotificationParam::new(to_rmcp(m.level), m.data)
+                    .with_logger(m.logger);
+                #[allow(deprecated)]
+                peer.notify_logging_message(n).await
+            }
+            Event::Flush(done) => {
+                let _ = done.send(());
+                Ok(())
+            }
+        };
+        if let Err(e) = sent {
+            tracing::debug!("call notification not delivered: {e}");
         }
     }
 }
@@ -435,7 +463,7 @@ impl<B: Backend> ServerHandler for McpServer<B> {
             .map(from_rmcp)
             .or(*self.log_level.lock().unwrap_or_else(|p| p.into_inner()));
         let cancel = Cancel::new();
-        let events = PeerEvents::start(context.peer.clone(), token.clone(), cancel.clone());
+        let events = PeerEvents::new(context.peer.clone(), token.clone(), cancel.clone());
         let call = ToolCall {
             name: request.name.to_string(),
             arguments: request.arguments.map(Value::Object).unwrap_or(Value::Null),

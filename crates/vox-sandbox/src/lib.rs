@@ -100,7 +100,7 @@ pub struct RunRequest<'a> {
     /// Bytes for stdin; `None` gives `/dev/null`.
     pub stdin: Option<&'a [u8]>,
     pub limits: Limits,
-    /// When it turns true, every process of the run is killed (checked every 20 ms) and the
+    /// When it turns true, every process of the run is killed (checked every 5 ms) and the
     /// outcome says [`LimitHit::Cancelled`].
     pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
 }
@@ -601,7 +601,7 @@ enum Ended {
 }
 
 /// How often a wait looks at the cancel flag.
-const CANCEL_POLL: Duration = Duration::from_millis(20);
+const CANCEL_POLL: Duration = Duration::from_millis(5);
 
 fn wait_exit_until(
     pid: libc::pid_t,

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use vox_core::HandlerEntry;
-use vox_core::family::typed;
+use vox_core::family::{quick, typed};
 use vox_core::{Ctx, ToolError};
 
 const MAX_KEY: usize = 512;
@@ -114,7 +114,7 @@ pub fn family() -> vox_core::Family {
 fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
         ("vox_memory_store", typed(store)),
-        ("vox_memory_recall", typed(recall)),
+        ("vox_memory_recall", quick(recall)),
         ("vox_memory_list", typed(list)),
         ("vox_memory_forget", typed(forget)),
         ("vox_memory_search", typed(search)),
