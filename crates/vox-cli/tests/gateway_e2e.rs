@@ -359,7 +359,7 @@ async fn denial_codes_carry_their_http_status_on_rest_and_ws() {
         (Some("error"), Some(403), Some("exposure_denied"))
     );
     // Without a token the upgrade itself is refused.
-    let plain = tokio_tungstenite::connect_async(url.as_str()).await;
+    let plain = tokio_tungstenite::connect_async(format!("ws://{}/v1/ws", s.addr)).await;
     assert!(plain.is_err());
 }
 

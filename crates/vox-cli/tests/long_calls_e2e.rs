@@ -367,3 +367,55 @@ async fn a_changed_description_alone_is_a_tool_list_change() {
     assert_eq!(r.structured_content.unwrap()["changed"], false);
     c.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_client_that_exits_mid_call_takes_its_work_with_it() {
+    let ws = Ws::new();
+    sleeper_skill(&ws);
+    let c = ws.client(&[]).await;
+    let marker = format!("30.{}9", std::process::id());
+    let call = tokio::spawn({
+        let peer = c.peer().clone();
+        let marker = marker.clone();
+        async move {
+            peer.call_tool(
+                CallToolRequestParams::new("vox_skill_run").with_arguments(
+                    json!({"id": "sleeper", "command": ["sleep", marker], "timeout_ms": 25000})
+                        .as_object()
+                        .cloned()
+                        .unwrap(),
+                ),
+            )
+            .await
+        }
+    });
+    let started = Instant::now();
+    while pids_running(&format!("sleep {marker}")).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "the sleep never started"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The `vox mcp` process goes away without a word (SIGKILL): its socket closes.
+    let adapter = pids_running("vox mcp")
+        .into_iter()
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/environ"))
+                .unwrap_or_default()
+                .contains(ws.root().to_str().unwrap())
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(adapter.len(), 1, "{adapter:?}");
+    unsafe { libc::kill(adapter[0] as i32, libc::SIGKILL) };
+    let killed = Instant::now();
+    while !pids_running(&format!("sleep {marker}")).is_empty() {
+        assert!(
+            killed.elapsed() < Duration::from_secs(1),
+            "sleep still running {:?} after its client died",
+            killed.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    call.abort();
+}
