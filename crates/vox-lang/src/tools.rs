@@ -9,6 +9,7 @@ use crate::import::ModuleLoader;
 use crate::module::{Analysis, CallOptions, analyze_with};
 use serde_json::{Value as J, json};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 
 /// Why a path-based tool could not run.
 #[derive(Debug, thiserror::Error)]
@@ -129,7 +130,12 @@ pub fn validate_source(name: &str, source: &str, loader: &dyn ModuleLoader) -> J
     })
 }
 
-fn test_report(name: &str, bytes: &[u8], loader: &dyn ModuleLoader) -> (J, usize, usize) {
+fn test_report(
+    name: &str,
+    bytes: &[u8],
+    loader: &dyn ModuleLoader,
+    cancel: Option<&AtomicBool>,
+) -> (J, usize, usize) {
     let a = analyze_with(name, bytes, loader);
     let declared = a
         .functions()
@@ -138,7 +144,11 @@ fn test_report(name: &str, bytes: &[u8], loader: &dyn ModuleLoader) -> (J, usize
         .count();
     match a.into_module() {
         Ok(m) => {
-            let results = m.run_tests(&CallOptions::default());
+            let opts = CallOptions {
+                cancel,
+                ..CallOptions::default()
+            };
+            let results = m.run_tests(&opts);
             let passed = results.iter().filter(|t| t.passed).count();
             let failed = results.len() - passed;
             (
@@ -158,18 +168,27 @@ fn test_report(name: &str, bytes: &[u8], loader: &dyn ModuleLoader) -> (J, usize
     }
 }
 
-/// `vox_test` on source text: structured results.
-pub fn test_source(name: &str, source: &str, loader: &dyn ModuleLoader) -> J {
-    let (file, passed, failed) = test_report(name, source.as_bytes(), loader);
+/// `vox_test` on source text: structured results. Tests stop early once `cancel` is set.
+pub fn test_source(
+    name: &str,
+    source: &str,
+    loader: &dyn ModuleLoader,
+    cancel: Option<&AtomicBool>,
+) -> J {
+    let (file, passed, failed) = test_report(name, source.as_bytes(), loader, cancel);
     json!({"passed": passed, "failed": failed, "files": [file]})
 }
 
-/// `vox_test` on a file or directory.
-pub fn test_path(path: &Path, loader: &dyn ModuleLoader) -> Result<J, ToolError> {
+/// `vox_test` on a file or directory. Tests stop early once `cancel` is set.
+pub fn test_path(
+    path: &Path,
+    loader: &dyn ModuleLoader,
+    cancel: Option<&AtomicBool>,
+) -> Result<J, ToolError> {
     let mut files = Vec::new();
     let (mut passed, mut failed) = (0, 0);
     for (name, bytes) in read_files(path)? {
-        let (f, p, x) = test_report(&name, &bytes, loader);
+        let (f, p, x) = test_report(&name, &bytes, loader, cancel);
         files.push(f);
         passed += p;
         failed += x;

@@ -46,6 +46,7 @@ fn test_source_returns_structured_results() {
         "t.vox",
         "@test \"ok\"\nfn a() { }\n@test\nfn b() { assert(false) }\n",
         &NoImports,
+        None,
     );
     assert_eq!(
         (r["passed"].clone(), r["failed"].clone()),

@@ -5,8 +5,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::path::{Component, Path, PathBuf};
+use vox_core::CallCtx;
 use vox_core::HandlerEntry;
-use vox_core::family::typed;
+use vox_core::family::{blocking, typed};
 use vox_core::{Ctx, ToolError};
 
 /// Source text is bounded like any other argument; files are bounded by vox-lang itself.
@@ -119,11 +120,12 @@ fn validate(ctx: &Ctx, i: SourceInput) -> Result<Value, ToolError> {
     ))
 }
 
-fn test(ctx: &Ctx, i: Input) -> Result<Value, ToolError> {
+fn test(ctx: &Ctx, call: &CallCtx, i: Input) -> Result<Value, ToolError> {
     let loader = loader(ctx);
+    let cancel = Some(call.cancel.flag());
     match target(ctx, i)? {
-        Target::Path(p) => vox_lang::tools::test_path(&p, &loader).map_err(lang_err),
-        Target::Source(name, s) => Ok(vox_lang::tools::test_source(&name, &s, &loader)),
+        Target::Path(p) => vox_lang::tools::test_path(&p, &loader, cancel).map_err(lang_err),
+        Target::Source(name, s) => Ok(vox_lang::tools::test_source(&name, &s, &loader, cancel)),
     }
 }
 
@@ -151,7 +153,7 @@ fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
         ("vox_check", typed(check)),
         ("vox_validate_source", typed(validate)),
-        ("vox_test", typed(test)),
+        ("vox_test", blocking(test)),
         ("vox_grammar", typed(grammar)),
         ("vox_compiler_introspect", typed(introspect)),
     ]
