@@ -86,6 +86,27 @@ pub(crate) struct GitOutput {
 #[derive(Debug, Clone)]
 pub(crate) struct Git {
     pub timeout: Duration,
+    pub cancel: Option<CancelCheck>,
+}
+
+/// Asked while git runs whether the caller gave up.
+#[derive(Clone)]
+pub(crate) struct CancelCheck(pub std::sync::Arc<dyn Fn() -> bool + Send + Sync>);
+
+impl std::fmt::Debug for CancelCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CancelCheck")
+    }
+}
+
+/// How often a running git command looks at the caller's cancel check.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
+
+/// Why waiting for git's output stopped.
+enum Waited<T> {
+    Got(T),
+    Timeout,
+    Cancelled,
 }
 
 impl Git {
@@ -144,24 +165,29 @@ impl Git {
             let _ = err_tx.send(read_stderr(stderr));
         });
 
-        let remaining = deadline.saturating_duration_since(Instant::now());
         // A deadline that passed while git was starting is a timeout, whatever git managed to
         // write by now (otherwise the outcome would depend on thread scheduling).
-        let received = if remaining.is_zero() {
-            Err(mpsc::RecvTimeoutError::Timeout)
+        let received = if deadline <= Instant::now() {
+            Waited::Timeout
         } else {
-            out_rx.recv_timeout(remaining)
+            self.receive(&out_rx, deadline)
         };
         let (stdout, overflowed) = match received {
-            Ok(Ok(read)) => read,
-            Ok(Err(err)) => {
+            Waited::Got(Ok(read)) => read,
+            Waited::Got(Err(err)) => {
                 kill_and_reap(&mut child);
                 return Err(RepoError::Io {
                     command: command_name,
                     source: err,
                 });
             }
-            Err(_) => {
+            Waited::Cancelled => {
+                kill_and_reap(&mut child);
+                return Err(RepoError::Cancelled {
+                    command: command_name,
+                });
+            }
+            Waited::Timeout => {
                 kill_and_reap(&mut child);
                 return Err(RepoError::Timeout {
                     command: command_name,
@@ -194,6 +220,29 @@ impl Git {
             success: status.is_some_and(|s| s.success()),
             overflowed,
         })
+    }
+
+    /// Waits for the output reader until the deadline, asking the cancel check between slices.
+    fn receive<T>(&self, rx: &mpsc::Receiver<T>, deadline: Instant) -> Waited<T> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Waited::Timeout;
+            }
+            let slice = match &self.cancel {
+                Some(_) => left.min(CANCEL_POLL),
+                None => left,
+            };
+            match rx.recv_timeout(slice) {
+                Ok(v) => return Waited::Got(v),
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Waited::Timeout,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if self.cancel.as_ref().is_some_and(|c| (c.0)()) {
+                        return Waited::Cancelled;
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -108,6 +108,12 @@ pub enum RepoError {
         /// The deadline that was exceeded.
         seconds: f64,
     },
+    /// The caller cancelled the call ([`Repo::with_cancel`]); git was killed.
+    #[error("git {command} was cancelled")]
+    Cancelled {
+        /// The git subcommand.
+        command: String,
+    },
     /// git could not be started.
     #[error("could not run git: {0}")]
     Spawn(#[source] std::io::Error),
@@ -152,6 +158,7 @@ impl RepoError {
             RepoError::NotAFile { .. } => "not_a_file",
             RepoError::InvalidLineRange(_) => "invalid_line_range",
             RepoError::Timeout { .. } => "git_timeout",
+            RepoError::Cancelled { .. } => "git_cancelled",
             RepoError::Spawn(_) => "git_unavailable",
             RepoError::Io { .. } => "git_io",
             RepoError::Git { .. } => "git_failed",
@@ -404,6 +411,7 @@ impl Repo {
         }
         let git = Git {
             timeout: DEFAULT_TIMEOUT,
+            cancel: None,
         };
         let out = git.run(workspace, &["rev-parse", "--show-toplevel"], 64 * 1024)?;
         if !out.success || out.overflowed {
@@ -433,6 +441,13 @@ impl Repo {
     /// Sets how long one git command may run (default [`DEFAULT_TIMEOUT`]).
     pub fn with_timeout(mut self, timeout: Duration) -> Repo {
         self.git.timeout = timeout;
+        self
+    }
+
+    /// Stops (kills) a running git command as soon as `cancelled()` answers true; the call
+    /// then fails with [`RepoError::Cancelled`]. It is asked every 20 ms while git runs.
+    pub fn with_cancel(mut self, cancelled: impl Fn() -> bool + Send + Sync + 'static) -> Repo {
+        self.git.cancel = Some(git::CancelCheck(std::sync::Arc::new(cancelled)));
         self
     }
 

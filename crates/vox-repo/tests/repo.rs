@@ -1073,6 +1073,42 @@ fn a_hanging_git_is_killed_at_the_deadline() {
     );
 }
 
+#[cfg(unix)]
+#[test]
+fn a_hanging_git_is_killed_when_the_caller_cancels() {
+    let (t, _, _) = sample_repo();
+    let fifo = t.path().join(".git/attributes-fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    t.git(&[
+        "config",
+        "core.attributesFile",
+        fifo.to_str().expect("utf8"),
+    ]);
+    t.write("README.md", "changed\n");
+    let cancelled = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = cancelled.clone();
+    let repo = t
+        .repo()
+        .with_cancel(move || flag.load(std::sync::atomic::Ordering::Relaxed));
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        cancelled.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let started = std::time::Instant::now();
+    let err = repo
+        .diff(DiffTarget::WorkingTree, None, 1000)
+        .expect_err("hang");
+    setter.join().unwrap();
+    assert_eq!(err.code(), "git_cancelled", "{err}");
+    // Long before the 10 s deadline.
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn results_serialize_with_the_documented_wire_names() {
     let (t, _, second) = sample_repo();

@@ -3,8 +3,9 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use vox_core::CallCtx;
 use vox_core::HandlerEntry;
-use vox_core::family::typed;
+use vox_core::family::blocking;
 use vox_core::{Ctx, ToolError};
 use vox_repo::{DiffTarget, Repo, RepoError};
 
@@ -17,13 +18,19 @@ fn repo_err(e: RepoError) -> ToolError {
         ToolError::InvalidArguments(e.to_string())
     } else if matches!(e, RepoError::NotARepository(_)) {
         ToolError::NotFound(e.to_string())
+    } else if matches!(e, RepoError::Cancelled { .. }) {
+        ToolError::Cancelled(e.to_string())
     } else {
         ToolError::Unavailable(e.to_string())
     }
 }
 
-fn repo(ctx: &Ctx) -> Result<Repo, ToolError> {
-    Repo::discover(&ctx.workspace.root).map_err(repo_err)
+/// The workspace's repository; its git commands are killed when the call is cancelled.
+fn repo(ctx: &Ctx, call: &CallCtx) -> Result<Repo, ToolError> {
+    let cancel = call.cancel.clone();
+    Ok(Repo::discover(&ctx.workspace.root)
+        .map_err(repo_err)?
+        .with_cancel(move || cancel.is_cancelled()))
 }
 
 fn to_value<T: serde::Serialize>(v: T) -> Result<Value, ToolError> {
@@ -102,13 +109,13 @@ struct FileArgs {
     end_line: Option<u32>,
 }
 
-fn status(ctx: &Ctx, _a: NoArgs) -> Result<Value, ToolError> {
-    to_value(repo(ctx)?.status().map_err(repo_err)?)
+fn status(ctx: &Ctx, call: &CallCtx, _a: NoArgs) -> Result<Value, ToolError> {
+    to_value(repo(ctx, call)?.status().map_err(repo_err)?)
 }
 
-fn log(ctx: &Ctx, a: LogArgs) -> Result<Value, ToolError> {
+fn log(ctx: &Ctx, call: &CallCtx, a: LogArgs) -> Result<Value, ToolError> {
     let limit = a.limit.unwrap_or(20).clamp(1, 200) as usize;
-    let commits = repo(ctx)?
+    let commits = repo(ctx, call)?
         .log(
             a.rev.as_deref(),
             a.path.as_deref(),
@@ -119,7 +126,7 @@ fn log(ctx: &Ctx, a: LogArgs) -> Result<Value, ToolError> {
     Ok(json!({"commits": commits}))
 }
 
-fn diff(ctx: &Ctx, a: DiffArgs) -> Result<Value, ToolError> {
+fn diff(ctx: &Ctx, call: &CallCtx, a: DiffArgs) -> Result<Value, ToolError> {
     let target = match a.target.unwrap_or(DiffKind::WorkingTree) {
         DiffKind::WorkingTree => DiffTarget::WorkingTree,
         DiffKind::Staged => DiffTarget::Staged,
@@ -131,32 +138,32 @@ fn diff(ctx: &Ctx, a: DiffArgs) -> Result<Value, ToolError> {
         },
     };
     to_value(
-        repo(ctx)?
+        repo(ctx, call)?
             .diff(target, a.path.as_deref(), MAX_PATCH)
             .map_err(repo_err)?,
     )
 }
 
-fn show(ctx: &Ctx, a: ShowArgs) -> Result<Value, ToolError> {
+fn show(ctx: &Ctx, call: &CallCtx, a: ShowArgs) -> Result<Value, ToolError> {
     to_value(
-        repo(ctx)?
+        repo(ctx, call)?
             .show(a.rev.as_deref().unwrap_or("HEAD"), MAX_PATCH)
             .map_err(repo_err)?,
     )
 }
 
-fn tree(ctx: &Ctx, a: TreeArgs) -> Result<Value, ToolError> {
+fn tree(ctx: &Ctx, call: &CallCtx, a: TreeArgs) -> Result<Value, ToolError> {
     let limit = a.limit.unwrap_or(500).clamp(1, 5000) as usize;
     to_value(
-        repo(ctx)?
+        repo(ctx, call)?
             .tree(a.rev.as_deref(), a.path.as_deref(), a.recursive, limit)
             .map_err(repo_err)?,
     )
 }
 
-fn file(ctx: &Ctx, a: FileArgs) -> Result<Value, ToolError> {
+fn file(ctx: &Ctx, call: &CallCtx, a: FileArgs) -> Result<Value, ToolError> {
     to_value(
-        repo(ctx)?
+        repo(ctx, call)?
             .file(
                 a.rev.as_deref(),
                 &a.path,
@@ -178,11 +185,11 @@ pub fn family() -> vox_core::Family {
 
 fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
-        ("vox_repo_status", typed(status)),
-        ("vox_repo_log", typed(log)),
-        ("vox_repo_diff", typed(diff)),
-        ("vox_repo_show", typed(show)),
-        ("vox_repo_tree", typed(tree)),
-        ("vox_repo_file", typed(file)),
+        ("vox_repo_status", blocking(status)),
+        ("vox_repo_log", blocking(log)),
+        ("vox_repo_diff", blocking(diff)),
+        ("vox_repo_show", blocking(show)),
+        ("vox_repo_tree", blocking(tree)),
+        ("vox_repo_file", blocking(file)),
     ]
 }
