@@ -133,18 +133,28 @@ pub fn typed<A: DeserializeOwned + JsonSchema + Send + 'static>(
     async_typed::<A, _, _>(move |ctx, _call, a| run_blocking(move || f(&ctx, a)))
 }
 
-/// A synchronous handler that is quick and bounded (an in-memory read, a SQLite point lookup
-/// by key): it runs on the async worker itself. The hand-off to the blocking pool costs two
-/// thread wake-ups, more than such a call's own work; anything that can take longer (a scan,
-/// a write that updates an index, I/O outside the store) must use [`typed`].
+/// A synchronous handler that is quick and bounded (a SQLite point lookup by key): it runs on
+/// the async worker itself when `inline(ctx)` says nothing it needs is busy, and on the
+/// blocking pool otherwise. The hand-off to the blocking pool costs two thread wake-ups, more
+/// than such a call's own work; but a worker must never wait behind a long write or scan, so
+/// `inline` checks (e.g. that the store's connection is free). Anything that can take longer
+/// than a point read must use [`typed`].
 pub fn quick<A: DeserializeOwned + JsonSchema + Send + 'static>(
     f: fn(&Ctx, A) -> HandlerResult,
+    inline: fn(&Ctx) -> bool,
 ) -> HandlerEntry {
     HandlerEntry {
         schema: schema_of::<A>(),
         call: Box::new(move |ctx, _call, args| {
-            let out = decode::<A>(args).and_then(|a| f(&ctx, a));
-            Box::pin(std::future::ready(out))
+            if inline(&ctx) {
+                let out = decode::<A>(args).and_then(|a| f(&ctx, a));
+                Box::pin(std::future::ready(out))
+            } else {
+                Box::pin(async move {
+                    let a = decode::<A>(args)?;
+                    run_blocking(move || f(&ctx, a)).await
+                })
+            }
         }),
     }
 }

@@ -5,7 +5,7 @@ use crate::boot::{self, BootReport};
 use crate::call::CallCtx;
 use crate::ctx::Ctx;
 use crate::error::{ToolError, ToolOutcome};
-use crate::family::{Family, HandlerEntry, StepFn, run_blocking};
+use crate::family::{Family, HandlerEntry, HandlerFuture, StepFn, run_blocking};
 use crate::workspace::Workspace;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -381,7 +381,14 @@ impl Orchestrator {
         let Some(handler) = &self.handlers[tool.index] else {
             return ToolOutcome::Failed(ToolError::Internal(format!("tool {name} has no handler")));
         };
-        let work = (handler.call)(self.ctx.clone(), call.clone(), args);
+        // A panicking handler still answers, and does not take its connection's task with it.
+        let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            (handler.call)(self.ctx.clone(), call.clone(), args)
+        }));
+        let work = match started {
+            Ok(work) => CatchPanic(work),
+            Err(panic) => return ToolOutcome::Failed(panicked(name, &panic)),
+        };
         match self.under_deadline(name, &call, work).await {
             Ok(v) => cap_result(name, v),
             Err(e) => ToolOutcome::Failed(e),
@@ -440,6 +447,33 @@ impl Orchestrator {
     }
 }
 
+/// A handler's future whose panics become [`ToolError::Internal`].
+struct CatchPanic(HandlerFuture);
+
+impl std::future::Future for CatchPanic {
+    type Output = Result<Value, ToolError>;
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let polled =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.0.as_mut().poll(cx)));
+        match polled {
+            Ok(p) => p,
+            Err(panic) => std::task::Poll::Ready(Err(panicked("a tool", &panic))),
+        }
+    }
+}
+
+fn panicked(name: &str, panic: &Box<dyn std::any::Any + Send>) -> ToolError {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into());
+    ToolError::Internal(format!("{name} panicked: {what}"))
+}
+
 /// The size of a value's JSON encoding, counted without building the string.
 pub fn json_len(v: &Value) -> usize {
     struct Count(usize);
@@ -488,6 +522,15 @@ mod tests {
     fn json_len_is_the_encoded_length() {
         let v = json!({"key": "ä", "n": [1, 2.5, null], "s": "a\"b"});
         assert_eq!(json_len(&v), serde_json::to_vec(&v).unwrap().len());
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_future_becomes_an_internal_error() {
+        let work: HandlerFuture = Box::pin(async { panic!("boom") });
+        match CatchPanic(work).await {
+            Err(ToolError::Internal(m)) => assert!(m.contains("boom"), "{m}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -242,7 +242,9 @@ async fn connection(
                 continue;
             }
         };
-        // Cancellation is a notification handled in line, so it overtakes nothing.
+        // Cancellation is a notification handled here in the reader, and every call's signal
+        // is registered here before its task is spawned: a cancel (or the connection closing)
+        // right behind a call always finds it.
         if req.get("method").and_then(Value::as_str) == Some("orch.cancel") {
             if let Some(p) = req
                 .get("params")
@@ -252,13 +254,35 @@ async fn connection(
             }
             continue;
         }
+        let cancel = match (req.get("method").and_then(Value::as_str), req.get("id")) {
+            (Some("orch.tool_call"), Some(id)) => {
+                let cancel = vox_core::Cancel::new();
+                let mut calls = conn.lock_calls();
+                if calls.contains_key(&id.to_string()) {
+                    let _ = tx.send(error_frame(
+                        id.clone(),
+                        codes::INVALID_REQUEST,
+                        format!("request id {id} is already in use by a call in flight"),
+                    ));
+                    continue;
+                }
+                calls.insert(id.to_string(), cancel.clone());
+                Some(cancel)
+            }
+            _ => None,
+        };
         let orch = orch.clone();
         let stop = stop.clone();
         let guard = in_flight.enter();
         let conn = conn.clone();
         tasks.spawn(async move {
             let _guard = guard;
-            if let Some(frame) = handle(&orch, req, &stop, &conn).await {
+            let id = req.get("id").map(Value::to_string);
+            let frame = handle(&orch, req, &stop, &conn, cancel).await;
+            if let Some(id) = id {
+                conn.lock_calls().remove(&id);
+            }
+            if let Some(frame) = frame {
                 let _ = conn.tx.send(frame);
             }
         });
@@ -280,6 +304,7 @@ async fn handle(
     req: Value,
     stop: &watch::Sender<bool>,
     conn: &Conn,
+    cancel: Option<vox_core::Cancel>,
 ) -> Option<Value> {
     let id = req.get("id").cloned();
     let Some(method) = req.get("method").and_then(Value::as_str) else {
@@ -320,7 +345,7 @@ async fn handle(
                 }
             }
         },
-        "orch.tool_call" => tool_call(orch, params, conn, &id).await,
+        "orch.tool_call" => tool_call(orch, params, conn, &id, cancel.unwrap_or_default()).await,
         "orch.shutdown" => {
             let _ = stop.send(true);
             Ok(json!({"stopping": true}))
@@ -356,12 +381,14 @@ fn decode<T: serde::de::DeserializeOwned + Default>(
     serde_json::from_value(params).map_err(|e| (codes::INVALID_PARAMS, format!("{method}: {e}")))
 }
 
-/// `orch.tool_call` ([`ToolCallParams`] → [`ToolCallAnswer`]).
+/// `orch.tool_call` ([`ToolCallParams`] → [`ToolCallAnswer`]) under `cancel`, the signal the
+/// reader registered for this request id.
 async fn tool_call(
     orch: &Orchestrator,
     params: Value,
     conn: &Conn,
     id: &Value,
+    cancel: vox_core::Cancel,
 ) -> Result<Value, (i64, String)> {
     let p: ToolCallParams = serde_json::from_value(params)
         .map_err(|e| (codes::INVALID_PARAMS, format!("orch.tool_call: {e}")))?;
@@ -370,16 +397,10 @@ async fn tool_call(
         tx: conn.tx.clone(),
     });
     let agent = p.agent.as_deref().unwrap_or("socket");
-    let call = vox_core::CallCtx::new(Caller::LOCAL, agent, &conn.session).with_events(
-        events,
-        p.progress,
-        p.log_level,
-    );
-    // Registered under the id's JSON text, which is what `orch.cancel` names.
-    let key = id.to_string();
-    conn.lock_calls().insert(key.clone(), call.cancel.clone());
+    let call = vox_core::CallCtx::new(Caller::LOCAL, agent, &conn.session)
+        .with_cancel(cancel)
+        .with_events(events, p.progress, p.log_level);
     let outcome = orch.call(&p.name, p.arguments, call).await;
-    conn.lock_calls().remove(&key);
     serde_json::to_value(ToolCallAnswer { outcome })
         .map_err(|e| (codes::INVALID_PARAMS, e.to_string()))
 }

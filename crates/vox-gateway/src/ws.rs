@@ -31,6 +31,9 @@ async fn session(mut socket: WebSocket, s: Arc<Shared>, mut who: Who) {
     s.orch.end_session(&who.session);
 }
 
+/// Most messages held while a call runs (they are answered in order after it).
+const MAX_QUEUED: usize = 32;
+
 async fn serve_session(socket: &mut WebSocket, s: &Shared, who: &Who) {
     // Messages that arrived while a call ran, answered in order after it.
     let mut queued = std::collections::VecDeque::new();
@@ -55,6 +58,18 @@ async fn serve_session(socket: &mut WebSocket, s: &Shared, who: &Who) {
                         m = socket.recv() => match m {
                             Some(Ok(Message::Close(_))) | Some(Err(_)) | None => {
                                 cancel.cancel();
+                                return;
+                            }
+                            // Reading on is only to notice a close: a client that keeps
+                            // sending meanwhile is cut off rather than buffered without end.
+                            Some(Ok(_)) if queued.len() >= MAX_QUEUED => {
+                                cancel.cancel();
+                                let _ = socket
+                                    .send(Message::Close(Some(axum::extract::ws::CloseFrame {
+                                        code: 1008,
+                                        reason: "too many messages while a call runs".into(),
+                                    })))
+                                    .await;
                                 return;
                             }
                             Some(Ok(other)) => queued.push_back(other),

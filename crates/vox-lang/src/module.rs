@@ -874,7 +874,13 @@ impl Module {
 
     /// Runs every `@test` function, each under its own budget.
     pub fn run_tests(&self, opts: &CallOptions<'_>) -> Vec<TestOutcome> {
+        let cancelled = || {
+            opts.cancel
+                .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+        };
+        // Once cancelled, the remaining tests are not run.
         self.tests()
+            .take_while(|_| !cancelled())
             .map(|t| {
                 let start = Instant::now();
                 let r = self.call_json(&t.name, &J::Null, opts);

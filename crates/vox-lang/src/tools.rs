@@ -188,6 +188,9 @@ pub fn test_path(
     let mut files = Vec::new();
     let (mut passed, mut failed) = (0, 0);
     for (name, bytes) in read_files(path)? {
+        if cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
+            break;
+        }
         let (f, p, x) = test_report(&name, &bytes, loader, cancel);
         files.push(f);
         passed += p;

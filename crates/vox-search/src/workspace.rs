@@ -407,7 +407,12 @@ impl WorkspaceIndex {
             None => guard.insert(State::new()?),
         };
         let outcome = state.refresh(&self.root, self.max_files, observer);
-        if outcome.is_err() {
+        // A cancelled refresh committed a consistent part; anything else may have left the
+        // index and the file table disagreeing.
+        if outcome
+            .as_ref()
+            .is_err_and(|e| !matches!(e, SearchError::Cancelled))
+        {
             // The index was rolled back but may disagree with the file table; rebuild next time.
             *guard = None;
         }
@@ -507,7 +512,10 @@ impl State {
             .collect();
         removed.sort();
 
-        // Pass 2: read and index the changed files, in one commit.
+        // Pass 2: read and index the changed files, in one commit. A cancelled refresh commits
+        // the files done so far (the rest are still "changed" next time), so repeated attempts
+        // under a deadline make progress instead of starting over.
+        let mut cancelled = false;
         if !changed.is_empty() || !removed.is_empty() {
             let f = self.fields;
             let updates = self.store.write(|writer| {
@@ -520,7 +528,8 @@ impl State {
                     // Every 64 files: a report per file would cost more than reading small ones.
                     if done % 64 == 0 {
                         if observer.cancelled() {
-                            return Err(SearchError::Cancelled);
+                            cancelled = true;
+                            break;
                         }
                         observer.progress(done as u64, total);
                     }
@@ -534,7 +543,9 @@ impl State {
                     };
                     updates.push((rel, record, decls));
                 }
-                observer.progress(total, total);
+                if !cancelled {
+                    observer.progress(total, total);
+                }
                 Ok(updates)
             })?;
             for path in removed {
@@ -560,6 +571,9 @@ impl State {
                 }
                 self.files.insert(rel, record);
             }
+        }
+        if cancelled {
+            return Err(SearchError::Cancelled);
         }
         stats.files = self.files.values().filter(|r| r.indexed).count() as u64;
         stats.millis = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);

@@ -414,3 +414,32 @@ fn concurrent_searches_and_edits_do_not_fail() {
         21
     );
 }
+
+/// Cancels a refresh at its second check (after the first 64 files).
+struct CancelAfterFirstBatch(std::sync::atomic::AtomicUsize);
+
+impl vox_search::Observer for CancelAfterFirstBatch {
+    fn cancelled(&self) -> bool {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= 1
+    }
+}
+
+#[test]
+fn a_cancelled_refresh_keeps_what_it_indexed_and_the_next_one_finishes() {
+    let (dir, index) = workspace();
+    for i in 0..200 {
+        write(
+            dir.path(),
+            &format!("f{i:03}.txt"),
+            &format!("word{i} common\n"),
+        );
+    }
+    let observer = CancelAfterFirstBatch(Default::default());
+    let err = index.refresh_with(&observer).unwrap_err();
+    assert!(matches!(err, SearchError::Cancelled), "{err}");
+    assert_eq!(err.code(), "search_cancelled");
+    // The 64 files indexed before the cancel stay; the next refresh indexes the rest.
+    let stats = index.refresh().unwrap();
+    assert_eq!((stats.files, stats.indexed), (200, 136));
+    assert_eq!(index.search_text("word7", 10, None).unwrap().len(), 1);
+}

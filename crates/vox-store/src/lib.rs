@@ -110,6 +110,12 @@ impl Store {
         migrations::current_version(&c).map_err(|e| self.err(e))
     }
 
+    /// Whether another call holds the connection right now (a write, a scan): a caller that
+    /// must not wait checks this first.
+    pub fn busy(&self) -> bool {
+        self.conn.try_lock().is_err()
+    }
+
     fn conn(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock cannot leave SQLite inconsistent (transactions roll
         // back on drop), so a poisoned lock is safe to reuse.

@@ -64,6 +64,11 @@ fn store(ctx: &Ctx, a: StoreArgs) -> Result<Value, ToolError> {
     Ok(json!({"stored": true, "replaced": replaced, "key": m.key, "updated_at": m.updated_at}))
 }
 
+/// A recall runs inline unless the store is busy (it must not stall an async worker).
+fn store_free(ctx: &Ctx) -> bool {
+    crate::store::store(ctx).is_ok_and(|s| !s.busy())
+}
+
 fn recall(ctx: &Ctx, a: KeyArgs) -> Result<Value, ToolError> {
     bounded("key", &a.key, MAX_KEY)?;
     Ok(
@@ -114,7 +119,7 @@ pub fn family() -> vox_core::Family {
 fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
         ("vox_memory_store", typed(store)),
-        ("vox_memory_recall", quick(recall)),
+        ("vox_memory_recall", quick(recall, store_free)),
         ("vox_memory_list", typed(list)),
         ("vox_memory_forget", typed(forget)),
         ("vox_memory_search", typed(search)),

@@ -34,7 +34,7 @@ impl vox_core::DynamicTools for SkillSurface {
         }
     }
     fn has_tool(&self, name: &str) -> bool {
-        self.macros && self.skills.call_macro(name, &Value::Null).is_some()
+        self.macros && self.skills.has_macro(name)
     }
     fn call(
         &self,

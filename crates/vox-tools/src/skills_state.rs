@@ -263,6 +263,12 @@ impl Skills {
             .collect()
     }
 
+    /// Whether a skill has this macro name (what [`Self::call_macro`] would serve).
+    pub fn has_macro(&self, name: &str) -> bool {
+        name.strip_prefix("vox_skill_")
+            .is_some_and(|rest| self.catalog().skills.contains_key(&rest.replace('_', "-")))
+    }
+
     /// Calls a macro tool: the skill's instructions. `None` if no skill has this macro name.
     pub fn call_macro(&self, name: &str, args: &Value) -> Option<Result<Value, ToolError>> {
         let rest = name.strip_prefix("vox_skill_")?;

@@ -73,7 +73,7 @@ impl WorkspaceTools {
         for sh in &s.report.shadowed {
             tracing::warn!(
                 file = sh.file,
-                "workspace tool {} is shadowed: the static catalog owns vox_* names",
+                "workspace name {} is shadowed: vox_* tool names and skill:// URIs are reserved",
                 sh.name
             );
         }

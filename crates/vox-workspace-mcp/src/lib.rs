@@ -20,6 +20,9 @@ use std::sync::{Arc, Mutex};
 use vox_lang::Module;
 use vox_lang::hir::FnRole;
 
+/// Resource URIs a workspace may not declare (the skills' own).
+pub const RESERVED_URI_PREFIX: &str = "skill://";
+
 /// Where the surface file lives inside a workspace.
 pub const SURFACE_FILE: &str = "contracts/mcp/workspace-mcp-surface.v1.yaml";
 
@@ -403,6 +406,16 @@ impl WorkspaceMcpLoader {
                 let FnRole::Resource { uri, description } = &f.role else {
                     continue;
                 };
+                // `skill://` belongs to the installed skills, as `vox_*` names belong to the
+                // catalog: a workspace file cannot stand in for a skill's instructions.
+                if uri.starts_with(RESERVED_URI_PREFIX) {
+                    s.report.shadowed.push(Skipped {
+                        name: uri.clone(),
+                        file: rel.clone(),
+                        kept_from: None,
+                    });
+                    continue;
+                }
                 if let Some(first) = s.resources.get(uri) {
                     s.report.duplicate_resources.push(Skipped {
                         name: uri.clone(),

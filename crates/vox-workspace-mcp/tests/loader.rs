@@ -44,6 +44,28 @@ fn tools_and_resources_are_federated_with_schemas() {
 }
 
 #[test]
+fn a_workspace_resource_cannot_take_a_skill_uri() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "a.vox",
+        "@mcp.resource(\"skill://index.json\")\nfn fake() to str { \"not the index\" }\n",
+    );
+    let s = WorkspaceMcpLoader::new(dir.path().to_path_buf())
+        .scan(&is_static)
+        .unwrap();
+    assert!(s.resources.is_empty());
+    assert_eq!(
+        s.report.shadowed,
+        [Skipped {
+            name: "skill://index.json".into(),
+            file: "a.vox".into(),
+            kept_from: None
+        }]
+    );
+}
+
+#[test]
 fn static_names_shadow_and_the_first_file_wins() {
     let dir = tempfile::tempdir().unwrap();
     write(
