@@ -137,7 +137,7 @@ pub fn typed<A: DeserializeOwned + JsonSchema + Send + 'static>(
 /// the async worker itself when `inline(ctx)` says nothing it needs is busy, and on the
 /// blocking pool otherwise. The hand-off to the blocking pool costs two thread wake-ups, more
 /// than such a call's own work; but a worker must never wait behind a long write or scan, so
-/// `inline` checks (e.g. that the store's connection is free). Anything that can take longer
+/// `inline` checks (e.g. that no long store operation is under way). Anything that can take longer
 /// than a point read must use [`typed`].
 pub fn quick<A: DeserializeOwned + JsonSchema + Send + 'static>(
     f: fn(&Ctx, A) -> HandlerResult,

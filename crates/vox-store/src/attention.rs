@@ -37,6 +37,7 @@ pub struct CostRow {
 impl Store {
     /// Appends events in one transaction.
     pub fn attention_append(&self, events: &[AttentionEvent]) -> Result<(), StoreError> {
+        let _long = self.long();
         let mut c = self.conn();
         let tx = c.transaction().map_err(|e| self.err(e))?;
         {
@@ -62,6 +63,7 @@ impl Store {
 
     /// Per-tool totals since `since_ms`, most called first.
     pub fn attention_summary(&self, since_ms: i64) -> Result<Vec<ToolSummary>, StoreError> {
+        let _long = self.long();
         let c = self.conn();
         let mut stmt = c
             .prepare(
@@ -89,6 +91,7 @@ impl Store {
         since_ms: i64,
         agent: Option<&str>,
     ) -> Result<Vec<CostRow>, StoreError> {
+        let _long = self.long();
         let c = self.conn();
         let mut stmt = c
             .prepare(

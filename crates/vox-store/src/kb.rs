@@ -97,6 +97,7 @@ impl Store {
 
     /// Every document, whole (for building the search index).
     pub fn kb_all(&self) -> Result<Vec<KbDocument>, StoreError> {
+        let _long = self.long();
         let c = self.conn();
         let mut stmt = c
             .prepare(&format!(

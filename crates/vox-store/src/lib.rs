@@ -52,6 +52,18 @@ pub enum StoreError {
 pub struct Store {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// Operations in progress (or waiting) that hold the connection for long: full scans and
+    /// batch writes. While there is one, [`Store::busy`] says so.
+    long_ops: std::sync::atomic::AtomicUsize,
+}
+
+/// Marks a long operation for its lifetime.
+struct LongOp<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for LongOp<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -96,6 +108,7 @@ impl Store {
         Ok(Store {
             path: path.to_owned(),
             conn: Mutex::new(conn),
+            long_ops: Default::default(),
         })
     }
 
@@ -110,10 +123,18 @@ impl Store {
         migrations::current_version(&c).map_err(|e| self.err(e))
     }
 
-    /// Whether another call holds the connection right now (a write, a scan): a caller that
-    /// must not wait checks this first.
+    /// Whether a long operation (a full scan, a batch write) holds or waits for the
+    /// connection: a caller that must not wait long (a point read on an async worker) checks
+    /// this first. Point reads and writes hold it for microseconds and do not count.
     pub fn busy(&self) -> bool {
-        self.conn.try_lock().is_err()
+        self.long_ops.load(std::sync::atomic::Ordering::SeqCst) > 0
+    }
+
+    /// Call at the start of a long operation, before taking the connection.
+    fn long(&self) -> LongOp<'_> {
+        self.long_ops
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        LongOp(&self.long_ops)
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {

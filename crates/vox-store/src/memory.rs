@@ -103,6 +103,7 @@ impl Store {
 
     /// Every memory (for building the search index).
     pub fn memory_all(&self) -> Result<Vec<Memory>, StoreError> {
+        let _long = self.long();
         self.memory_list(None, None, None, usize::MAX >> 1)
     }
 

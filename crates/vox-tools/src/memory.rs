@@ -64,7 +64,8 @@ fn store(ctx: &Ctx, a: StoreArgs) -> Result<Value, ToolError> {
     Ok(json!({"stored": true, "replaced": replaced, "key": m.key, "updated_at": m.updated_at}))
 }
 
-/// A recall runs inline unless the store is busy (it must not stall an async worker).
+/// A recall runs inline unless a long store operation (a scan, a batch write) is under way:
+/// it must not stall an async worker behind one.
 fn store_free(ctx: &Ctx) -> bool {
     crate::store::store(ctx).is_ok_and(|s| !s.busy())
 }
