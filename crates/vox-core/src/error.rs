@@ -176,3 +176,56 @@ impl TryFrom<WireOutcome> for ToolOutcome {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_error_and_denial_round_trips_through_its_wire_form() {
+        let m = || "m".to_owned();
+        let errors = [
+            ToolError::InvalidArguments(m()),
+            ToolError::NotFound(m()),
+            ToolError::Conflict(m()),
+            ToolError::Unavailable(m()),
+            ToolError::Internal(m()),
+            ToolError::Failed(m()),
+            ToolError::Cancelled(m()),
+            ToolError::DaemonUnavailable(m()),
+        ];
+        for e in errors {
+            assert_eq!(ToolError::from_code(e.code(), m()), e);
+            let o = ToolOutcome::Failed(e);
+            let back: ToolOutcome =
+                serde_json::from_value(serde_json::to_value(&o).unwrap()).unwrap();
+            assert_eq!(back, o);
+        }
+        use DenialCode::*;
+        for code in [
+            ToolNotInProfile,
+            SubsystemNotBooted,
+            ExposureDenied,
+            InsufficientRole,
+            ProfileUnknown,
+            ProfileMismatch,
+            UnknownTool,
+            SkillToolNotAllowed,
+        ] {
+            assert_eq!(DenialCode::from_code(code.as_str()), Some(code));
+            let mut d = Denial::new(code, "no");
+            d.subsystem = Some("memory");
+            d.skill = Some("s".into());
+            let o = ToolOutcome::Denied(d);
+            let back: ToolOutcome =
+                serde_json::from_value(serde_json::to_value(&o).unwrap()).unwrap();
+            assert_eq!(back, o);
+        }
+        let ok = ToolOutcome::Ok(json!({"a": [1, 2]}));
+        let back: ToolOutcome = serde_json::from_value(serde_json::to_value(&ok).unwrap()).unwrap();
+        assert_eq!(back, ok);
+        // An unknown denial code is refused, not guessed.
+        let bad = json!({"kind": "denied", "code": "nope", "message": "m"});
+        assert!(serde_json::from_value::<ToolOutcome>(bad).is_err());
+    }
+}
