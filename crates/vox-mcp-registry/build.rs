@@ -156,47 +156,41 @@ fn main() {
             })
             .collect()
     };
-    writeln!(
-        out,
-        "/// A subsystem of `contracts/subsystems.v1.yaml`; its discriminant is its index in [`SUBSYSTEMS`].\n#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]\npub enum SubsystemId {{"
-    )
-    .unwrap();
-    for (i, s) in reg.subsystems.iter().enumerate() {
-        writeln!(out, "  /// {}\n  {} = {i},", s.description, camel(&s.id)).unwrap();
-    }
-    writeln!(out, "}}").unwrap();
-    writeln!(
-        out,
-        "impl SubsystemId {{\n  /// Every subsystem, in contract order.\n  pub const ALL: [SubsystemId; {}] = [{}];\n}}",
-        reg.subsystems.len(),
-        reg.subsystems
-            .iter()
-            .map(|s| format!("SubsystemId::{}", camel(&s.id)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
-    .unwrap();
-    writeln!(
-        out,
-        "/// A boot step of `contracts/subsystems.v1.yaml`; its discriminant is its index in [`BOOT_STEPS`].\n#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]\npub enum BootStep {{"
-    )
-    .unwrap();
-    for (i, (name, _)) in reg.boot_steps.iter().enumerate() {
-        writeln!(out, "  {} = {i},", camel(name)).unwrap();
-    }
-    writeln!(out, "}}").unwrap();
-    writeln!(
-        out,
-        "impl BootStep {{\n  /// Every boot step, in boot order.\n  pub const ALL: [BootStep; {}] = [{}];\n}}",
-        reg.boot_steps.len(),
-        reg.boot_steps
-            .iter()
-            .map(|(n, _)| format!("BootStep::{}", camel(n)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
-    .unwrap();
+    let subsystems: Vec<String> = reg.subsystems.iter().map(|s| camel(&s.id)).collect();
+    let steps: Vec<String> = reg.boot_steps.iter().map(|(n, _)| camel(n)).collect();
+    write_index_enum(
+        &mut out,
+        "SubsystemId",
+        "A subsystem of `contracts/subsystems.v1.yaml`; its discriminant is its index in [`SUBSYSTEMS`].",
+        &subsystems,
+    );
+    write_index_enum(
+        &mut out,
+        "BootStep",
+        "A boot step of `contracts/subsystems.v1.yaml`; its discriminant is its index in [`BOOT_STEPS`].",
+        &steps,
+    );
 
     let dest = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("registry_gen.rs");
     std::fs::write(dest, out).unwrap();
+}
+
+/// `pub enum <name> { V0 = 0, ... }` with `ALL`, the variants in order.
+fn write_index_enum(out: &mut String, name: &str, doc: &str, variants: &[String]) {
+    writeln!(
+        out,
+        "/// {doc}\n#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]\npub enum {name} {{"
+    )
+    .unwrap();
+    for (i, v) in variants.iter().enumerate() {
+        writeln!(out, "  {v} = {i},").unwrap();
+    }
+    let all: Vec<String> = variants.iter().map(|v| format!("{name}::{v}")).collect();
+    writeln!(
+        out,
+        "}}\nimpl {name} {{\n  /// Every variant, in contract order.\n  pub const ALL: [{name}; {}] = [{}];\n}}",
+        variants.len(),
+        all.join(", ")
+    )
+    .unwrap();
 }

@@ -744,27 +744,17 @@ async fn ws_connect(addr: SocketAddr, token: &str) -> WsStream {
     tokio_tungstenite::connect_async(req).await.unwrap().0
 }
 
-/// Processes whose command line contains `needle`.
-fn running(needle: &str) -> bool {
-    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-        String::from_utf8_lossy(&cmdline)
-            .replace('\0', " ")
-            .contains(needle)
-    })
-}
-
 /// Waits until `needle` runs, then (after `close` is called) until it is gone; returns how long
 /// it took to go.
 async fn gone_after(needle: &str, close: impl FnOnce()) -> std::time::Duration {
     let started = std::time::Instant::now();
-    while !running(needle) {
+    while pids_running(needle).is_empty() {
         assert!(started.elapsed().as_secs() < 15, "{needle} never started");
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     close();
     let closed = std::time::Instant::now();
-    while running(needle) {
+    while !pids_running(needle).is_empty() {
         assert!(closed.elapsed().as_secs() < 5, "{needle} still running");
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }

@@ -73,22 +73,6 @@ async fn call_rec(c: &RecClient, name: &str, args: Value) -> rmcp::model::CallTo
     .unwrap()
 }
 
-/// Processes whose command line contains `needle`.
-fn pids_running(needle: &str) -> Vec<u32> {
-    let mut pids = vec![];
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains(needle) {
-            pids.push(pid);
-        }
-    }
-    pids
-}
-
 /// User + system CPU time of a process, in clock ticks.
 fn cpu_ticks(pid: u64) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
@@ -341,7 +325,9 @@ async fn an_idle_daemon_watching_a_workspace_uses_no_cpu_and_writes_no_log() {
 #[tokio::test]
 async fn a_changed_description_alone_is_a_tool_list_change() {
     // Refreshed by hand only: the watcher would race the explicit refreshes.
-    let ws = Ws::new().with_env("VOX_WORKSPACE_WATCH", "0");
+    let ws = Ws::new()
+        .with_env("VOX_WORKSPACE_WATCH", "0")
+        .with_env("VOX_MCP_WORKSPACE_TOOLS", "1");
     write(
         &ws,
         "tools/one.vox",
@@ -350,6 +336,18 @@ async fn a_changed_description_alone_is_a_tool_list_change() {
     let (c, rec) = recording_client(&ws, &[]).await;
     let first = call_rec(&c, "vox_workspace_mcp_refresh", json!({})).await;
     assert_ne!(first.is_error, Some(true));
+    let description = |tools: Vec<rmcp::model::Tool>| {
+        tools
+            .into_iter()
+            .find(|t| t.name == "one")
+            .and_then(|t| t.description)
+            .map(|d| d.to_string())
+    };
+    // Listed (and cached by `vox mcp`) before the change.
+    assert_eq!(
+        description(c.list_all_tools().await.unwrap()).as_deref(),
+        Some("One")
+    );
     write(
         &ws,
         "tools/one.vox",
@@ -362,9 +360,47 @@ async fn a_changed_description_alone_is_a_tool_list_change() {
         assert!(Instant::now() < deadline, "no tools/list_changed");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // The cached list was dropped with the change: the next one has the new description.
+    assert_eq!(
+        description(c.list_all_tools().await.unwrap()).as_deref(),
+        Some("The number one")
+    );
     // An unchanged rescan is not a change.
     let r = call_rec(&c, "vox_workspace_mcp_refresh", json!({})).await;
     assert_eq!(r.structured_content.unwrap()["changed"], false);
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_call_deadline_stops_the_work_not_only_the_wait() {
+    let ws = Ws::new().with_env("VOX_TOOL_TIMEOUT_MS", "500");
+    sleeper_skill(&ws);
+    let c = ws.client(&[]).await;
+    let marker = format!("30.{}8", std::process::id());
+    let started = Instant::now();
+    let e = err(
+        &c,
+        "vox_skill_run",
+        json!({"id": "sleeper", "command": ["sleep", marker], "timeout_ms": 25000}),
+    )
+    .await;
+    assert_eq!(e["code"], "unavailable", "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not finish within 500 ms")
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // The sandboxed process went with the deadline (the sandbox's own wall is 25 s).
+    let after = Instant::now();
+    while !pids_running(&format!("sleep {marker}")).is_empty() {
+        assert!(
+            after.elapsed() < Duration::from_secs(1),
+            "sleep outlived the deadline"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     c.cancel().await.unwrap();
 }
 

@@ -39,6 +39,11 @@ impl Cancel {
     pub fn flag(&self) -> &AtomicBool {
         &self.0.flag
     }
+    /// A guard that cancels when dropped unless [`CancelGuard::disarm`]ed: a transport whose
+    /// future can be dropped mid-call (an HTTP handler whose client left) holds one.
+    pub fn guard(&self) -> CancelGuard {
+        CancelGuard(Some(self.clone()))
+    }
     /// Completes once cancelled.
     pub async fn cancelled(&self) {
         loop {
@@ -51,6 +56,24 @@ impl Cancel {
                 return;
             }
             notified.await;
+        }
+    }
+}
+
+/// Cancels its [`Cancel`] when dropped, unless disarmed.
+pub struct CancelGuard(Option<Cancel>);
+
+impl CancelGuard {
+    /// The call finished: nothing to cancel.
+    pub fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            c.cancel();
         }
     }
 }

@@ -201,17 +201,7 @@ mod tests {
                 serde_json::from_value(serde_json::to_value(&o).unwrap()).unwrap();
             assert_eq!(back, o);
         }
-        use DenialCode::*;
-        for code in [
-            ToolNotInProfile,
-            SubsystemNotBooted,
-            ExposureDenied,
-            InsufficientRole,
-            ProfileUnknown,
-            ProfileMismatch,
-            UnknownTool,
-            SkillToolNotAllowed,
-        ] {
+        for code in DenialCode::ALL {
             assert_eq!(DenialCode::from_code(code.as_str()), Some(code));
             let mut d = Denial::new(code, "no");
             d.subsystem = Some("memory");

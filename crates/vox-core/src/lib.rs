@@ -17,7 +17,9 @@ mod orchestrator;
 pub mod workspace;
 
 pub use boot::{BootReport, StepReport};
-pub use call::{CallCtx, CallEvents, Cancel, LogLevel, LogMessage, Progress, SessionKey};
+pub use call::{
+    CallCtx, CallEvents, Cancel, CancelGuard, LogLevel, LogMessage, Progress, SessionKey,
+};
 pub use ctx::{CallObserver, Ctx, DynamicTools, Hooks, SessionGuard};
 pub use error::{ToolError, ToolOutcome};
 pub use family::{Family, HandlerEntry, HandlerFuture, HandlerResult, StepDone, StepFn};

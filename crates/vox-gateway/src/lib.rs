@@ -54,28 +54,6 @@ impl Who {
     }
 }
 
-/// Cancels a call when dropped unless disarmed: a REST handler's future is dropped when its
-/// client goes away, and the call's blocking work must stop with it.
-pub(crate) struct CancelOnDrop(Option<vox_core::Cancel>);
-
-impl CancelOnDrop {
-    pub(crate) fn new(cancel: vox_core::Cancel) -> Self {
-        CancelOnDrop(Some(cancel))
-    }
-    /// The call finished: nothing to cancel.
-    pub(crate) fn disarm(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if let Some(c) = self.0.take() {
-            c.cancel();
-        }
-    }
-}
-
 /// Longest `X-Vox-Session` value accepted.
 const MAX_SESSION_HEADER: usize = 128;
 
@@ -438,7 +416,8 @@ async fn call_tool(
     };
     let args = req.get("args").cloned().unwrap_or(Value::Null);
     let call = who.call_ctx();
-    let guard = CancelOnDrop::new(call.cancel.clone());
+    // Dropped with the handler's future when the client goes away: the work stops too.
+    let guard = call.cancel.guard();
     let outcome = s.call(&who, name, args, call).await;
     guard.disarm();
     let (status, body) = vox_mcp::encode::rest(outcome);

@@ -44,6 +44,17 @@ pub enum DenialCode {
 }
 
 impl DenialCode {
+    /// Every code.
+    pub const ALL: [DenialCode; 8] = [
+        DenialCode::ToolNotInProfile,
+        DenialCode::SubsystemNotBooted,
+        DenialCode::ExposureDenied,
+        DenialCode::InsufficientRole,
+        DenialCode::ProfileUnknown,
+        DenialCode::ProfileMismatch,
+        DenialCode::UnknownTool,
+        DenialCode::SkillToolNotAllowed,
+    ];
     /// The snake_case wire code.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -59,19 +70,7 @@ impl DenialCode {
     }
     /// The code a wire string names (the inverse of [`Self::as_str`]).
     pub fn from_code(code: &str) -> Option<Self> {
-        use DenialCode::*;
-        [
-            ToolNotInProfile,
-            SubsystemNotBooted,
-            ExposureDenied,
-            InsufficientRole,
-            ProfileUnknown,
-            ProfileMismatch,
-            UnknownTool,
-            SkillToolNotAllowed,
-        ]
-        .into_iter()
-        .find(|c| c.as_str() == code)
+        Self::ALL.into_iter().find(|c| c.as_str() == code)
     }
     /// The HTTP status that goes with the code.
     pub fn http_status(self) -> u16 {

@@ -1046,11 +1046,11 @@ fn a_git_command_past_its_deadline_is_reported_as_a_timeout() {
     assert!(err.to_string().contains("timed out"));
 }
 
+/// A repository where `git diff` of the working tree hangs: opening a FIFO with no writer
+/// blocks forever, and git opens the attributes file for a diff.
 #[cfg(unix)]
-#[test]
-fn a_hanging_git_is_killed_at_the_deadline() {
+fn hanging_diff_repo() -> TestRepo {
     let (t, _, _) = sample_repo();
-    // Opening a FIFO with no writer blocks forever; git opens the attributes file for a diff.
     let fifo = t.path().join(".git/attributes-fifo");
     let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
     assert!(made.success());
@@ -1060,6 +1060,13 @@ fn a_hanging_git_is_killed_at_the_deadline() {
         fifo.to_str().expect("utf8"),
     ]);
     t.write("README.md", "changed\n");
+    t
+}
+
+#[cfg(unix)]
+#[test]
+fn a_hanging_git_is_killed_at_the_deadline() {
+    let t = hanging_diff_repo();
     let repo = t.repo().with_timeout(Duration::from_millis(300));
     let started = std::time::Instant::now();
     let err = repo
@@ -1076,16 +1083,7 @@ fn a_hanging_git_is_killed_at_the_deadline() {
 #[cfg(unix)]
 #[test]
 fn a_hanging_git_is_killed_when_the_caller_cancels() {
-    let (t, _, _) = sample_repo();
-    let fifo = t.path().join(".git/attributes-fifo");
-    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
-    assert!(made.success());
-    t.git(&[
-        "config",
-        "core.attributesFile",
-        fifo.to_str().expect("utf8"),
-    ]);
-    t.write("README.md", "changed\n");
+    let t = hanging_diff_repo();
     let cancelled = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = cancelled.clone();
     let repo = t

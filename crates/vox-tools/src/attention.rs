@@ -14,9 +14,9 @@ use vox_mcp_registry::BootStep;
 use vox_store::{AttentionEvent, Store, now_ms};
 
 fn attention(ctx: &Ctx) -> Result<&Attention, ToolError> {
-    ctx.get::<Arc<Attention>>()
-        .map(|a| a.as_ref())
-        .ok_or_else(|| ToolError::Unavailable("the attention subsystem is not running".into()))
+    Ok(ctx
+        .require::<Arc<Attention>>("the attention subsystem")?
+        .as_ref())
 }
 
 /// Every finished call goes into the ledger; pending events reach the store on flush.

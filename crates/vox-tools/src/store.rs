@@ -7,9 +7,7 @@ use vox_store::{Store, StoreError};
 
 /// The store, or the error a handler returns without it.
 pub fn store(ctx: &Ctx) -> Result<&Store, ToolError> {
-    ctx.get::<Arc<Store>>()
-        .map(|s| s.as_ref())
-        .ok_or_else(|| ToolError::Unavailable("the journey store is not running".into()))
+    Ok(ctx.require::<Arc<Store>>("the journey store")?.as_ref())
 }
 
 /// A store error as a tool error (not found and conflicts keep their codes).
