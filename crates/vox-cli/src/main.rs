@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use vox_cli::config::{self, select_profile};
 use vox_core::Workspace;
-use vox_daemon::client::{adopt_or_spawn, connect_and_ping};
+use vox_daemon::client::{Use, adopt_or_spawn, connect_and_ping};
 use vox_mcp_registry::{PROFILES, ProfileSet, subsystem_names};
 
 mod ci;
@@ -181,22 +181,31 @@ enum BundleCommand {
 
 #[derive(Subcommand)]
 enum DaemonCommand {
-    /// Start (or adopt) the daemon for the workspace and profile.
+    /// Start (or adopt) the daemon for the workspace and profile; it stays until stopped.
     Start {
+        /// Capability profile ids, comma-separated (default: VOX_PROFILE, ~/.vox/config.toml, dev).
         #[arg(long)]
         profile: Option<String>,
+        /// Workspace directory (default: VOX_WORKSPACE, else the nearest ancestor with .vox or .git).
         #[arg(long)]
         workspace: Option<PathBuf>,
+        /// Print the daemon's ping answer as JSON.
+        #[arg(long)]
+        json: bool,
     },
-    /// Ask the workspace daemon to stop.
+    /// Ask the workspace daemon to stop, and wait until it has.
     Stop {
+        /// Workspace directory (default: VOX_WORKSPACE, else the nearest ancestor with .vox or .git).
         #[arg(long)]
         workspace: Option<PathBuf>,
     },
-    /// Ping the workspace daemon and show its boot report.
+    /// Ping the workspace daemon: who started it, when it exits, its boot report. Exit 1 when
+    /// no daemon runs.
     Status {
+        /// Workspace directory (default: VOX_WORKSPACE, else the nearest ancestor with .vox or .git).
         #[arg(long)]
         workspace: Option<PathBuf>,
+        /// Print JSON (`{"running": false, ...}` when no daemon runs).
         #[arg(long)]
         json: bool,
     },
@@ -357,7 +366,6 @@ fn warn_if_empty(profile: &ProfileSet) {
 }
 
 fn mcp(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> {
-    use rmcp::ServiceExt;
     let profile = match profile_or_exit(profile.as_deref()) {
         Ok(p) => p,
         Err(code) => return Ok(code),
@@ -371,35 +379,47 @@ fn mcp(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> 
         .build()
         .context("cannot start the async runtime")?;
     rt.block_on(async move {
-        let server = match vox_mcp::stdio::connect(
-            ws,
-            profile.canonical().to_owned(),
-            vox_cli::daemon_exe(),
-        )
-        .await
+        match vox_mcp::stdio::connect(ws, profile.canonical().to_owned(), vox_cli::daemon_exe())
+            .await
         {
-            Ok(a) => a,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Ok(ExitCode::FAILURE);
+            Ok(server) => {
+                let input = server.watch_input(tokio::io::stdin());
+                serve_stdio(server, input).await
             }
-        };
-        // Bound each incoming line: an oversized message is dropped and the stream recovers.
-        let stdio = rmcp::transport::async_rw::AsyncRwTransport::<rmcp::RoleServer, _, _>::new(
-            server.watch_input(tokio::io::stdin()),
-            tokio::io::stdout(),
-        )
-        .with_max_line_length(vox_core::MAX_MESSAGE_BYTES);
-        let service = server
-            .serve(stdio)
-            .await
-            .context("MCP session failed to start")?;
-        service
-            .waiting()
-            .await
-            .context("MCP session ended with an error")?;
-        Ok(ExitCode::SUCCESS)
+            Err(e) => {
+                // The client shows a failed handshake's error, not a closed connection: answer
+                // the handshake with the reason, then end.
+                eprintln!("error: {e}");
+                let refusal = vox_mcp::refusal::Refusal::new(e.code(), e.to_string(), e.data());
+                let _ = serve_stdio(refusal, tokio::io::stdin()).await;
+                Ok(ExitCode::FAILURE)
+            }
+        }
     })
+}
+
+/// Serves one MCP session on stdio until the client closes its input.
+async fn serve_stdio<S, R>(server: S, input: R) -> Result<ExitCode>
+where
+    S: rmcp::Service<rmcp::RoleServer>,
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+{
+    use rmcp::ServiceExt;
+    // Bound each incoming line: an oversized message is dropped and the stream recovers.
+    let stdio = rmcp::transport::async_rw::AsyncRwTransport::<rmcp::RoleServer, _, _>::new(
+        input,
+        tokio::io::stdout(),
+    )
+    .with_max_line_length(vox_core::MAX_MESSAGE_BYTES);
+    let service = server
+        .serve(stdio)
+        .await
+        .context("MCP session failed to start")?;
+    service
+        .waiting()
+        .await
+        .context("MCP session ended with an error")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn serve(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> {
@@ -427,7 +447,12 @@ fn serve(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode
         .install_recorder()
         .map_err(|e| anyhow::anyhow!("metrics recorder: {e}"))?;
     runtime()?.block_on(async move {
-        let daemon = match vox_daemon::daemon::Daemon::start(ws, profile, vox_tools::families()) {
+        let daemon = match vox_daemon::daemon::Daemon::start(
+            ws,
+            profile,
+            vox_tools::families(),
+            vox_daemon::lifetime::Kind::Started,
+        ) {
             Ok(d) => d,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -599,7 +624,11 @@ fn bundle_cmd(cmd: BundleCommand) -> Result<ExitCode> {
 fn daemon_cmd(cmd: DaemonCommand) -> Result<ExitCode> {
     let rt = runtime()?;
     match cmd {
-        DaemonCommand::Start { profile, workspace } => {
+        DaemonCommand::Start {
+            profile,
+            workspace,
+            json,
+        } => {
             let profile = match profile_or_exit(profile.as_deref()) {
                 Ok(p) => p,
                 Err(code) => return Ok(code),
@@ -610,10 +639,21 @@ fn daemon_cmd(cmd: DaemonCommand) -> Result<ExitCode> {
                 profile.canonical(),
                 &vox_cli::daemon_exe(),
                 None,
+                Use::Keep,
             ));
             match ping {
+                Ok((_, ping)) if json => {
+                    println!("{}", serde_json::to_string_pretty(&ping)?);
+                    Ok(ExitCode::SUCCESS)
+                }
                 Ok((_, ping)) => {
-                    println!("{ping}");
+                    println!(
+                        "daemon pid {} serves profile {} for {}",
+                        ping["pid"],
+                        ping["profile"].as_str().unwrap_or("?"),
+                        ws.root.display()
+                    );
+                    println!("{}", lifetime_line(&ping));
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(e) => {
@@ -634,7 +674,11 @@ fn daemon_cmd(cmd: DaemonCommand) -> Result<ExitCode> {
                 if !vox_daemon::client::wait_until_stopped(&ws, std::time::Duration::from_secs(15))
                     .await
                 {
-                    bail!("daemon pid {} did not stop within 15 s", ping["pid"]);
+                    bail!(
+                        "daemon pid {} did not stop within 15 s (daemon log: {})",
+                        ping["pid"],
+                        ws.daemon_log_path().display()
+                    );
                 }
                 println!("stopped daemon pid {}", ping["pid"]);
                 Ok(ExitCode::SUCCESS)
@@ -644,7 +688,18 @@ fn daemon_cmd(cmd: DaemonCommand) -> Result<ExitCode> {
             let ws = Workspace::resolve(workspace.as_deref())?;
             rt.block_on(async {
                 let Some((c, ping)) = connect_and_ping(&ws, None).await else {
-                    eprintln!("no daemon runs for {}", ws.root.display());
+                    if json {
+                        println!(
+                            "{}",
+                            serde_json::to_string_pretty(&json!({
+                                "running": false,
+                                "workspace": ws.root,
+                                "log": ws.daemon_log_path(),
+                            }))?
+                        );
+                    } else {
+                        eprintln!("no daemon runs for {}", ws.root.display());
+                    }
                     return Ok(ExitCode::FAILURE);
                 };
                 let report = c.call("orch.boot_report", json!({})).await?;
@@ -652,13 +707,20 @@ fn daemon_cmd(cmd: DaemonCommand) -> Result<ExitCode> {
                     println!(
                         "{}",
                         serde_json::to_string_pretty(
-                            &json!({"ping": ping, "boot_report": report})
+                            &json!({"running": true, "ping": ping, "boot_report": report})
                         )?
                     );
                 } else {
                     println!(
                         "daemon pid {} profile {} workspace {}",
                         ping["pid"], ping["profile"], ping["workspace"]
+                    );
+                    println!("{}", lifetime_line(&ping));
+                    println!(
+                        "log: {}",
+                        ping["log"]
+                            .as_str()
+                            .unwrap_or("the terminal of the process that runs it")
                     );
                     println!("booted: {}", report["booted"]);
                     if let Some(f) = report["failed"].as_object().filter(|f| !f.is_empty()) {
@@ -670,5 +732,30 @@ fn daemon_cmd(cmd: DaemonCommand) -> Result<ExitCode> {
                 Ok(ExitCode::SUCCESS)
             })
         }
+    }
+}
+
+/// Who started the daemon and when it exits, from its ping's `lifetime`.
+fn lifetime_line(ping: &Value) -> String {
+    let l = &ping["lifetime"];
+    let clients = l["clients"].as_u64().unwrap_or(0);
+    match (l["kind"].as_str(), l["idle_exit_secs"].as_u64()) {
+        (Some("spawned"), Some(idle)) => match l["exits_in_ms"].as_u64() {
+            Some(ms) => format!(
+                "lifetime: spawned by a client; no client attached, exits in {} s ({} = {idle})",
+                ms.div_ceil(1000),
+                vox_daemon::lifetime::IDLE_VAR
+            ),
+            None => format!(
+                "lifetime: spawned by a client; {clients} client(s) attached, exits {idle} s after the last one leaves"
+            ),
+        },
+        (Some("spawned"), None) => format!(
+            "lifetime: spawned by a client; stays ({} = 0); {clients} client(s) attached",
+            vox_daemon::lifetime::IDLE_VAR
+        ),
+        _ => format!(
+            "lifetime: started (vox daemon start, vox serve or by hand); stays until `vox daemon stop`; {clients} client(s) attached"
+        ),
     }
 }

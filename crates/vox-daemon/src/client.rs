@@ -244,31 +244,88 @@ fn decode(frame: Value) -> Result<Value, ClientError> {
     Ok(frame.get("result").cloned().unwrap_or(Value::Null))
 }
 
-/// Why a client could not get a daemon for its profile.
+/// Why a client could not get a daemon for its profile. Each message names the daemon's log.
 #[derive(Debug, thiserror::Error)]
 pub enum AdoptError {
     /// A daemon runs for this workspace with another profile (`profile_mismatch`, 409).
     #[error(
-        "profile_mismatch: the daemon for {workspace} serves profile `{running}`, not `{requested}`; stop it (`vox daemon stop`) or request its profile"
+        "profile_mismatch: the daemon for {workspace} serves profile `{running}`, not `{requested}`. Request `{running}`, or one profile for both (`--profile {running},{requested}`), or stop it (`vox daemon stop --workspace {workspace}`); to serve two profiles to one client as two servers, give each its own workspace or use `vox serve` with per-token surfaces (daemon log: {log})"
     )]
     ProfileMismatch {
         workspace: String,
         running: String,
         requested: String,
+        log: String,
     },
     /// The running daemon speaks another socket protocol (an older or newer vox).
     #[error(
-        "the daemon for {workspace} speaks socket protocol {running}, this vox speaks {}; stop it (`vox daemon stop`) so this version can start its own",
+        "protocol_mismatch: the daemon for {workspace} speaks socket protocol {running}, this vox speaks {}; stop it (`vox daemon stop --workspace {workspace}`) so this version can start its own (daemon log: {log})",
         crate::PROTOCOL_VERSION
     )]
-    Protocol { workspace: String, running: String },
-    #[error("cannot start the daemon: {0}")]
-    Spawn(String),
-    #[error("{0}")]
-    Io(String),
+    Protocol {
+        workspace: String,
+        running: String,
+        log: String,
+    },
+    #[error("daemon_unavailable: cannot start the daemon: {message} (daemon log: {log})")]
+    Spawn { message: String, log: String },
+    #[error("daemon_unavailable: {message} (daemon log: {log})")]
+    Io { message: String, log: String },
 }
 
-/// Connects to the running daemon and pings it.
+impl AdoptError {
+    /// The spec's error code that leads the message.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AdoptError::ProfileMismatch { .. } => "profile_mismatch",
+            AdoptError::Protocol { .. } => "protocol_mismatch",
+            AdoptError::Spawn { .. } | AdoptError::Io { .. } => "daemon_unavailable",
+        }
+    }
+
+    /// The facts behind the message, for a JSON-RPC error's `data`.
+    pub fn data(&self) -> Value {
+        match self {
+            AdoptError::ProfileMismatch {
+                workspace,
+                running,
+                requested,
+                log,
+            } => {
+                json!({"workspace": workspace, "running_profile": running, "requested_profile": requested, "log": log})
+            }
+            AdoptError::Protocol {
+                workspace,
+                running,
+                log,
+            } => {
+                json!({"workspace": workspace, "running_protocol": running, "protocol": crate::PROTOCOL_VERSION, "log": log})
+            }
+            AdoptError::Spawn { log, .. } | AdoptError::Io { log, .. } => json!({"log": log}),
+        }
+    }
+}
+
+/// How a client uses the daemon it adopts or spawns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    /// An MCP client (`vox mcp`): the connection attaches, and a daemon it spawns exits once
+    /// no client has been attached for `VOX_DAEMON_IDLE_SECS`.
+    Client,
+    /// `vox daemon start`: the daemon stays until stopped, including one a client spawned.
+    Keep,
+}
+
+impl Use {
+    fn ping_params(self) -> Value {
+        match self {
+            Use::Client => json!({"attach": true}),
+            Use::Keep => json!({"keep": true}),
+        }
+    }
+}
+
+/// Connects to the running daemon and pings it without attaching (a status probe).
 pub async fn connect_and_ping(
     ws: &Workspace,
     notifications: Option<mpsc::UnboundedSender<Value>>,
@@ -283,12 +340,21 @@ pub async fn connect_and_ping(
     Some((client, ping))
 }
 
+fn log_of(ws: &Workspace) -> String {
+    ws.daemon_log_path().display().to_string()
+}
+
 fn check_profile(ws: &Workspace, ping: &Value, requested: &str) -> Result<(), AdoptError> {
     let protocol = ping.get("protocol_version").and_then(Value::as_u64);
+    let log = ping.get("log").and_then(Value::as_str).map_or_else(
+        || "the terminal of the process that runs it".to_owned(),
+        str::to_owned,
+    );
     if protocol != Some(u64::from(crate::PROTOCOL_VERSION)) {
         return Err(AdoptError::Protocol {
             workspace: ws.root.display().to_string(),
             running: protocol.map_or_else(|| "none".into(), |p| p.to_string()),
+            log,
         });
     }
     // A daemon that predates profiles reports none: it counts as dev.
@@ -298,9 +364,57 @@ fn check_profile(ws: &Workspace, ping: &Value, requested: &str) -> Result<(), Ad
             workspace: ws.root.display().to_string(),
             running: running.to_owned(),
             requested: requested.to_owned(),
+            log,
         });
     }
     Ok(())
+}
+
+/// Whether a daemon that serves another profile is one a client spawned and nobody uses any
+/// more: then it is asked to retire (it agrees only if still nobody is attached) and waited
+/// for, instead of refusing the new client until its idle limit passes.
+async fn retired(ws: &Workspace, client: &DaemonClient, ping: &Value) -> bool {
+    let unattended = ping.pointer("/lifetime/kind").and_then(Value::as_str) == Some("spawned")
+        && ping.pointer("/lifetime/clients").and_then(Value::as_u64) == Some(0);
+    if !unattended {
+        return false;
+    }
+    let agreed = client
+        .call("orch.retire", json!({}))
+        .await
+        .is_ok_and(|a| a["retired"] == true);
+    agreed && wait_until_stopped(ws, Duration::from_secs(15)).await
+}
+
+/// The running daemon if it serves `profile`, attached (or kept) as `how` says; `None` when
+/// none answers, it is closing, or it was a spawned daemon of another profile nobody used
+/// (retired now). The profile is checked before attaching, so a refused client holds nothing.
+async fn adopt(
+    ws: &Workspace,
+    profile: &str,
+    notifications: Option<mpsc::UnboundedSender<Value>>,
+    how: Use,
+) -> Result<Option<(DaemonClient, Value)>, AdoptError> {
+    let Some((client, ping)) = connect_and_ping(ws, notifications).await else {
+        return Ok(None);
+    };
+    match check_profile(ws, &ping, profile) {
+        Ok(()) => {}
+        Err(AdoptError::ProfileMismatch { .. }) if retired(ws, &client, &ping).await => {
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    }
+    let attached = tokio::time::timeout(
+        Duration::from_secs(5),
+        client.call("orch.ping", how.ping_params()),
+    )
+    .await;
+    Ok(match attached {
+        Ok(Ok(ping)) => Some((client, ping)),
+        // Closing between the two pings: as if no daemon ran.
+        _ => None,
+    })
 }
 
 /// Adopts the workspace daemon if it serves `profile`, or spawns `daemon_exe` and waits for it.
@@ -310,45 +424,46 @@ pub async fn adopt_or_spawn(
     profile: &str,
     daemon_exe: &Path,
     notifications: Option<mpsc::UnboundedSender<Value>>,
+    how: Use,
 ) -> Result<(DaemonClient, Value), AdoptError> {
-    if let Some((c, ping)) = connect_and_ping(ws, notifications.clone()).await {
-        check_profile(ws, &ping, profile)?;
-        return Ok((c, ping));
+    let io = |message: String| AdoptError::Io {
+        message,
+        log: log_of(ws),
+    };
+    if let Some(adopted) = adopt(ws, profile, notifications.clone(), how).await? {
+        return Ok(adopted);
     }
-    ws.ensure_vox_dir()
-        .map_err(|e| AdoptError::Io(e.to_string()))?;
+    ws.ensure_vox_dir().map_err(|e| io(e.to_string()))?;
     let lock_path = ws.spawn_lock_path();
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&lock_path)
-        .map_err(|e| AdoptError::Io(format!("cannot open {}: {e}", lock_path.display())))?;
+        .map_err(|e| io(format!("cannot open {}: {e}", lock_path.display())))?;
     let lock = tokio::task::spawn_blocking(move || lock.lock().map(|()| lock))
         .await
-        .map_err(|e| AdoptError::Io(e.to_string()))?
-        .map_err(|e| AdoptError::Io(format!("cannot lock {}: {e}", lock_path.display())))?;
+        .map_err(|e| io(e.to_string()))?
+        .map_err(|e| io(format!("cannot lock {}: {e}", lock_path.display())))?;
     // Someone may have spawned it while we waited for the lock.
-    if let Some((c, ping)) = connect_and_ping(ws, notifications.clone()).await {
-        drop(lock);
-        check_profile(ws, &ping, profile)?;
-        return Ok((c, ping));
+    if let Some(adopted) = adopt(ws, profile, notifications.clone(), how).await? {
+        return Ok(adopted);
     }
     // A daemon that is shutting down keeps its lock until it exits: wait for that before
     // spawning, or the new daemon would find the workspace taken.
     if !wait_until_stopped(ws, Duration::from_secs(10)).await {
-        drop(lock);
-        return Err(AdoptError::Spawn(format!(
-            "a daemon holds {} but does not answer on {}",
-            ws.daemon_lock_path().display(),
-            ws.socket_path().display()
-        )));
+        return Err(AdoptError::Spawn {
+            message: format!(
+                "a daemon holds {} but does not answer on {}",
+                ws.daemon_lock_path().display(),
+                ws.socket_path().display()
+            ),
+            log: log_of(ws),
+        });
     }
-    let result = spawn_and_wait(ws, profile, daemon_exe, notifications).await;
+    let result = spawn_and_wait(ws, profile, daemon_exe, notifications, how).await;
     drop(lock);
-    let (c, ping) = result?;
-    check_profile(ws, &ping, profile)?;
-    Ok((c, ping))
+    result
 }
 
 /// Whether no daemon holds the workspace lock (the lock dies with the daemon process).
@@ -381,19 +496,29 @@ async fn spawn_and_wait(
     profile: &str,
     daemon_exe: &Path,
     notifications: Option<mpsc::UnboundedSender<Value>>,
+    how: Use,
 ) -> Result<(DaemonClient, Value), AdoptError> {
     use std::os::unix::process::CommandExt;
     let log_path = ws.daemon_log_path();
+    let spawn_error = |message: String| AdoptError::Spawn {
+        message,
+        log: log_path.display().to_string(),
+    };
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(&log_path)
-        .map_err(|e| AdoptError::Spawn(format!("cannot open {}: {e}", log_path.display())))?;
-    let mut child = std::process::Command::new(daemon_exe)
+        .map_err(|e| spawn_error(format!("cannot open {}: {e}", log_path.display())))?;
+    let mut command = std::process::Command::new(daemon_exe);
+    command
         .arg("--workspace")
         .arg(&ws.root)
         .arg("--profile")
-        .arg(profile)
+        .arg(profile);
+    if how == Use::Client {
+        command.arg("--exit-when-idle");
+    }
+    let mut child = command
         .env_remove("VOX_PROFILE")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -401,25 +526,25 @@ async fn spawn_and_wait(
         // Its own process group: the daemon outlives the client and its terminal's signals.
         .process_group(0)
         .spawn()
-        .map_err(|e| AdoptError::Spawn(format!("{}: {e}", daemon_exe.display())))?;
+        .map_err(|e| spawn_error(format!("{}: {e}", daemon_exe.display())))?;
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        if let Some((c, ping)) = connect_and_ping(ws, notifications.clone()).await {
+        if let Some(adopted) = adopt(ws, profile, notifications.clone(), how).await? {
             // Reap in the background so the exited daemon does not linger as a zombie.
             std::thread::spawn(move || child.wait());
-            return Ok((c, ping));
+            return Ok(adopted);
         }
         if let Ok(Some(status)) = child.try_wait() {
             let log = std::fs::read_to_string(&log_path).unwrap_or_default();
             let tail: Vec<&str> = log.lines().rev().take(5).collect();
             let tail: Vec<&str> = tail.into_iter().rev().collect();
-            return Err(AdoptError::Spawn(format!(
+            return Err(spawn_error(format!(
                 "the daemon exited ({status}): {}",
                 tail.join(" | ")
             )));
         }
         if Instant::now() > deadline {
-            return Err(AdoptError::Spawn(format!(
+            return Err(spawn_error(format!(
                 "no answer on {} after 15 s",
                 ws.socket_path().display()
             )));

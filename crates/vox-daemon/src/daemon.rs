@@ -1,6 +1,7 @@
 //! The daemon's life: one per workspace (an exclusive lock held while it runs), boot, the
 //! socket (mode 0600) beside its pid/profile file, and a graceful stop.
 
+use crate::lifetime::{Kind, Lifetime};
 use crate::rpc::{self, InFlight};
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
@@ -26,15 +27,18 @@ pub enum DaemonError {
 pub struct Daemon {
     orch: Arc<Orchestrator>,
     listener: UnixListener,
+    lifetime: Lifetime,
     _lock: File,
 }
 
 impl Daemon {
     /// Takes the workspace lock, boots, and binds the socket. Must run inside a tokio runtime.
+    /// `kind` says whether it stays until stopped or exits when no client is left.
     pub fn start(
         ws: Workspace,
         profile: ProfileSet,
         families: Vec<Family>,
+        kind: Kind,
     ) -> Result<Self, DaemonError> {
         ws.ensure_vox_dir()
             .map_err(|e| DaemonError::Setup(e.to_string()))?;
@@ -100,6 +104,7 @@ impl Daemon {
         Ok(Daemon {
             orch: Arc::new(orch),
             listener,
+            lifetime: Lifetime::new(kind),
             _lock: lock,
         })
     }
@@ -109,8 +114,9 @@ impl Daemon {
         &self.orch
     }
 
-    /// Serves until `orch.shutdown`, SIGTERM or SIGINT; lets in-flight calls finish (up to
-    /// 10 s), flushes the attention ledger, and removes the socket and info file.
+    /// Serves until `orch.shutdown`, SIGTERM, SIGINT or (for a spawned daemon) its idle
+    /// limit without clients; lets in-flight calls finish (up to 10 s), flushes the attention
+    /// ledger, and removes the socket and info file.
     pub async fn run(self) {
         let (stop_tx, mut stop_rx) = watch::channel(false);
         let in_flight = InFlight::default();
@@ -135,11 +141,24 @@ impl Daemon {
             tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
             let _ = signals.send(true);
         });
+        let idle = {
+            let (lifetime, in_flight, stop) =
+                (self.lifetime.clone(), in_flight.clone(), stop_tx.clone());
+            tokio::spawn(async move {
+                lifetime.idle_exit(|| in_flight.count() > 0).await;
+                tracing::info!(
+                    "no client for the idle limit ({}); exiting",
+                    crate::lifetime::IDLE_VAR
+                );
+                let _ = stop.send(true);
+            })
+        };
         let server = tokio::spawn(rpc::serve(
             self.listener,
             self.orch.clone(),
             stop_tx,
             in_flight.clone(),
+            self.lifetime.clone(),
         ));
         let _ = stop_rx.wait_for(|s| *s).await;
         let _ = server.await;
@@ -151,6 +170,7 @@ impl Daemon {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         flusher.abort();
+        idle.abort();
         let orch = self.orch.clone();
         let _ = tokio::task::spawn_blocking(move || orch.flush_observers()).await;
         let _ = std::fs::remove_file(ws.daemon_info_path());

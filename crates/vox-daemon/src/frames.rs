@@ -39,6 +39,18 @@ pub struct ListToolsParams {
     pub workspace_tools: bool,
 }
 
+/// `orch.ping` parameters.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PingParams {
+    /// This connection is a client: a spawned daemon stays while it is open.
+    #[serde(default)]
+    pub attach: bool,
+    /// Stay until stopped from now on (`vox daemon start` adopting a spawned daemon).
+    #[serde(default)]
+    pub keep: bool,
+}
+
 /// `orch.cancel` (a notification): stop the call with this request id.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

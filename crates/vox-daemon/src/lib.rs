@@ -5,12 +5,15 @@
 //! - [`rpc`]: newline-delimited JSON-RPC 2.0 `orch.*` on the socket; per-call `orch.progress`
 //!   and `orch.log` frames and `orch.cancel`, tied to the request id; a closed connection
 //!   cancels its calls.
+//! - [`lifetime`]: a daemon started on purpose stays; one a client spawned exits after
+//!   `VOX_DAEMON_IDLE_SECS` without clients.
 //! - [`client`]: the multiplexed client `vox mcp` uses, and adoption (ping, else spawn under a
 //!   lock) with the profile and protocol checks.
 
 pub mod client;
 pub mod daemon;
 pub mod frames;
+pub mod lifetime;
 pub mod rpc;
 
 /// Version of the daemon socket protocol reported by `orch.ping`. 2: typed outcomes,

@@ -5,8 +5,10 @@
 //! a longer line gets an error answer and is discarded, and the connection keeps working.
 
 use crate::frames::{
-    CancelParams, ListToolsParams, LogParams, ProgressParams, ToolCallAnswer, ToolCallParams,
+    CancelParams, ListToolsParams, LogParams, PingParams, ProgressParams, ToolCallAnswer,
+    ToolCallParams,
 };
+use crate::lifetime::{Attached, Lifetime};
 use crate::{MAX_MESSAGE_BYTES, PROTOCOL_VERSION};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -23,6 +25,8 @@ pub mod codes {
     pub const INVALID_REQUEST: i64 = -32600;
     pub const METHOD_NOT_FOUND: i64 = -32601;
     pub const INVALID_PARAMS: i64 = -32602;
+    /// The daemon is closing and takes no new client.
+    pub const SHUTTING_DOWN: i64 = -32000;
 }
 
 /// One line read with a size bound.
@@ -107,6 +111,7 @@ pub async fn serve(
     orch: Arc<Orchestrator>,
     stop_tx: watch::Sender<bool>,
     in_flight: InFlight,
+    lifetime: Lifetime,
 ) {
     let mut stop = stop_tx.subscribe();
     let stop_tx = Arc::new(stop_tx);
@@ -115,7 +120,7 @@ pub async fn serve(
             _ = stop.changed() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    tokio::spawn(connection(stream, orch.clone(), stop_tx.clone(), in_flight.clone()));
+                    tokio::spawn(connection(stream, orch.clone(), stop_tx.clone(), in_flight.clone(), lifetime.clone()));
                 }
                 Err(e) => tracing::warn!("accept failed: {e}"),
             },
@@ -129,6 +134,9 @@ struct Conn {
     session: Arc<str>,
     tx: mpsc::UnboundedSender<Value>,
     calls: std::sync::Mutex<std::collections::HashMap<String, vox_core::Cancel>>,
+    lifetime: Lifetime,
+    /// Set once the connection attached as a client (`orch.ping {"attach": true}`).
+    attached: std::sync::Mutex<Option<Attached>>,
 }
 
 impl Conn {
@@ -177,6 +185,7 @@ async fn connection(
     orch: Arc<Orchestrator>,
     stop: Arc<watch::Sender<bool>>,
     in_flight: InFlight,
+    lifetime: Lifetime,
 ) {
     // One connection is one session (a `vox mcp` process holds one): it scopes the active skill.
     static NEXT_CONNECTION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -209,6 +218,8 @@ async fn connection(
         session: session.clone(),
         tx: tx.clone(),
         calls: Default::default(),
+        lifetime,
+        attached: Default::default(),
     });
     let mut reader = BufReader::with_capacity(64 * 1024, read);
     // This connection's requests: the session ends only after the last of them, so a
@@ -317,7 +328,19 @@ async fn handle(
     let id = id?;
     let params = req.get("params").cloned().unwrap_or(Value::Null);
     let result = match method {
-        "orch.ping" => Ok(ping(orch)),
+        "orch.ping" => match decode::<PingParams>(method, params) {
+            Ok(p) => ping_as(orch, conn, p),
+            Err(e) => Err(e),
+        },
+        "orch.retire" => {
+            // A client that needs another profile asks a spawned daemon nobody uses to go.
+            let retired = conn.lifetime.retire_if_unattended();
+            if retired {
+                tracing::info!("retired by a client that needs another profile");
+                let _ = stop.send(true);
+            }
+            Ok(json!({"retired": retired}))
+        }
         "orch.boot_report" => Ok(serde_json::to_value(orch.boot_report()).unwrap_or_default()),
         "orch.list_tools" => match decode::<ListToolsParams>(method, params) {
             Ok(p) => Ok(json!({"tools": orch.tool_list_json(p.workspace_tools)})),
@@ -358,8 +381,27 @@ async fn handle(
     })
 }
 
+/// `orch.ping`: attaches the connection as a client or keeps the daemon when asked, then
+/// answers who the daemon is and how long it lives. A daemon that is closing turns an
+/// attaching client away, which then spawns a new one.
+fn ping_as(orch: &Orchestrator, conn: &Conn, p: PingParams) -> Result<Value, (i64, String)> {
+    if p.keep {
+        conn.lifetime.keep();
+    }
+    if p.attach {
+        let mut attached = conn.attached.lock().unwrap_or_else(|e| e.into_inner());
+        if attached.is_none() {
+            *attached = Some(conn.lifetime.attach().ok_or((
+                codes::SHUTTING_DOWN,
+                "the daemon is shutting down".to_owned(),
+            ))?);
+        }
+    }
+    Ok(ping(orch, &conn.lifetime))
+}
+
 /// `orch.ping`'s answer.
-pub fn ping(orch: &Orchestrator) -> Value {
+pub fn ping(orch: &Orchestrator, lifetime: &Lifetime) -> Value {
     json!({
         "profile": orch.profile().canonical(),
         "protocol_version": PROTOCOL_VERSION,
@@ -367,7 +409,19 @@ pub fn ping(orch: &Orchestrator) -> Value {
         "workspace": orch.workspace().root,
         "pid": std::process::id(),
         "version": env!("CARGO_PKG_VERSION"),
+        "log": log_file(&orch.workspace().daemon_log_path()),
+        "lifetime": lifetime.report(),
     })
+}
+
+/// `path` when this process's stderr is that file (a daemon `vox mcp` or `vox daemon start`
+/// spawned); `None` when it logs elsewhere (`vox serve` or a daemon run by hand: its terminal).
+fn log_file(path: &std::path::Path) -> Option<std::path::PathBuf> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let stderr = std::fs::File::from(std::io::stderr().as_fd().try_clone_to_owned().ok()?);
+    let (a, b) = (stderr.metadata().ok()?, std::fs::metadata(path).ok()?);
+    (a.dev() == b.dev() && a.ino() == b.ino()).then(|| path.to_owned())
 }
 
 /// Decodes a method's parameters (`null` is the default).

@@ -1,9 +1,11 @@
 //! vox over MCP: one rmcp `ServerHandler` ([`server::McpServer`]) over a [`server::Backend`],
 //! the stdio backend that relays to the workspace daemon ([`stdio`]), and the one module that
-//! encodes tool outcomes for every transport ([`encode`]). The HTTP gateway's `/mcp` uses the
+//! encodes tool outcomes for every transport ([`encode`]). When `vox mcp` cannot get a daemon,
+//! [`refusal`] answers the handshake with the reason instead of closing the connection. The HTTP gateway's `/mcp` uses the
 //! same server with an in-process backend.
 
 pub mod encode;
+pub mod refusal;
 pub mod server;
 pub mod stdio;
 

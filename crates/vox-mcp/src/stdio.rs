@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use vox_core::{CallEvents, ToolError, ToolOutcome, Workspace};
-use vox_daemon::client::{AdoptError, ClientError, DaemonClient, adopt_or_spawn};
+use vox_daemon::client::{AdoptError, ClientError, DaemonClient, Use, adopt_or_spawn};
 use vox_daemon::frames::{ListToolsParams, LogParams, ProgressParams, ToolCallParams};
 
 /// Which daemon to talk to, the live connection if any, and what this client chose.
@@ -41,7 +41,8 @@ pub async fn connect(
     daemon_exe: PathBuf,
 ) -> Result<McpServer<DaemonBackend>, AdoptError> {
     let (notes, rx) = mpsc::unbounded_channel();
-    let (client, _ping) = adopt_or_spawn(&ws, &profile, &daemon_exe, Some(notes.clone())).await?;
+    let (client, _ping) =
+        adopt_or_spawn(&ws, &profile, &daemon_exe, Some(notes.clone()), Use::Client).await?;
     let tools = Arc::new(Mutex::new(None));
     let server = McpServer::new(DaemonBackend {
         ws,
@@ -111,6 +112,7 @@ impl DaemonBackend {
             &self.profile,
             &self.daemon_exe,
             Some(self.notes.clone()),
+            Use::Client,
         )
         .await
         .map_err(internal)?;

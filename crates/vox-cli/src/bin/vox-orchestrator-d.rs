@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use vox_core::Workspace;
 use vox_daemon::daemon::Daemon;
+use vox_daemon::lifetime::Kind;
 
 /// The vox orchestrator daemon: one per workspace, on <workspace>/.vox/orchestrator.sock.
 #[derive(Parser)]
@@ -16,6 +17,10 @@ struct Args {
     /// Capability profile ids, comma-separated (default: VOX_PROFILE, ~/.vox/config.toml, dev).
     #[arg(long)]
     profile: Option<String>,
+    /// Exit once no client has been attached for VOX_DAEMON_IDLE_SECS (default 300; 0 = never).
+    /// `vox mcp` passes it to the daemons it spawns; without it the daemon stays until stopped.
+    #[arg(long)]
+    exit_when_idle: bool,
 }
 
 fn main() -> ExitCode {
@@ -35,6 +40,17 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let kind = if args.exit_when_idle {
+        match vox_daemon::lifetime::idle_from_env() {
+            Ok(idle) => Kind::Spawned { idle },
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        Kind::Started
+    };
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -47,7 +63,7 @@ fn main() -> ExitCode {
         }
     };
     rt.block_on(async move {
-        match Daemon::start(ws, profile, vox_tools::families()) {
+        match Daemon::start(ws, profile, vox_tools::families(), kind) {
             Ok(d) => {
                 d.run().await;
                 ExitCode::SUCCESS

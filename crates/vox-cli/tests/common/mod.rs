@@ -203,3 +203,109 @@ pub fn pids_running(needle: &str) -> Vec<u32> {
     }
     pids
 }
+
+/// Where the real Codex `codex.js` is (`CODEX_MMO_CODEX_JS`, which `.ci/run` exports), or
+/// `None` after a notice on a developer's machine without it; under CI (`CI` set) a missing
+/// one fails the test instead of passing silently.
+pub fn codex_js() -> Option<String> {
+    const VAR: &str = "CODEX_MMO_CODEX_JS";
+    let Some(path) = std::env::var_os(VAR).filter(|v| !v.is_empty()) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{VAR} is unset under CI: .ci/run must install @openai/codex@0.169.0 and export it"
+        );
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "NOTICE: a Codex app-server test did not run: set {VAR} to <dir>/node_modules/@openai/codex/bin/codex.js"
+        );
+        return None;
+    };
+    assert!(
+        Path::new(&path).is_file(),
+        "{VAR}={} is not a file",
+        path.to_string_lossy()
+    );
+    Some(path.to_string_lossy().into_owned())
+}
+
+/// The real Codex app-server (JSON-RPC lines on stdio) under its own `CODEX_HOME`.
+pub struct AppServer {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<Value>,
+    next_id: i64,
+}
+
+impl AppServer {
+    pub fn start(codex_js: &str, codex_home: &Path, cwd: &Path) -> Self {
+        use std::io::BufRead;
+        let mut child = Command::new("node")
+            .args([codex_js, "app-server"])
+            .env("CODEX_HOME", codex_home)
+            .current_dir(cwd)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start `node {codex_js} app-server`: {e}"));
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if let Ok(v) = serde_json::from_str::<Value>(&line)
+                    && tx.send(v).is_err()
+                {
+                    break;
+                }
+            }
+        });
+        AppServer {
+            child,
+            stdin,
+            lines,
+            next_id: 1,
+        }
+    }
+    /// Sends a request and returns its answer (notifications in between are skipped).
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        use std::io::Write;
+        let id = self.next_id;
+        self.next_id += 1;
+        writeln!(
+            self.stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )
+        .unwrap();
+        loop {
+            let v = self
+                .lines
+                .recv_timeout(std::time::Duration::from_secs(90))
+                .unwrap_or_else(|_| panic!("app-server answers {method} within 90 s"));
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+    pub fn notify(&mut self, method: &str) {
+        use std::io::Write;
+        writeln!(
+            self.stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "method": method})
+        )
+        .unwrap();
+    }
+}
+
+impl Drop for AppServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
