@@ -1,0 +1,397 @@
+//! The READMEs run: every `sh` block of every tracked README is executed, in order, by bash in
+//! a scratch copy of the repository's tracked files, with this build's binaries first on PATH
+//! and a fresh HOME per block. A renamed file, a missing example input or a wrong flag fails
+//! here.
+//!
+//! What the runner changes, so the blocks run against the build under test instead of building
+//! again: `cargo build …` is already done; `cargo run [--release] (--bin|-p) NAME [--]` is
+//! `NAME`; `target/{debug,release}/` is the build's own directory.
+//!
+//! A block may say, on the line before its fence:
+//! - `<!-- readme: serves -->`: its first command (after `export`s) is a server that runs
+//!   until stopped; it runs in the background, the rest of the block runs once the workspace
+//!   daemon answers, and it is stopped at the end.
+//! - `<!-- readme: skip — reason -->`: not run, for the reason given (the test command itself,
+//!   minutes-long benchmarks). Its repository paths must still exist.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const VOX: &str = env!("CARGO_BIN_EXE_vox");
+
+/// Binaries a README may call by name.
+const BINARIES: &[&str] = &[
+    "vox",
+    "vox-orchestrator-d",
+    "codex-mmo",
+    "mcp-bench",
+    "http-bench",
+    "rmcp-bare",
+];
+
+#[derive(Debug, PartialEq)]
+enum Mode {
+    Run,
+    Serves,
+    Skip(String),
+}
+
+#[derive(Debug)]
+struct Block {
+    file: String,
+    line: usize,
+    mode: Mode,
+    text: String,
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// The repository's files as a fresh clone has them, plus any not yet committed.
+fn tracked_files(root: &Path) -> Vec<String> {
+    let out = Command::new("git")
+        .args(["ls-files", "-co", "--exclude-standard", "-z"])
+        .current_dir(root)
+        .output()
+        .expect("git ls-files");
+    assert!(out.status.success());
+    out.stdout
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .filter(|p| root.join(p).is_file())
+        .collect()
+}
+
+fn parse_blocks(file: &str, text: &str) -> Vec<Block> {
+    let mut blocks = vec![];
+    let mut lines = text.lines().enumerate().peekable();
+    let mut directive: Option<Mode> = None;
+    while let Some((i, line)) = lines.next() {
+        let trimmed = line.trim();
+        if let Some(d) = trimmed
+            .strip_prefix("<!-- readme:")
+            .and_then(|d| d.strip_suffix("-->"))
+        {
+            let d = d.trim();
+            directive = Some(if d == "serves" {
+                Mode::Serves
+            } else if let Some(reason) = d.strip_prefix("skip") {
+                let reason = reason.trim_start_matches([' ', '—', '-', ':']).trim();
+                assert!(
+                    !reason.is_empty(),
+                    "{file}:{}: a skipped block says why",
+                    i + 1
+                );
+                Mode::Skip(reason.to_owned())
+            } else {
+                panic!("{file}:{}: unknown readme directive `{d}`", i + 1)
+            });
+            continue;
+        }
+        if let Some(lang) = trimmed.strip_prefix("```") {
+            let mut body = String::new();
+            for (_, l) in lines.by_ref() {
+                if l.trim_start().starts_with("```") {
+                    break;
+                }
+                body.push_str(l);
+                body.push('\n');
+            }
+            let mode = directive.take().unwrap_or(Mode::Run);
+            if matches!(lang.trim(), "sh" | "bash") {
+                blocks.push(Block {
+                    file: file.to_owned(),
+                    line: i + 1,
+                    mode,
+                    text: body,
+                });
+            } else {
+                assert!(
+                    mode == Mode::Run,
+                    "{file}:{}: a readme directive stands before an `sh` block",
+                    i + 1
+                );
+            }
+        } else if !trimmed.is_empty() {
+            directive = None;
+        }
+    }
+    blocks
+}
+
+/// One logical command per entry: backslash continuations joined.
+fn commands(text: &str) -> Vec<String> {
+    let mut out = vec![];
+    let mut current = String::new();
+    for line in text.lines() {
+        if let Some(head) = line.strip_suffix('\\') {
+            current.push_str(head);
+            current.push(' ');
+        } else {
+            current.push_str(line);
+            out.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// Runs the block against this build (see the module comment).
+fn rewrite(command: &str) -> String {
+    let mut c = command.to_owned();
+    for prefix in ["$PWD/target/release/", "$PWD/target/debug/", "target/release/", "target/debug/"] {
+        c = c.replace(prefix, "$VOX_README_BIN/");
+    }
+    // `cargo run [--release] (--bin|-p) NAME [--] args` → `NAME args`.
+    while let Some(start) = c.find("cargo run ") {
+        let rest = &c[start + "cargo run ".len()..];
+        let mut words = rest.split(' ').peekable();
+        let mut name = None;
+        let mut used = 0;
+        while let Some(w) = words.next() {
+            used += w.len() + 1;
+            match w {
+                "--release" | "" => {}
+                "--bin" | "-p" => {
+                    let n = words.next().unwrap_or_default();
+                    used += n.len() + 1;
+                    name = Some(n.to_owned());
+                }
+                "--" => break,
+                _ => {
+                    used -= w.len() + 1;
+                    break;
+                }
+            }
+        }
+        let name = name.unwrap_or_else(|| panic!("cargo run without --bin or -p: {command}"));
+        let end = (start + "cargo run ".len() + used).min(c.len());
+        c.replace_range(start..end, &format!("{name} "));
+    }
+    // `cargo build …` (up to `&&`, `;` or the end) is already done.
+    if let Some(start) = c.find("cargo build") {
+        let end = c[start..]
+            .find("&&")
+            .or_else(|| c[start..].find(';'))
+            .map_or(c.len(), |e| start + e);
+        c.replace_range(start..end, "true ");
+    }
+    c
+}
+
+fn script(block: &Block) -> String {
+    let mut s = String::from(
+        "set -eo pipefail\nshopt -s expand_aliases\n\
+         trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; vox daemon stop >/dev/null 2>&1 || true' EXIT\n",
+    );
+    let mut server_started = block.mode != Mode::Serves;
+    for command in commands(&block.text) {
+        let command = rewrite(&command);
+        let bare = command.trim();
+        assert!(
+            !bare.split_whitespace().any(|w| w == "cargo"),
+            "{}:{}: `{bare}` would build: only `cargo build` and `cargo run` are mapped to this build; mark the block `<!-- readme: skip — why -->`",
+            block.file,
+            block.line
+        );
+        if !server_started && !bare.is_empty() && !bare.starts_with('#') && !bare.starts_with("export ") {
+            s.push_str(&format!("{command} &\n"));
+            s.push_str(
+                "for _ in $(seq 300); do vox daemon status >/dev/null 2>&1 && break; sleep 0.1; done\n\
+                 vox daemon status >/dev/null\n",
+            );
+            server_started = true;
+            continue;
+        }
+        s.push_str(&command);
+        s.push('\n');
+    }
+    s
+}
+
+/// Repository paths a block names (`crates/…`, `./profiles/…`) that do not exist.
+fn missing_paths(root: &Path, text: &str) -> Vec<String> {
+    let tops: BTreeSet<String> = std::fs::read_dir(root)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.') && n != "target")
+        .collect();
+    let mut missing = vec![];
+    for word in text.split(|c: char| c.is_whitespace() || "'\"=(),;|&".contains(c)) {
+        let path = word.trim_start_matches("./");
+        let Some((top, _)) = path.split_once('/') else {
+            continue;
+        };
+        if !tops.contains(top) || path.contains(['<', '{', '*', '$', '…']) {
+            continue;
+        }
+        if !root.join(path.trim_end_matches('/')).exists() {
+            missing.push(word.to_owned());
+        }
+    }
+    missing
+}
+
+fn run_block(block: &Block, repo: &Path, bin: &Path, scratch: &Path) -> Result<(), String> {
+    let home = tempfile::tempdir_in(scratch).unwrap();
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(script(block))
+        .current_dir(repo)
+        .env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()),
+        )
+        .env("VOX_README_BIN", bin)
+        .env("HOME", home.path())
+        .env("TMPDIR", scratch)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, _) in std::env::vars() {
+        if k.starts_with("VOX_") || k.starts_with("CODEX_") || k.starts_with("XDG_") {
+            cmd.env_remove(k);
+        }
+    }
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0);
+    let mut child = cmd.spawn().unwrap();
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            // SAFETY: signalling the block's own process group.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // A daemon the block left behind (it failed or timed out before its own stop).
+    let _ = Command::new(VOX)
+        .args(["daemon", "stop"])
+        .current_dir(repo)
+        .env("HOME", home.path())
+        .env_remove("VOX_WORKSPACE")
+        .env_remove("VOX_HOME")
+        .output();
+    let (stdout, stderr) = (out_reader.join().unwrap(), err_reader.join().unwrap());
+    let tail = |s: &str| s.lines().rev().take(15).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n    ");
+    match status {
+        Some(s) if s.success() => Ok(()),
+        Some(s) => Err(format!(
+            "{}:{}: {s}\n  stdout:\n    {}\n  stderr:\n    {}",
+            block.file,
+            block.line,
+            tail(&stdout),
+            tail(&stderr)
+        )),
+        None => Err(format!("{}:{}: still running after 180 s", block.file, block.line)),
+    }
+}
+
+#[test]
+fn every_readme_command_block_runs() {
+    let root = repo_root();
+    let files = tracked_files(&root);
+    let scratch = tempfile::Builder::new().prefix("voxrd").tempdir_in("/tmp").unwrap();
+    let repo = scratch.path().join("repo");
+    for f in &files {
+        let dest = repo.join(f);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(root.join(f), &dest).unwrap();
+    }
+    let bin = scratch.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let built = Path::new(VOX).parent().unwrap();
+    for name in BINARIES {
+        let exe = built.join(name);
+        assert!(exe.is_file(), "{} is not built", exe.display());
+        std::os::unix::fs::symlink(&exe, bin.join(name)).unwrap();
+    }
+    let mut readmes: Vec<&String> = files.iter().filter(|f| f.ends_with("README.md")).collect();
+    readmes.sort();
+    let mut failures = vec![];
+    let (mut ran, mut skipped) = (0, vec![]);
+    for readme in readmes {
+        let text = std::fs::read_to_string(root.join(readme)).unwrap();
+        for block in parse_blocks(readme, &text) {
+            let missing = missing_paths(&root, &block.text);
+            if !missing.is_empty() {
+                failures.push(format!(
+                    "{}:{}: names paths that do not exist: {}",
+                    block.file,
+                    block.line,
+                    missing.join(", ")
+                ));
+            }
+            if let Mode::Skip(reason) = &block.mode {
+                skipped.push(format!("{}:{} ({reason})", block.file, block.line));
+                continue;
+            }
+            ran += 1;
+            if let Err(e) = run_block(&block, &repo, &bin, scratch.path()) {
+                failures.push(e);
+            }
+        }
+    }
+    eprintln!("README blocks: {ran} ran; skipped: {}", skipped.join("; "));
+    assert!(ran >= 5, "only {ran} README blocks ran");
+    assert!(failures.is_empty(), "README blocks that fail:\n{}", failures.join("\n\n"));
+}
+
+#[test]
+fn the_runner_rewrites_builds_to_this_build() {
+    assert_eq!(
+        rewrite("cargo run --release --bin vox-orchestrator-d"),
+        "vox-orchestrator-d "
+    );
+    assert_eq!(
+        rewrite("cargo run -p codex-mmo -- profile compile profiles/review-pair --json"),
+        "codex-mmo profile compile profiles/review-pair --json"
+    );
+    assert_eq!(
+        rewrite("cargo build -p codex-mmo && alias codex-mmo=$PWD/target/debug/codex-mmo"),
+        "true && alias codex-mmo=$VOX_README_BIN/codex-mmo"
+    );
+    assert_eq!(rewrite("target/release/vox mcp"), "$VOX_README_BIN/vox mcp");
+}
+
+#[test]
+fn a_block_naming_a_missing_file_is_caught() {
+    let root = repo_root();
+    assert_eq!(
+        missing_paths(&root, "vox run examples/workspace/tools/greet.vox greet"),
+        vec!["examples/workspace/tools/greet.vox"]
+    );
+    assert!(missing_paths(&root, "vox check examples/workspace/tools/ profiles/<name>").is_empty());
+    let blocks = parse_blocks(
+        "x.md",
+        "<!-- readme: skip — slow -->\n```sh\nsleep 1\n```\n\n```rust\nfn f() {}\n```\n```sh\necho hi\n```\n",
+    );
+    assert_eq!(blocks.len(), 2);
+    assert_eq!(blocks[0].mode, Mode::Skip("slow".into()));
+    assert_eq!(blocks[1].mode, Mode::Run);
+}
