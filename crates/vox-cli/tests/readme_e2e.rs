@@ -48,7 +48,10 @@ struct Block {
 }
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 /// The repository's files as a fresh clone has them, plus any not yet committed.
@@ -146,7 +149,12 @@ fn commands(text: &str) -> Vec<String> {
 /// Runs the block against this build (see the module comment).
 fn rewrite(command: &str) -> String {
     let mut c = command.to_owned();
-    for prefix in ["$PWD/target/release/", "$PWD/target/debug/", "target/release/", "target/debug/"] {
+    for prefix in [
+        "$PWD/target/release/",
+        "$PWD/target/debug/",
+        "target/release/",
+        "target/debug/",
+    ] {
         c = c.replace(prefix, "$VOX_README_BIN/");
     }
     // `cargo run [--release] (--bin|-p) NAME [--] args` → `NAME args`.
@@ -189,7 +197,7 @@ fn rewrite(command: &str) -> String {
 fn script(block: &Block) -> String {
     let mut s = String::from(
         "set -eo pipefail\nshopt -s expand_aliases\n\
-         trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; vox daemon stop >/dev/null 2>&1 || true' EXIT\n",
+         trap 'rc=$?; trap - EXIT; set +e; trap \"\" TERM; kill -TERM 0 2>/dev/null; wait; vox daemon stop >/dev/null 2>&1; exit $rc' EXIT\n",
     );
     let mut server_started = block.mode != Mode::Serves;
     for command in commands(&block.text) {
@@ -201,7 +209,13 @@ fn script(block: &Block) -> String {
             block.file,
             block.line
         );
-        if !server_started && !bare.is_empty() && !bare.starts_with('#') && !bare.starts_with("export ") {
+        if !server_started
+            && !bare.is_empty()
+            && !bare.starts_with('#')
+            && !bare.starts_with("export ")
+        {
+            // Before a trailing comment, or the `&` would be part of it.
+            let command = command.split(" #").next().unwrap_or(&command);
             s.push_str(&format!("{command} &\n"));
             s.push_str(
                 "for _ in $(seq 300); do vox daemon status >/dev/null 2>&1 && break; sleep 0.1; done\n\
@@ -226,7 +240,14 @@ fn missing_paths(root: &Path, text: &str) -> Vec<String> {
         .filter(|n| !n.starts_with('.') && n != "target")
         .collect();
     let mut missing = vec![];
-    for word in text.split(|c: char| c.is_whitespace() || "'\"=(),;|&".contains(c)) {
+    for word in text.split_whitespace() {
+        // `NAME=path` and `--flag=path` name a path after the `=`; quoting and shell
+        // punctuation around a word are not part of it. A JSON argument is not a path.
+        let word = word.rsplit('=').next().unwrap_or(word);
+        let word = word.trim_matches(|c: char| "'\"(),;|&".contains(c));
+        if word.starts_with(['{', '[']) {
+            continue;
+        }
         let path = word.trim_start_matches("./");
         let Some((top, _)) = path.split_once('/') else {
             continue;
@@ -249,7 +270,11 @@ fn run_block(block: &Block, repo: &Path, bin: &Path, scratch: &Path) -> Result<(
         .current_dir(repo)
         .env(
             "PATH",
-            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()),
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
         )
         .env("VOX_README_BIN", bin)
         .env("HOME", home.path())
@@ -298,7 +323,16 @@ fn run_block(block: &Block, repo: &Path, bin: &Path, scratch: &Path) -> Result<(
         .env_remove("VOX_HOME")
         .output();
     let (stdout, stderr) = (out_reader.join().unwrap(), err_reader.join().unwrap());
-    let tail = |s: &str| s.lines().rev().take(15).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n    ");
+    let tail = |s: &str| {
+        s.lines()
+            .rev()
+            .take(15)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n    ")
+    };
     match status {
         Some(s) if s.success() => Ok(()),
         Some(s) => Err(format!(
@@ -308,7 +342,10 @@ fn run_block(block: &Block, repo: &Path, bin: &Path, scratch: &Path) -> Result<(
             tail(&stdout),
             tail(&stderr)
         )),
-        None => Err(format!("{}:{}: still running after 180 s", block.file, block.line)),
+        None => Err(format!(
+            "{}:{}: still running after 180 s",
+            block.file, block.line
+        )),
     }
 }
 
@@ -316,7 +353,10 @@ fn run_block(block: &Block, repo: &Path, bin: &Path, scratch: &Path) -> Result<(
 fn every_readme_command_block_runs() {
     let root = repo_root();
     let files = tracked_files(&root);
-    let scratch = tempfile::Builder::new().prefix("voxrd").tempdir_in("/tmp").unwrap();
+    let scratch = tempfile::Builder::new()
+        .prefix("voxrd")
+        .tempdir_in("/tmp")
+        .unwrap();
     let repo = scratch.path().join("repo");
     for f in &files {
         let dest = repo.join(f);
@@ -359,7 +399,11 @@ fn every_readme_command_block_runs() {
     }
     eprintln!("README blocks: {ran} ran; skipped: {}", skipped.join("; "));
     assert!(ran >= 5, "only {ran} README blocks ran");
-    assert!(failures.is_empty(), "README blocks that fail:\n{}", failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "README blocks that fail:\n{}",
+        failures.join("\n\n")
+    );
 }
 
 #[test]
