@@ -1,6 +1,7 @@
 //! Shared pieces of the `vox` and `vox-orchestrator-d` binaries: profile selection, the user
-//! config file, logging set-up.
+//! config file, MCP client configuration, logging set-up.
 
+pub mod client;
 pub mod config;
 
 /// Logs go to stderr (stdout is the MCP channel in stdio mode), filtered by `VOX_LOG`.

@@ -1,7 +1,7 @@
 //! `vox`: the MCP orchestrator's command line.
 
 use anyhow::{Context, Result, bail};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,6 +11,7 @@ use vox_daemon::client::{Use, adopt_or_spawn, connect_and_ping};
 use vox_mcp_registry::{PROFILES, ProfileSet, subsystem_names};
 
 mod ci;
+mod doctor;
 
 const BUNDLES: &str = include_str!("../../../contracts/bundles/catalog.toml");
 
@@ -41,7 +42,7 @@ enum Command {
         /// Capability profile ids, comma-separated (default: VOX_PROFILE, ~/.vox/config.toml, dev).
         #[arg(long)]
         profile: Option<String>,
-        /// Workspace directory.
+        /// Workspace directory (default: VOX_WORKSPACE, else the nearest ancestor with .vox or .git).
         #[arg(long)]
         workspace: Option<PathBuf>,
     },
@@ -69,12 +70,15 @@ enum Command {
     Check {
         /// Files or directories (default: the current directory).
         paths: Vec<PathBuf>,
+        /// Print one JSON document instead of rustc-style diagnostics.
         #[arg(long)]
         json: bool,
     },
     /// Run one function of a .vox file; prints its JSON result.
     Run {
+        /// The .vox file.
         file: PathBuf,
+        /// The function to call.
         function: String,
         /// Arguments as a JSON object.
         #[arg(long)]
@@ -90,6 +94,7 @@ enum Command {
     Fmt {
         /// Files or directories (default: the current directory).
         paths: Vec<PathBuf>,
+        /// Change nothing: list the files that would change, exit 1 if any would.
         #[arg(long)]
         check: bool,
     },
@@ -98,20 +103,64 @@ enum Command {
         #[command(subcommand)]
         command: SkillCommand,
     },
+    /// Configure an MCP client to serve vox over stdio.
+    Client {
+        #[command(subcommand)]
+        command: ClientCommand,
+    },
+    /// Print a shell completion script (e.g. `vox completions bash > ~/.local/share/bash-completion/completions/vox`).
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Check the binaries, workspace, daemon, profile, store and sandbox; exit 1 if anything fails.
+    Doctor {
+        /// Workspace directory (default: VOX_WORKSPACE, else the nearest ancestor with .vox or .git).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum ClientCommand {
+    /// Print the client's configuration for `vox mcp` (with --write, merge it into the client's file).
+    Config {
+        /// The MCP client.
+        #[arg(long, value_enum)]
+        client: vox_cli::client::Client,
+        /// Capability profile ids, comma-separated; the server is then named `vox-<profile>`
+        /// (default: none pinned, `vox mcp` decides at start).
+        #[arg(long)]
+        profile: Option<String>,
+        /// Workspace directory (default: VOX_WORKSPACE, else the nearest ancestor with .vox or .git).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// Merge the server into the client's file (created if missing; other servers and keys
+        /// are kept) and print its path.
+        #[arg(long)]
+        write: bool,
+    },
 }
 
 #[derive(Subcommand)]
 enum SkillCommand {
     /// Every skill found, and the ones that did not load.
     List {
+        /// Workspace directory (default: VOX_WORKSPACE, else the nearest ancestor with .vox or .git).
         #[arg(long)]
         workspace: Option<PathBuf>,
+        /// Print one JSON document.
         #[arg(long)]
         json: bool,
     },
     /// Run a command for a skill in the sandbox `vox_skill_run` uses; exits with its status.
     Run {
+        /// The skill id.
         id: String,
+        /// Workspace directory (default: VOX_WORKSPACE, else the nearest ancestor with .vox or .git).
         #[arg(long)]
         workspace: Option<PathBuf>,
         /// Wall clock in milliseconds.
@@ -127,6 +176,7 @@ enum SkillCommand {
 enum CiCommand {
     /// Catalog ↔ handlers ↔ input schemas ↔ profiles: nothing missing, nothing extra.
     OperationsVerify {
+        /// Print one JSON document.
         #[arg(long)]
         json: bool,
     },
@@ -139,6 +189,7 @@ enum CiCommand {
         /// The fixtures file, relative to the root.
         #[arg(long, default_value = "contracts/mcp/workspace-tool-fixtures.v1.json")]
         fixtures: PathBuf,
+        /// Print one JSON document.
         #[arg(long)]
         json: bool,
     },
@@ -147,6 +198,7 @@ enum CiCommand {
         /// The directory of skills.
         #[arg(default_value = "skills")]
         dir: PathBuf,
+        /// Print one JSON document.
         #[arg(long)]
         json: bool,
     },
@@ -156,6 +208,7 @@ enum CiCommand {
 enum ProfileCommand {
     /// Every profile with its description.
     List {
+        /// Print one JSON document.
         #[arg(long)]
         json: bool,
     },
@@ -163,6 +216,7 @@ enum ProfileCommand {
     Show {
         /// Profile ids, comma-separated.
         ids: String,
+        /// Print one JSON document.
         #[arg(long)]
         json: bool,
     },
@@ -172,11 +226,15 @@ enum ProfileCommand {
 enum BundleCommand {
     /// Every bundle and its profile.
     List {
+        /// Print one JSON document.
         #[arg(long)]
         json: bool,
     },
     /// Write the bundle's profile as VOX_PROFILE into ~/.vox/config.toml (if it declares one).
-    Apply { bundle: String },
+    Apply {
+        /// The bundle id (see `vox bundle list`).
+        bundle: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -272,7 +330,47 @@ fn run(cli: Cli) -> Result<ExitCode> {
             vox_lang::cli::fmt(&paths, check, out, err)
         })),
         Command::Skill { command } => skill_cmd(command),
+        Command::Client { command } => client_cmd(command),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "vox", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Doctor { workspace, json } => doctor::run(workspace.as_deref(), json),
     }
+}
+
+fn client_cmd(command: ClientCommand) -> Result<ExitCode> {
+    let ClientCommand::Config {
+        client,
+        profile,
+        workspace,
+        write,
+    } = command;
+    let profile = match profile.as_deref().map(ProfileSet::parse) {
+        None => None,
+        Some(Ok(p)) => Some(p),
+        Some(Err(e)) => {
+            eprintln!("error: profile_unknown: {e} (from --profile)");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let ws = Workspace::resolve(workspace.as_deref())?;
+    let exe = std::env::current_exe().context("cannot tell where the vox binary is")?;
+    let server =
+        vox_cli::client::Server::new(&exe, profile.as_ref().map(ProfileSet::canonical), &ws.root);
+    if write {
+        let path = client
+            .write(&ws.root, &server)
+            .map_err(anyhow::Error::msg)?;
+        println!("{}", path.display());
+    } else {
+        print!("{}", client.snippet(&server));
+        eprintln!(
+            "# for {}; `--write` merges it there",
+            client.path(&ws.root).display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn skill_cmd(command: SkillCommand) -> Result<ExitCode> {
@@ -541,9 +639,14 @@ fn profile_cmd(cmd: ProfileCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         ProfileCommand::Show { ids, json } => {
-            let p = match profile_or_exit(Some(&ids)) {
+            let p = match ProfileSet::parse(&ids) {
                 Ok(p) => p,
-                Err(code) => return Ok(code),
+                Err(e) => {
+                    eprintln!(
+                        "error: profile_unknown: {e} (from the argument of `vox profile show`)"
+                    );
+                    return Ok(ExitCode::from(2));
+                }
             };
             let v = profile_json(&p);
             if json {
@@ -757,5 +860,36 @@ fn lifetime_line(ping: &Value) -> String {
         _ => format!(
             "lifetime: started (vox daemon start, vox serve or by hand); stays until `vox daemon stop`; {clients} client(s) attached"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_tree_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_argument_of_every_subcommand_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let builtin = matches!(a.get_id().as_str(), "help" | "version");
+                if !builtin && a.get_help().is_none() && a.get_long_help().is_none() {
+                    missing.push(format!("{path} {}", a.get_id()));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                    missing.push(format!("{path} {} (the subcommand)", sub.get_name()));
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "vox", &mut missing);
+        assert!(missing.is_empty(), "arguments without help: {missing:#?}");
     }
 }

@@ -7,6 +7,10 @@
 //! again: `cargo build …` is already done; `cargo run [--release] (--bin|-p) NAME [--]` is
 //! `NAME`; `target/{debug,release}/` is the build's own directory.
 //!
+//! A `console` block is a transcript: each `$ command` runs, and its output must be the lines
+//! that follow it, with this build's `vox` written as `/usr/local/bin/vox` and the scratch
+//! workspace as `/home/ada/proj`.
+//!
 //! A block may say, on the line before its fence:
 //! - `<!-- readme: serves -->`: its first command (after `export`s) is a server that runs
 //!   until stopped; it runs in the background, the rest of the block runs once the workspace
@@ -35,6 +39,7 @@ const BINARIES: &[&str] = &[
 #[derive(Debug, PartialEq)]
 enum Mode {
     Run,
+    Transcript,
     Serves,
     Skip(String),
 }
@@ -62,12 +67,14 @@ fn tracked_files(root: &Path) -> Vec<String> {
         .output()
         .expect("git ls-files");
     assert!(out.status.success());
-    out.stdout
+    let files: BTreeSet<String> = out
+        .stdout
         .split(|b| *b == 0)
         .filter(|p| !p.is_empty())
         .map(|p| String::from_utf8_lossy(p).into_owned())
         .filter(|p| root.join(p).is_file())
-        .collect()
+        .collect();
+    files.into_iter().collect()
 }
 
 fn parse_blocks(file: &str, text: &str) -> Vec<Block> {
@@ -105,8 +112,11 @@ fn parse_blocks(file: &str, text: &str) -> Vec<Block> {
                 body.push_str(l);
                 body.push('\n');
             }
-            let mode = directive.take().unwrap_or(Mode::Run);
-            if matches!(lang.trim(), "sh" | "bash") {
+            let mut mode = directive.take().unwrap_or(Mode::Run);
+            if lang.trim() == "console" && mode == Mode::Run {
+                mode = Mode::Transcript;
+            }
+            if matches!(lang.trim(), "sh" | "bash" | "console") {
                 blocks.push(Block {
                     file: file.to_owned(),
                     line: i + 1,
@@ -263,6 +273,14 @@ fn missing_paths(root: &Path, text: &str) -> Vec<String> {
 }
 
 fn run_block(block: &Block, repo: &Path, bin: &Path, scratch: &Path) -> Result<(), String> {
+    match block.mode {
+        Mode::Transcript => run_transcript(block, repo, bin, scratch),
+        _ => run_script(block, repo, bin, scratch).map(drop),
+    }
+}
+
+/// Runs the block's script; its stdout when it succeeds.
+fn run_script(block: &Block, repo: &Path, bin: &Path, scratch: &Path) -> Result<String, String> {
     let home = tempfile::tempdir_in(scratch).unwrap();
     let mut cmd = Command::new("bash");
     cmd.arg("-c")
@@ -334,7 +352,7 @@ fn run_block(block: &Block, repo: &Path, bin: &Path, scratch: &Path) -> Result<(
             .join("\n    ")
     };
     match status {
-        Some(s) if s.success() => Ok(()),
+        Some(s) if s.success() => Ok(stdout),
         Some(s) => Err(format!(
             "{}:{}: {s}\n  stdout:\n    {}\n  stderr:\n    {}",
             block.file,
@@ -347,6 +365,50 @@ fn run_block(block: &Block, repo: &Path, bin: &Path, scratch: &Path) -> Result<(
             block.file, block.line
         )),
     }
+}
+
+/// Runs each `$ command` of a transcript and compares its output with the lines below it.
+fn run_transcript(block: &Block, repo: &Path, bin: &Path, scratch: &Path) -> Result<(), String> {
+    let mut steps: Vec<(String, Vec<&str>)> = vec![];
+    for line in block.text.lines() {
+        match line.strip_prefix("$ ") {
+            Some(command) => steps.push((command.to_owned(), vec![])),
+            None => steps
+                .last_mut()
+                .ok_or_else(|| {
+                    format!(
+                        "{}:{}: a transcript starts with `$ `",
+                        block.file, block.line
+                    )
+                })?
+                .1
+                .push(line),
+        }
+    }
+    let vox_path = std::fs::canonicalize(Path::new(VOX)).unwrap();
+    for (command, expected) in steps {
+        let step = Block {
+            file: block.file.clone(),
+            line: block.line,
+            mode: Mode::Run,
+            text: format!("{command}\n"),
+        };
+        let stdout = run_script(&step, repo, bin, scratch)?;
+        let stdout = stdout
+            .replace(&vox_path.display().to_string(), "/usr/local/bin/vox")
+            .replace(&repo.display().to_string(), "/home/ada/proj");
+        let got: Vec<&str> = stdout.lines().collect();
+        if got != expected {
+            return Err(format!(
+                "{}:{}: `{command}` printed\n{}\ninstead of\n{}",
+                block.file,
+                block.line,
+                got.join("\n"),
+                expected.join("\n")
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[test]

@@ -24,7 +24,7 @@ pub use ctx::{CallObserver, Ctx, DynamicTools, Hooks, SessionGuard};
 pub use error::{ToolError, ToolOutcome};
 pub use family::{Family, HandlerEntry, HandlerFuture, HandlerResult, StepDone, StepFn};
 pub use orchestrator::{Assembled, Orchestrator, ToolDescriptor, assemble, json_len};
-pub use workspace::Workspace;
+pub use workspace::{Found, Workspace};
 
 /// Largest message accepted on the daemon socket. A tool result is capped at half of it
 /// (`orchestrator::cap_result`), leaving room for the frame around it.

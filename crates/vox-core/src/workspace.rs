@@ -14,22 +14,63 @@ pub struct Workspace {
     pub id: String,
 }
 
+/// How [`Workspace::resolve`] found the workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// The `--workspace` flag.
+    Flag,
+    /// `VOX_WORKSPACE`.
+    Env,
+    /// The nearest ancestor of the current directory holding `.vox/`.
+    VoxDir,
+    /// The nearest ancestor of the current directory holding `.git`.
+    Git,
+    /// Nothing above the current directory marks a workspace.
+    CurrentDir,
+}
+
+impl std::fmt::Display for Found {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Found::Flag => "from --workspace",
+            Found::Env => "from VOX_WORKSPACE",
+            Found::VoxDir => "the nearest directory with .vox/",
+            Found::Git => "the nearest directory with .git",
+            Found::CurrentDir => "the current directory: no .vox/ or .git above it",
+        })
+    }
+}
+
+/// What `.vox/.gitignore` holds: the directory is machine-local state, never committed.
+const GITIGNORE: &str = "*\n";
+
 impl Workspace {
     /// `explicit` (a `--workspace` flag), else `VOX_WORKSPACE`, else the nearest ancestor of the
     /// current directory holding `.vox/` or `.git`, else the current directory.
     pub fn resolve(explicit: Option<&Path>) -> std::io::Result<Self> {
-        let env = std::env::var_os("VOX_WORKSPACE").map(PathBuf::from);
-        let start = match explicit.map(Path::to_path_buf).or(env) {
-            Some(p) => p,
-            None => {
-                let cwd = std::env::current_dir()?;
-                cwd.ancestors()
-                    .find(|d| d.join(".vox").is_dir() || d.join(".git").exists())
-                    .map(Path::to_path_buf)
-                    .unwrap_or(cwd)
-            }
+        Self::resolve_explained(explicit).map(|(ws, _)| ws)
+    }
+
+    /// [`Workspace::resolve`], and which rule found it.
+    pub fn resolve_explained(explicit: Option<&Path>) -> std::io::Result<(Self, Found)> {
+        let (start, found) = if let Some(p) = explicit {
+            (p.to_path_buf(), Found::Flag)
+        } else if let Some(p) = std::env::var_os("VOX_WORKSPACE") {
+            (PathBuf::from(p), Found::Env)
+        } else {
+            let cwd = std::env::current_dir()?;
+            let marked = cwd.ancestors().find_map(|d| {
+                if d.join(".vox").is_dir() {
+                    Some((d.to_path_buf(), Found::VoxDir))
+                } else if d.join(".git").exists() {
+                    Some((d.to_path_buf(), Found::Git))
+                } else {
+                    None
+                }
+            });
+            marked.unwrap_or((cwd, Found::CurrentDir))
         };
-        Self::at(&start)
+        Ok((Self::at(&start)?, found))
     }
 
     /// The workspace rooted exactly at `root`.
@@ -47,7 +88,8 @@ impl Workspace {
     }
 
     /// Creates `.vox/` if missing, private to the user (0700): it holds the store and socket.
-    /// An existing directory keeps its mode.
+    /// A new directory gets a `.gitignore` of `*`, so its state is never committed. An existing
+    /// directory keeps its mode and its files.
     pub fn ensure_vox_dir(&self) -> std::io::Result<()> {
         use std::os::unix::fs::DirBuilderExt;
         if self.vox_dir.is_dir() {
@@ -62,7 +104,29 @@ impl Workspace {
                     e.kind(),
                     format!("cannot create {}: {e}", self.vox_dir.display()),
                 )
-            })
+            })?;
+        self.write_gitignore()
+    }
+
+    /// Writes `.vox/.gitignore` unless one exists (create-new: a racing creator's or the user's
+    /// file is never overwritten).
+    fn write_gitignore(&self) -> std::io::Result<()> {
+        use std::io::Write;
+        let path = self.vox_dir.join(".gitignore");
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(mut f) => f.write_all(GITIGNORE.as_bytes()).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display()))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(std::io::Error::new(
+                e.kind(),
+                format!("cannot write {}: {e}", path.display()),
+            )),
+        }
     }
 
     /// The daemon's Unix socket.
@@ -94,5 +158,23 @@ impl Workspace {
     /// Session files used when the store is down under `dev`.
     pub fn session_files_dir(&self) -> PathBuf {
         self.vox_dir.join("sessions")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_vox_dir_gets_a_gitignore_and_an_existing_one_is_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = Workspace::at(tmp.path()).unwrap();
+        ws.ensure_vox_dir().unwrap();
+        let ignore = ws.vox_dir.join(".gitignore");
+        assert_eq!(std::fs::read_to_string(&ignore).unwrap(), "*\n");
+        std::fs::write(&ignore, "mine\n").unwrap();
+        ws.ensure_vox_dir().unwrap();
+        ws.write_gitignore().unwrap();
+        assert_eq!(std::fs::read_to_string(&ignore).unwrap(), "mine\n");
     }
 }

@@ -42,8 +42,8 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), std::io::Error> {
     Ok(())
 }
 
-/// The `.vox` files under `paths` (the current directory when none is given); a walk error is
-/// reported on `err` and gives `None`.
+/// The `.vox` files under `paths` (the current directory when none is given); a path that
+/// cannot be read or a walk error is reported on `err` and gives `None`.
 fn files_or_current_dir(paths: &[PathBuf], err: &mut dyn Write) -> Option<Vec<PathBuf>> {
     let default = [PathBuf::from(".")];
     let paths = if paths.is_empty() {
@@ -51,6 +51,23 @@ fn files_or_current_dir(paths: &[PathBuf], err: &mut dyn Write) -> Option<Vec<Pa
     } else {
         paths
     };
+    // A mistyped path is a usage error: said once, before anything runs, rather than counted
+    // as one more file that failed (or, for a directory, as an empty set that passes).
+    let mut unreadable = false;
+    for p in paths {
+        if let Err(e) = std::fs::metadata(p) {
+            unreadable = true;
+            let why = if e.kind() == std::io::ErrorKind::NotFound {
+                "no such file or directory".to_owned()
+            } else {
+                e.to_string()
+            };
+            let _ = writeln!(err, "error: cannot read {}: {why}", display(p));
+        }
+    }
+    if unreadable {
+        return None;
+    }
     match collect_vox_files(paths) {
         Ok(f) => Some(f),
         Err(e) => {
@@ -64,15 +81,12 @@ fn display(p: &Path) -> String {
     p.display().to_string()
 }
 
-/// `vox check <paths…> [--json]`: prints diagnostics (rustc-style text, or one JSON document),
-/// returns 1 when any file has an error or cannot be read.
+/// `vox check [paths…] [--json]`: prints diagnostics (rustc-style text, or one JSON document)
+/// for the `.vox` files under `paths` (default: the current directory), returns 1 when any file
+/// has an error or cannot be read.
 pub fn check(paths: &[PathBuf], json: bool, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let files = match collect_vox_files(paths) {
-        Ok(f) => f,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            return 1;
-        }
+    let Some(files) = files_or_current_dir(paths, err) else {
+        return 1;
     };
     let (mut errors, mut warnings, mut infos) = (0usize, 0usize, 0usize);
     let mut failed = false;

@@ -230,3 +230,21 @@ fn fmt_check_lists_files_that_would_change_and_fmt_rewrites_them() {
     assert!(leftovers.is_empty());
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn check_test_and_fmt_name_a_missing_path_and_run_nothing() {
+    let missing = PathBuf::from("/nonexistent/dir/");
+    let (code, out, err) = capture(|o, e| cli::check(std::slice::from_ref(&missing), false, o, e));
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("cannot read /nonexistent/dir/: no such file or directory"),
+        "{err}"
+    );
+    assert!(out.is_empty(), "nothing was checked: {out}");
+    let (code, _, err) = capture(|o, e| cli::test(std::slice::from_ref(&missing), o, e));
+    assert_eq!(code, 1);
+    assert!(err.contains("/nonexistent/dir/: no such file"), "{err}");
+    let (code, _, err) = capture(|o, e| cli::fmt(std::slice::from_ref(&missing), true, o, e));
+    assert_eq!(code, 1);
+    assert!(err.contains("/nonexistent/dir/: no such file"), "{err}");
+}

@@ -49,6 +49,7 @@ fn roots(n: usize) -> (tempfile::TempDir, Roots) {
     }
     let roots = Roots {
         workspace: store,
+        project: None,
         home: None,
         extra: vec![],
     };

@@ -26,6 +26,8 @@ const STALE_STAGING: std::time::Duration = std::time::Duration::from_secs(600);
 pub enum Origin {
     /// `<workspace>/.vox/skills`: the store `vox_skill_install` writes.
     Workspace,
+    /// `<workspace>/skills`: the skills a project ships in its repository.
+    Project,
     /// `~/.vox/skills` (or `$VOX_HOME/skills`).
     Home,
     /// A directory of `VOX_SKILL_PATH`.
@@ -36,13 +38,17 @@ pub enum Origin {
 #[derive(Debug, Clone)]
 pub struct Roots {
     pub workspace: PathBuf,
+    /// `<workspace>/skills`; only its subdirectories holding a `SKILL.md` count, so a project's
+    /// unrelated `skills/` folder adds no load errors.
+    pub project: Option<PathBuf>,
     pub home: Option<PathBuf>,
     pub extra: Vec<PathBuf>,
 }
 
 impl Roots {
-    /// `<workspace>/.vox/skills`, `$VOX_HOME/skills` or `~/.vox/skills`, then each directory of
-    /// `VOX_SKILL_PATH` (`:`-separated).
+    /// `<workspace>/.vox/skills`, `<workspace>/skills`, `$VOX_HOME/skills` or `~/.vox/skills`,
+    /// then each directory of `VOX_SKILL_PATH` (`:`-separated). The daemon and `vox skill list`
+    /// both use this, so they serve one catalog.
     pub fn from_env(workspace_root: &Path) -> Self {
         let home = std::env::var_os("VOX_HOME")
             .map(PathBuf::from)
@@ -57,6 +63,7 @@ impl Roots {
             .unwrap_or_default();
         Roots {
             workspace: workspace_root.join(".vox").join("skills"),
+            project: Some(workspace_root.join("skills")),
             home,
             extra,
         }
@@ -64,6 +71,9 @@ impl Roots {
 
     fn all(&self) -> Vec<(Origin, &Path)> {
         let mut v = vec![(Origin::Workspace, self.workspace.as_path())];
+        if let Some(p) = &self.project {
+            v.push((Origin::Project, p.as_path()));
+        }
         if let Some(h) = &self.home {
             v.push((Origin::Home, h.as_path()));
         }
@@ -160,7 +170,13 @@ impl Catalog {
                     continue;
                 }
                 match entry.file_type() {
-                    Ok(t) if t.is_dir() => dirs.push(entry.path()),
+                    Ok(t) if t.is_dir() => {
+                        let path = entry.path();
+                        let skill_md = std::fs::symlink_metadata(path.join("SKILL.md"));
+                        if origin != Origin::Project || skill_md.is_ok() {
+                            dirs.push(path);
+                        }
+                    }
                     Ok(t) if t.is_symlink() => errors.push(report(
                         &entry.path(),
                         "is a symbolic link; a skill must be a directory in its root".into(),
@@ -556,6 +572,7 @@ mod tests {
     fn roots(tmp: &Path) -> Roots {
         Roots {
             workspace: tmp.join("ws/.vox/skills"),
+            project: Some(tmp.join("ws/skills")),
             home: Some(tmp.join("home/skills")),
             extra: vec![tmp.join("extra")],
         }
@@ -693,5 +710,27 @@ mod tests {
         let e = install(&r, &src, false).unwrap_err().to_string();
         assert!(e.contains("not a regular file"), "{e}");
         assert!(!r.workspace.join("piped").exists());
+    }
+
+    #[test]
+    fn the_project_skills_directory_is_a_root_below_the_store_and_above_home() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = roots(tmp.path());
+        let project = r.project.clone().unwrap();
+        write_skill(&project, "bundled", "Shipped with the project", "");
+        write_skill(&project, "both", "project copy", "");
+        write_skill(&r.workspace, "both", "installed copy", "");
+        write_skill(r.home.as_ref().unwrap(), "bundled", "home copy", "");
+        // A folder without SKILL.md in the project's skills/ is not a skill and not an error.
+        std::fs::create_dir_all(project.join("notes")).unwrap();
+        let c = Catalog::hydrate(&r);
+        assert_eq!(c.skills["bundled"].origin, Origin::Project);
+        assert_eq!(
+            c.skills["bundled"].manifest.description,
+            "Shipped with the project"
+        );
+        assert_eq!(c.skills["both"].origin, Origin::Workspace);
+        assert!(c.errors.is_empty(), "{:?}", c.errors);
+        assert_eq!(c.shadowed.len(), 2);
     }
 }

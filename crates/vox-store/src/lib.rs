@@ -80,6 +80,47 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// What [`inspect`] found in a store file, without changing it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreHealth {
+    /// The file's schema version (`PRAGMA user_version`).
+    pub schema_version: i64,
+    /// The highest version this build knows; a lower file is migrated at the next open.
+    pub latest: i64,
+    /// Tables in the file.
+    pub tables: i64,
+}
+
+/// Opens the store at `path` read-only (never creating it or migrating it) and reports its schema
+/// version: for `vox doctor`, which must not change what it looks at.
+pub fn inspect(path: &Path) -> Result<StoreHealth, StoreError> {
+    use rusqlite::OpenFlags;
+    let err = |source| StoreError::Sqlite {
+        path: path.to_owned(),
+        source,
+    };
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(2))
+        .map_err(err)?;
+    let schema_version = migrations::current_version(&conn).map_err(err)?;
+    let tables = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(err)?;
+    Ok(StoreHealth {
+        schema_version,
+        latest: migrations::latest(),
+        tables,
+    })
+}
+
 impl Store {
     /// Opens (creating if needed) the store at `path` and applies pending migrations.
     pub fn open(path: &Path) -> Result<Self, StoreError> {

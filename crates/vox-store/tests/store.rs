@@ -168,3 +168,26 @@ fn opening_under_a_file_fails_with_the_path() {
         .to_string();
     assert!(err.contains("blocker"), "{err}");
 }
+
+#[test]
+fn inspect_reads_the_schema_version_without_creating_or_changing_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("journey.db");
+    assert!(
+        vox_store::inspect(&path).is_err(),
+        "a missing file is an error"
+    );
+    assert!(!path.exists(), "inspect never creates the store");
+    drop(Store::open(&path).unwrap());
+    let before = std::fs::read(&path).unwrap();
+    let h = vox_store::inspect(&path).unwrap();
+    assert_eq!(h.schema_version, h.latest);
+    assert!(h.tables > 0);
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    std::fs::write(
+        &path,
+        b"not a database, just bytes that are long enough to be read",
+    )
+    .unwrap();
+    assert!(vox_store::inspect(&path).is_err());
+}

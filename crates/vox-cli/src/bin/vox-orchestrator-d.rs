@@ -9,7 +9,8 @@ use vox_daemon::lifetime::Kind;
 
 /// The vox orchestrator daemon: one per workspace, on <workspace>/.vox/orchestrator.sock.
 #[derive(Parser)]
-#[command(version)]
+// Named explicitly: clap would otherwise take the package name (`vox-cli`) for `--version`.
+#[command(name = "vox-orchestrator-d", version)]
 struct Args {
     /// Workspace directory (default: VOX_WORKSPACE, else the nearest ancestor with .vox or .git).
     #[arg(long)]

@@ -1,0 +1,417 @@
+//! `vox doctor`: what a new user needs to know when something does not work, one line per
+//! concern, read-only (it starts nothing, creates nothing, migrates nothing).
+
+use anyhow::Result;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::ExitCode;
+use vox_cli::config;
+use vox_core::Workspace;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl Status {
+    fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Warn => "warn",
+            Status::Fail => "fail",
+        }
+    }
+}
+
+struct Check {
+    name: &'static str,
+    status: Status,
+    message: String,
+    details: Value,
+}
+
+#[derive(Default)]
+struct Report(Vec<Check>);
+
+impl Report {
+    fn add(&mut self, name: &'static str, status: Status, message: String, details: Value) {
+        self.0.push(Check {
+            name,
+            status,
+            message,
+            details,
+        });
+    }
+    fn count(&self, s: Status) -> usize {
+        self.0.iter().filter(|c| c.status == s).count()
+    }
+}
+
+/// Runs every check; exit 1 when any fails.
+pub fn run(workspace: Option<&Path>, json_out: bool) -> Result<ExitCode> {
+    let mut r = Report::default();
+    binaries(&mut r);
+    let profile = profile(&mut r);
+    match Workspace::resolve_explained(workspace) {
+        Ok((ws, found)) => {
+            r.add(
+                "workspace",
+                Status::Ok,
+                format!("{} ({found})", ws.root.display()),
+                json!({"root": ws.root, "found_by": found.to_string(), "id": ws.id}),
+            );
+            gitignore(&mut r, &ws);
+            daemon(&mut r, &ws, profile.as_deref());
+            log_file(&mut r, &ws);
+            store(&mut r, &ws);
+            skills(&mut r, &ws);
+        }
+        Err(e) => r.add(
+            "workspace",
+            Status::Fail,
+            e.to_string(),
+            json!({"flag": workspace}),
+        ),
+    }
+    sandbox(&mut r);
+
+    let (ok, warn, fail) = (
+        r.count(Status::Ok),
+        r.count(Status::Warn),
+        r.count(Status::Fail),
+    );
+    if json_out {
+        let checks: Vec<Value> =
+            r.0.iter()
+                .map(|c| {
+                    json!({
+                        "name": c.name,
+                        "status": c.status.as_str(),
+                        "message": c.message,
+                        "details": c.details,
+                    })
+                })
+                .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"checks": checks, "ok": ok, "warn": warn, "fail": fail})
+            )?
+        );
+    } else {
+        for c in &r.0 {
+            println!("{:<4}  {:<18} {}", c.status.as_str(), c.name, c.message);
+        }
+        println!("{ok} ok, {warn} warn, {fail} fail");
+    }
+    Ok(if fail > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn binaries(r: &mut Report) {
+    let version = env!("CARGO_PKG_VERSION");
+    match std::env::current_exe() {
+        Ok(p) => r.add(
+            "vox",
+            Status::Ok,
+            format!("{} ({version})", p.display()),
+            json!({"path": p, "version": version}),
+        ),
+        Err(e) => r.add(
+            "vox",
+            Status::Warn,
+            format!("cannot tell where this binary is: {e}"),
+            json!({"version": version}),
+        ),
+    }
+    let daemon = vox_cli::daemon_exe();
+    let details = json!({"path": daemon, "from_env": std::env::var_os("VOX_DAEMON_EXE").is_some()});
+    let out = std::process::Command::new(&daemon)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {
+            let said = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+            let expected = format!("vox-orchestrator-d {version}");
+            if said == expected {
+                r.add(
+                    "vox-orchestrator-d",
+                    Status::Ok,
+                    format!("{} ({version})", daemon.display()),
+                    details,
+                );
+            } else {
+                r.add(
+                    "vox-orchestrator-d",
+                    Status::Warn,
+                    format!(
+                        "{} says `{said}`, expected `{expected}`: it is not the daemon of this vox",
+                        daemon.display()
+                    ),
+                    details,
+                );
+            }
+        }
+        Ok(o) => r.add(
+            "vox-orchestrator-d",
+            Status::Fail,
+            format!(
+                "{} --version failed ({}): {}",
+                daemon.display(),
+                o.status,
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
+            details,
+        ),
+        Err(e) => r.add(
+            "vox-orchestrator-d",
+            Status::Fail,
+            format!(
+                "{}: {e}; `vox mcp` cannot start a daemon (install it next to vox, or set VOX_DAEMON_EXE)",
+                daemon.display()
+            ),
+            details,
+        ),
+    }
+}
+
+/// The profile in force and where it came from; `None` when it cannot be decided.
+fn profile(r: &mut Report) -> Option<String> {
+    match config::select_profile(None) {
+        Ok((p, source)) => {
+            let from = match &source {
+                config::Source::Default => "the default".to_owned(),
+                s => s.to_string(),
+            };
+            r.add(
+                "profile",
+                Status::Ok,
+                format!("{} (from {from})", p.canonical()),
+                json!({"profile": p.canonical(), "source": source.to_string(), "config": config::config_path()}),
+            );
+            Some(p.canonical().to_owned())
+        }
+        Err(e) => {
+            r.add(
+                "profile",
+                Status::Fail,
+                e.to_string(),
+                json!({"config": config::config_path()}),
+            );
+            None
+        }
+    }
+}
+
+fn gitignore(r: &mut Report, ws: &Workspace) {
+    if !ws.vox_dir.is_dir() {
+        return;
+    }
+    let path = ws.vox_dir.join(".gitignore");
+    if path.exists() {
+        r.add(
+            ".vox/.gitignore",
+            Status::Ok,
+            path.display().to_string(),
+            json!({"path": path}),
+        );
+    } else {
+        r.add(
+            ".vox/.gitignore",
+            Status::Warn,
+            format!(
+                "{} is missing: the store, socket and logs could be committed (write `*` into it)",
+                path.display()
+            ),
+            json!({"path": path}),
+        );
+    }
+}
+
+fn daemon(r: &mut Report, ws: &Workspace, profile: Option<&str>) {
+    let info_path = ws.daemon_info_path();
+    let info: Option<Value> = std::fs::read_to_string(&info_path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let ping = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()
+        .and_then(|rt| {
+            rt.block_on(vox_daemon::client::connect_and_ping(ws, None))
+                .map(|(_, ping)| ping)
+        });
+    let details = json!({"socket": ws.socket_path(), "info": info, "ping": ping});
+    let Some(ping) = ping else {
+        match info {
+            Some(info) if !vox_daemon::client::daemon_stopped(ws) => r.add(
+                "daemon",
+                Status::Fail,
+                format!(
+                    "pid {} holds {} but does not answer on {}",
+                    info["pid"],
+                    ws.daemon_lock_path().display(),
+                    ws.socket_path().display()
+                ),
+                details,
+            ),
+            Some(info) => r.add(
+                "daemon",
+                Status::Warn,
+                format!(
+                    "not running; {} is left from pid {} (the next start replaces it)",
+                    info_path.display(),
+                    info["pid"]
+                ),
+                details,
+            ),
+            None => r.add(
+                "daemon",
+                Status::Ok,
+                "not running (`vox mcp` starts one on demand)".into(),
+                details,
+            ),
+        }
+        return;
+    };
+    let running = ping["profile"].as_str().unwrap_or("dev");
+    let summary = format!(
+        "running: pid {}, profile {running}, version {}",
+        ping["pid"],
+        ping["version"].as_str().unwrap_or("?")
+    );
+    if ping["protocol_version"].as_u64() != Some(u64::from(vox_daemon::PROTOCOL_VERSION)) {
+        r.add(
+            "daemon",
+            Status::Fail,
+            format!(
+                "{summary}; it speaks socket protocol {}, this vox {}: stop it (`vox daemon stop`)",
+                ping["protocol_version"],
+                vox_daemon::PROTOCOL_VERSION
+            ),
+            details,
+        );
+    } else if profile.is_some_and(|p| p != running) {
+        r.add(
+            "daemon",
+            Status::Warn,
+            format!(
+                "{summary}; `vox mcp` here asks for profile {} and would be refused (profile_mismatch): `vox daemon stop` first",
+                profile.unwrap_or_default()
+            ),
+            details,
+        );
+    } else {
+        r.add("daemon", Status::Ok, summary, details);
+    }
+}
+
+fn log_file(r: &mut Report, ws: &Workspace) {
+    let path = ws.daemon_log_path();
+    let message = match std::fs::metadata(&path) {
+        Ok(m) => format!("{} ({} bytes)", path.display(), m.len()),
+        Err(_) => format!("{} (not written yet)", path.display()),
+    };
+    r.add("log", Status::Ok, message, json!({"path": path}));
+}
+
+fn store(r: &mut Report, ws: &Workspace) {
+    let path = ws.db_path();
+    let details = json!({"path": path});
+    if !path.exists() {
+        r.add(
+            "store",
+            Status::Ok,
+            format!(
+                "{} (not created yet; the daemon creates it)",
+                path.display()
+            ),
+            details,
+        );
+        return;
+    }
+    match vox_store::inspect(&path) {
+        Ok(h) if h.schema_version > h.latest => r.add(
+            "store",
+            Status::Fail,
+            format!(
+                "{}: schema version {} is newer than this build knows ({})",
+                path.display(),
+                h.schema_version,
+                h.latest
+            ),
+            json!({"path": path, "schema_version": h.schema_version, "latest": h.latest}),
+        ),
+        Ok(h) => r.add(
+            "store",
+            Status::Ok,
+            if h.schema_version == h.latest {
+                format!("{} (schema version {})", path.display(), h.schema_version)
+            } else {
+                format!(
+                    "{} (schema version {}; migrates to {} at the next start)",
+                    path.display(),
+                    h.schema_version,
+                    h.latest
+                )
+            },
+            json!({"path": path, "schema_version": h.schema_version, "latest": h.latest, "tables": h.tables}),
+        ),
+        Err(e) => r.add("store", Status::Fail, e.to_string(), details),
+    }
+}
+
+fn skills(r: &mut Report, ws: &Workspace) {
+    let roots = vox_skills::Roots::from_env(&ws.root);
+    let c = vox_skills::Catalog::hydrate(&roots);
+    let details = json!({
+        "skills": c.skills.keys().collect::<Vec<_>>(),
+        "errors": c.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+    });
+    if c.errors.is_empty() {
+        r.add(
+            "skills",
+            Status::Ok,
+            format!("{} found", c.skills.len()),
+            details,
+        );
+    } else {
+        r.add(
+            "skills",
+            Status::Warn,
+            format!(
+                "{} found, {} did not load (`vox skill list` says why)",
+                c.skills.len(),
+                c.errors.len()
+            ),
+            details,
+        );
+    }
+}
+
+fn sandbox(r: &mut Report) {
+    match vox_sandbox::probe() {
+        Ok(s) => r.add(
+            "sandbox",
+            Status::Ok,
+            format!(
+                "Landlock ABI {}{}, network namespace: vox_skill_run can run",
+                s.landlock_abi,
+                if s.landlock_tcp { " (with TCP rules)" } else { "" }
+            ),
+            json!({"landlock_abi": s.landlock_abi, "landlock_tcp": s.landlock_tcp, "landlock_scopes": s.landlock_scopes}),
+        ),
+        Err(e) => r.add(
+            "sandbox",
+            Status::Warn,
+            format!("unavailable, vox_skill_run refuses: {e}"),
+            json!({"error": e.to_string()}),
+        ),
+    }
+}
