@@ -37,8 +37,8 @@ fn exit_code(problems: &[String]) -> ExitCode {
     }
 }
 
-/// The static wiring gate: every built catalog tool has a handler with a plain object input
-/// schema, every handler has a catalog row, and every profile composes from catalog tools whose
+/// The static wiring gate: every built catalog tool has a handler with a plain, portable object
+/// input schema, every handler has a catalog row, and every profile composes from catalog tools whose
 /// subsystems its closure covers.
 pub fn operations_verify(json_out: bool) -> Result<ExitCode> {
     let mut problems: Vec<String> = Vec::new();
@@ -48,14 +48,17 @@ pub fn operations_verify(json_out: bool) -> Result<ExitCode> {
             handlers: table, ..
         }) => {
             for t in TOOL_REGISTRY.iter().filter(|t| t.built) {
-                if let Some(h) = &table[t.index]
-                    && (h.schema.get("type").and_then(Value::as_str) != Some("object")
-                        || !h.schema["properties"].is_object())
+                let Some(h) = &table[t.index] else { continue };
+                if h.schema.get("type").and_then(Value::as_str) != Some("object")
+                    || !h.schema["properties"].is_object()
                 {
                     problems.push(format!(
                         "{}: input schema is not an object schema with properties",
                         t.name
                     ));
+                }
+                for p in vox_core::family::portability_problems(&h.schema) {
+                    problems.push(format!("{}: input schema is not portable: {p}", t.name));
                 }
             }
         }

@@ -770,6 +770,12 @@ impl Module {
         let mut values = Vec::with_capacity(sig.params.len());
         for p in &sig.params {
             match obj.get(&p.name) {
+                // `null` for a parameter with a default is the same as leaving it out.
+                Some(J::Null)
+                    if p.has_default && !matches!(p.ty, crate::hir::Ty::Option { .. }) =>
+                {
+                    values.push(None)
+                }
                 Some(j) => {
                     let v = json::json_to_typed(&self.program, j, &p.ty, &p.name).map_err(
                         |message| CallError::Input {
@@ -780,6 +786,10 @@ impl Module {
                     values.push(Some(v));
                 }
                 None if p.has_default => values.push(None),
+                // A left-out `Option` parameter without a default is `None`.
+                None if matches!(p.ty, crate::hir::Ty::Option { .. }) => {
+                    values.push(Some(Value::None))
+                }
                 None => {
                     return Err(CallError::Input {
                         param: Some(p.name.clone()),

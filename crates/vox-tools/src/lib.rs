@@ -69,6 +69,16 @@ mod tests {
     }
 
     #[test]
+    fn input_schemas_are_portable() {
+        for f in families() {
+            for (name, h) in f.handlers {
+                let problems = vox_core::family::portability_problems(&h.schema);
+                assert!(problems.is_empty(), "{name}: {problems:?} in {}", h.schema);
+            }
+        }
+    }
+
+    #[test]
     fn handler_schemas_are_plain_object_schemas() {
         for f in families() {
             for (name, h) in f.handlers {
