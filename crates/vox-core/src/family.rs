@@ -13,6 +13,7 @@ use crate::ctx::Ctx;
 use crate::error::ToolError;
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::future::Future;
@@ -51,7 +52,7 @@ pub struct Family {
     pub on_started: Option<fn(Arc<Ctx>)>,
 }
 
-/// What every handler returns.
+/// What a handler's future yields once its typed result is encoded.
 pub type HandlerResult = Result<Value, ToolError>;
 
 /// A handler's future: owned, so the deadline and the transport can drop it.
@@ -60,9 +61,13 @@ pub type HandlerFuture = Pin<Box<dyn Future<Output = HandlerResult> + Send>>;
 /// A handler: the booted context, the call, the raw arguments.
 type HandlerFn = Box<dyn Fn(Arc<Ctx>, CallCtx, Value) -> HandlerFuture + Send + Sync>;
 
-/// A handler with the input schema generated from its argument type.
+/// A handler with the input schema generated from its argument type and the output schema
+/// from its result type.
 pub struct HandlerEntry {
     pub schema: Value,
+    /// The MCP `outputSchema` (an object schema); `None` when the result type does not say
+    /// what an answer looks like.
+    pub output_schema: Option<Value>,
     pub call: HandlerFn,
 }
 
@@ -83,6 +88,12 @@ pub fn decode<A: DeserializeOwned>(mut args: Value) -> Result<A, ToolError> {
             ToolError::InvalidArguments(format!("invalid argument `{path}`: {inner}"))
         }
     })
+}
+
+/// Encodes a handler's typed result.
+fn encode<R: Serialize>(r: Result<R, ToolError>) -> HandlerResult {
+    serde_json::to_value(r?)
+        .map_err(|e| ToolError::Internal(format!("the result cannot be encoded: {e}")))
 }
 
 /// A schema generated with every subschema inlined (no `$ref` for a client to resolve), without
@@ -112,6 +123,79 @@ pub fn schema_of<A: JsonSchema>() -> Value {
         obj.entry("properties").or_insert(json!({}));
     }
     schema
+}
+
+/// The MCP `outputSchema` of a result type: how it serializes, with every subschema inlined.
+/// MCP wants an object schema at the top. An object result (or one of several object shapes)
+/// is described as it is; a result that is never an object is described inside
+/// `{"result": …}`, which is how `vox_mcp::encode` wraps such a value in `structuredContent`.
+/// `None` when the type does not say whether it is an object (`serde_json::Value`).
+pub fn output_schema_of<R: JsonSchema>() -> Option<Value> {
+    object_root(generated::<R>(
+        SchemaSettings::draft2020_12().for_serialize(),
+    ))
+}
+
+/// `schema` as an object-rooted output schema (see [`output_schema_of`]).
+pub fn object_root(mut schema: Value) -> Option<Value> {
+    match root_kind(&schema) {
+        RootKind::Object => {
+            if let Some(obj) = schema.as_object_mut() {
+                obj.entry("type").or_insert("object".into());
+            }
+            Some(schema)
+        }
+        RootKind::NotObject => {
+            let description = schema.as_object_mut().and_then(|o| o.remove("description"));
+            let mut wrapped = json!({
+                "type": "object",
+                "properties": {"result": schema},
+                "required": ["result"],
+                "additionalProperties": false,
+            });
+            if let Some(d) = description {
+                wrapped["description"] = d;
+            }
+            Some(wrapped)
+        }
+        RootKind::Unknown => None,
+    }
+}
+
+enum RootKind {
+    /// Every value it admits is an object.
+    Object,
+    /// No value it admits is an object.
+    NotObject,
+    Unknown,
+}
+
+fn root_kind(schema: &Value) -> RootKind {
+    let Some(obj) = schema.as_object() else {
+        return RootKind::Unknown;
+    };
+    match obj.get("type") {
+        Some(Value::String(t)) if t == "object" => return RootKind::Object,
+        Some(Value::String(_)) => return RootKind::NotObject,
+        Some(Value::Array(ts)) if !ts.iter().any(|t| t == "object") => {
+            return RootKind::NotObject;
+        }
+        Some(_) => return RootKind::Unknown,
+        None => {}
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = obj.get(key) {
+            let kinds: Vec<RootKind> = branches.iter().map(root_kind).collect();
+            if !kinds.is_empty() && kinds.iter().all(|k| matches!(k, RootKind::Object)) {
+                return RootKind::Object;
+            }
+            if !kinds.is_empty() && kinds.iter().all(|k| matches!(k, RootKind::NotObject)) {
+                return RootKind::NotObject;
+            }
+            return RootKind::Unknown;
+        }
+    }
+    RootKind::Unknown
 }
 
 /// Rewrites a schema so that nothing in it is nullable, recursively (`properties`, `items`,
@@ -212,19 +296,22 @@ pub fn portability_problems(schema: &Value) -> Vec<String> {
     out
 }
 
-/// An async handler: `f(ctx, call, args)` with typed arguments and the schema from their type.
-pub fn async_typed<A, F, Fut>(f: F) -> HandlerEntry
+/// An async handler: `f(ctx, call, args)` with typed arguments and a typed result; the input
+/// schema comes from the argument type, the output schema from the result type.
+pub fn async_typed<A, R, F, Fut>(f: F) -> HandlerEntry
 where
     A: DeserializeOwned + JsonSchema + Send + 'static,
+    R: Serialize + JsonSchema + 'static,
     F: Fn(Arc<Ctx>, CallCtx, A) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = HandlerResult> + Send + 'static,
+    Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
 {
     let f = Arc::new(f);
     HandlerEntry {
         schema: schema_of::<A>(),
+        output_schema: output_schema_of::<R>(),
         call: Box::new(move |ctx, call, args| {
             let f = f.clone();
-            Box::pin(async move { f(ctx, call, decode::<A>(args)?).await })
+            Box::pin(async move { encode(f(ctx, call, decode::<A>(args)?).await) })
         }),
     }
 }
@@ -241,17 +328,21 @@ pub async fn run_blocking<T: Send + 'static>(
 }
 
 /// A synchronous handler that reads the call (its session, cancellation, progress, logs).
-pub fn blocking<A: DeserializeOwned + JsonSchema + Send + 'static>(
-    f: fn(&Ctx, &CallCtx, A) -> HandlerResult,
-) -> HandlerEntry {
-    async_typed::<A, _, _>(move |ctx, call, a| run_blocking(move || f(&ctx, &call, a)))
+pub fn blocking<A, R>(f: fn(&Ctx, &CallCtx, A) -> Result<R, ToolError>) -> HandlerEntry
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    R: Serialize + JsonSchema + Send + 'static,
+{
+    async_typed::<A, R, _, _>(move |ctx, call, a| run_blocking(move || f(&ctx, &call, a)))
 }
 
 /// A synchronous handler of the context and its arguments alone.
-pub fn typed<A: DeserializeOwned + JsonSchema + Send + 'static>(
-    f: fn(&Ctx, A) -> HandlerResult,
-) -> HandlerEntry {
-    async_typed::<A, _, _>(move |ctx, _call, a| run_blocking(move || f(&ctx, a)))
+pub fn typed<A, R>(f: fn(&Ctx, A) -> Result<R, ToolError>) -> HandlerEntry
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    R: Serialize + JsonSchema + Send + 'static,
+{
+    async_typed::<A, R, _, _>(move |ctx, _call, a| run_blocking(move || f(&ctx, a)))
 }
 
 /// A synchronous handler that is quick and bounded (a SQLite point lookup by key): it runs on
@@ -260,20 +351,22 @@ pub fn typed<A: DeserializeOwned + JsonSchema + Send + 'static>(
 /// than such a call's own work; but a worker must never wait behind a long write or scan, so
 /// `inline` checks (e.g. that no long store operation is under way). Anything that can take longer
 /// than a point read must use [`typed`].
-pub fn quick<A: DeserializeOwned + JsonSchema + Send + 'static>(
-    f: fn(&Ctx, A) -> HandlerResult,
-    inline: fn(&Ctx) -> bool,
-) -> HandlerEntry {
+pub fn quick<A, R>(f: fn(&Ctx, A) -> Result<R, ToolError>, inline: fn(&Ctx) -> bool) -> HandlerEntry
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    R: Serialize + JsonSchema + Send + 'static,
+{
     HandlerEntry {
         schema: schema_of::<A>(),
+        output_schema: output_schema_of::<R>(),
         call: Box::new(move |ctx, _call, args| {
             if inline(&ctx) {
                 let out = decode::<A>(args).and_then(|a| f(&ctx, a));
-                Box::pin(std::future::ready(out))
+                Box::pin(std::future::ready(encode(out)))
             } else {
                 Box::pin(async move {
                     let a = decode::<A>(args)?;
-                    run_blocking(move || f(&ctx, a)).await
+                    encode(run_blocking(move || f(&ctx, a)).await)
                 })
             }
         }),
@@ -358,5 +451,34 @@ mod tests {
         let problems = portability_problems(&bad);
         assert_eq!(problems.len(), 4, "{problems:?}");
         assert!(!portability_problems(&json!({"type": "string"})).is_empty());
+    }
+
+    #[derive(Serialize, JsonSchema)]
+    struct Out {
+        n: u32,
+        next: Option<String>,
+    }
+
+    #[derive(Serialize, JsonSchema)]
+    #[serde(untagged)]
+    #[allow(dead_code)]
+    enum Either {
+        A { a: u32 },
+        B { b: String },
+    }
+
+    #[test]
+    fn output_schemas_have_an_object_root() {
+        let o = output_schema_of::<Out>().unwrap();
+        assert_eq!(o["type"], "object");
+        assert_eq!(o["required"], json!(["n", "next"]));
+        // A nullable result field stays nullable: the schema must admit what is sent.
+        assert_eq!(o["properties"]["next"]["type"], json!(["string", "null"]));
+        assert_eq!(output_schema_of::<Either>().unwrap()["type"], "object");
+        // A value that is never an object is described as encode wraps it.
+        let wrapped = output_schema_of::<Vec<u32>>().unwrap();
+        assert_eq!(wrapped["required"], json!(["result"]));
+        assert_eq!(wrapped["properties"]["result"]["type"], "array");
+        assert_eq!(output_schema_of::<Value>(), None);
     }
 }
