@@ -44,8 +44,10 @@ async def main() -> None:
             url = f"http://{url}/mcp"
             for mode in ("legacy", "auto"):
                 async with await session(url, WRITE, mode) as c:
-                    names = [t.name for t in (await c.list_tools()).tools]
+                    tools = (await c.list_tools()).tools
+                    names = [t.name for t in tools]
                     check("vox_memory_store" in names and len(names) == 17, f"[{mode}] write token lists the knowledge slice over /mcp")
+                    check(all((t.output_schema or {}).get("type") == "object" for t in tools), f"[{mode}] every tool advertises an object outputSchema over /mcp")
                     r = await c.call_tool("vox_memory_store", {"key": "http/k", "value": "over http"})
                     check(not r.is_error, f"[{mode}] write token can store")
                     check((await c.list_resources()).resources == [], f"[{mode}] a profile without skills serves no resources over /mcp")

@@ -36,6 +36,18 @@ def check(cond: bool, what: str) -> None:
     print(f"ok   {what}")
 
 
+def nullable(schema) -> bool:
+    """Whether a schema anywhere has a "null" type, a type array or a $ref."""
+    if isinstance(schema, dict):
+        t = schema.get("type")
+        if isinstance(t, list) or t == "null" or "$ref" in schema:
+            return True
+        return any(nullable(v) for k, v in schema.items() if k not in ("enum", "const", "default", "examples"))
+    if isinstance(schema, list):
+        return any(nullable(v) for v in schema)
+    return False
+
+
 def expected_slice(profile: str) -> list[str]:
     out = subprocess.run([VOX, "profile", "show", profile, "--json"], check=True, capture_output=True, text=True)
     return [t["name"] for t in json.loads(out.stdout)["tools"]]
@@ -57,8 +69,13 @@ async def run_mode(mode: str) -> None:
                 check(names == expected_slice("knowledge"), f"[{mode}] knowledge tools/list is exactly the profile slice ({len(names)} tools)")
                 meta = next(t for t in tools if t.name == "vox_memory_store").meta or {}
                 check(meta.get("vox_side_effect_class") == "writes_state", f"[{mode}] tools carry _meta vox_side_effect_class")
+                check(all((t.output_schema or {}).get("type") == "object" for t in tools), f"[{mode}] every tool advertises an object outputSchema")
+                check(not any(nullable(t.input_schema) for t in tools), f"[{mode}] no input schema has a null type, a type array or a $ref")
+                # The SDK validates each successful result's structuredContent against the outputSchema.
                 r = await client.call_tool("vox_memory_store", {"key": "py/k", "value": "from python"})
                 check(not r.is_error, f"[{mode}] vox_memory_store succeeds")
+                r = await client.call_tool("vox_memory_list", {"prefix": None, "tag": None, "limit": None})
+                check(not r.is_error and structured(r)["memories"][0]["key"] == "py/k", f"[{mode}] null for optional arguments is accepted")
                 r = await client.call_tool("vox_memory_recall", {"key": "py/k"})
                 check(structured(r)["memory"]["value"] == "from python", f"[{mode}] vox_memory_recall returns the stored value")
                 r = await client.call_tool("vox_repo_status", {})

@@ -37,9 +37,9 @@ fn exit_code(problems: &[String]) -> ExitCode {
     }
 }
 
-/// The static wiring gate: every built catalog tool has a handler with a plain object input
-/// schema, every handler has a catalog row, and every profile composes from catalog tools whose
-/// subsystems its closure covers.
+/// The static wiring gate: every built catalog tool has a handler with a plain, portable object
+/// input schema and an object output schema, every handler has a catalog row, and every profile
+/// composes from catalog tools whose subsystems its closure covers.
 pub fn operations_verify(json_out: bool) -> Result<ExitCode> {
     let mut problems: Vec<String> = Vec::new();
     match vox_core::assemble(vox_tools::families()) {
@@ -48,14 +48,25 @@ pub fn operations_verify(json_out: bool) -> Result<ExitCode> {
             handlers: table, ..
         }) => {
             for t in TOOL_REGISTRY.iter().filter(|t| t.built) {
-                if let Some(h) = &table[t.index]
-                    && (h.schema.get("type").and_then(Value::as_str) != Some("object")
-                        || !h.schema["properties"].is_object())
+                let Some(h) = &table[t.index] else { continue };
+                if h.schema.get("type").and_then(Value::as_str) != Some("object")
+                    || !h.schema["properties"].is_object()
                 {
                     problems.push(format!(
                         "{}: input schema is not an object schema with properties",
                         t.name
                     ));
+                }
+                for p in vox_core::family::portability_problems(&h.schema) {
+                    problems.push(format!("{}: input schema is not portable: {p}", t.name));
+                }
+                if h.output_schema
+                    .as_ref()
+                    .and_then(|o| o.get("type"))
+                    .and_then(Value::as_str)
+                    != Some("object")
+                {
+                    problems.push(format!("{}: no object output schema", t.name));
                 }
             }
         }

@@ -810,3 +810,41 @@ async fn a_closed_rest_request_or_websocket_cancels_its_work() {
     let took = gone_after(&format!("sleep {marker}"), move || drop(socket)).await;
     assert!(took.as_millis() < 1000, "WebSocket: gone after {took:?}");
 }
+
+#[tokio::test]
+async fn rest_lists_output_schemas_and_results_match_them() {
+    let s = Server::tokens(Ws::new(), "knowledge");
+    let listed = http(s.addr, "GET", "/v1/tools", Some(WRITE), None)
+        .await
+        .body;
+    let tools = listed["tools"].as_array().unwrap();
+    assert_eq!(names(&listed), registry_slice("knowledge"));
+    for t in tools {
+        assert_eq!(t["output_schema"]["type"], "object", "{t}");
+        let problems = vox_core::family::portability_problems(&t["input_schema"]);
+        assert!(problems.is_empty(), "{}: {problems:?}", t["name"]);
+    }
+    let r = call(
+        &s,
+        Some(WRITE),
+        "vox_memory_store",
+        json!({"key": "k", "value": "v", "tags": null}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(
+        &s,
+        Some(WRITE),
+        "vox_memory_list",
+        json!({"prefix": null, "cursor": null}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let schema = &tools
+        .iter()
+        .find(|t| t["name"] == "vox_memory_list")
+        .unwrap()["output_schema"];
+    let validator = jsonschema::validator_for(schema).unwrap();
+    assert!(validator.is_valid(&r.body["result"]), "{}", r.body);
+    assert_eq!(r.body["result"]["memories"][0]["key"], "k");
+}

@@ -7,7 +7,7 @@ use std::time::Instant;
 use vox_mcp_registry::{BOOT_STEPS, ProfileSet, SUBSYSTEMS, SubsystemMask};
 
 /// What happened to one boot step.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema, PartialEq, Eq)]
 pub struct StepReport {
     pub step: &'static str,
     pub subsystem: &'static str,
@@ -18,7 +18,7 @@ pub struct StepReport {
 }
 
 /// The daemon's boot report (`orch.boot_report`).
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema, Default)]
 pub struct BootReport {
     pub profile: String,
     /// Subsystems that are up, in contract order.

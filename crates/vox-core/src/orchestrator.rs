@@ -24,6 +24,9 @@ pub struct ToolDescriptor {
     pub description: &'static str,
     #[serde(rename = "inputSchema")]
     pub input_schema: Value,
+    /// The schema `structuredContent` of a successful call validates against.
+    #[serde(rename = "outputSchema", skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
     pub annotations: Value,
     #[serde(rename = "_meta")]
     pub meta: Value,
@@ -145,6 +148,7 @@ impl Orchestrator {
                     title: t.title,
                     description: t.description,
                     input_schema: h.schema.clone(),
+                    output_schema: h.output_schema.clone(),
                     annotations: annotations(t),
                     meta: json!({
                         "vox_exposure": t.exposure.as_str(),

@@ -387,7 +387,13 @@ async fn list_tools(
         .orch
         .list_tools_as(&s.surface, who.caller)
         .into_iter()
-        .map(|d| json!({"name": d.name, "description": d.description, "input_schema": d.input_schema, "lane": d.meta["vox_lane"]}))
+        .map(|d| {
+            let mut t = json!({"name": d.name, "description": d.description, "input_schema": d.input_schema, "lane": d.meta["vox_lane"]});
+            if let Some(o) = &d.output_schema {
+                t["output_schema"] = o.clone();
+            }
+            t
+        })
         .collect();
     Json(json!({"tools": tools}))
 }

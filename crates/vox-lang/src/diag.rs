@@ -35,7 +35,9 @@ impl Span {
 }
 
 /// How bad a diagnostic is. `Error` makes `vox check` exit 1.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// The file cannot be run as written.
@@ -264,7 +266,7 @@ fn render_one(file: &SourceFile, d: &Diagnostic, out: &mut String) {
 }
 
 /// A diagnostic flattened for JSON output (`vox check --json`, the `vox_check` tool).
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct DiagnosticJson {
     /// Stable code.
     pub code: &'static str,

@@ -223,30 +223,28 @@ pub fn ty_schema(ty: &Ty) -> J {
                 json!({"type": "object", "additionalProperties": v})
             }
         }
-        Ty::Option { of } => {
-            let inner = ty_schema(of);
-            match inner.get("type").and_then(J::as_str) {
-                Some(t) => {
-                    let mut o = inner.as_object().cloned().unwrap_or_default();
-                    o.insert("type".into(), json!([t, "null"]));
-                    J::Object(o)
-                }
-                // An unconstrained inner type already admits null.
-                None => inner,
-            }
-        }
+        // Advertised as its plain type: nullable types (`["string", "null"]`) are rejected or
+        // warned about by some clients. `null` is still accepted, and an `Option` parameter
+        // may be left out (see [`input_schema`]).
+        Ty::Option { of } => ty_schema(of),
         Ty::Any | Ty::User { .. } | Ty::Result { .. } | Ty::Fn { .. } => json!({}),
     }
 }
 
+/// Whether a parameter may be left out: it has a default, or it is an `Option` (then it is
+/// `None`).
+pub fn is_optional_param(has_default: bool, ty: &Ty) -> bool {
+    has_default || matches!(ty, Ty::Option { .. })
+}
+
 /// The input schema of a function: one property per parameter, `required` for those without
-/// a default, no additional properties.
+/// a default that are not `Option`s, no additional properties.
 pub fn input_schema(sig: &FnSig) -> J {
     let mut props = JMap::new();
     let mut required = Vec::new();
     for prm in &sig.params {
         props.insert(prm.name.clone(), ty_schema(&prm.ty));
-        if !prm.has_default {
+        if !is_optional_param(prm.has_default, &prm.ty) {
             required.push(J::String(prm.name.clone()));
         }
     }

@@ -56,6 +56,6 @@ pub use diag::{Code, Diagnostic, DiagnosticJson, Severity, SourceFile, Span};
 pub use import::{FsLoader, MemoryLoader, ModuleLoader, NoImports};
 pub use interp::{Budget, BudgetKind, LogSink, RunError};
 pub use module::{
-    Analysis, CallError, CallOptions, CallOutput, CompileError, ImportInfo, ImportedFile,
-    MAX_SOURCE_BYTES, Module, TestOutcome, analyze, analyze_with, decode_source,
+    Analysis, CallError, CallOptions, CallOutput, CompileError, HirSummary, ImportInfo,
+    ImportedFile, MAX_SOURCE_BYTES, Module, TestOutcome, analyze, analyze_with, decode_source,
 };

@@ -68,7 +68,7 @@ pub struct ImportedFile {
 }
 
 /// One `import` of the root file, and what it loaded.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ImportInfo {
     /// The module path (`a.b`), empty for forms that name none.
     pub module: String,
@@ -615,7 +615,7 @@ impl CallError {
 }
 
 /// The result of one `@test` function.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TestOutcome {
     /// Function name.
     pub name: String,
@@ -770,6 +770,12 @@ impl Module {
         let mut values = Vec::with_capacity(sig.params.len());
         for p in &sig.params {
             match obj.get(&p.name) {
+                // `null` for a parameter with a default is the same as leaving it out.
+                Some(J::Null)
+                    if p.has_default && !matches!(p.ty, crate::hir::Ty::Option { .. }) =>
+                {
+                    values.push(None)
+                }
                 Some(j) => {
                     let v = json::json_to_typed(&self.program, j, &p.ty, &p.name).map_err(
                         |message| CallError::Input {
@@ -780,6 +786,10 @@ impl Module {
                     values.push(Some(v));
                 }
                 None if p.has_default => values.push(None),
+                // A left-out `Option` parameter without a default is `None`.
+                None if matches!(p.ty, crate::hir::Ty::Option { .. }) => {
+                    values.push(Some(Value::None))
+                }
                 None => {
                     return Err(CallError::Input {
                         param: Some(p.name.clone()),
@@ -911,7 +921,12 @@ impl Module {
     /// The module's signatures, types, constants and skipped items as JSON (for
     /// `vox_compiler_introspect`).
     pub fn hir_json(&self) -> J {
-        summary_json(&self.program, &self.source, &self.imports)
+        self.hir_summary().to_json()
+    }
+
+    /// The module's signatures, types, constants and skipped items.
+    pub fn hir_summary(&self) -> HirSummary {
+        summary(&self.program, &self.source, &self.imports)
     }
 }
 
@@ -919,7 +934,39 @@ fn root_functions(p: &Program) -> &[FnSig] {
     &p.functions[p.root.functions as usize..]
 }
 
-fn summary_json(p: &Program, source: &SourceFile, imports: &[ImportInfo]) -> J {
+/// A file's HIR as `vox_compiler_introspect` shows it. Signatures, types and constants hold
+/// (recursive) HIR types, so they are given as their JSON forms.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct HirSummary {
+    /// The file name.
+    pub file: String,
+    /// Top-level functions: name, role, params, ret, decorators, line and input_schema.
+    pub functions: Vec<J>,
+    /// Declared types: name and shape.
+    pub types: Vec<J>,
+    /// Constants: name and type.
+    pub constants: Vec<J>,
+    /// Items the file declares that the language skips (kind, name, line).
+    pub opaque: Vec<J>,
+    /// The file's imports.
+    pub imports: Vec<ImportInfo>,
+}
+
+impl HirSummary {
+    /// As JSON.
+    pub fn to_json(&self) -> J {
+        serde_json::to_value(self).unwrap_or(J::Null)
+    }
+}
+
+fn to_json_each<T: Serialize>(items: &[T]) -> Vec<J> {
+    items
+        .iter()
+        .map(|x| serde_json::to_value(x).unwrap_or(J::Null))
+        .collect()
+}
+
+fn summary(p: &Program, source: &SourceFile, imports: &[ImportInfo]) -> HirSummary {
     let functions: Vec<J> = root_functions(p)
         .iter()
         .map(|f| {
@@ -930,14 +977,19 @@ fn summary_json(p: &Program, source: &SourceFile, imports: &[ImportInfo]) -> J {
             v
         })
         .collect();
-    json!({
-        "file": source.name,
-        "functions": functions,
-        "types": serde_json::to_value(&p.types[p.root.types as usize..]).unwrap_or(J::Null),
-        "constants": p.consts[p.root.consts as usize..].iter().map(|c| json!({"name": c.name, "type": serde_json::to_value(&c.ty).unwrap_or(J::Null)})).collect::<Vec<_>>(),
-        "opaque": serde_json::to_value(&p.opaque[p.root.opaque as usize..]).unwrap_or(J::Null),
-        "imports": serde_json::to_value(imports).unwrap_or(J::Null),
-    })
+    HirSummary {
+        file: source.name.clone(),
+        functions,
+        types: to_json_each(&p.types[p.root.types as usize..]),
+        constants: p.consts[p.root.consts as usize..]
+            .iter()
+            .map(
+                |c| json!({"name": c.name, "type": serde_json::to_value(&c.ty).unwrap_or(J::Null)}),
+            )
+            .collect(),
+        opaque: to_json_each(&p.opaque[p.root.opaque as usize..]),
+        imports: imports.to_vec(),
+    }
 }
 
 impl Analysis {
@@ -948,6 +1000,11 @@ impl Analysis {
 
     /// HIR summary as JSON (available even when the file has errors).
     pub fn hir_json(&self) -> J {
-        summary_json(&self.program, &self.source, &self.imports)
+        self.hir_summary().to_json()
+    }
+
+    /// HIR summary (available even when the file has errors).
+    pub fn hir_summary(&self) -> HirSummary {
+        summary(&self.program, &self.source, &self.imports)
     }
 }

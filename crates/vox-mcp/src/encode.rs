@@ -79,7 +79,8 @@ pub fn ws(id: Value, outcome: ToolOutcome) -> Value {
     }
 }
 
-/// Tool descriptors (MCP field names, as the orchestrator builds them) as rmcp tools.
+/// Tool descriptors (MCP field names, as the orchestrator builds them: `inputSchema`, and
+/// `outputSchema` where the tool has one) as rmcp tools.
 pub fn tools(descriptors: Value) -> Result<Vec<rmcp::model::Tool>, McpError> {
     serde_json::from_value(descriptors)
         .map_err(|e| McpError::internal_error(format!("malformed tool descriptors: {e}"), None))
@@ -124,6 +125,25 @@ mod tests {
                 assert_eq!(frame["status"], status);
             }
         }
+    }
+
+    #[test]
+    fn tool_descriptors_keep_their_output_schema() {
+        let out = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+        let listed = tools(json!([
+            {"name": "a", "inputSchema": {"type": "object"}, "outputSchema": out},
+            {"name": "b", "inputSchema": {"type": "object"}},
+        ]))
+        .unwrap();
+        assert_eq!(
+            listed[0]
+                .output_schema
+                .as_deref()
+                .cloned()
+                .map(Value::Object),
+            Some(out)
+        );
+        assert!(listed[1].output_schema.is_none());
     }
 
     #[test]

@@ -186,7 +186,7 @@ impl RepoError {
 pub type Result<T, E = RepoError> = std::result::Result<T, E>;
 
 /// Working-tree state, from `git status --porcelain=v2`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Status {
     /// The checked-out branch; `None` when HEAD is detached.
     pub branch: Option<String>,
@@ -203,7 +203,7 @@ pub struct Status {
 }
 
 /// A branch's upstream and how far apart they are.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Upstream {
     /// The upstream ref, e.g. `origin/main`.
     pub name: String,
@@ -215,7 +215,7 @@ pub struct Upstream {
 
 /// Which side of a path changed. A path changed both in the index and in the working tree is
 /// listed twice, once `staged` and once `unstaged`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EntryKind {
     /// Index differs from HEAD.
@@ -229,7 +229,7 @@ pub enum EntryKind {
 }
 
 /// One path in [`Status`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct StatusEntry {
     /// Repository-relative path (a directory ends in `/` for an untracked directory).
     pub path: String,
@@ -244,7 +244,7 @@ pub struct StatusEntry {
 }
 
 /// One commit, as listed by [`Repo::log`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Commit {
     /// Full object id.
     pub sha: String,
@@ -280,7 +280,7 @@ pub enum DiffTarget {
 }
 
 /// Per-file change counts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DiffFile {
     /// Path on the new side.
     pub path: String,
@@ -295,7 +295,7 @@ pub struct DiffFile {
 }
 
 /// A diff: per-file stats and the unified patch.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Diff {
     /// Changed files, in git's order.
     pub files: Vec<DiffFile>,
@@ -308,7 +308,7 @@ pub struct Diff {
 }
 
 /// One commit in full, from [`Repo::show`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ShowCommit {
     /// The commit's log fields.
     #[serde(flatten)]
@@ -331,7 +331,7 @@ pub struct ShowCommit {
 }
 
 /// The kind of object a tree entry points at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ObjectKind {
     /// A file (or symlink).
@@ -343,7 +343,7 @@ pub enum ObjectKind {
 }
 
 /// One entry of a [`Tree`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TreeEntry {
     /// Repository-relative path.
     pub path: String,
@@ -358,7 +358,7 @@ pub struct TreeEntry {
 }
 
 /// A directory listing at a commit, from [`Repo::tree`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Tree {
     /// The commit listed; `None` in a repository with no commits (then `entries` is empty).
     pub rev: Option<String>,
@@ -371,7 +371,7 @@ pub struct Tree {
 }
 
 /// A file's content at a commit, from [`Repo::file`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct FileAt {
     /// The normalised repository-relative path.
     pub path: String,

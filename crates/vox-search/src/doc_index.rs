@@ -18,7 +18,7 @@ const SNIPPET_CHARS: usize = 200;
 const TITLE_BOOST: f32 = 2.0;
 
 /// One search hit of a [`DocIndex`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct DocHit {
     /// The id given at upsert.
     pub id: String,

@@ -57,7 +57,7 @@ pub struct RefreshStats {
 }
 
 /// One line of a file that contains a query word.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct LineMatch {
     /// 1-based line number.
     pub line: u32,
@@ -66,7 +66,7 @@ pub struct LineMatch {
 }
 
 /// One file matching a text search.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FileHit {
     /// Path relative to the workspace root, `/`-separated.
     pub path: String,
@@ -77,7 +77,7 @@ pub struct FileHit {
 }
 
 /// One declaration matching a declaration search.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct DeclarationHit {
     /// The declared name.
     pub name: String,

@@ -24,7 +24,7 @@ pub const MAX_COMPATIBILITY_CHARS: usize = 500;
 pub const MAX_TOOLS: usize = 256;
 
 /// Which front matter syntax a skill uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum FrontMatterFormat {
     Yaml,
@@ -51,7 +51,7 @@ pub struct Manifest {
 }
 
 /// One thing wrong with a `SKILL.md`: the 1-based line when it is known, and what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Problem {
     pub line: Option<usize>,
     pub message: String,

@@ -21,7 +21,7 @@ pub const MAX_CATALOG_BYTES: u64 = 64 * 1024 * 1024;
 const STALE_STAGING: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Where a skill was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
     /// `<workspace>/.vox/skills`: the store `vox_skill_install` writes.
@@ -94,7 +94,7 @@ pub struct Skill {
 }
 
 /// A skill directory that did not load, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct LoadError {
     pub path: String,
     pub problems: Vec<Problem>,
@@ -108,7 +108,7 @@ impl std::fmt::Display for LoadError {
 }
 
 /// A skill id also found in a root of lower precedence, which is therefore not served.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Shadowed {
     pub id: String,
     pub path: String,
@@ -128,7 +128,7 @@ pub enum SkillError {
 }
 
 /// A search hit.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SearchHit {
     pub id: String,
     pub score: f32,

@@ -5,7 +5,7 @@ use rusqlite::params;
 use serde::Serialize;
 
 /// One served call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct AttentionEvent {
     pub ts: i64,
     pub agent: String,
@@ -16,7 +16,7 @@ pub struct AttentionEvent {
 }
 
 /// Totals for one tool.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ToolSummary {
     pub tool: String,
     pub calls: i64,
@@ -26,7 +26,7 @@ pub struct ToolSummary {
 }
 
 /// Estimated tokens for one day and agent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct CostRow {
     pub day: String,
     pub agent: String,

@@ -6,7 +6,7 @@ use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 /// A whole document.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct KbDocument {
     pub id: i64,
     pub title: String,
@@ -17,7 +17,7 @@ pub struct KbDocument {
 }
 
 /// A document without its content, for listings.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct KbSummary {
     pub id: i64,
     pub title: String,

@@ -5,7 +5,7 @@ use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 /// One memory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Memory {
     pub key: String,
     pub value: String,

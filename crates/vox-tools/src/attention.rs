@@ -1,17 +1,30 @@
 //! Attention and budgets: `vox_attention_*`, `vox_budget_status`, `vox_trust_override`, and the
 //! store-backed `vox_attention_summary` and `vox_cost_history`.
 
-use crate::attention_state::{Attention, Trust, estimate_tokens};
+use crate::attention_state::{
+    Attention, BudgetStatus, History, Reset, Trust, TrustChange, estimate_tokens,
+};
 use crate::bounded;
 use crate::store::{db, store};
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use vox_core::family::typed;
 use vox_core::{CallObserver, Ctx, Family, HandlerEntry, StepDone, ToolError, ToolOutcome};
 use vox_mcp_registry::BootStep;
-use vox_store::{AttentionEvent, Store, now_ms};
+use vox_store::{AttentionEvent, CostRow, Store, ToolSummary, now_ms};
+
+#[derive(Serialize, JsonSchema)]
+struct Summary {
+    /// Per-tool totals, most called first.
+    tools: Vec<ToolSummary>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Cost {
+    /// Estimated tokens per day and agent.
+    days: Vec<CostRow>,
+}
 
 fn attention(ctx: &Ctx) -> Result<&Attention, ToolError> {
     Ok(ctx
@@ -115,20 +128,20 @@ struct SinceArgs {
     agent: Option<String>,
 }
 
-fn history(ctx: &Ctx, a: HistoryArgs) -> Result<Value, ToolError> {
+fn history(ctx: &Ctx, a: HistoryArgs) -> Result<History, ToolError> {
     let limit = a.limit.unwrap_or(50).clamp(1, 1000) as usize;
     Ok(attention(ctx)?.history(a.agent.as_deref(), a.tool.as_deref(), limit))
 }
 
-fn reset(ctx: &Ctx, _a: NoArgs) -> Result<Value, ToolError> {
+fn reset(ctx: &Ctx, _a: NoArgs) -> Result<Reset, ToolError> {
     Ok(attention(ctx)?.reset())
 }
 
-fn budget(ctx: &Ctx, a: BudgetArgs) -> Result<Value, ToolError> {
+fn budget(ctx: &Ctx, a: BudgetArgs) -> Result<BudgetStatus, ToolError> {
     Ok(attention(ctx)?.budget_status(a.agent.as_deref()))
 }
 
-fn trust(ctx: &Ctx, a: TrustArgs) -> Result<Value, ToolError> {
+fn trust(ctx: &Ctx, a: TrustArgs) -> Result<TrustChange, ToolError> {
     bounded("agent", &a.agent, 256)?;
     let ttl = a.ttl_secs.unwrap_or(3600).min(7 * 86_400);
     Ok(attention(ctx)?.override_trust(&a.agent, a.level, ttl, a.reason))
@@ -149,14 +162,20 @@ fn flush(ctx: &Ctx) -> Result<(), ToolError> {
     Ok(())
 }
 
-fn summary(ctx: &Ctx, a: SinceArgs) -> Result<Value, ToolError> {
+fn summary(ctx: &Ctx, a: SinceArgs) -> Result<Summary, ToolError> {
     flush(ctx)?;
-    Ok(json!({"tools": store(ctx)?.attention_summary(since_ms(a.days)).map_err(db)?}))
+    let tools = store(ctx)?
+        .attention_summary(since_ms(a.days))
+        .map_err(db)?;
+    Ok(Summary { tools })
 }
 
-fn cost(ctx: &Ctx, a: SinceArgs) -> Result<Value, ToolError> {
+fn cost(ctx: &Ctx, a: SinceArgs) -> Result<Cost, ToolError> {
     flush(ctx)?;
-    Ok(json!({"days": store(ctx)?.cost_history(since_ms(a.days), a.agent.as_deref()).map_err(db)?}))
+    let days = store(ctx)?
+        .cost_history(since_ms(a.days), a.agent.as_deref())
+        .map_err(db)?;
+    Ok(Cost { days })
 }
 
 fn handlers() -> Vec<(&'static str, HandlerEntry)> {

@@ -5,6 +5,7 @@
 //! also appended to the ledger for `vox_attention_summary` and `vox_cost_history`, in batches
 //! off the call path.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
@@ -35,7 +36,7 @@ impl Trust {
 }
 
 /// An active trust override.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct TrustOverride {
     pub level: Trust,
     pub reason: Option<String>,
@@ -57,6 +58,54 @@ struct Window {
     overrides: BTreeMap<String, TrustOverride>,
     /// Not yet written to the store.
     pending: Vec<AttentionEvent>,
+}
+
+/// `vox_attention_history`: the window's most recent calls.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct History {
+    pub window_started_ms: i64,
+    /// Most recent first.
+    pub events: Vec<AttentionEvent>,
+}
+
+/// `vox_attention_reset`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Reset {
+    pub cleared_events: usize,
+    pub window_started_ms: i64,
+}
+
+/// `vox_budget_status`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BudgetStatus {
+    pub window_started_ms: i64,
+    pub default_token_budget: u64,
+    pub agents: Vec<AgentBudget>,
+    /// Agent → its active trust override.
+    pub overrides: BTreeMap<String, TrustOverride>,
+}
+
+/// One agent's budget in the current window.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AgentBudget {
+    pub agent: String,
+    pub trust: Trust,
+    pub calls: u64,
+    pub errors: u64,
+    pub tokens_used: u64,
+    pub token_budget: u64,
+    pub tokens_remaining: u64,
+    pub over_budget: bool,
+}
+
+/// `vox_trust_override`: the override set, or whether one was cleared.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TrustChange {
+    pub agent: String,
+    #[serde(rename = "override", skip_serializing_if = "Option::is_none")]
+    pub set: Option<TrustOverride>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cleared: Option<bool>,
 }
 
 /// The attention subsystem's state.
@@ -116,35 +165,37 @@ impl Attention {
     }
 
     /// Most recent first, optionally for one agent or tool.
-    pub fn history(
-        &self,
-        agent: Option<&str>,
-        tool: Option<&str>,
-        limit: usize,
-    ) -> serde_json::Value {
+    pub fn history(&self, agent: Option<&str>, tool: Option<&str>, limit: usize) -> History {
         let w = self.window();
-        let events: Vec<&AttentionEvent> = w
+        let events: Vec<AttentionEvent> = w
             .events
             .iter()
             .rev()
             .filter(|e| agent.is_none_or(|a| e.agent == a) && tool.is_none_or(|t| e.tool == t))
             .take(limit)
+            .cloned()
             .collect();
-        serde_json::json!({ "window_started_ms": w.started_ms, "events": events })
+        History {
+            window_started_ms: w.started_ms,
+            events,
+        }
     }
 
     /// Starts a new window; overrides survive (they have their own expiry).
-    pub fn reset(&self) -> serde_json::Value {
+    pub fn reset(&self) -> Reset {
         let mut w = self.window();
         let cleared = w.events.len();
         w.events.clear();
         w.usage.clear();
         w.started_ms = now_ms();
-        serde_json::json!({ "cleared_events": cleared, "window_started_ms": w.started_ms })
+        Reset {
+            cleared_events: cleared,
+            window_started_ms: w.started_ms,
+        }
     }
 
     /// Budget per agent in the current window.
-    pub fn budget_status(&self, agent: Option<&str>) -> serde_json::Value {
+    pub fn budget_status(&self, agent: Option<&str>) -> BudgetStatus {
         let mut w = self.window();
         let now = now_ms();
         w.overrides.retain(|_, o| o.until_ms > now);
@@ -157,18 +208,23 @@ impl Attention {
             let u = w.usage.get(&name).copied().unwrap_or_default();
             let trust = w.overrides.get(&name).map_or(Trust::Normal, |o| o.level);
             let budget = (self.budget_tokens as f64 * trust.factor()) as u64;
-            agents.push(serde_json::json!({
-                "agent": name, "trust": trust, "calls": u.calls, "errors": u.errors,
-                "tokens_used": u.tokens, "token_budget": budget,
-                "tokens_remaining": budget.saturating_sub(u.tokens), "over_budget": u.tokens > budget,
-            }));
+            agents.push(AgentBudget {
+                agent: name,
+                trust,
+                calls: u.calls,
+                errors: u.errors,
+                tokens_used: u.tokens,
+                token_budget: budget,
+                tokens_remaining: budget.saturating_sub(u.tokens),
+                over_budget: u.tokens > budget,
+            });
         }
-        serde_json::json!({
-            "window_started_ms": w.started_ms,
-            "default_token_budget": self.budget_tokens,
-            "agents": agents,
-            "overrides": w.overrides,
-        })
+        BudgetStatus {
+            window_started_ms: w.started_ms,
+            default_token_budget: self.budget_tokens,
+            agents,
+            overrides: w.overrides.clone(),
+        }
     }
 
     /// Sets (or with `level = None`, clears) an agent's trust override.
@@ -178,7 +234,7 @@ impl Attention {
         level: Option<Trust>,
         ttl_secs: u64,
         reason: Option<String>,
-    ) -> serde_json::Value {
+    ) -> TrustChange {
         let mut w = self.window();
         match level {
             Some(level) => {
@@ -188,11 +244,19 @@ impl Attention {
                     until_ms: now_ms().saturating_add((ttl_secs as i64).saturating_mul(1000)),
                 };
                 w.overrides.insert(agent.to_owned(), o.clone());
-                serde_json::json!({ "agent": agent, "override": o })
+                TrustChange {
+                    agent: agent.to_owned(),
+                    set: Some(o),
+                    cleared: None,
+                }
             }
             None => {
                 let removed = w.overrides.remove(agent).is_some();
-                serde_json::json!({ "agent": agent, "cleared": removed })
+                TrustChange {
+                    agent: agent.to_owned(),
+                    set: None,
+                    cleared: Some(removed),
+                }
             }
         }
     }

@@ -1,8 +1,7 @@
 //! `vox_boot_report` (internal): the daemon's own state.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use vox_core::HandlerEntry;
 use vox_core::family::typed;
 use vox_core::{Ctx, ToolError};
@@ -11,13 +10,23 @@ use vox_core::{Ctx, ToolError};
 #[serde(deny_unknown_fields)]
 struct NoArgs {}
 
-fn boot_report(ctx: &Ctx, _a: NoArgs) -> Result<Value, ToolError> {
-    Ok(json!({
-        "profile": ctx.profile.canonical(),
-        "workspace": ctx.workspace.root,
-        "workspace_id": ctx.workspace.id,
-        "boot": ctx.boot,
-    }))
+#[derive(Serialize, JsonSchema)]
+struct Report {
+    /// The canonical profile.
+    profile: String,
+    /// The workspace root.
+    workspace: std::path::PathBuf,
+    workspace_id: String,
+    boot: vox_core::BootReport,
+}
+
+fn boot_report(ctx: &Ctx, _a: NoArgs) -> Result<Report, ToolError> {
+    Ok(Report {
+        profile: ctx.profile.canonical().to_string(),
+        workspace: ctx.workspace.root.clone(),
+        workspace_id: ctx.workspace.id.clone(),
+        boot: ctx.boot.clone(),
+    })
 }
 
 pub fn family() -> vox_core::Family {

@@ -2,13 +2,13 @@
 //! `vox_grammar`, `vox_compiler_introspect`. The bodies live in `vox_lang::tools`.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use std::path::{Component, Path, PathBuf};
 use vox_core::CallCtx;
 use vox_core::HandlerEntry;
 use vox_core::family::{blocking, typed};
 use vox_core::{Ctx, ToolError};
+use vox_lang::tools::{FileCheck, Introspection, PathCheck, TestRun, Validation};
 
 /// Source text is bounded like any other argument; files are bounded by vox-lang itself.
 const MAX_SOURCE: usize = 1024 * 1024;
@@ -98,46 +98,70 @@ fn loader(ctx: &Ctx) -> vox_lang::FsLoader {
     vox_lang::FsLoader::new(ctx.workspace.root.clone())
 }
 
-fn check(ctx: &Ctx, i: Input) -> Result<Value, ToolError> {
+/// `vox_check` of a path (totals and files) or of source text (one file's report).
+#[derive(Serialize, JsonSchema)]
+#[serde(untagged)]
+enum Check {
+    Path(PathCheck),
+    Source(FileCheck),
+}
+
+fn check(ctx: &Ctx, i: Input) -> Result<Check, ToolError> {
     let loader = loader(ctx);
     match target(ctx, i)? {
-        Target::Path(p) => vox_lang::tools::check_path(&p, &loader).map_err(lang_err),
-        Target::Source(name, s) => Ok(vox_lang::tools::check_source(&name, &s, &loader)),
+        Target::Path(p) => vox_lang::tools::check_path_report(&p, &loader)
+            .map(Check::Path)
+            .map_err(lang_err),
+        Target::Source(name, s) => Ok(Check::Source(vox_lang::tools::check_source_report(
+            &name, &s, &loader,
+        ))),
     }
 }
 
-fn validate(ctx: &Ctx, i: SourceInput) -> Result<Value, ToolError> {
+fn validate(ctx: &Ctx, i: SourceInput) -> Result<Validation, ToolError> {
     if i.source.len() > MAX_SOURCE {
         return Err(ToolError::InvalidArguments(format!(
             "`source` is {} bytes; the limit is {MAX_SOURCE}",
             i.source.len()
         )));
     }
-    Ok(vox_lang::tools::validate_source(
+    Ok(vox_lang::tools::validate_source_report(
         i.name.as_deref().unwrap_or("input.vox"),
         &i.source,
         &loader(ctx),
     ))
 }
 
-fn test(ctx: &Ctx, call: &CallCtx, i: Input) -> Result<Value, ToolError> {
+fn test(ctx: &Ctx, call: &CallCtx, i: Input) -> Result<TestRun, ToolError> {
     let loader = loader(ctx);
     let cancel = Some(call.cancel.flag());
     match target(ctx, i)? {
-        Target::Path(p) => vox_lang::tools::test_path(&p, &loader, cancel).map_err(lang_err),
-        Target::Source(name, s) => Ok(vox_lang::tools::test_source(&name, &s, &loader, cancel)),
+        Target::Path(p) => vox_lang::tools::test_path_report(&p, &loader, cancel).map_err(lang_err),
+        Target::Source(name, s) => Ok(vox_lang::tools::test_source_report(
+            &name, &s, &loader, cancel,
+        )),
     }
 }
 
-fn grammar(_ctx: &Ctx, _a: NoArgs) -> Result<Value, ToolError> {
-    Ok(json!({"grammar": vox_lang::tools::grammar()}))
+#[derive(Serialize, JsonSchema)]
+struct Grammar {
+    /// The accepted syntax, as Markdown.
+    grammar: &'static str,
 }
 
-fn introspect(ctx: &Ctx, i: Input) -> Result<Value, ToolError> {
+fn grammar(_ctx: &Ctx, _a: NoArgs) -> Result<Grammar, ToolError> {
+    Ok(Grammar {
+        grammar: vox_lang::tools::grammar(),
+    })
+}
+
+fn introspect(ctx: &Ctx, i: Input) -> Result<Introspection, ToolError> {
     let loader = loader(ctx);
     match target(ctx, i)? {
-        Target::Path(p) => vox_lang::tools::introspect_path(&p, &loader).map_err(lang_err),
-        Target::Source(name, s) => Ok(vox_lang::tools::introspect_source(&name, &s, &loader)),
+        Target::Path(p) => vox_lang::tools::introspect_path_report(&p, &loader).map_err(lang_err),
+        Target::Source(name, s) => Ok(vox_lang::tools::introspect_source_report(
+            &name, &s, &loader,
+        )),
     }
 }
 

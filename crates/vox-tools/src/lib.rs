@@ -69,6 +69,24 @@ mod tests {
     }
 
     #[test]
+    fn input_schemas_are_portable_and_every_tool_has_an_object_output_schema() {
+        for f in families() {
+            for (name, h) in f.handlers {
+                let problems = vox_core::family::portability_problems(&h.schema);
+                assert!(problems.is_empty(), "{name}: {problems:?} in {}", h.schema);
+                let Some(out) = &h.output_schema else {
+                    panic!("{name} has no output schema")
+                };
+                assert_eq!(out["type"], "object", "{name}: {out}");
+                assert!(
+                    out.get("$schema").is_none() && out.get("$defs").is_none(),
+                    "{name}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn handler_schemas_are_plain_object_schemas() {
         for f in families() {
             for (name, h) in f.handlers {

@@ -3,11 +3,11 @@
 use crate::bounded;
 use crate::store::db;
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use vox_core::HandlerEntry;
 use vox_core::family::{quick, typed};
 use vox_core::{Ctx, ToolError};
+use vox_store::Memory;
 
 const MAX_KEY: usize = 512;
 const MAX_VALUE: usize = 256 * 1024;
@@ -44,7 +44,40 @@ struct ListArgs {
     limit: Option<u32>,
 }
 
-fn store(ctx: &Ctx, a: StoreArgs) -> Result<Value, ToolError> {
+#[derive(Serialize, JsonSchema)]
+struct Stored {
+    stored: bool,
+    /// Whether a memory under this key was overwritten.
+    replaced: bool,
+    key: String,
+    updated_at: i64,
+}
+
+/// `found` with the memory, or not `found` with the key asked for.
+#[derive(Serialize, JsonSchema)]
+struct Recalled {
+    found: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory: Option<Memory>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Page {
+    memories: Vec<Memory>,
+    /// Pass as `cursor` for the next page; null on the last one.
+    next_cursor: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Forgotten {
+    /// Whether a memory was removed.
+    forgotten: bool,
+    key: String,
+}
+
+fn store(ctx: &Ctx, a: StoreArgs) -> Result<Stored, ToolError> {
     bounded("key", &a.key, MAX_KEY)?;
     if a.value.len() > MAX_VALUE {
         return Err(ToolError::InvalidArguments(format!(
@@ -61,7 +94,12 @@ fn store(ctx: &Ctx, a: StoreArgs) -> Result<Value, ToolError> {
         .memory_put(&a.key, &a.value, &a.tags)
         .map_err(db)?;
     crate::search::memory_indexed(ctx, &a.key, Some((&a.value, &a.tags)))?;
-    Ok(json!({"stored": true, "replaced": replaced, "key": m.key, "updated_at": m.updated_at}))
+    Ok(Stored {
+        stored: true,
+        replaced,
+        key: m.key,
+        updated_at: m.updated_at,
+    })
 }
 
 /// A recall runs inline unless a long store operation (a scan, a batch write) is under way:
@@ -70,17 +108,25 @@ fn store_free(ctx: &Ctx) -> bool {
     crate::store::store(ctx).is_ok_and(|s| !s.busy())
 }
 
-fn recall(ctx: &Ctx, a: KeyArgs) -> Result<Value, ToolError> {
+fn recall(ctx: &Ctx, a: KeyArgs) -> Result<Recalled, ToolError> {
     bounded("key", &a.key, MAX_KEY)?;
     Ok(
         match crate::store::store(ctx)?.memory_get(&a.key).map_err(db)? {
-            Some(m) => json!({"found": true, "memory": m}),
-            None => json!({"found": false, "key": a.key}),
+            Some(m) => Recalled {
+                found: true,
+                memory: Some(m),
+                key: None,
+            },
+            None => Recalled {
+                found: false,
+                memory: None,
+                key: Some(a.key),
+            },
         },
     )
 }
 
-fn list(ctx: &Ctx, a: ListArgs) -> Result<Value, ToolError> {
+fn list(ctx: &Ctx, a: ListArgs) -> Result<Page, ToolError> {
     let limit = a.limit.unwrap_or(50).clamp(1, 500) as usize;
     let mut page = crate::store::store(ctx)?
         .memory_list(
@@ -94,10 +140,13 @@ fn list(ctx: &Ctx, a: ListArgs) -> Result<Value, ToolError> {
         page.truncate(limit);
         page.last().map(|m| m.key.clone())
     });
-    Ok(json!({"memories": page, "next_cursor": next.flatten()}))
+    Ok(Page {
+        memories: page,
+        next_cursor: next.flatten(),
+    })
 }
 
-fn forget(ctx: &Ctx, a: KeyArgs) -> Result<Value, ToolError> {
+fn forget(ctx: &Ctx, a: KeyArgs) -> Result<Forgotten, ToolError> {
     bounded("key", &a.key, MAX_KEY)?;
     let removed = crate::store::store(ctx)?
         .memory_delete(&a.key)
@@ -105,7 +154,10 @@ fn forget(ctx: &Ctx, a: KeyArgs) -> Result<Value, ToolError> {
     if removed {
         crate::search::memory_indexed(ctx, &a.key, None)?;
     }
-    Ok(json!({"forgotten": removed, "key": a.key}))
+    Ok(Forgotten {
+        forgotten: removed,
+        key: a.key,
+    })
 }
 
 pub fn family() -> vox_core::Family {
@@ -136,7 +188,7 @@ struct SearchArgs {
     limit: Option<u32>,
 }
 
-fn search(ctx: &Ctx, a: SearchArgs) -> Result<Value, ToolError> {
+fn search(ctx: &Ctx, a: SearchArgs) -> Result<crate::search::MemoryHits, ToolError> {
     crate::search::memory_search(ctx, &a.query, a.limit.unwrap_or(10).clamp(1, 100) as usize)
 }
 

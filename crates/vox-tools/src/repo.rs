@@ -1,13 +1,12 @@
 //! `vox_repo_*`: read-only views of the workspace's git repository (no subsystem needed).
 
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use vox_core::CallCtx;
 use vox_core::HandlerEntry;
 use vox_core::family::blocking;
 use vox_core::{Ctx, ToolError};
-use vox_repo::{DiffTarget, Repo, RepoError};
+use vox_repo::{Commit, Diff, DiffTarget, FileAt, Repo, RepoError, ShowCommit, Status, Tree};
 
 /// Patches and files are capped so one call cannot flood a model's context.
 const MAX_PATCH: usize = 256 * 1024;
@@ -33,8 +32,10 @@ fn repo(ctx: &Ctx, call: &CallCtx) -> Result<Repo, ToolError> {
         .with_cancel(move || cancel.is_cancelled()))
 }
 
-fn to_value<T: serde::Serialize>(v: T) -> Result<Value, ToolError> {
-    serde_json::to_value(v).map_err(|e| ToolError::Internal(e.to_string()))
+#[derive(Serialize, JsonSchema)]
+struct Log {
+    /// Newest first.
+    commits: Vec<Commit>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -109,11 +110,11 @@ struct FileArgs {
     end_line: Option<u32>,
 }
 
-fn status(ctx: &Ctx, call: &CallCtx, _a: NoArgs) -> Result<Value, ToolError> {
-    to_value(repo(ctx, call)?.status().map_err(repo_err)?)
+fn status(ctx: &Ctx, call: &CallCtx, _a: NoArgs) -> Result<Status, ToolError> {
+    repo(ctx, call)?.status().map_err(repo_err)
 }
 
-fn log(ctx: &Ctx, call: &CallCtx, a: LogArgs) -> Result<Value, ToolError> {
+fn log(ctx: &Ctx, call: &CallCtx, a: LogArgs) -> Result<Log, ToolError> {
     let limit = a.limit.unwrap_or(20).clamp(1, 200) as usize;
     let commits = repo(ctx, call)?
         .log(
@@ -123,10 +124,10 @@ fn log(ctx: &Ctx, call: &CallCtx, a: LogArgs) -> Result<Value, ToolError> {
             a.skip.unwrap_or(0) as usize,
         )
         .map_err(repo_err)?;
-    Ok(json!({"commits": commits}))
+    Ok(Log { commits })
 }
 
-fn diff(ctx: &Ctx, call: &CallCtx, a: DiffArgs) -> Result<Value, ToolError> {
+fn diff(ctx: &Ctx, call: &CallCtx, a: DiffArgs) -> Result<Diff, ToolError> {
     let target = match a.target.unwrap_or(DiffKind::WorkingTree) {
         DiffKind::WorkingTree => DiffTarget::WorkingTree,
         DiffKind::Staged => DiffTarget::Staged,
@@ -137,42 +138,34 @@ fn diff(ctx: &Ctx, call: &CallCtx, a: DiffArgs) -> Result<Value, ToolError> {
             to: a.to,
         },
     };
-    to_value(
-        repo(ctx, call)?
-            .diff(target, a.path.as_deref(), MAX_PATCH)
-            .map_err(repo_err)?,
-    )
+    repo(ctx, call)?
+        .diff(target, a.path.as_deref(), MAX_PATCH)
+        .map_err(repo_err)
 }
 
-fn show(ctx: &Ctx, call: &CallCtx, a: ShowArgs) -> Result<Value, ToolError> {
-    to_value(
-        repo(ctx, call)?
-            .show(a.rev.as_deref().unwrap_or("HEAD"), MAX_PATCH)
-            .map_err(repo_err)?,
-    )
+fn show(ctx: &Ctx, call: &CallCtx, a: ShowArgs) -> Result<ShowCommit, ToolError> {
+    repo(ctx, call)?
+        .show(a.rev.as_deref().unwrap_or("HEAD"), MAX_PATCH)
+        .map_err(repo_err)
 }
 
-fn tree(ctx: &Ctx, call: &CallCtx, a: TreeArgs) -> Result<Value, ToolError> {
+fn tree(ctx: &Ctx, call: &CallCtx, a: TreeArgs) -> Result<Tree, ToolError> {
     let limit = a.limit.unwrap_or(500).clamp(1, 5000) as usize;
-    to_value(
-        repo(ctx, call)?
-            .tree(a.rev.as_deref(), a.path.as_deref(), a.recursive, limit)
-            .map_err(repo_err)?,
-    )
+    repo(ctx, call)?
+        .tree(a.rev.as_deref(), a.path.as_deref(), a.recursive, limit)
+        .map_err(repo_err)
 }
 
-fn file(ctx: &Ctx, call: &CallCtx, a: FileArgs) -> Result<Value, ToolError> {
-    to_value(
-        repo(ctx, call)?
-            .file(
-                a.rev.as_deref(),
-                &a.path,
-                a.start_line.map(|n| n as usize),
-                a.end_line.map(|n| n as usize),
-                MAX_FILE,
-            )
-            .map_err(repo_err)?,
-    )
+fn file(ctx: &Ctx, call: &CallCtx, a: FileArgs) -> Result<FileAt, ToolError> {
+    repo(ctx, call)?
+        .file(
+            a.rev.as_deref(),
+            &a.path,
+            a.start_line.map(|n| n as usize),
+            a.end_line.map(|n| n as usize),
+            MAX_FILE,
+        )
+        .map_err(repo_err)
 }
 
 pub fn family() -> vox_core::Family {

@@ -8,8 +8,7 @@
 use crate::bounded;
 use crate::store::{db, store};
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Component, Path};
 use std::sync::{Arc, Mutex};
@@ -17,7 +16,8 @@ use vox_core::CallCtx;
 use vox_core::HandlerEntry;
 use vox_core::family::{blocking, typed};
 use vox_core::{Ctx, ToolError};
-use vox_search::{DocIndex, SearchError, WorkspaceIndex};
+use vox_search::{DeclarationHit, DocIndex, FileHit, SearchError, WorkspaceIndex};
+use vox_store::KbSummary;
 
 /// The search_index subsystem's state.
 pub struct Search {
@@ -210,6 +210,110 @@ struct StructuralArgs {
 const MAX_DOC: usize = 1024 * 1024;
 const MAX_FILES: usize = 1000;
 
+#[derive(Serialize, JsonSchema)]
+struct Ingested {
+    /// How many documents were given (changed or not).
+    ingested: usize,
+    documents: Vec<IngestedDoc>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct IngestedDoc {
+    id: i64,
+    title: String,
+    source: String,
+    bytes: usize,
+    /// False when the document was already stored with the same content.
+    changed: bool,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct KbHits {
+    results: Vec<KbHit>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct KbHit {
+    id: i64,
+    title: String,
+    source: String,
+    score: f32,
+    snippet: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct KbPage {
+    documents: Vec<KbSummary>,
+    /// Pass as `cursor` for the next page; null on the last one.
+    next_cursor: Option<i64>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct KbDeleted {
+    deleted: bool,
+    id: i64,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct TextHits {
+    files: Vec<FileHit>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Declarations {
+    declarations: Vec<DeclarationHit>,
+}
+
+/// `vox_memory_search`'s answer.
+#[derive(Serialize, JsonSchema)]
+pub struct MemoryHits {
+    results: Vec<MemoryHit>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct MemoryHit {
+    key: String,
+    value: String,
+    tags: Vec<String>,
+    score: f32,
+    snippet: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Knowledge {
+    query: String,
+    /// The most relevant answer; null when nothing matched.
+    best: Option<Answer>,
+    answers: Vec<Answer>,
+}
+
+/// One answer of `vox_knowledge_query`, from the knowledge base or the memories.
+#[derive(Serialize, JsonSchema, Clone)]
+#[serde(tag = "source", rename_all = "snake_case")]
+enum Answer {
+    Kb {
+        /// The document id.
+        id: i64,
+        title: String,
+        /// The document's source.
+        origin: String,
+        score: f32,
+        snippet: String,
+        /// The score relative to the best of its index (0 to 1).
+        relevance: f32,
+    },
+    Memory {
+        /// The memory's key.
+        id: String,
+        title: String,
+        score: f32,
+        snippet: String,
+        value: String,
+        /// The score relative to the best of its index (0 to 1).
+        relevance: f32,
+    },
+}
+
 fn sha256_hex(text: &str) -> String {
     Sha256::digest(text.as_bytes())
         .iter()
@@ -217,7 +321,7 @@ fn sha256_hex(text: &str) -> String {
         .collect()
 }
 
-fn ingest(ctx: &Ctx, call: &CallCtx, a: IngestArgs) -> Result<Value, ToolError> {
+fn ingest(ctx: &Ctx, call: &CallCtx, a: IngestArgs) -> Result<Ingested, ToolError> {
     let store = store(ctx)?;
     let ix = kb_index(ctx)?;
     let mut docs = Vec::new();
@@ -278,12 +382,21 @@ fn ingest(ctx: &Ctx, call: &CallCtx, a: IngestArgs) -> Result<Value, ToolError> 
             ix.upsert(&id.to_string(), &title, &text)
                 .map_err(search_err)?;
         }
-        out.push(json!({"id": id, "title": title, "source": source, "bytes": text.len(), "changed": changed}));
+        out.push(IngestedDoc {
+            id,
+            title,
+            source,
+            bytes: text.len(),
+            changed,
+        });
     }
     if total > 1 {
         call.progress(total as f64, Some(total as f64), None);
     }
-    Ok(json!({"ingested": out.len(), "documents": out}))
+    Ok(Ingested {
+        ingested: out.len(),
+        documents: out,
+    })
 }
 
 /// Text files under the workspace matching a relative path or glob, honouring .gitignore.
@@ -344,7 +457,7 @@ fn workspace_files(root: &Path, pattern: &str) -> Result<Vec<(String, String)>, 
     Ok(files)
 }
 
-fn kb_query(ctx: &Ctx, a: QueryArgs) -> Result<Value, ToolError> {
+fn kb_query(ctx: &Ctx, a: QueryArgs) -> Result<KbHits, ToolError> {
     bounded("query", &a.query, 1000)?;
     let hits = kb_index(ctx)?
         .search(&a.query, limit(a.limit, 10, 100))
@@ -356,13 +469,19 @@ fn kb_query(ctx: &Ctx, a: QueryArgs) -> Result<Value, ToolError> {
             continue;
         };
         if let Some(d) = store.kb_get(id).map_err(db)? {
-            results.push(json!({"id": id, "title": d.title, "source": d.source, "score": h.score, "snippet": h.snippet}));
+            results.push(KbHit {
+                id,
+                title: d.title,
+                source: d.source,
+                score: h.score,
+                snippet: h.snippet,
+            });
         }
     }
-    Ok(json!({"results": results}))
+    Ok(KbHits { results })
 }
 
-fn kb_list(ctx: &Ctx, a: KbListArgs) -> Result<Value, ToolError> {
+fn kb_list(ctx: &Ctx, a: KbListArgs) -> Result<KbPage, ToolError> {
     let n = limit(a.limit, 50, 500);
     let mut page = store(ctx)?.kb_list(a.cursor, n + 1).map_err(db)?;
     let next = if page.len() > n {
@@ -371,10 +490,13 @@ fn kb_list(ctx: &Ctx, a: KbListArgs) -> Result<Value, ToolError> {
     } else {
         None
     };
-    Ok(json!({"documents": page, "next_cursor": next}))
+    Ok(KbPage {
+        documents: page,
+        next_cursor: next,
+    })
 }
 
-fn kb_delete(ctx: &Ctx, a: KbDeleteArgs) -> Result<Value, ToolError> {
+fn kb_delete(ctx: &Ctx, a: KbDeleteArgs) -> Result<KbDeleted, ToolError> {
     let ix = kb_index(ctx)?;
     if !store(ctx)?.kb_delete(a.id).map_err(db)? {
         return Err(ToolError::NotFound(format!(
@@ -383,10 +505,13 @@ fn kb_delete(ctx: &Ctx, a: KbDeleteArgs) -> Result<Value, ToolError> {
         )));
     }
     ix.delete(&a.id.to_string()).map_err(search_err)?;
-    Ok(json!({"deleted": true, "id": a.id}))
+    Ok(KbDeleted {
+        deleted: true,
+        id: a.id,
+    })
 }
 
-fn text(ctx: &Ctx, call: &CallCtx, a: TextSearchArgs) -> Result<Value, ToolError> {
+fn text(ctx: &Ctx, call: &CallCtx, a: TextSearchArgs) -> Result<TextHits, ToolError> {
     bounded("query", &a.query, 1000)?;
     let hits = search(ctx)?
         .workspace
@@ -397,10 +522,10 @@ fn text(ctx: &Ctx, call: &CallCtx, a: TextSearchArgs) -> Result<Value, ToolError
             &CallObserver(call),
         )
         .map_err(search_err)?;
-    Ok(json!({"files": hits}))
+    Ok(TextHits { files: hits })
 }
 
-fn structural(ctx: &Ctx, call: &CallCtx, a: StructuralArgs) -> Result<Value, ToolError> {
+fn structural(ctx: &Ctx, call: &CallCtx, a: StructuralArgs) -> Result<Declarations, ToolError> {
     bounded("query", &a.query, 256)?;
     let hits = search(ctx)?
         .workspace
@@ -411,24 +536,30 @@ fn structural(ctx: &Ctx, call: &CallCtx, a: StructuralArgs) -> Result<Value, Too
             &CallObserver(call),
         )
         .map_err(search_err)?;
-    Ok(json!({"declarations": hits}))
+    Ok(Declarations { declarations: hits })
 }
 
 /// Memory search through the memory index.
-pub fn memory_search(ctx: &Ctx, query: &str, n: usize) -> Result<Value, ToolError> {
+pub fn memory_search(ctx: &Ctx, query: &str, n: usize) -> Result<MemoryHits, ToolError> {
     bounded("query", query, 1000)?;
     let hits = memory_index(ctx)?.search(query, n).map_err(search_err)?;
     let store = store(ctx)?;
     let mut results = Vec::new();
     for h in hits {
         if let Some(m) = store.memory_get(&h.id).map_err(db)? {
-            results.push(json!({"key": m.key, "value": m.value, "tags": m.tags, "score": h.score, "snippet": h.snippet}));
+            results.push(MemoryHit {
+                key: m.key,
+                value: m.value,
+                tags: m.tags,
+                score: h.score,
+                snippet: h.snippet,
+            });
         }
     }
-    Ok(json!({"results": results}))
+    Ok(MemoryHits { results })
 }
 
-fn knowledge(ctx: &Ctx, a: QueryArgs) -> Result<Value, ToolError> {
+fn knowledge(ctx: &Ctx, a: QueryArgs) -> Result<Knowledge, ToolError> {
     bounded("query", &a.query, 1000)?;
     let n = limit(a.limit, 10, 100);
     let store = store(ctx)?;
@@ -442,26 +573,48 @@ fn knowledge(ctx: &Ctx, a: QueryArgs) -> Result<Value, ToolError> {
             continue;
         };
         if let Some(d) = store.kb_get(id).map_err(db)? {
-            answers.push((h.score / kb_top, 0, json!({"source": "kb", "id": id, "title": d.title, "origin": d.source, "score": h.score, "snippet": h.snippet})));
+            let relevance = h.score / kb_top;
+            answers.push((
+                relevance,
+                0,
+                Answer::Kb {
+                    id,
+                    title: d.title,
+                    origin: d.source,
+                    score: h.score,
+                    snippet: h.snippet,
+                    relevance,
+                },
+            ));
         }
     }
     let mem = memory_index(ctx)?.search(&a.query, n).map_err(search_err)?;
     let mem_top = mem.first().map_or(1.0, |h| h.score.max(f32::EPSILON));
     for h in mem {
         if let Some(m) = store.memory_get(&h.id).map_err(db)? {
-            answers.push((h.score / mem_top, 1, json!({"source": "memory", "id": m.key, "title": m.key, "score": h.score, "snippet": h.snippet, "value": m.value})));
+            let relevance = h.score / mem_top;
+            answers.push((
+                relevance,
+                1,
+                Answer::Memory {
+                    title: m.key.clone(),
+                    id: m.key,
+                    score: h.score,
+                    snippet: h.snippet,
+                    value: m.value,
+                    relevance,
+                },
+            ));
         }
     }
     answers.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     answers.truncate(n);
-    let answers: Vec<Value> = answers
-        .into_iter()
-        .map(|(rel, _, mut v)| {
-            v["relevance"] = json!(rel);
-            v
-        })
-        .collect();
-    Ok(json!({"query": a.query, "best": answers.first().cloned(), "answers": answers}))
+    let answers: Vec<Answer> = answers.into_iter().map(|(_, _, v)| v).collect();
+    Ok(Knowledge {
+        query: a.query,
+        best: answers.first().cloned(),
+        answers,
+    })
 }
 
 pub fn family() -> vox_core::Family {

@@ -3,12 +3,39 @@
 use crate::bounded;
 use crate::store::db;
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use vox_core::HandlerEntry;
 use vox_core::family::typed;
 use vox_core::{Ctx, ToolError};
-use vox_store::{SessionStatus, SessionStore};
+use vox_store::{Session, SessionMessage, SessionStatus, SessionStore};
+
+#[derive(Serialize, JsonSchema)]
+struct OneSession {
+    session: Session,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct WithMessages {
+    session: Session,
+    /// The most recent messages, oldest first.
+    messages: Vec<SessionMessage>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct SessionList {
+    sessions: Vec<Session>,
+    /// `sqlite`, or `files` when the store is down.
+    backend: &'static str,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Appended {
+    appended: bool,
+    id: String,
+    /// The message's sequence number in its session.
+    seq: i64,
+}
 
 /// The sessions subsystem's state: SQLite, or JSON files when the store is down (dev).
 struct Sessions(Box<dyn SessionStore>);
@@ -89,7 +116,7 @@ struct CloseArgs {
     summary: Option<String>,
 }
 
-fn create(ctx: &Ctx, a: CreateArgs) -> Result<Value, ToolError> {
+fn create(ctx: &Ctx, a: CreateArgs) -> Result<OneSession, ToolError> {
     let title = a.title.unwrap_or_else(|| "untitled".into());
     bounded("title", &title, 512)?;
     let metadata = Value::Object(a.metadata.unwrap_or_default());
@@ -98,28 +125,32 @@ fn create(ctx: &Ctx, a: CreateArgs) -> Result<Value, ToolError> {
             "`metadata` is larger than 64 KiB".into(),
         ));
     }
-    let s = sessions(ctx)?.create(&title, &metadata).map_err(db)?;
-    Ok(json!({"session": s}))
+    let session = sessions(ctx)?.create(&title, &metadata).map_err(db)?;
+    Ok(OneSession { session })
 }
 
-fn get(ctx: &Ctx, a: GetArgs) -> Result<Value, ToolError> {
+fn get(ctx: &Ctx, a: GetArgs) -> Result<WithMessages, ToolError> {
     let last = a.last.unwrap_or(100).min(1000) as usize;
     match sessions(ctx)?.get(&a.id, last).map_err(db)? {
-        Some((session, messages)) => Ok(json!({"session": session, "messages": messages})),
+        Some((session, messages)) => Ok(WithMessages { session, messages }),
         None => Err(ToolError::NotFound(format!("no session with id {}", a.id))),
     }
 }
 
-fn list(ctx: &Ctx, a: ListArgs) -> Result<Value, ToolError> {
+fn list(ctx: &Ctx, a: ListArgs) -> Result<SessionList, ToolError> {
     let limit = a.limit.unwrap_or(50).clamp(1, 500) as usize;
     let store = sessions(ctx)?;
-    Ok(json!({"sessions": store.list(a.status.map(|s| match s {
+    let status = a.status.map(|s| match s {
         StatusArg::Open => SessionStatus::Open,
         StatusArg::Closed => SessionStatus::Closed,
-    }), limit).map_err(db)?, "backend": store.backend()}))
+    });
+    Ok(SessionList {
+        sessions: store.list(status, limit).map_err(db)?,
+        backend: store.backend(),
+    })
 }
 
-fn append(ctx: &Ctx, a: AppendArgs) -> Result<Value, ToolError> {
+fn append(ctx: &Ctx, a: AppendArgs) -> Result<Appended, ToolError> {
     bounded("role", &a.role, 64)?;
     if a.content.len() > 256 * 1024 {
         return Err(ToolError::InvalidArguments(
@@ -129,17 +160,21 @@ fn append(ctx: &Ctx, a: AppendArgs) -> Result<Value, ToolError> {
     let m = sessions(ctx)?
         .append(&a.id, &a.role, &a.content)
         .map_err(db)?;
-    Ok(json!({"appended": true, "id": a.id, "seq": m.seq}))
+    Ok(Appended {
+        appended: true,
+        id: a.id,
+        seq: m.seq,
+    })
 }
 
-fn close(ctx: &Ctx, a: CloseArgs) -> Result<Value, ToolError> {
+fn close(ctx: &Ctx, a: CloseArgs) -> Result<OneSession, ToolError> {
     if let Some(s) = &a.summary {
         bounded("summary", s, 64 * 1024)?;
     }
-    let s = sessions(ctx)?
+    let session = sessions(ctx)?
         .close(&a.id, a.summary.as_deref())
         .map_err(db)?;
-    Ok(json!({"session": s}))
+    Ok(OneSession { session })
 }
 
 pub fn family() -> vox_core::Family {

@@ -1,17 +1,19 @@
 //! `vox_skill_*`: install, uninstall, list, info, search and use skills.
 
 use crate::bounded;
-use crate::skills_state::{Skills, instructions, macro_tool_name, skill_err};
+use crate::skills_state::{Instructions, Skills, instructions, macro_tool_name, skill_err};
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vox_core::CallCtx;
+use vox_core::HandlerEntry;
 use vox_core::family::{async_typed, blocking, run_blocking, typed};
 use vox_core::{Ctx, ToolError};
-use vox_core::{HandlerEntry, HandlerResult};
-use vox_skills::Skill;
+use vox_skills::store::{Origin, SearchHit, Shadowed};
+use vox_skills::{FrontMatterFormat, Skill};
 
 fn skills(ctx: &Ctx) -> Result<&Skills, ToolError> {
     ctx.get::<Arc<Skills>>()
@@ -87,24 +89,117 @@ fn hydrate(ctx: &mut Ctx) {
     ctx.add_session_guard(Arc::new(ActiveSkill(skills)));
 }
 
+/// A skill as tools show it.
+#[derive(Serialize, JsonSchema)]
+struct Summary {
+    id: String,
+    description: String,
+    /// The tools the skill may use (exact names or trailing-`*` prefixes); empty means any.
+    tools: Vec<String>,
+    tags: Vec<String>,
+    origin: Origin,
+    /// Its directory relative to the workspace; null for a skill of another root.
+    path: Option<String>,
+    format: FrontMatterFormat,
+    /// The name of its macro tool (served under `dev`).
+    macro_tool: String,
+}
+
 /// A skill as tools show it. Its directory is given relative to the workspace (callers off this
 /// machine learn nothing about the host's layout); skills from other roots show only their origin.
-fn summary(ctx: &Ctx, s: &Skill) -> Value {
+fn summary(ctx: &Ctx, s: &Skill) -> Summary {
     let path = s
         .dir
         .strip_prefix(&ctx.workspace.root)
         .ok()
         .map(|p| p.display().to_string());
-    json!({
-        "id": s.id,
-        "description": s.manifest.description,
-        "tools": s.manifest.tools,
-        "tags": s.manifest.tags,
-        "origin": s.origin,
-        "path": path,
-        "format": s.manifest.format,
-        "macro_tool": macro_tool_name(&s.id),
-    })
+    Summary {
+        id: s.id.clone(),
+        description: s.manifest.description.clone(),
+        tools: s.manifest.tools.clone(),
+        tags: s.manifest.tags.clone(),
+        origin: s.origin,
+        path,
+        format: s.manifest.format,
+        macro_tool: macro_tool_name(&s.id),
+    }
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Installed {
+    installed: Summary,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Uninstalled {
+    /// The id of the skill removed.
+    uninstalled: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct List {
+    skills: Vec<Summary>,
+    /// Skill directories that did not load.
+    errors: Vec<ListError>,
+    /// Skill ids also found in a root of lower precedence (not served from there).
+    shadowed: Vec<Shadowed>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct ListError {
+    path: String,
+    message: String,
+}
+
+/// One skill in full.
+#[derive(Serialize, JsonSchema)]
+struct Info {
+    #[serde(flatten)]
+    summary: Summary,
+    /// The skill's files, relative to its directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    files: Option<Vec<String>>,
+    /// Why its files could not be listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    files_error: Option<String>,
+    license: Option<String>,
+    compatibility: Option<String>,
+    metadata: BTreeMap<String, String>,
+    /// The Markdown instructions.
+    instructions: String,
+    /// Whether it is the active skill of this session.
+    active: bool,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Hits {
+    hits: Vec<SearchHit>,
+}
+
+/// The skill now active (with its instructions), or null with nothing else.
+#[derive(Serialize, JsonSchema)]
+struct Activation {
+    active: Option<String>,
+    #[serde(flatten)]
+    instructions: Option<Instructions>,
+}
+
+/// What a sandboxed command did.
+#[derive(Serialize, JsonSchema)]
+struct Run {
+    skill: String,
+    /// Exit status when the command exited.
+    exit_code: Option<i32>,
+    /// Signal number when it was killed by a signal.
+    signal: Option<i32>,
+    stdout: String,
+    stderr: String,
+    stdout_truncated: bool,
+    stderr_truncated: bool,
+    /// The limit that ended the run or cut its output: `wall`, `cpu`, `file_size`, `output`.
+    limit: Option<&'static str>,
+    duration_ms: u64,
+    cpu_ms: u64,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -118,11 +213,13 @@ struct InstallArgs {
     replace: bool,
 }
 
-fn install(ctx: &Ctx, a: InstallArgs) -> Result<Value, ToolError> {
+fn install(ctx: &Ctx, a: InstallArgs) -> Result<Installed, ToolError> {
     bounded("path", &a.path, 4096)?;
     let skill = skills(ctx)?.install(&a.path, a.replace)?;
     ctx.notify_list_changed();
-    Ok(json!({"installed": summary(ctx, &skill)}))
+    Ok(Installed {
+        installed: summary(ctx, &skill),
+    })
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -132,51 +229,56 @@ struct IdArgs {
     id: String,
 }
 
-fn uninstall(ctx: &Ctx, a: IdArgs) -> Result<Value, ToolError> {
+fn uninstall(ctx: &Ctx, a: IdArgs) -> Result<Uninstalled, ToolError> {
     bounded("id", &a.id, 64)?;
     skills(ctx)?.uninstall(&a.id)?;
     ctx.notify_list_changed();
-    Ok(json!({"uninstalled": a.id}))
+    Ok(Uninstalled { uninstalled: a.id })
 }
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct NoArgs {}
 
-fn list(ctx: &Ctx, _a: NoArgs) -> Result<Value, ToolError> {
+fn list(ctx: &Ctx, _a: NoArgs) -> Result<List, ToolError> {
     let catalog = skills(ctx)?.catalog();
-    let list: Vec<Value> = catalog.skills.values().map(|s| summary(ctx, s)).collect();
-    Ok(json!({
-        "skills": list,
-        "errors": catalog.errors.iter().map(|e| json!({"path": e.path, "message": e.to_string()})).collect::<Vec<_>>(),
-        "shadowed": catalog.shadowed,
-    }))
+    Ok(List {
+        skills: catalog.skills.values().map(|s| summary(ctx, s)).collect(),
+        errors: catalog
+            .errors
+            .iter()
+            .map(|e| ListError {
+                path: e.path.clone(),
+                message: e.to_string(),
+            })
+            .collect(),
+        shadowed: catalog.shadowed.clone(),
+    })
 }
 
-fn info(ctx: &Ctx, call: &CallCtx, a: IdArgs) -> Result<Value, ToolError> {
+fn info(ctx: &Ctx, call: &CallCtx, a: IdArgs) -> Result<Info, ToolError> {
     bounded("id", &a.id, 64)?;
     let sk = skills(ctx)?;
     let catalog = sk.catalog();
     let s = catalog.get(&a.id).map_err(skill_err)?;
-    let mut v = summary(ctx, s);
     // The same bounded walk install uses: sorted, no links followed, limits enforced.
-    match vox_skills::store::tree_files(&s.dir) {
-        Ok(files) => {
-            v["files"] = json!(
-                files
-                    .iter()
-                    .map(|f| f.display().to_string())
-                    .collect::<Vec<_>>()
-            )
-        }
-        Err(e) => v["files_error"] = json!(e.to_string()),
-    }
-    v["license"] = json!(s.manifest.license);
-    v["compatibility"] = json!(s.manifest.compatibility);
-    v["metadata"] = json!(s.manifest.metadata);
-    v["instructions"] = json!(s.manifest.body);
-    v["active"] = json!(sk.active(&call.session).is_some_and(|x| x.id == s.id));
-    Ok(v)
+    let (files, files_error) = match vox_skills::store::tree_files(&s.dir) {
+        Ok(files) => (
+            Some(files.iter().map(|f| f.display().to_string()).collect()),
+            None,
+        ),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    Ok(Info {
+        summary: summary(ctx, s),
+        files,
+        files_error,
+        license: s.manifest.license.clone(),
+        compatibility: s.manifest.compatibility.clone(),
+        metadata: s.manifest.metadata.clone(),
+        instructions: s.manifest.body.clone(),
+        active: sk.active(&call.session).is_some_and(|x| x.id == s.id),
+    })
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -188,13 +290,13 @@ struct SearchArgs {
     limit: Option<usize>,
 }
 
-fn search(ctx: &Ctx, a: SearchArgs) -> Result<Value, ToolError> {
+fn search(ctx: &Ctx, a: SearchArgs) -> Result<Hits, ToolError> {
     bounded("query", &a.query, 1000)?;
     let hits = skills(ctx)?
         .catalog()
         .search(&a.query, a.limit.unwrap_or(10))
         .map_err(skill_err)?;
-    Ok(json!({"hits": hits}))
+    Ok(Hits { hits })
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -204,18 +306,22 @@ struct UseArgs {
     id: Option<String>,
 }
 
-fn use_skill(ctx: &Ctx, call: &CallCtx, a: UseArgs) -> Result<Value, ToolError> {
+fn use_skill(ctx: &Ctx, call: &CallCtx, a: UseArgs) -> Result<Activation, ToolError> {
     if let Some(id) = &a.id {
         bounded("id", id, 64)?;
     }
-    match skills(ctx)?.activate(&call.session, &call.agent, a.id.as_deref())? {
-        Some(s) => {
-            let mut v = instructions(&s);
-            v["active"] = json!(s.id);
-            Ok(v)
-        }
-        None => Ok(json!({"active": null})),
-    }
+    Ok(
+        match skills(ctx)?.activate(&call.session, &call.agent, a.id.as_deref())? {
+            Some(s) => Activation {
+                active: Some(s.id.clone()),
+                instructions: Some(instructions(&s)),
+            },
+            None => Activation {
+                active: None,
+                instructions: None,
+            },
+        },
+    )
 }
 
 /// Longest wall clock a caller may ask for: below the call deadline (`VOX_TOOL_TIMEOUT_MS`,
@@ -241,7 +347,7 @@ struct RunArgs {
 /// How often a running command reports progress (elapsed milliseconds of its wall clock).
 const RUN_PROGRESS_EVERY: Duration = Duration::from_millis(500);
 
-async fn run(ctx: Arc<Ctx>, call: CallCtx, a: RunArgs) -> HandlerResult {
+async fn run(ctx: Arc<Ctx>, call: CallCtx, a: RunArgs) -> Result<Run, ToolError> {
     bounded("id", &a.id, 64)?;
     if a.command.is_empty()
         || a.command.len() > 256
@@ -318,18 +424,18 @@ async fn run(ctx: Arc<Ctx>, call: CallCtx, a: RunArgs) -> HandlerResult {
     if out.limit == Some(vox_sandbox::LimitHit::Cancelled) {
         return Err(ToolError::Cancelled(format!("skill {id} run cancelled")));
     }
-    Ok(json!({
-        "skill": id,
-        "exit_code": out.exit_code,
-        "signal": out.signal,
-        "stdout": out.stdout,
-        "stderr": out.stderr,
-        "stdout_truncated": out.stdout_truncated,
-        "stderr_truncated": out.stderr_truncated,
-        "limit": limit,
-        "duration_ms": out.duration_ms,
-        "cpu_ms": out.cpu_ms,
-    }))
+    Ok(Run {
+        skill: id,
+        exit_code: out.exit_code,
+        signal: out.signal,
+        stdout: out.stdout,
+        stderr: out.stderr,
+        stdout_truncated: out.stdout_truncated,
+        stderr_truncated: out.stderr_truncated,
+        limit,
+        duration_ms: out.duration_ms,
+        cpu_ms: out.cpu_ms,
+    })
 }
 
 pub fn family() -> vox_core::Family {

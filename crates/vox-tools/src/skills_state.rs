@@ -2,6 +2,8 @@
 //! install and uninstall), the active skill of each calling session with its tool allowlist,
 //! the instructional macro tools (under `dev`), and the `skill://` resources.
 
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -251,14 +253,18 @@ impl Skills {
                 if vox_mcp_registry::tool_by_name(&name).is_some() {
                     return None;
                 }
-                Some(json!({
+                let mut d = json!({
                     "name": name,
                     "title": format!("Skill: {}", s.id),
                     "description": format!("Instructions of skill {}: {}", s.id, s.manifest.description),
                     "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
                     "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false},
                     "_meta": {"vox_source": "skill", "vox_skill": s.id},
-                }))
+                });
+                if let Some(o) = macro_output_schema() {
+                    d["outputSchema"] = o.clone();
+                }
+                Some(d)
             })
             .collect()
     }
@@ -279,7 +285,10 @@ impl Skills {
                 "{name} takes no arguments"
             ))));
         }
-        Some(Ok(instructions(skill)))
+        Some(
+            serde_json::to_value(instructions(skill))
+                .map_err(|e| ToolError::Internal(e.to_string())),
+        )
     }
 
     /// `skill://` resource descriptors: the index, then each skill's `SKILL.md`.
@@ -341,14 +350,34 @@ fn make_room(active: &mut HashMap<String, Active>, agent: &str) -> Result<(), To
 }
 
 /// What activating or calling a skill returns: its instructions and limits.
-pub fn instructions(s: &Skill) -> Value {
-    json!({
-        "skill": s.id,
-        "description": s.manifest.description,
-        "tools": s.manifest.tools,
-        "instructions": s.manifest.body,
-        "resource": format!("skill://{}/SKILL.md", s.id),
-    })
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Instructions {
+    /// The skill id.
+    pub skill: String,
+    pub description: String,
+    /// The tools the skill may use (exact names or trailing-`*` prefixes); empty means any.
+    pub tools: Vec<String>,
+    /// The Markdown instructions.
+    pub instructions: String,
+    /// The `skill://` URI of its SKILL.md.
+    pub resource: String,
+}
+
+/// A skill's [`Instructions`].
+pub fn instructions(s: &Skill) -> Instructions {
+    Instructions {
+        skill: s.id.clone(),
+        description: s.manifest.description.clone(),
+        tools: s.manifest.tools.clone(),
+        instructions: s.manifest.body.clone(),
+        resource: format!("skill://{}/SKILL.md", s.id),
+    }
+}
+
+/// The output schema of a macro tool, generated once.
+fn macro_output_schema() -> &'static Option<Value> {
+    static SCHEMA: std::sync::OnceLock<Option<Value>> = std::sync::OnceLock::new();
+    SCHEMA.get_or_init(vox_core::family::output_schema_of::<Instructions>)
 }
 
 fn log_problems(c: &Catalog) {

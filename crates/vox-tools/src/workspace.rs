@@ -2,8 +2,7 @@
 
 use crate::workspace_tools::WorkspaceTools;
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use vox_core::HandlerEntry;
 use vox_core::family::blocking;
@@ -34,7 +33,16 @@ fn start_watching(ctx: Arc<Ctx>) {
 #[serde(deny_unknown_fields)]
 struct NoArgs {}
 
-fn refresh(ctx: &Ctx, call: &CallCtx, _a: NoArgs) -> Result<Value, ToolError> {
+/// The scan's report and whether what clients see changed.
+#[derive(Serialize, JsonSchema)]
+struct Refreshed {
+    #[serde(flatten)]
+    report: vox_workspace_mcp::RefreshReport,
+    /// Whether a tool or resource name, description, schema or file changed.
+    changed: bool,
+}
+
+fn refresh(ctx: &Ctx, call: &CallCtx, _a: NoArgs) -> Result<Refreshed, ToolError> {
     let wt = ctx.get::<Arc<WorkspaceTools>>().ok_or_else(|| {
         ToolError::Unavailable("workspace tools are served under the dev profile only".into())
     })?;
@@ -55,9 +63,7 @@ fn refresh(ctx: &Ctx, call: &CallCtx, _a: NoArgs) -> Result<Value, ToolError> {
     if changed {
         ctx.notify_list_changed();
     }
-    let mut v = serde_json::to_value(report).map_err(|e| ToolError::Internal(e.to_string()))?;
-    v["changed"] = Value::Bool(changed);
-    Ok(v)
+    Ok(Refreshed { report, changed })
 }
 
 pub fn family() -> vox_core::Family {

@@ -79,7 +79,7 @@ pub struct WorkspaceResource {
 }
 
 /// A name (or URI) that was not federated, and why.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Skipped {
     pub name: String,
     pub file: String,
@@ -89,14 +89,14 @@ pub struct Skipped {
 }
 
 /// A file that could not be used.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct FileError {
     pub file: String,
     pub diagnostic: String,
 }
 
 /// What a scan found: the `vox_workspace_mcp_refresh` answer.
-#[derive(Debug, Clone, Serialize, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Default, PartialEq, Eq, schemars::JsonSchema)]
 pub struct RefreshReport {
     pub tool_count: usize,
     pub resource_count: usize,
