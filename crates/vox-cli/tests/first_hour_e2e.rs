@@ -555,3 +555,47 @@ fn doctor_fails_on_a_broken_config_and_a_broken_store() {
         stdout(&out)
     );
 }
+
+#[test]
+fn codex_serves_the_tools_of_the_server_vox_client_config_wrote() {
+    let Some(codex_js) = codex_js() else {
+        return;
+    };
+    let ws = Ws::new();
+    git(ws.root(), &["init", "-q"]);
+    let out = client_config(
+        &ws,
+        &["--client", "codex", "--profile", "knowledge", "--write"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let codex_home = ws.home.path().join("codex");
+    let mut app = AppServer::start(
+        &codex_js,
+        &codex_home,
+        ws.root(),
+        &[("VOX_HOME", ws.home.path())],
+    );
+    app.request(
+        "initialize",
+        json!({"clientInfo": {"name": "vox-test", "version": "0"}}),
+    );
+    app.notify("initialized");
+    let status = app.request("mcpServerStatus/list", json!({}));
+    let server = status["result"]["data"]
+        .as_array()
+        .and_then(|d| d.iter().find(|s| s["name"] == "vox-knowledge"))
+        .unwrap_or_else(|| panic!("vox-knowledge in {status}"))
+        .clone();
+    let mut tools: Vec<String> = server["tools"]
+        .as_object()
+        .map(|t| t.keys().cloned().collect())
+        .unwrap_or_default();
+    tools.sort();
+    let mut expected = registry_slice("knowledge");
+    expected.sort();
+    assert_eq!(tools, expected, "{server}");
+}

@@ -97,7 +97,7 @@ async fn codex_shows_the_refusal_of_the_second_profile() {
         server("knowledge") + &server("repo-read"),
     )
     .unwrap();
-    let mut app = AppServer::start(&codex_js, codex_home.path(), ws.root());
+    let mut app = AppServer::start(&codex_js, codex_home.path(), ws.root(), &[]);
     app.request(
         "initialize",
         json!({"clientInfo": {"name": "vox-test", "version": "0"}}),

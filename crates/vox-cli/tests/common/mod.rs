@@ -238,9 +238,14 @@ pub struct AppServer {
 }
 
 impl AppServer {
-    pub fn start(codex_js: &str, codex_home: &Path, cwd: &Path) -> Self {
+    /// `env` is passed on to the MCP servers Codex starts.
+    pub fn start(codex_js: &str, codex_home: &Path, cwd: &Path, env: &[(&str, &Path)]) -> Self {
         use std::io::BufRead;
-        let mut child = Command::new("node")
+        let mut command = Command::new("node");
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut child = command
             .args([codex_js, "app-server"])
             .env("CODEX_HOME", codex_home)
             .current_dir(cwd)
