@@ -305,6 +305,10 @@ async fn a_dead_daemon_is_reported_once_then_respawned() {
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     let e = err(&c, "vox_memory_recall", json!({"key": "k"})).await;
     assert_eq!(e["code"], "daemon_unavailable");
+    assert!(
+        e["message"].as_str().unwrap().contains(".vox/daemon.log"),
+        "the error names the daemon's log: {e}"
+    );
     let r = ok(&c, "vox_memory_recall", json!({"key": "k"})).await;
     assert_eq!(
         r["memory"]["value"], "v",
@@ -327,6 +331,7 @@ async fn an_unusable_vox_directory_is_a_clear_error() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(".vox"), "{stderr}");
+    assert!(stderr.contains("daemon log:"), "{stderr}");
 }
 
 #[tokio::test]

@@ -17,8 +17,14 @@ use vox_mcp_registry::ProfileSet;
 pub enum DaemonError {
     #[error("{0}")]
     Setup(String),
-    #[error("a daemon already runs for workspace {workspace} ({info})")]
-    AlreadyRunning { workspace: String, info: String },
+    #[error(
+        "a daemon already runs for workspace {workspace} ({info}); `vox daemon status` shows it, `vox daemon stop` stops it (daemon log: {log} when vox mcp or vox daemon start started it)"
+    )]
+    AlreadyRunning {
+        workspace: String,
+        info: String,
+        log: String,
+    },
     #[error("every subsystem profile `{profile}` requires failed: {failures}")]
     AllRequiredFailed { profile: String, failures: String },
 }
@@ -55,6 +61,7 @@ impl Daemon {
             return Err(DaemonError::AlreadyRunning {
                 workspace: ws.root.display().to_string(),
                 info: info.trim().to_owned(),
+                log: ws.daemon_log_path().display().to_string(),
             });
         }
         let orch = Orchestrator::boot(ws.clone(), profile.clone(), families)

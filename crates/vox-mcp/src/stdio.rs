@@ -82,6 +82,16 @@ fn internal(e: impl std::fmt::Display) -> McpError {
     McpError::internal_error(e.to_string(), None)
 }
 
+impl DaemonBackend {
+    /// A failure talking to the daemon, naming its log.
+    fn daemon_error(&self, e: impl std::fmt::Display) -> McpError {
+        internal(format!(
+            "{e} (daemon log: {})",
+            self.ws.daemon_log_path().display()
+        ))
+    }
+}
+
 /// Passes one `orch.progress` / `orch.log` frame to the call's events.
 fn relay(mut frame: Value, events: &dyn CallEvents) {
     let params = frame["params"].take();
@@ -150,7 +160,8 @@ impl DaemonBackend {
     async fn lost(&self, e: ClientError) -> ToolOutcome {
         *self.client.lock().await = None;
         ToolOutcome::Failed(ToolError::DaemonUnavailable(format!(
-            "{e}; the next call adopts or respawns the workspace daemon"
+            "{e}; the next call adopts or respawns the workspace daemon (daemon log: {})",
+            self.ws.daemon_log_path().display()
         )))
     }
 }
@@ -188,7 +199,7 @@ impl Backend for DaemonBackend {
             Ok(a) => a,
             Err(e) => {
                 *self.client.lock().await = None;
-                return Err(internal(e));
+                return Err(self.daemon_error(e));
             }
         };
         let tools = Arc::new(encode::tools(
@@ -255,7 +266,7 @@ impl Backend for DaemonBackend {
                 call.name
             ))),
             Err(e @ ClientError::Disconnected(_)) => return Ok(self.lost(e).await),
-            Err(e) => return Err(internal(e)),
+            Err(e) => return Err(self.daemon_error(e)),
         };
         if call.name == "vox_skill_use"
             && let ToolOutcome::Ok(v) = &outcome
@@ -274,7 +285,7 @@ impl Backend for DaemonBackend {
         let answer = client
             .call("orch.list_resources", json!({}))
             .await
-            .map_err(internal)?;
+            .map_err(|e| self.daemon_error(e))?;
         encode::resources(answer.get("resources").cloned().unwrap_or(Value::Null))
     }
 
@@ -287,7 +298,7 @@ impl Backend for DaemonBackend {
         let answer = client
             .call("orch.read_resource", json!({"uri": uri}))
             .await
-            .map_err(internal)?;
+            .map_err(|e| self.daemon_error(e))?;
         match answer.get("text").and_then(Value::as_str) {
             Some(text) => Ok(text.to_owned()),
             None => Err(McpError::resource_not_found(
