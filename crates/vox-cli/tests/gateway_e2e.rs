@@ -810,3 +810,171 @@ async fn a_closed_rest_request_or_websocket_cancels_its_work() {
     let took = gone_after(&format!("sleep {marker}"), move || drop(socket)).await;
     assert!(took.as_millis() < 1000, "WebSocket: gone after {took:?}");
 }
+
+/// Sends `request` exactly as given (no Host or other header added) and returns the status and
+/// the whole answer.
+async fn raw_request(to: SocketAddr, request: &str) -> (u16, String) {
+    let mut conn = tokio::net::TcpStream::connect(to).await.unwrap();
+    conn.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    let _ = conn.read_to_end(&mut raw).await;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, text)
+}
+
+/// `GET /v1/tools` with the write token and these extra header lines.
+async fn tools_with(addr: SocketAddr, header_lines: &str) -> (u16, String) {
+    raw_request(
+        addr,
+        &format!("GET /v1/tools HTTP/1.1\r\n{header_lines}Authorization: Bearer {WRITE}\r\nConnection: close\r\n\r\n"),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn host_and_origin_are_parsed_as_authorities_and_compared_exactly() {
+    let s = Server::tokens(Ws::new(), "knowledge");
+    let port = s.addr.port();
+    for host in [
+        "[::1].evil.com",
+        "[::1]evil.com",
+        "[::1]:80evil.com",
+        "127.0.0.1.evil.com",
+        "localhost.evil.com",
+        "localhost@evil.com",
+        "evil.com@localhost",
+        "localhost/evil",
+        "localhost:80:80",
+        "localhost:",
+        "localhost:http",
+        "[::2]",
+        "",
+    ] {
+        let (status, text) = tools_with(s.addr, &format!("Host: {host}\r\n")).await;
+        assert_eq!(status, 403, "Host: {host}: {text}");
+        assert!(text.contains("host_not_allowed"), "Host: {host}: {text}");
+    }
+    for host in [
+        format!("127.0.0.1:{port}"),
+        "LOCALHOST".into(),
+        "localhost:80".into(),
+        "[::1]".into(),
+        format!("[::1]:{port}"),
+        "[0:0:0:0:0:0:0:1]:80".into(),
+    ] {
+        let (status, text) = tools_with(s.addr, &format!("Host: {host}\r\n")).await;
+        assert_eq!(status, 200, "Host: {host}: {text}");
+    }
+    let host = format!("Host: 127.0.0.1:{port}\r\n");
+    for origin in [
+        "http://[::1]@evil.com",
+        "http://localhost@evil.com",
+        "http://localhost:5173@evil.com",
+        "http://[::1].evil.com",
+        "http://[::1]evil.com",
+        "http://localhost.evil.com",
+        "http://localhost:5173/",
+        "http://localhost:5173/path",
+        "http://localhost:5173?x",
+        "http://localhost:5173#x",
+        "http://localhost:5173x",
+        "ftp://localhost",
+        "http:localhost",
+        "localhost",
+        "null",
+    ] {
+        let (status, text) = tools_with(s.addr, &format!("{host}Origin: {origin}\r\n")).await;
+        assert_eq!(status, 403, "Origin: {origin}: {text}");
+        assert!(text.contains("origin_not_allowed"), "Origin: {origin}: {text}");
+    }
+    for origin in [
+        "http://localhost:5173",
+        "https://LocalHost",
+        "http://[::1]:5173",
+        "http://127.0.0.1",
+    ] {
+        let (status, text) = tools_with(s.addr, &format!("{host}Origin: {origin}\r\n")).await;
+        assert_eq!(status, 200, "Origin: {origin}: {text}");
+    }
+}
+
+#[tokio::test]
+async fn a_request_without_exactly_one_host_header_is_refused() {
+    let s = Server::tokens(Ws::new(), "knowledge");
+    let port = s.addr.port();
+    for path in ["/v1/tools", "/health", "/mcp"] {
+        let (status, text) = raw_request(
+            s.addr,
+            &format!("GET {path} HTTP/1.1\r\nAuthorization: Bearer {WRITE}\r\nConnection: close\r\n\r\n"),
+        )
+        .await;
+        assert_eq!(status, 400, "{path} without Host: {text}");
+        assert!(text.contains("host_required"), "{text}");
+    }
+    let (status, text) = tools_with(
+        s.addr,
+        &format!("Host: 127.0.0.1:{port}\r\nHost: evil.example\r\n"),
+    )
+    .await;
+    assert_eq!(status, 400, "two Host headers: {text}");
+    // An absolute request target names the host too, and is checked like Host.
+    let (status, text) = raw_request(
+        s.addr,
+        &format!("GET http://evil.example/v1/tools HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {WRITE}\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert_eq!(status, 403, "absolute target: {text}");
+    let (status, _) = tools_with(s.addr, &format!("Host: 127.0.0.1:{port}\r\n")).await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn unauthenticated_mode_needs_a_127_0_0_1_or_ipv6_loopback_bind_and_tokens_must_differ() {
+    for bind in ["127.0.0.2", "::ffff:127.0.0.1", "0.0.0.0"] {
+        let err = Server::start(
+            Ws::new(),
+            "knowledge",
+            &[
+                ("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED", "1"),
+                ("VOX_MCP_HTTP_HOST", bind),
+            ],
+        )
+        .err()
+        .unwrap_or_else(|| panic!("{bind}: started"));
+        assert!(
+            err.contains("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED") && err.contains(bind),
+            "{bind}: {err}"
+        );
+    }
+    let err = Server::start(
+        Ws::new(),
+        "knowledge",
+        &[
+            ("VOX_MCP_HTTP_BEARER_TOKEN", WRITE),
+            ("VOX_MCP_HTTP_READ_BEARER_TOKEN", &format!(" {WRITE} ")),
+        ],
+    )
+    .err()
+    .unwrap();
+    assert!(
+        err.contains("VOX_MCP_HTTP_READ_BEARER_TOKEN") && err.contains("VOX_MCP_HTTP_BEARER_TOKEN"),
+        "{err}"
+    );
+    assert!(!err.contains(WRITE), "the error does not print the token: {err}");
+    // 127.0.0.1 still serves without a token.
+    let s = Server::start(
+        Ws::new(),
+        "knowledge",
+        &[("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED", "1")],
+    )
+    .unwrap();
+    assert_eq!(http(s.addr, "GET", "/v1/tools", None, None).await.status, 200);
+    // A peer the gateway does not count as loopback gets no role without a token.
+    let r = http_from("127.0.0.2", s.addr, "GET", "/v1/tools", &[], None).await;
+    assert_eq!(r.status, 401, "{}", r.body);
+}

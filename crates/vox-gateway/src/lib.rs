@@ -237,8 +237,20 @@ async fn guard(
     next: Next,
 ) -> Response {
     let headers = req.headers();
-    if let Some(host) = headers.get(header::HOST)
-        && !s.config.host_allowed(host.to_str().unwrap_or(""))
+    // HTTP/1.1 requires exactly one Host (RFC 9112 §3.2): without it the rebinding check
+    // would have nothing to check. /health is no exception.
+    let mut hosts = headers.get_all(header::HOST).iter();
+    let (Some(host), None) = (hosts.next(), hosts.next()) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "host_required",
+            "a request needs exactly one Host header",
+        );
+    };
+    // An absolute request target (`GET http://name/ …`) names the host as well.
+    let target = req.uri().authority().map(|a| a.as_str());
+    if !s.config.host_allowed(host.to_str().unwrap_or(""))
+        || target.is_some_and(|t| !s.config.host_allowed(t))
     {
         return error(
             StatusCode::FORBIDDEN,
@@ -279,8 +291,9 @@ async fn guard(
             Some(Role::Read)
         }
         Some(_) => None,
-        // Accepted at startup only when bound to loopback.
-        None if s.config.allow_unauthenticated => Some(Role::Write),
+        // Accepted at startup only on a 127.0.0.1 or ::1 bind; and only for peers that count
+        // as loopback (another 127/8 source address can reach that bind).
+        None if s.config.allow_unauthenticated && loopback => Some(Role::Write),
         None => None,
     };
     if path == "/metrics" {
