@@ -978,3 +978,102 @@ async fn unauthenticated_mode_needs_a_127_0_0_1_or_ipv6_loopback_bind_and_tokens
     let r = http_from("127.0.0.2", s.addr, "GET", "/v1/tools", &[], None).await;
     assert_eq!(r.status, 401, "{}", r.body);
 }
+
+/// One `/mcp` request with JSON-RPC `body` (or none), optional token and session; returns the
+/// reply.
+async fn mcp(
+    s: &Server,
+    from: &str,
+    method: &str,
+    token: Option<&str>,
+    session: Option<&str>,
+    body: Option<&Value>,
+) -> Reply {
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut headers: Vec<(&str, &str)> = vec![
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    if let Some(a) = &auth {
+        headers.push(("Authorization", a));
+    }
+    if let Some(id) = session {
+        headers.push(("Mcp-Session-Id", id));
+    }
+    if method == "POST" && body.is_none() {
+        headers.push(("Content-Type", "application/json"));
+    }
+    http_from(from, s.addr, method, "/mcp", &headers, body).await
+}
+
+/// Opens a 2025-era `/mcp` session and returns its id.
+async fn mcp_session(s: &Server, from: &str, token: Option<&str>) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let r = mcp(s, from, "POST", token, None, Some(&init)).await;
+    assert_eq!(r.status, 200, "{} {}", r.headers, r.body);
+    let id = r
+        .headers
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no session id: {}", r.headers));
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let r = mcp(s, from, "POST", token, Some(&id), Some(&note)).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    id
+}
+
+#[tokio::test]
+async fn an_mcp_session_answers_only_the_credential_that_opened_it() {
+    let s = Server::tokens(Ws::new(), "knowledge");
+    let id = mcp_session(&s, "127.0.0.1", Some(WRITE)).await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    for (token, what) in [(Some(READ), "the read token"), (None, "no token")] {
+        for method in ["POST", "GET", "DELETE"] {
+            let body = (method == "POST").then_some(&list);
+            let r = mcp(&s, "127.0.0.1", method, token, Some(&id), body).await;
+            let expected = if token.is_none() { 401 } else { 404 };
+            assert_eq!(r.status, expected, "{method} by {what}: {}", r.body);
+        }
+    }
+    // The session is still there for its owner.
+    let r = mcp(&s, "127.0.0.1", "POST", Some(WRITE), Some(&id), Some(&list)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body.to_string().contains("vox_memory_store"),
+        "{}",
+        r.body
+    );
+    let r = mcp(&s, "127.0.0.1", "DELETE", Some(WRITE), Some(&id), None).await;
+    assert!(r.status / 100 == 2, "{} {}", r.status, r.body);
+    let r = mcp(&s, "127.0.0.1", "POST", Some(WRITE), Some(&id), Some(&list)).await;
+    assert_eq!(r.status, 404, "a closed session is gone: {}", r.body);
+
+    // Without tokens, a session belongs to the peer that opened it; a token is another caller.
+    let s = Server::start(
+        Ws::new(),
+        "knowledge",
+        &[
+            ("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED", "1"),
+            ("VOX_MCP_HTTP_BEARER_TOKEN", WRITE),
+        ],
+    )
+    .unwrap();
+    let id = mcp_session(&s, "127.0.0.1", None).await;
+    let r = mcp(&s, "127.0.0.1", "DELETE", Some(WRITE), Some(&id), None).await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    let r = mcp(&s, "127.0.0.2", "DELETE", None, Some(&id), None).await;
+    assert_ne!(r.status / 100, 2, "another peer cannot end it: {}", r.body);
+    let r = mcp(&s, "127.0.0.1", "POST", None, Some(&id), Some(&list)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    // And the other way: the write token's session is not the tokenless caller's.
+    let id = mcp_session(&s, "127.0.0.1", Some(WRITE)).await;
+    let r = mcp(&s, "127.0.0.1", "DELETE", None, Some(&id), None).await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    let r = mcp(&s, "127.0.0.1", "POST", Some(WRITE), Some(&id), Some(&list)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+}

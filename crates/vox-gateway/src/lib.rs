@@ -150,7 +150,11 @@ pub fn router(
         metrics,
         config,
     });
-    let mcp = mcp::service(shared.clone(), shutdown);
+    let (mcp, owners) = mcp::service(shared.clone(), shutdown);
+    let mcp = tower::Layer::layer(
+        &axum::middleware::from_fn_with_state(owners, mcp::bind_sessions),
+        mcp,
+    );
     let app = Router::new()
         .route("/health", get(health))
         .route("/metrics", get(metrics_route))
