@@ -1077,3 +1077,68 @@ async fn an_mcp_session_answers_only_the_credential_that_opened_it() {
     let r = mcp(&s, "127.0.0.1", "POST", Some(WRITE), Some(&id), Some(&list)).await;
     assert_eq!(r.status, 200, "{}", r.body);
 }
+
+#[tokio::test]
+async fn vox_skill_use_without_a_session_is_authorized_before_the_session_is_asked_for() {
+    let s = Server::start(
+        Ws::new(),
+        "knowledge,skills",
+        &[
+            ("VOX_MCP_HTTP_BEARER_TOKEN", WRITE),
+            ("VOX_MCP_HTTP_READ_BEARER_TOKEN", READ),
+            (
+                "VOX_MCP_HTTP_ALLOWED_TOOLS",
+                "vox_skill_use,vox_skill_list,vox_memory_recall",
+            ),
+        ],
+    )
+    .unwrap();
+    let r = call(&s, Some(READ), "vox_skill_use", json!({"id": "x"})).await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (403, Some("insufficient_role")),
+        "{}",
+        r.body
+    );
+    let r = call(&s, Some(WRITE), "vox_skill_use", json!({"id": "x"})).await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (400, Some("invalid_arguments")),
+        "{}",
+        r.body
+    );
+    // Not on the allowlist (the profile serves it): the allowlist's denial, not the session's.
+    let s = Server::start(
+        Ws::new(),
+        "knowledge,skills",
+        &[
+            ("VOX_MCP_HTTP_BEARER_TOKEN", WRITE),
+            ("VOX_MCP_HTTP_ALLOWED_TOOLS", "vox_skill_list"),
+        ],
+    )
+    .unwrap();
+    let r = call(&s, Some(WRITE), "vox_skill_use", json!({"id": "x"})).await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (404, Some("tool_not_in_profile")),
+        "{}",
+        r.body
+    );
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("allowlist"),
+        "{}",
+        r.body
+    );
+    // Outside the profile.
+    let s = Server::tokens(Ws::new(), "knowledge");
+    let r = call(&s, Some(WRITE), "vox_skill_use", json!({"id": "x"})).await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (404, Some("tool_not_in_profile")),
+        "{}",
+        r.body
+    );
+}

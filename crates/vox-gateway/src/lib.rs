@@ -123,8 +123,12 @@ impl Shared {
         call: vox_core::CallCtx,
     ) -> ToolOutcome {
         // Without a named session every request of this token would share one active skill,
-        // so one client could restrict (or release) all the others.
+        // so one client could restrict (or release) all the others. Authorization comes first:
+        // a caller who may not use the tool hears that, not what the call would need.
         if name == "vox_skill_use" && !who.session_named {
+            if let Err(denied) = self.orch.authorize_as(&self.surface, name, who.caller) {
+                return denied;
+            }
             return ToolOutcome::Failed(vox_core::ToolError::InvalidArguments(
                 "vox_skill_use over HTTP needs a session: send an X-Vox-Session header (REST), use one WebSocket connection, or a 2025-era /mcp session".into(),
             ));
