@@ -890,7 +890,10 @@ async fn host_and_origin_are_parsed_as_authorities_and_compared_exactly() {
     ] {
         let (status, text) = tools_with(s.addr, &format!("{host}Origin: {origin}\r\n")).await;
         assert_eq!(status, 403, "Origin: {origin}: {text}");
-        assert!(text.contains("origin_not_allowed"), "Origin: {origin}: {text}");
+        assert!(
+            text.contains("origin_not_allowed"),
+            "Origin: {origin}: {text}"
+        );
     }
     for origin in [
         "http://localhost:5173",
@@ -910,7 +913,9 @@ async fn a_request_without_exactly_one_host_header_is_refused() {
     for path in ["/v1/tools", "/health", "/mcp"] {
         let (status, text) = raw_request(
             s.addr,
-            &format!("GET {path} HTTP/1.1\r\nAuthorization: Bearer {WRITE}\r\nConnection: close\r\n\r\n"),
+            &format!(
+                "GET {path} HTTP/1.1\r\nAuthorization: Bearer {WRITE}\r\nConnection: close\r\n\r\n"
+            ),
         )
         .await;
         assert_eq!(status, 400, "{path} without Host: {text}");
@@ -965,7 +970,10 @@ async fn unauthenticated_mode_needs_a_127_0_0_1_or_ipv6_loopback_bind_and_tokens
         err.contains("VOX_MCP_HTTP_READ_BEARER_TOKEN") && err.contains("VOX_MCP_HTTP_BEARER_TOKEN"),
         "{err}"
     );
-    assert!(!err.contains(WRITE), "the error does not print the token: {err}");
+    assert!(
+        !err.contains(WRITE),
+        "the error does not print the token: {err}"
+    );
     // 127.0.0.1 still serves without a token.
     let s = Server::start(
         Ws::new(),
@@ -973,7 +981,10 @@ async fn unauthenticated_mode_needs_a_127_0_0_1_or_ipv6_loopback_bind_and_tokens
         &[("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED", "1")],
     )
     .unwrap();
-    assert_eq!(http(s.addr, "GET", "/v1/tools", None, None).await.status, 200);
+    assert_eq!(
+        http(s.addr, "GET", "/v1/tools", None, None).await.status,
+        200
+    );
     // A peer the gateway does not count as loopback gets no role without a token.
     let r = http_from("127.0.0.2", s.addr, "GET", "/v1/tools", &[], None).await;
     assert_eq!(r.status, 401, "{}", r.body);

@@ -471,7 +471,10 @@ mod tests {
         ])
         .unwrap_err()
         .to_string();
-        assert!(err.contains("VOX_MCP_HTTP_ALLOWED_HOSTS") && err.contains("http://x/"), "{err}");
+        assert!(
+            err.contains("VOX_MCP_HTTP_ALLOWED_HOSTS") && err.contains("http://x/"),
+            "{err}"
+        );
     }
 
     #[test]
