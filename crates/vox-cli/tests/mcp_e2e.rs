@@ -359,6 +359,61 @@ async fn a_journey_store_truncated_to_zero_bytes_stops_the_daemon_and_is_left_al
     );
 }
 
+/// `vox mcp` echoes request ids as rmcp decodes them: any string, and any integer within i64,
+/// exactly. (rmcp 3.11 holds a numeric id as an i64: a larger one is answered with an id-less
+/// "Invalid request", and `1.0` / `1e3` come back as `1` / `1000`; the daemon socket, which is
+/// ours, echoes every id byte for byte: `the_daemon_socket_echoes_request_ids_byte_for_byte`.)
+#[tokio::test]
+async fn vox_mcp_echoes_string_and_i64_request_ids_exactly() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let ws = Ws::new();
+    let mut child = ws
+        .mcp_command(&["--profile", "knowledge"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = tokio::io::BufReader::new(child.stdout.take().unwrap());
+    let mut answer = String::new();
+    let mut ask = async |line: &str| {
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        answer.clear();
+        if !line.contains(r#""id""#) {
+            return String::new();
+        }
+        tokio::time::timeout(
+            std::time::Duration::from_secs(15),
+            out.read_line(&mut answer),
+        )
+        .await
+        .expect("an answer within 15 s")
+        .unwrap();
+        answer.clone()
+    };
+    let init = ask(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+    )
+    .await;
+    assert!(init.contains(r#""id":0"#), "{init}");
+    ask(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+    for id in [
+        "9223372036854775807",
+        "-9223372036854775808",
+        r#""123456789012345678901234567890123456789""#,
+        r#""x y""#,
+    ] {
+        let answer = ask(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#)).await;
+        assert!(answer.contains(&format!(r#""id":{id}"#)), "{id}: {answer}");
+    }
+    drop(ask);
+    drop(stdin);
+    let _ = child.wait().await;
+}
+
 #[tokio::test]
 async fn a_dead_daemon_is_reported_once_then_respawned() {
     let ws = Ws::new();
