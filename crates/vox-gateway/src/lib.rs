@@ -5,6 +5,21 @@
 //! ([`ProfileSet::restricted`]), with the read role's extra allowlist inside the same
 //! `authorize_tool`. The gateway decides only *who* a caller is (token → role, socket peer →
 //! loopback); *what* the caller may do is decided by the orchestrator, as on every other path.
+//!
+//! The `guard` middleware, on every route:
+//! - exactly one `Host` header (400 `host_required` otherwise, `/health` included);
+//! - `Host`, an absolute request target and `Origin` parsed as `host[:port]` (`Origin`:
+//!   `http(s)://host[:port]`) with `http::uri::Authority`, refusing userinfo, paths and trailing
+//!   characters, and the host compared exactly (ignoring case) with the loopback names, the bound
+//!   address and `VOX_MCP_HTTP_ALLOWED_HOSTS` (403 otherwise; see [`GatewayConfig::host_allowed`]);
+//! - the role from the bearer token; without one, the write role only when
+//!   `VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED=1` (accepted only on a 127.0.0.1 or ::1 bind) and the
+//!   peer is 127.0.0.1 or ::1 ([`trusted_loopback`]);
+//! - the per-caller rate limit.
+//!
+//! A 2025-era `/mcp` session answers only the caller (agent) that opened it: 404 for anyone
+//! else, on POST, GET and DELETE. Authorization comes before any transport-specific refusal
+//! (`vox_skill_use` without a session).
 
 mod config;
 mod mcp;
