@@ -409,7 +409,6 @@ async fn vox_mcp_echoes_string_and_i64_request_ids_exactly() {
         let answer = ask(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#)).await;
         assert!(answer.contains(&format!(r#""id":{id}"#)), "{id}: {answer}");
     }
-    drop(ask);
     drop(stdin);
     let _ = child.wait().await;
 }
