@@ -6,8 +6,10 @@
 //!            [--clients 1,16,64] [--seconds 5] [--calls N]
 //! ```
 //! `--url` is the server base (`http://127.0.0.1:3921`) for rest and ws, and the MCP endpoint
-//! for mcp. Each client sends its next call when the previous answer arrived. Bounded: loopback
-//! URLs only, at most 60 s and 256 clients per step.
+//! for mcp. Each client sends its next call when the previous answer arrived. A step (one
+//! `--clients` count) lasts `--seconds`; with `--calls N` it ends once its clients have made N
+//! calls in all, or at `--seconds` (60 when only `--calls` is given), whichever comes first.
+//! Bounded: loopback URLs only, at most 60 s and 256 clients per step.
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
@@ -17,6 +19,8 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(Clone)]
@@ -28,9 +32,15 @@ struct Opts {
     token: Option<String>,
     clients: Vec<usize>,
     seconds: u64,
+    /// Calls per step, over all its clients.
+    calls: Option<u64>,
 }
 
 fn parse() -> Result<Opts, String> {
+    parse_from(std::env::args().skip(1))
+}
+
+fn parse_from(mut it: impl Iterator<Item = String>) -> Result<Opts, String> {
     let mut o = Opts {
         mode: "rest".into(),
         url: String::new(),
@@ -39,8 +49,9 @@ fn parse() -> Result<Opts, String> {
         token: None,
         clients: vec![1, 16, 64],
         seconds: 5,
+        calls: None,
     };
-    let mut it = std::env::args().skip(1);
+    let mut seconds = None;
     while let Some(a) = it.next() {
         let mut v = || it.next().ok_or(format!("{a} needs a value"));
         match a.as_str() {
@@ -55,10 +66,19 @@ fn parse() -> Result<Opts, String> {
                     .map(|c| c.trim().parse().map_err(|e| format!("--clients: {e}")))
                     .collect::<Result<_, _>>()?
             }
-            "--seconds" => o.seconds = v()?.parse().map_err(|e| format!("--seconds: {e}"))?,
+            "--seconds" => seconds = Some(v()?.parse().map_err(|e| format!("--seconds: {e}"))?),
+            "--calls" => {
+                let n: u64 = v()?.parse().map_err(|e| format!("--calls: {e}"))?;
+                if n == 0 {
+                    return Err("--calls must be at least 1".into());
+                }
+                o.calls = Some(n);
+            }
             other => return Err(format!("unknown option {other}")),
         }
     }
+    // A call count alone is bounded by the longest step allowed, not by the default duration.
+    o.seconds = seconds.unwrap_or(if o.calls.is_some() { 60 } else { o.seconds });
     let host = o
         .url
         .split("://")
@@ -127,8 +147,23 @@ fn auth(o: &Opts) -> Vec<(String, String)> {
         .collect()
 }
 
-/// One client's loop until `deadline`; returns its latencies in microseconds.
-async fn client(o: Opts, deadline: Instant) -> Result<Vec<f64>, String> {
+/// Calls a step may still make (shared by its clients); unbounded without `--calls`.
+struct Budget(Option<AtomicU64>);
+
+impl Budget {
+    /// Takes one call from the budget; false once it is spent.
+    fn take(&self) -> bool {
+        self.0.as_ref().is_none_or(|left| {
+            left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        })
+    }
+}
+
+/// One client's loop until `deadline` or until the step's budget is spent; returns its
+/// latencies in microseconds.
+async fn client(o: Opts, deadline: Instant, budget: Arc<Budget>) -> Result<Vec<f64>, String> {
+    let more = || Instant::now() < deadline && budget.take();
     let mut lat = Vec::new();
     match o.mode.as_str() {
         "rest" => {
@@ -136,7 +171,7 @@ async fn client(o: Opts, deadline: Instant) -> Result<Vec<f64>, String> {
             let url = format!("{}/v1/tools/call", o.url);
             let body = json!({"name": o.tool, "args": o.args});
             let headers = auth(&o);
-            while Instant::now() < deadline {
+            while more() {
                 let t = Instant::now();
                 let (parts, _) = post(&http, &url, &headers, &body).await?;
                 if !parts.status.is_success() {
@@ -170,7 +205,7 @@ async fn client(o: Opts, deadline: Instant) -> Result<Vec<f64>, String> {
             )
             .await?;
             let mut id = 1u64;
-            while Instant::now() < deadline {
+            while more() {
                 let t = Instant::now();
                 let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": o.tool, "arguments": o.args}});
                 let (parts, body) = post(&http, &o.url, &headers, &call).await?;
@@ -200,7 +235,7 @@ async fn client(o: Opts, deadline: Instant) -> Result<Vec<f64>, String> {
                 .await
                 .map_err(|e| e.to_string())?;
             let mut id = 0u64;
-            while Instant::now() < deadline {
+            while more() {
                 let t = Instant::now();
                 let msg = json!({"id": id, "type": "call_tool", "name": o.tool, "args": o.args})
                     .to_string();
@@ -245,8 +280,9 @@ async fn main() {
     for &n in &o.clients {
         let start = Instant::now();
         let deadline = start + Duration::from_secs(o.seconds);
+        let budget = Arc::new(Budget(o.calls.map(AtomicU64::new)));
         let tasks: Vec<_> = (0..n)
-            .map(|_| tokio::spawn(client(o.clone(), deadline)))
+            .map(|_| tokio::spawn(client(o.clone(), deadline, budget.clone())))
             .collect();
         let mut all = vec![];
         for t in tasks {
@@ -279,4 +315,26 @@ async fn main() {
         "{}",
         serde_json::to_string_pretty(&report).unwrap_or_default()
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &str) -> Result<Opts, String> {
+        parse_from(a.split_whitespace().map(str::to_owned))
+    }
+
+    #[test]
+    fn calls_bounds_each_step_and_seconds_stays_the_time_limit() {
+        let base = "--mode rest --url http://127.0.0.1:3921 --tool vox_memory_recall";
+        let o = args(&format!("{base} --calls 500")).unwrap();
+        assert_eq!((o.calls, o.seconds), (Some(500), 60));
+        let o = args(&format!("{base} --calls 500 --seconds 3")).unwrap();
+        assert_eq!((o.calls, o.seconds), (Some(500), 3));
+        let o = args(base).unwrap();
+        assert_eq!((o.calls, o.seconds), (None, 5));
+        assert!(args(&format!("{base} --calls 0")).is_err());
+        assert!(args(&format!("{base} --calls x")).is_err());
+    }
 }

@@ -848,3 +848,346 @@ async fn rest_lists_output_schemas_and_results_match_them() {
     assert!(validator.is_valid(&r.body["result"]), "{}", r.body);
     assert_eq!(r.body["result"]["memories"][0]["key"], "k");
 }
+
+/// Sends `request` exactly as given (no Host or other header added) and returns the status and
+/// the whole answer.
+async fn raw_request(to: SocketAddr, request: &str) -> (u16, String) {
+    let mut conn = tokio::net::TcpStream::connect(to).await.unwrap();
+    conn.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    let _ = conn.read_to_end(&mut raw).await;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, text)
+}
+
+/// `GET /v1/tools` with the write token and these extra header lines.
+async fn tools_with(addr: SocketAddr, header_lines: &str) -> (u16, String) {
+    raw_request(
+        addr,
+        &format!("GET /v1/tools HTTP/1.1\r\n{header_lines}Authorization: Bearer {WRITE}\r\nConnection: close\r\n\r\n"),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn host_and_origin_are_parsed_as_authorities_and_compared_exactly() {
+    let s = Server::tokens(Ws::new(), "knowledge");
+    let port = s.addr.port();
+    for host in [
+        "[::1].evil.com",
+        "[::1]evil.com",
+        "[::1]:80evil.com",
+        "127.0.0.1.evil.com",
+        "localhost.evil.com",
+        "localhost@evil.com",
+        "evil.com@localhost",
+        "localhost/evil",
+        "localhost:80:80",
+        "localhost:",
+        "localhost:http",
+        "[::2]",
+        "",
+    ] {
+        let (status, text) = tools_with(s.addr, &format!("Host: {host}\r\n")).await;
+        assert_eq!(status, 403, "Host: {host}: {text}");
+        assert!(text.contains("host_not_allowed"), "Host: {host}: {text}");
+    }
+    for host in [
+        format!("127.0.0.1:{port}"),
+        "LOCALHOST".into(),
+        "localhost:80".into(),
+        "[::1]".into(),
+        format!("[::1]:{port}"),
+        "[0:0:0:0:0:0:0:1]:80".into(),
+    ] {
+        let (status, text) = tools_with(s.addr, &format!("Host: {host}\r\n")).await;
+        assert_eq!(status, 200, "Host: {host}: {text}");
+    }
+    let host = format!("Host: 127.0.0.1:{port}\r\n");
+    for origin in [
+        "http://[::1]@evil.com",
+        "http://localhost@evil.com",
+        "http://localhost:5173@evil.com",
+        "http://[::1].evil.com",
+        "http://[::1]evil.com",
+        "http://localhost.evil.com",
+        "http://localhost:5173/",
+        "http://localhost:5173/path",
+        "http://localhost:5173?x",
+        "http://localhost:5173#x",
+        "http://localhost:5173x",
+        "ftp://localhost",
+        "http:localhost",
+        "localhost",
+        "null",
+    ] {
+        let (status, text) = tools_with(s.addr, &format!("{host}Origin: {origin}\r\n")).await;
+        assert_eq!(status, 403, "Origin: {origin}: {text}");
+        assert!(
+            text.contains("origin_not_allowed"),
+            "Origin: {origin}: {text}"
+        );
+    }
+    for origin in [
+        "http://localhost:5173",
+        "https://LocalHost",
+        "http://[::1]:5173",
+        "http://127.0.0.1",
+    ] {
+        let (status, text) = tools_with(s.addr, &format!("{host}Origin: {origin}\r\n")).await;
+        assert_eq!(status, 200, "Origin: {origin}: {text}");
+    }
+}
+
+#[tokio::test]
+async fn a_request_without_exactly_one_host_header_is_refused() {
+    let s = Server::tokens(Ws::new(), "knowledge");
+    let port = s.addr.port();
+    for path in ["/v1/tools", "/health", "/mcp"] {
+        let (status, text) = raw_request(
+            s.addr,
+            &format!(
+                "GET {path} HTTP/1.1\r\nAuthorization: Bearer {WRITE}\r\nConnection: close\r\n\r\n"
+            ),
+        )
+        .await;
+        assert_eq!(status, 400, "{path} without Host: {text}");
+        assert!(text.contains("host_required"), "{text}");
+    }
+    let (status, text) = tools_with(
+        s.addr,
+        &format!("Host: 127.0.0.1:{port}\r\nHost: evil.example\r\n"),
+    )
+    .await;
+    assert_eq!(status, 400, "two Host headers: {text}");
+    // An absolute request target names the host too, and is checked like Host.
+    let (status, text) = raw_request(
+        s.addr,
+        &format!("GET http://evil.example/v1/tools HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {WRITE}\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert_eq!(status, 403, "absolute target: {text}");
+    let (status, _) = tools_with(s.addr, &format!("Host: 127.0.0.1:{port}\r\n")).await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn unauthenticated_mode_needs_a_127_0_0_1_or_ipv6_loopback_bind_and_tokens_must_differ() {
+    for bind in ["127.0.0.2", "::ffff:127.0.0.1", "0.0.0.0"] {
+        let err = Server::start(
+            Ws::new(),
+            "knowledge",
+            &[
+                ("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED", "1"),
+                ("VOX_MCP_HTTP_HOST", bind),
+            ],
+        )
+        .err()
+        .unwrap_or_else(|| panic!("{bind}: started"));
+        assert!(
+            err.contains("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED") && err.contains(bind),
+            "{bind}: {err}"
+        );
+    }
+    let err = Server::start(
+        Ws::new(),
+        "knowledge",
+        &[
+            ("VOX_MCP_HTTP_BEARER_TOKEN", WRITE),
+            ("VOX_MCP_HTTP_READ_BEARER_TOKEN", &format!(" {WRITE} ")),
+        ],
+    )
+    .err()
+    .unwrap();
+    assert!(
+        err.contains("VOX_MCP_HTTP_READ_BEARER_TOKEN") && err.contains("VOX_MCP_HTTP_BEARER_TOKEN"),
+        "{err}"
+    );
+    assert!(
+        !err.contains(WRITE),
+        "the error does not print the token: {err}"
+    );
+    // 127.0.0.1 still serves without a token.
+    let s = Server::start(
+        Ws::new(),
+        "knowledge",
+        &[("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED", "1")],
+    )
+    .unwrap();
+    assert_eq!(
+        http(s.addr, "GET", "/v1/tools", None, None).await.status,
+        200
+    );
+    // A peer the gateway does not count as loopback gets no role without a token.
+    let r = http_from("127.0.0.2", s.addr, "GET", "/v1/tools", &[], None).await;
+    assert_eq!(r.status, 401, "{}", r.body);
+}
+
+/// One `/mcp` request with JSON-RPC `body` (or none), optional token and session; returns the
+/// reply.
+async fn mcp(
+    s: &Server,
+    from: &str,
+    method: &str,
+    token: Option<&str>,
+    session: Option<&str>,
+    body: Option<&Value>,
+) -> Reply {
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut headers: Vec<(&str, &str)> = vec![
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    if let Some(a) = &auth {
+        headers.push(("Authorization", a));
+    }
+    if let Some(id) = session {
+        headers.push(("Mcp-Session-Id", id));
+    }
+    if method == "POST" && body.is_none() {
+        headers.push(("Content-Type", "application/json"));
+    }
+    http_from(from, s.addr, method, "/mcp", &headers, body).await
+}
+
+/// Opens a 2025-era `/mcp` session and returns its id.
+async fn mcp_session(s: &Server, from: &str, token: Option<&str>) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let r = mcp(s, from, "POST", token, None, Some(&init)).await;
+    assert_eq!(r.status, 200, "{} {}", r.headers, r.body);
+    let id = r
+        .headers
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no session id: {}", r.headers));
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let r = mcp(s, from, "POST", token, Some(&id), Some(&note)).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    id
+}
+
+#[tokio::test]
+async fn an_mcp_session_answers_only_the_credential_that_opened_it() {
+    let s = Server::tokens(Ws::new(), "knowledge");
+    let id = mcp_session(&s, "127.0.0.1", Some(WRITE)).await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    for (token, what) in [(Some(READ), "the read token"), (None, "no token")] {
+        for method in ["POST", "GET", "DELETE"] {
+            let body = (method == "POST").then_some(&list);
+            let r = mcp(&s, "127.0.0.1", method, token, Some(&id), body).await;
+            let expected = if token.is_none() { 401 } else { 404 };
+            assert_eq!(r.status, expected, "{method} by {what}: {}", r.body);
+        }
+    }
+    // The session is still there for its owner.
+    let r = mcp(&s, "127.0.0.1", "POST", Some(WRITE), Some(&id), Some(&list)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body.to_string().contains("vox_memory_store"),
+        "{}",
+        r.body
+    );
+    let r = mcp(&s, "127.0.0.1", "DELETE", Some(WRITE), Some(&id), None).await;
+    assert!(r.status / 100 == 2, "{} {}", r.status, r.body);
+    let r = mcp(&s, "127.0.0.1", "POST", Some(WRITE), Some(&id), Some(&list)).await;
+    assert_eq!(r.status, 404, "a closed session is gone: {}", r.body);
+
+    // Without tokens, a session belongs to the peer that opened it; a token is another caller.
+    let s = Server::start(
+        Ws::new(),
+        "knowledge",
+        &[
+            ("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED", "1"),
+            ("VOX_MCP_HTTP_BEARER_TOKEN", WRITE),
+        ],
+    )
+    .unwrap();
+    let id = mcp_session(&s, "127.0.0.1", None).await;
+    let r = mcp(&s, "127.0.0.1", "DELETE", Some(WRITE), Some(&id), None).await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    let r = mcp(&s, "127.0.0.2", "DELETE", None, Some(&id), None).await;
+    assert_ne!(r.status / 100, 2, "another peer cannot end it: {}", r.body);
+    let r = mcp(&s, "127.0.0.1", "POST", None, Some(&id), Some(&list)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    // And the other way: the write token's session is not the tokenless caller's.
+    let id = mcp_session(&s, "127.0.0.1", Some(WRITE)).await;
+    let r = mcp(&s, "127.0.0.1", "DELETE", None, Some(&id), None).await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    let r = mcp(&s, "127.0.0.1", "POST", Some(WRITE), Some(&id), Some(&list)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+#[tokio::test]
+async fn vox_skill_use_without_a_session_is_authorized_before_the_session_is_asked_for() {
+    let s = Server::start(
+        Ws::new(),
+        "knowledge,skills",
+        &[
+            ("VOX_MCP_HTTP_BEARER_TOKEN", WRITE),
+            ("VOX_MCP_HTTP_READ_BEARER_TOKEN", READ),
+            (
+                "VOX_MCP_HTTP_ALLOWED_TOOLS",
+                "vox_skill_use,vox_skill_list,vox_memory_recall",
+            ),
+        ],
+    )
+    .unwrap();
+    let r = call(&s, Some(READ), "vox_skill_use", json!({"id": "x"})).await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (403, Some("insufficient_role")),
+        "{}",
+        r.body
+    );
+    let r = call(&s, Some(WRITE), "vox_skill_use", json!({"id": "x"})).await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (400, Some("invalid_arguments")),
+        "{}",
+        r.body
+    );
+    // Not on the allowlist (the profile serves it): the allowlist's denial, not the session's.
+    let s = Server::start(
+        Ws::new(),
+        "knowledge,skills",
+        &[
+            ("VOX_MCP_HTTP_BEARER_TOKEN", WRITE),
+            ("VOX_MCP_HTTP_ALLOWED_TOOLS", "vox_skill_list"),
+        ],
+    )
+    .unwrap();
+    let r = call(&s, Some(WRITE), "vox_skill_use", json!({"id": "x"})).await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (404, Some("tool_not_in_profile")),
+        "{}",
+        r.body
+    );
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("allowlist"),
+        "{}",
+        r.body
+    );
+    // Outside the profile.
+    let s = Server::tokens(Ws::new(), "knowledge");
+    let r = call(&s, Some(WRITE), "vox_skill_use", json!({"id": "x"})).await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (404, Some("tool_not_in_profile")),
+        "{}",
+        r.body
+    );
+}

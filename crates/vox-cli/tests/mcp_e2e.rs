@@ -293,6 +293,127 @@ async fn daemon_exits_non_zero_when_every_required_subsystem_fails() {
 }
 
 #[tokio::test]
+async fn a_journey_store_truncated_to_zero_bytes_stops_the_daemon_and_is_left_alone() {
+    let ws = Ws::new();
+    let c = ws.client(&["--profile", "knowledge"]).await;
+    for i in 0..50 {
+        ok(
+            &c,
+            "vox_memory_store",
+            json!({"key": format!("k/{i}"), "value": "v"}),
+        )
+        .await;
+    }
+    c.cancel().await.unwrap();
+    let pid = ws.daemon_status()["ping"]["pid"].as_u64().unwrap();
+    ws.stop_daemon();
+    // The stopped daemon releases its lock before its last store connection closes (and
+    // checkpoints): wait until the process is gone.
+    let started = std::time::Instant::now();
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+            st.rsplit(')')
+                .next()
+                .is_some_and(|r| !r.trim_start().starts_with('Z'))
+        })
+    };
+    while alive() {
+        assert!(started.elapsed().as_secs() < 15, "daemon {pid} still runs");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let db = ws.vox_dir().join("journey.db");
+    assert!(std::fs::metadata(&db).unwrap().len() > 0);
+    std::fs::File::create(&db).unwrap(); // truncates to 0 bytes
+    // The daemon runs in the foreground: one that started is killed and reported.
+    let mut daemon = std::process::Command::new(DAEMON)
+        .args(["--profile", "knowledge", "--workspace"])
+        .arg(ws.root())
+        .env("VOX_HOME", ws.home.path())
+        .env_remove("VOX_DB_PATH")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while daemon.try_wait().unwrap().is_none() && started.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let running = daemon.try_wait().unwrap().is_none();
+    if running {
+        daemon.kill().unwrap();
+    }
+    let out = daemon.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !running && !out.status.success(),
+        "the daemon started: {stderr}"
+    );
+    assert!(stderr.contains(&db.display().to_string()), "{stderr}");
+    let out = ws.vox(&["daemon", "start", "--profile", "knowledge"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "vox daemon start started: {stderr}");
+    assert!(stderr.contains(&db.display().to_string()), "{stderr}");
+    assert_eq!(std::fs::metadata(&db).unwrap().len(), 0, "not overwritten");
+    assert!(
+        !ws.vox_dir().join("orchestrator.sock").exists(),
+        "no daemon runs"
+    );
+}
+
+/// `vox mcp` echoes request ids as rmcp decodes them: any string, and any integer within i64,
+/// exactly. (rmcp 3.11 holds a numeric id as an i64: a larger one is answered with an id-less
+/// "Invalid request", and `1.0` / `1e3` come back as `1` / `1000`; the daemon socket, which is
+/// ours, echoes every id byte for byte: `the_daemon_socket_echoes_request_ids_byte_for_byte`.)
+#[tokio::test]
+async fn vox_mcp_echoes_string_and_i64_request_ids_exactly() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let ws = Ws::new();
+    let mut child = ws
+        .mcp_command(&["--profile", "knowledge"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = tokio::io::BufReader::new(child.stdout.take().unwrap());
+    let mut answer = String::new();
+    let mut ask = async |line: &str| {
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        answer.clear();
+        if !line.contains(r#""id""#) {
+            return String::new();
+        }
+        tokio::time::timeout(
+            std::time::Duration::from_secs(15),
+            out.read_line(&mut answer),
+        )
+        .await
+        .expect("an answer within 15 s")
+        .unwrap();
+        answer.clone()
+    };
+    let init = ask(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+    )
+    .await;
+    assert!(init.contains(r#""id":0"#), "{init}");
+    ask(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+    for id in [
+        "9223372036854775807",
+        "-9223372036854775808",
+        r#""123456789012345678901234567890123456789""#,
+        r#""x y""#,
+    ] {
+        let answer = ask(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#)).await;
+        assert!(answer.contains(&format!(r#""id":{id}"#)), "{id}: {answer}");
+    }
+    drop(stdin);
+    let _ = child.wait().await;
+}
+
+#[tokio::test]
 async fn a_dead_daemon_is_reported_once_then_respawned() {
     let ws = Ws::new();
     let c = ws.client(&["--profile", "knowledge"]).await;

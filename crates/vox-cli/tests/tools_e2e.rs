@@ -318,6 +318,70 @@ async fn the_daemon_socket_survives_malformed_and_oversized_messages() {
     c.cancel().await.unwrap();
 }
 
+/// The answer line to `line`, as bytes.
+fn socket_answer_line(
+    stream: &mut UnixStream,
+    reader: &mut BufReader<UnixStream>,
+    line: &str,
+) -> String {
+    stream.write_all(line.as_bytes()).unwrap();
+    stream.write_all(b"\n").unwrap();
+    let mut answer = String::new();
+    reader.read_line(&mut answer).unwrap();
+    answer
+}
+
+#[tokio::test]
+async fn the_daemon_socket_echoes_request_ids_byte_for_byte() {
+    let ws = Ws::new();
+    let c = ws.client(&["--profile", "knowledge"]).await;
+    let sock = ws.vox_dir().join("orchestrator.sock");
+    let mut stream = UnixStream::connect(&sock).unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let ids = [
+        "123456789012345678901234567890123456789",
+        "-98765432109876543210987654321",
+        "18446744073709551616",
+        "1.0",
+        "1e3",
+        "0.30000000000000000000000001",
+        r#""a \"quoted\" id \u00e9""#,
+        "7",
+    ];
+    for id in ids {
+        for (method, params) in [
+            ("orch.ping", "null"),
+            ("orch.nope", "null"),
+            ("orch.list_tools", r#"{"bad":1}"#),
+            (
+                "orch.tool_call",
+                r#"{"name":"vox_memory_recall","arguments":{"key":"k"}}"#,
+            ),
+        ] {
+            let line =
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#);
+            let answer = socket_answer_line(&mut stream, &mut reader, &line);
+            assert!(
+                answer.contains(&format!(r#""id":{id}"#)),
+                "{method} with id {id}: {answer}"
+            );
+            let v: Value = serde_json::from_str(&answer).unwrap();
+            assert!(
+                v.get("result").is_some() || v.get("error").is_some(),
+                "{answer}"
+            );
+        }
+    }
+    // A notification (no id) still gets no answer, and an id of null is answered with null.
+    let answer = socket_answer_line(
+        &mut stream,
+        &mut reader,
+        r#"{"jsonrpc":"2.0","id":null,"method":"orch.ping"}"#,
+    );
+    assert!(answer.contains(r#""id":null"#), "{answer}");
+    c.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn bundle_apply_sets_the_default_profile_and_flags_win() {
     let ws = Ws::new();

@@ -294,6 +294,24 @@ impl Orchestrator {
         call: CallCtx,
     ) -> ToolOutcome {
         let outcome = self.call_inner(surface, name, args, call, false).await;
+        self.narrowed(name, outcome)
+    }
+
+    /// The authorization [`Self::call_as`] starts with, on its own: `Err` holds the denial it
+    /// would answer. For a transport's own check that must not run before authorization.
+    pub fn authorize_as(
+        &self,
+        surface: &ProfileSet,
+        name: &str,
+        caller: Caller,
+    ) -> Result<(), ToolOutcome> {
+        authorize_tool(surface, name, caller, self.ctx.boot.booted_mask)
+            .map(|_| ())
+            .map_err(|d| self.narrowed(name, ToolOutcome::Denied(d)))
+    }
+
+    /// A denial on a narrower surface says so when the daemon's profile serves the tool.
+    fn narrowed(&self, name: &str, outcome: ToolOutcome) -> ToolOutcome {
         match outcome {
             // The daemon's profile serves the tool; this gateway's allowlist is what refused it.
             ToolOutcome::Denied(d)

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::net::UnixListener;
 use tokio::sync::watch;
 use vox_core::{Family, Orchestrator, Workspace};
-use vox_mcp_registry::ProfileSet;
+use vox_mcp_registry::{ProfileSet, SubsystemId};
 
 /// Why the daemon could not start or run.
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +63,12 @@ impl Daemon {
                 info: info.trim().to_owned(),
                 log: ws.daemon_log_path().display().to_string(),
             });
+        }
+        // A store that existed and lost its data stops the daemon instead of degrading it:
+        // serving on would hide the loss (and a fallback could write beside it).
+        if profile.closure_mask() & SubsystemId::Db.bit() != 0 {
+            vox_store::Store::check_not_lost(&ws.db_path())
+                .map_err(|e| DaemonError::Setup(e.to_string()))?;
         }
         let orch = Orchestrator::boot(ws.clone(), profile.clone(), families)
             .map_err(DaemonError::Setup)?;

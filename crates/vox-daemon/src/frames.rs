@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use vox_core::{LogLevel, LogMessage, Progress, ToolOutcome};
 
 /// `orch.tool_call` parameters.
@@ -51,25 +52,27 @@ pub struct PingParams {
     pub keep: bool,
 }
 
-/// `orch.cancel` (a notification): stop the call with this request id.
+/// `orch.cancel` (a notification): stop the call with this request id (its raw JSON, as the
+/// call's request wrote it).
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CancelParams {
-    pub id: u64,
+    pub id: Box<RawValue>,
 }
 
-/// `orch.progress` (daemon → client): progress of the call with request id `id`.
+/// `orch.progress` (daemon → client): progress of the call with request id `id` (raw JSON,
+/// byte for byte the request's).
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProgressParams {
-    pub id: Value,
+    pub id: Box<RawValue>,
     pub progress: Progress,
 }
 
-/// `orch.log` (daemon → client): a log message of the call with request id `id`.
+/// `orch.log` (daemon → client): a log message of the call with request id `id` (raw JSON).
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogParams {
-    pub id: Value,
+    pub id: Box<RawValue>,
     pub message: LogMessage,
 }

@@ -3,6 +3,10 @@
 //! Requests are answered concurrently and may complete out of order; frames without an `id`
 //! travelling daemon → client are notifications. Lines are bounded by [`MAX_MESSAGE_BYTES`]:
 //! a longer line gets an error answer and is discarded, and the connection keeps working.
+//!
+//! A request id travels as the raw JSON the client wrote ([`RawValue`]): answers, progress and
+//! log frames echo it byte for byte (`123456789012345678901234567890123456789` is not rounded
+//! to a float, `1.0` stays `1.0`), and `orch.cancel` names a call by the same text.
 
 use crate::frames::{
     CancelParams, ListToolsParams, LogParams, PingParams, ProgressParams, ToolCallAnswer,
@@ -10,6 +14,8 @@ use crate::frames::{
 };
 use crate::lifetime::{Attached, Lifetime};
 use crate::{MAX_MESSAGE_BYTES, PROTOCOL_VERSION};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -76,8 +82,81 @@ pub async fn read_line_bounded<R: AsyncBufRead + Unpin>(
     }
 }
 
-fn error_frame(id: Value, code: i64, message: impl Into<String>) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
+/// A request id, exactly as the client wrote it.
+type Id = Box<RawValue>;
+
+/// One request line. Typed parameters are decoded from their raw text, so numbers in them
+/// keep their precision as well.
+#[derive(Deserialize)]
+struct Request {
+    /// `None` when absent (a notification); `Some("null")` when the client sent `null`.
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Id>,
+    #[serde(default)]
+    method: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    params: Option<Box<RawValue>>,
+}
+
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
+}
+
+impl Request {
+    fn method(&self) -> Option<&str> {
+        self.method.as_ref().and_then(Value::as_str)
+    }
+    /// The parameters as JSON text (`null` when absent).
+    fn params(&self) -> &str {
+        self.params.as_deref().map_or("null", RawValue::get)
+    }
+}
+
+/// An answer frame (`result` or `error`) carrying the request's raw id.
+#[derive(Serialize)]
+struct Answer<'a> {
+    jsonrpc: &'static str,
+    id: &'a RawValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<Value>,
+}
+
+/// A notification frame (daemon → client).
+#[derive(Serialize)]
+struct Note<'a, P> {
+    jsonrpc: &'static str,
+    method: &'a str,
+    params: P,
+}
+
+/// A frame as the JSON text written to the socket.
+type Frame = Box<RawValue>;
+
+fn frame(x: &impl Serialize) -> Frame {
+    serde_json::value::to_raw_value(x).unwrap_or_else(|e| {
+        tracing::error!("cannot encode a socket frame: {e}");
+        RawValue::NULL.to_owned()
+    })
+}
+
+fn answer_frame(id: &RawValue, result: Value) -> Frame {
+    frame(&Answer {
+        jsonrpc: "2.0",
+        id,
+        result: Some(result),
+        error: None,
+    })
+}
+
+fn error_frame(id: &RawValue, code: i64, message: impl Into<String>) -> Frame {
+    frame(&Answer {
+        jsonrpc: "2.0",
+        id,
+        result: None,
+        error: Some(json!({"code": code, "message": message.into()})),
+    })
 }
 
 /// Counts requests in flight so shutdown can let them finish.
@@ -132,7 +211,8 @@ pub async fn serve(
 /// cancellation signal of each call in flight (by request id).
 struct Conn {
     session: Arc<str>,
-    tx: mpsc::UnboundedSender<Value>,
+    tx: mpsc::UnboundedSender<Frame>,
+    /// Keyed by the raw text of the request id.
     calls: std::sync::Mutex<std::collections::HashMap<String, vox_core::Cancel>>,
     lifetime: Lifetime,
     /// Set once the connection attached as a client (`orch.ping {"attach": true}`).
@@ -140,8 +220,8 @@ struct Conn {
 }
 
 impl Conn {
-    fn cancel(&self, id: u64) {
-        if let Some(c) = self.lock_calls().get(&id.to_string()) {
+    fn cancel(&self, id: &RawValue) {
+        if let Some(c) = self.lock_calls().get(id.get()) {
             c.cancel();
         }
     }
@@ -155,8 +235,8 @@ impl Conn {
 /// A call's progress and log messages, as `orch.progress` / `orch.log` frames tied to the
 /// request id.
 struct SocketEvents {
-    id: Value,
-    tx: mpsc::UnboundedSender<Value>,
+    id: Id,
+    tx: mpsc::UnboundedSender<Frame>,
 }
 
 impl vox_core::CallEvents for SocketEvents {
@@ -165,18 +245,22 @@ impl vox_core::CallEvents for SocketEvents {
             id: self.id.clone(),
             progress,
         };
-        let _ = self
-            .tx
-            .send(json!({"jsonrpc": "2.0", "method": "orch.progress", "params": params}));
+        let _ = self.tx.send(frame(&Note {
+            jsonrpc: "2.0",
+            method: "orch.progress",
+            params,
+        }));
     }
     fn log(&self, message: vox_core::LogMessage) {
         let params = LogParams {
             id: self.id.clone(),
             message,
         };
-        let _ = self
-            .tx
-            .send(json!({"jsonrpc": "2.0", "method": "orch.log", "params": params}));
+        let _ = self.tx.send(frame(&Note {
+            jsonrpc: "2.0",
+            method: "orch.log",
+            params,
+        }));
     }
 }
 
@@ -192,22 +276,23 @@ async fn connection(
     let session: Arc<str> =
         format!("socket:{}", NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed)).into();
     let (read, mut write) = stream.into_split();
-    let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+    let (tx, mut rx) = mpsc::unbounded_channel::<Frame>();
     let mut notes = orch.ctx().notifier.subscribe();
     let writer = tokio::spawn(async move {
         loop {
-            let frame = tokio::select! {
+            let f = tokio::select! {
                 f = rx.recv() => match f {
                     Some(f) => f,
                     None => break,
                 },
                 n = notes.recv() => match n {
-                    Ok(n) => n,
+                    Ok(n) => frame(&n),
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
                     Err(_) => break,
                 },
             };
-            let mut bytes = serde_json::to_vec(&frame).unwrap_or_default();
+            let mut bytes = Vec::with_capacity(f.get().len() + 1);
+            bytes.extend_from_slice(f.get().as_bytes());
             bytes.push(b'\n');
             if write.write_all(&bytes).await.is_err() {
                 break;
@@ -231,7 +316,7 @@ async fn connection(
             Ok(Line::Data(l)) => l,
             Ok(Line::TooLong(n)) => {
                 let _ = tx.send(error_frame(
-                    Value::Null,
+                    RawValue::NULL,
                     codes::INVALID_REQUEST,
                     format!("message of {n} bytes exceeds the {MAX_MESSAGE_BYTES} byte limit"),
                 ));
@@ -242,42 +327,43 @@ async fn connection(
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let req: Value = match serde_json::from_slice(&line) {
-            Ok(v) => v,
+        let req: Request = match serde_json::from_slice(&line) {
+            Ok(r) => r,
             Err(e) => {
-                let _ = tx.send(error_frame(
-                    Value::Null,
-                    codes::PARSE_ERROR,
-                    format!("malformed JSON: {e}"),
-                ));
+                // Well-formed JSON that is no request object is an invalid request.
+                let (code, message) = match serde_json::from_slice::<serde::de::IgnoredAny>(&line) {
+                    Ok(_) => (
+                        codes::INVALID_REQUEST,
+                        format!("a request is a JSON object: {e}"),
+                    ),
+                    Err(_) => (codes::PARSE_ERROR, format!("malformed JSON: {e}")),
+                };
+                let _ = tx.send(error_frame(RawValue::NULL, code, message));
                 continue;
             }
         };
         // Cancellation is a notification handled here in the reader, and every call's signal
         // is registered here before its task is spawned: a cancel (or the connection closing)
         // right behind a call always finds it.
-        if req.get("method").and_then(Value::as_str) == Some("orch.cancel") {
-            if let Some(p) = req
-                .get("params")
-                .and_then(|p| serde_json::from_value::<CancelParams>(p.clone()).ok())
-            {
-                conn.cancel(p.id);
+        if req.method() == Some("orch.cancel") {
+            if let Ok(p) = serde_json::from_str::<CancelParams>(req.params()) {
+                conn.cancel(&p.id);
             }
             continue;
         }
-        let cancel = match (req.get("method").and_then(Value::as_str), req.get("id")) {
+        let cancel = match (req.method(), req.id.as_deref()) {
             (Some("orch.tool_call"), Some(id)) => {
                 let cancel = vox_core::Cancel::new();
                 let mut calls = conn.lock_calls();
-                if calls.contains_key(&id.to_string()) {
+                if calls.contains_key(id.get()) {
                     let _ = tx.send(error_frame(
-                        id.clone(),
+                        id,
                         codes::INVALID_REQUEST,
                         format!("request id {id} is already in use by a call in flight"),
                     ));
                     continue;
                 }
-                calls.insert(id.to_string(), cancel.clone());
+                calls.insert(id.get().to_owned(), cancel.clone());
                 Some(cancel)
             }
             _ => None,
@@ -288,7 +374,7 @@ async fn connection(
         let conn = conn.clone();
         tasks.spawn(async move {
             let _guard = guard;
-            let id = req.get("id").map(Value::to_string);
+            let id = req.id.as_deref().map(|id| id.get().to_owned());
             let frame = handle(&orch, req, &stop, &conn, cancel).await;
             if let Some(id) = id {
                 conn.lock_calls().remove(&id);
@@ -312,21 +398,20 @@ async fn connection(
 /// Answers one request; `None` for notifications.
 async fn handle(
     orch: &Arc<Orchestrator>,
-    req: Value,
+    req: Request,
     stop: &watch::Sender<bool>,
     conn: &Conn,
     cancel: Option<vox_core::Cancel>,
-) -> Option<Value> {
-    let id = req.get("id").cloned();
-    let Some(method) = req.get("method").and_then(Value::as_str) else {
+) -> Option<Frame> {
+    let Some(method) = req.method() else {
         return Some(error_frame(
-            id.unwrap_or(Value::Null),
+            req.id.as_deref().unwrap_or(RawValue::NULL),
             codes::INVALID_REQUEST,
             "missing `method`",
         ));
     };
-    let id = id?;
-    let params = req.get("params").cloned().unwrap_or(Value::Null);
+    let id = req.id.as_deref()?;
+    let params = req.params();
     let result = match method {
         "orch.ping" => match decode::<PingParams>(method, params) {
             Ok(p) => ping_as(orch, conn, p),
@@ -347,13 +432,15 @@ async fn handle(
             Err(e) => Err(e),
         },
         "orch.list_resources" => Ok(json!({"resources": orch.resources()})),
-        "orch.read_resource" => match params.get("uri").and_then(Value::as_str) {
+        "orch.read_resource" => match serde_json::from_str::<Value>(params)
+            .ok()
+            .and_then(|p| p.get("uri").and_then(Value::as_str).map(str::to_owned))
+        {
             None => Err((
                 codes::INVALID_PARAMS,
                 "orch.read_resource needs a string `uri`".to_owned(),
             )),
             Some(uri) => {
-                let uri = uri.to_owned();
                 // Reading may compile or run Vox code: off the async worker.
                 let o = orch.clone();
                 let u = uri.clone();
@@ -368,7 +455,7 @@ async fn handle(
                 }
             }
         },
-        "orch.tool_call" => tool_call(orch, params, conn, &id, cancel.unwrap_or_default()).await,
+        "orch.tool_call" => tool_call(orch, params, conn, id, cancel.unwrap_or_default()).await,
         "orch.shutdown" => {
             let _ = stop.send(true);
             Ok(json!({"stopping": true}))
@@ -376,7 +463,7 @@ async fn handle(
         other => Err((codes::METHOD_NOT_FOUND, format!("unknown method {other}"))),
     };
     Some(match result {
-        Ok(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),
+        Ok(r) => answer_frame(id, r),
         Err((code, message)) => error_frame(id, code, message),
     })
 }
@@ -424,30 +511,30 @@ fn log_file(path: &std::path::Path) -> Option<std::path::PathBuf> {
     (a.dev() == b.dev() && a.ino() == b.ino()).then(|| path.to_owned())
 }
 
-/// Decodes a method's parameters (`null` is the default).
+/// Decodes a method's parameters from their JSON text (`null` is the default).
 fn decode<T: serde::de::DeserializeOwned + Default>(
     method: &str,
-    params: Value,
+    params: &str,
 ) -> Result<T, (i64, String)> {
-    if params.is_null() {
+    if params == "null" {
         return Ok(T::default());
     }
-    serde_json::from_value(params).map_err(|e| (codes::INVALID_PARAMS, format!("{method}: {e}")))
+    serde_json::from_str(params).map_err(|e| (codes::INVALID_PARAMS, format!("{method}: {e}")))
 }
 
 /// `orch.tool_call` ([`ToolCallParams`] → [`ToolCallAnswer`]) under `cancel`, the signal the
 /// reader registered for this request id.
 async fn tool_call(
     orch: &Orchestrator,
-    params: Value,
+    params: &str,
     conn: &Conn,
-    id: &Value,
+    id: &RawValue,
     cancel: vox_core::Cancel,
 ) -> Result<Value, (i64, String)> {
-    let p: ToolCallParams = serde_json::from_value(params)
+    let p: ToolCallParams = serde_json::from_str(params)
         .map_err(|e| (codes::INVALID_PARAMS, format!("orch.tool_call: {e}")))?;
     let events = Arc::new(SocketEvents {
-        id: id.clone(),
+        id: id.to_owned(),
         tx: conn.tx.clone(),
     });
     let agent = p.agent.as_deref().unwrap_or("socket");

@@ -1,7 +1,8 @@
 //! Gateway settings from the environment, checked at startup: unknown names and unsafe
 //! combinations stop `vox serve` instead of being ignored.
 
-use std::net::IpAddr;
+use axum::http::uri::Authority;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::num::NonZeroU32;
 use vox_mcp_registry::{Exposure, ProfileSet, TOOL_REGISTRY, ToolSet, tool_by_name};
 
@@ -14,8 +15,14 @@ pub enum ConfigError {
         "gateway auth required: set VOX_MCP_HTTP_BEARER_TOKEN (write) and/or VOX_MCP_HTTP_READ_BEARER_TOKEN (read), or VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED=1 when bound to loopback"
     )]
     NoAuth,
-    #[error("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED=1 is accepted only on a loopback address, not {0}")]
+    #[error(
+        "VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED=1 is accepted only when the gateway binds 127.0.0.1 or ::1 (the loopback addresses whose peers count as loopback), not VOX_MCP_HTTP_HOST={0}"
+    )]
     UnauthenticatedOffLoopback(IpAddr),
+    #[error(
+        "VOX_MCP_HTTP_READ_BEARER_TOKEN equals VOX_MCP_HTTP_BEARER_TOKEN: the read token would act as the write token; give the read role a token of its own"
+    )]
+    SameTokens,
     #[error("{var} names unknown tool(s): {names}")]
     UnknownTools { var: &'static str, names: String },
 }
@@ -34,6 +41,8 @@ pub struct GatewayConfig {
     pub rate_burst: NonZeroU32,
     pub extra_hosts: Vec<String>,
     pub extra_origins: Vec<String>,
+    /// `extra_hosts` parsed (checked at startup).
+    extra_authorities: Vec<HostPort>,
 }
 
 fn list(v: &str) -> Vec<String> {
@@ -83,8 +92,17 @@ impl GatewayConfig {
                 });
             }
         };
-        if allow_unauthenticated && !host.is_loopback() {
+        // Only these two addresses count as loopback for trust decisions
+        // (`trusted_loopback`): on another 127/8 bind, peers would be remote by the gateway's
+        // own rule and yet get the write role without a token.
+        if allow_unauthenticated
+            && host != IpAddr::V4(Ipv4Addr::LOCALHOST)
+            && host != IpAddr::V6(Ipv6Addr::LOCALHOST)
+        {
             return Err(ConfigError::UnauthenticatedOffLoopback(host));
+        }
+        if write_token.is_some() && write_token == read_token {
+            return Err(ConfigError::SameTokens);
         }
         if write_token.is_none() && read_token.is_none() && !allow_unauthenticated {
             return Err(ConfigError::NoAuth);
@@ -102,6 +120,18 @@ impl GatewayConfig {
                 message: "must be at least 1".into(),
             })
         };
+        let extra_hosts = get("VOX_MCP_HTTP_ALLOWED_HOSTS")
+            .map(|v| list(&v))
+            .unwrap_or_default();
+        let extra_authorities = extra_hosts
+            .iter()
+            .map(|h| {
+                HostPort::parse_allowed(h).ok_or_else(|| ConfigError::Invalid {
+                    var: "VOX_MCP_HTTP_ALLOWED_HOSTS",
+                    message: format!("`{h}` is not a host name or address with an optional port"),
+                })
+            })
+            .collect::<Result<_, _>>()?;
         Ok(GatewayConfig {
             host,
             port,
@@ -112,12 +142,11 @@ impl GatewayConfig {
             read_role_allowed_tools: get("VOX_MCP_HTTP_READ_ROLE_ALLOWED_TOOLS").map(|v| list(&v)),
             rate_per_sec: rate("VOX_MCP_HTTP_RATE_PER_SEC", 50_000)?,
             rate_burst: rate("VOX_MCP_HTTP_RATE_BURST", 50_000)?,
-            extra_hosts: get("VOX_MCP_HTTP_ALLOWED_HOSTS")
-                .map(|v| list(&v))
-                .unwrap_or_default(),
+            extra_hosts,
             extra_origins: get("VOX_MCP_HTTP_ALLOWED_ORIGINS")
                 .map(|v| list(&v))
                 .unwrap_or_default(),
+            extra_authorities,
         })
     }
 
@@ -196,38 +225,100 @@ impl GatewayConfig {
             .collect()
     }
 
-    /// Whether a `Host` header (with or without port) names an allowed host.
+    /// Whether a `Host` header value (`host[:port]`, parsed strictly: no userinfo, path or
+    /// trailing characters) names an allowed host exactly (case-insensitive). An entry of
+    /// `VOX_MCP_HTTP_ALLOWED_HOSTS` with a port allows that port only.
     pub fn host_allowed(&self, host: &str) -> bool {
-        let name = strip_port(host);
-        self.allowed_hosts()
-            .iter()
-            .any(|h| h.eq_ignore_ascii_case(name))
+        HostPort::parse(host).is_some_and(|h| self.allows(&h))
     }
 
-    /// Whether an `Origin` header is an allowed browser origin (a listed origin, or http(s) on
-    /// an allowed host).
+    fn allows(&self, h: &HostPort) -> bool {
+        let builtin = ["localhost", "127.0.0.1", "::1"]
+            .into_iter()
+            .any(|name| h.host == name);
+        builtin
+            || (!self.host.is_unspecified() && h.host == canonical_ip(self.host))
+            || self
+                .extra_authorities
+                .iter()
+                .any(|a| a.host == h.host && a.port.is_none_or(|p| h.port == Some(p)))
+    }
+
+    /// Whether an `Origin` header is an allowed browser origin: a listed origin (exactly), or
+    /// `http(s)://host[:port]` (nothing else: no userinfo, path, query or fragment) on an
+    /// allowed host.
     pub fn origin_allowed(&self, origin: &str) -> bool {
         if self.extra_origins.iter().any(|o| o == origin) {
             return true;
         }
-        let Some(rest) = origin
-            .strip_prefix("http://")
-            .or_else(|| origin.strip_prefix("https://"))
-        else {
+        let Some((scheme, authority)) = origin.split_once("://") else {
             return false;
         };
-        !rest.contains('/') && self.host_allowed(rest)
+        (scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https"))
+            && self.host_allowed(authority)
     }
 }
 
-/// `host:port` → `host`; `[::1]:80` → `::1`.
-fn strip_port(host: &str) -> &str {
-    if let Some(rest) = host.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or("");
+/// An address as a Host header names it once parsed: IPv6 without brackets, canonical.
+fn canonical_ip(ip: IpAddr) -> String {
+    ip.to_string()
+}
+
+/// A parsed `host[:port]`: the host lower-cased (an IPv6 address without its brackets, in
+/// canonical form) and the port when one is given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HostPort {
+    host: String,
+    port: Option<u16>,
+}
+
+impl HostPort {
+    /// Parses a `Host` header value (`host`, `host:port`, `[v6]`, `[v6]:port`) with
+    /// `http::uri::Authority`, then refuses what an authority may hold but a Host header must
+    /// not: userinfo (`a@b`), an empty or non-numeric port, and anything after the host and
+    /// port (`[::1]evil.com`). A name is letters, digits, `-`, `_` and `.`.
+    fn parse(s: &str) -> Option<Self> {
+        if s.is_empty() || s.contains('@') {
+            return None;
+        }
+        let a: Authority = s.parse().ok()?;
+        if a.as_str() != s {
+            return None;
+        }
+        let host = a.host();
+        let port = match s.get(host.len()..)? {
+            "" => None,
+            rest => {
+                let digits = rest.strip_prefix(':')?;
+                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                Some(digits.parse().ok()?)
+            }
+        };
+        let host = match host.strip_prefix('[') {
+            Some(v6) => v6.strip_suffix(']')?.parse::<Ipv6Addr>().ok()?.to_string(),
+            None if !host.is_empty()
+                && host
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) =>
+            {
+                host.to_ascii_lowercase()
+            }
+            None => return None,
+        };
+        Some(HostPort { host, port })
     }
-    match host.rsplit_once(':') {
-        Some((h, p)) if !h.contains(':') && p.bytes().all(|b| b.is_ascii_digit()) => h,
-        _ => host,
+
+    /// An allowed-hosts entry: what [`Self::parse`] takes, or a bare IPv6 address (`fd00::1`).
+    fn parse_allowed(s: &str) -> Option<Self> {
+        match s.parse::<Ipv6Addr>() {
+            Ok(ip) => Some(HostPort {
+                host: ip.to_string(),
+                port: None,
+            }),
+            Err(_) => Self::parse(s),
+        }
     }
 }
 
@@ -309,5 +400,113 @@ mod tests {
         assert!(c.origin_allowed("http://localhost:5173"));
         assert!(!c.origin_allowed("http://evil.example"));
         assert!(!c.origin_allowed("null"));
+    }
+
+    #[test]
+    fn hosts_and_origins_are_parsed_and_compared_exactly() {
+        let c = cfg(&[("VOX_MCP_HTTP_BEARER_TOKEN", TOKEN)]).unwrap();
+        for bad in [
+            "[::1].evil.com",
+            "[::1]evil.com",
+            "[::1]:80evil.com",
+            "[::1",
+            "::1",
+            "[::1]:",
+            "[::1]:99999",
+            "localhost.",
+            "localhost.evil.com",
+            "127.0.0.1.evil.com",
+            "localhost@evil.com",
+            "a@localhost",
+            "localhost/x",
+            "localhost?x",
+            "localhost#x",
+            "localhost:80:80",
+            "localhost:",
+            "localhost:+80",
+            "local host",
+            "",
+        ] {
+            assert!(!c.host_allowed(bad), "{bad}");
+        }
+        for good in [
+            "LocalHost",
+            "localhost:3921",
+            "127.0.0.1",
+            "[::1]",
+            "[::1]:80",
+            "[0:0:0:0:0:0:0:1]",
+        ] {
+            assert!(c.host_allowed(good), "{good}");
+        }
+        for bad in [
+            "http://[::1]@evil.com",
+            "http://localhost@evil.com",
+            "http://[::1].evil.com",
+            "http://localhost:5173/",
+            "http://localhost:5173/x",
+            "http://localhost?x",
+            "javascript://localhost",
+            "http:/localhost",
+            "localhost",
+        ] {
+            assert!(!c.origin_allowed(bad), "{bad}");
+        }
+        assert!(c.origin_allowed("HTTPS://[::1]:8443"));
+        let c = cfg(&[
+            ("VOX_MCP_HTTP_BEARER_TOKEN", TOKEN),
+            ("VOX_MCP_HTTP_HOST", "0.0.0.0"),
+            (
+                "VOX_MCP_HTTP_ALLOWED_HOSTS",
+                "vox.internal, fd00::1, box.lan:8080",
+            ),
+        ])
+        .unwrap();
+        assert!(c.host_allowed("VOX.internal:3921") && c.host_allowed("[fd00::1]:3921"));
+        assert!(c.host_allowed("box.lan:8080") && !c.host_allowed("box.lan:8081"));
+        assert!(!c.host_allowed("vox.internal.evil.com") && !c.host_allowed("0.0.0.0"));
+        let err = cfg(&[
+            ("VOX_MCP_HTTP_BEARER_TOKEN", TOKEN),
+            ("VOX_MCP_HTTP_ALLOWED_HOSTS", "ok.lan,http://x/"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("VOX_MCP_HTTP_ALLOWED_HOSTS") && err.contains("http://x/"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn unauthenticated_only_on_127_0_0_1_or_ipv6_loopback_and_tokens_differ() {
+        for host in ["127.0.0.1", "::1"] {
+            assert!(
+                cfg(&[
+                    ("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED", "1"),
+                    ("VOX_MCP_HTTP_HOST", host)
+                ])
+                .is_ok()
+            );
+        }
+        for host in ["127.0.0.2", "::ffff:127.0.0.1", "::"] {
+            let err = cfg(&[
+                ("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED", "1"),
+                ("VOX_MCP_HTTP_HOST", host),
+            ])
+            .unwrap_err()
+            .to_string();
+            assert!(
+                err.contains("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED") && err.contains(host),
+                "{err}"
+            );
+        }
+        let same = format!("{TOKEN} ");
+        assert!(matches!(
+            cfg(&[
+                ("VOX_MCP_HTTP_BEARER_TOKEN", TOKEN),
+                ("VOX_MCP_HTTP_READ_BEARER_TOKEN", &same),
+            ]),
+            Err(ConfigError::SameTokens)
+        ));
     }
 }

@@ -5,6 +5,21 @@
 //! ([`ProfileSet::restricted`]), with the read role's extra allowlist inside the same
 //! `authorize_tool`. The gateway decides only *who* a caller is (token → role, socket peer →
 //! loopback); *what* the caller may do is decided by the orchestrator, as on every other path.
+//!
+//! The `guard` middleware, on every route:
+//! - exactly one `Host` header (400 `host_required` otherwise, `/health` included);
+//! - `Host`, an absolute request target and `Origin` parsed as `host[:port]` (`Origin`:
+//!   `http(s)://host[:port]`) with `http::uri::Authority`, refusing userinfo, paths and trailing
+//!   characters, and the host compared exactly (ignoring case) with the loopback names, the bound
+//!   address and `VOX_MCP_HTTP_ALLOWED_HOSTS` (403 otherwise; see [`GatewayConfig::host_allowed`]);
+//! - the role from the bearer token; without one, the write role only when
+//!   `VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED=1` (accepted only on a 127.0.0.1 or ::1 bind) and the
+//!   peer is 127.0.0.1 or ::1 ([`trusted_loopback`]);
+//! - the per-caller rate limit.
+//!
+//! A 2025-era `/mcp` session answers only the caller (agent) that opened it: 404 for anyone
+//! else, on POST, GET and DELETE. Authorization comes before any transport-specific refusal
+//! (`vox_skill_use` without a session).
 
 mod config;
 mod mcp;
@@ -123,8 +138,12 @@ impl Shared {
         call: vox_core::CallCtx,
     ) -> ToolOutcome {
         // Without a named session every request of this token would share one active skill,
-        // so one client could restrict (or release) all the others.
+        // so one client could restrict (or release) all the others. Authorization comes first:
+        // a caller who may not use the tool hears that, not what the call would need.
         if name == "vox_skill_use" && !who.session_named {
+            if let Err(denied) = self.orch.authorize_as(&self.surface, name, who.caller) {
+                return denied;
+            }
             return ToolOutcome::Failed(vox_core::ToolError::InvalidArguments(
                 "vox_skill_use over HTTP needs a session: send an X-Vox-Session header (REST), use one WebSocket connection, or a 2025-era /mcp session".into(),
             ));
@@ -150,7 +169,11 @@ pub fn router(
         metrics,
         config,
     });
-    let mcp = mcp::service(shared.clone(), shutdown);
+    let (mcp, owners) = mcp::service(shared.clone(), shutdown);
+    let mcp = tower::Layer::layer(
+        &axum::middleware::from_fn_with_state(owners, mcp::bind_sessions),
+        mcp,
+    );
     let app = Router::new()
         .route("/health", get(health))
         .route("/metrics", get(metrics_route))
@@ -237,8 +260,20 @@ async fn guard(
     next: Next,
 ) -> Response {
     let headers = req.headers();
-    if let Some(host) = headers.get(header::HOST)
-        && !s.config.host_allowed(host.to_str().unwrap_or(""))
+    // HTTP/1.1 requires exactly one Host (RFC 9112 §3.2): without it the rebinding check
+    // would have nothing to check. /health is no exception.
+    let mut hosts = headers.get_all(header::HOST).iter();
+    let (Some(host), None) = (hosts.next(), hosts.next()) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "host_required",
+            "a request needs exactly one Host header",
+        );
+    };
+    // An absolute request target (`GET http://name/ …`) names the host as well.
+    let target = req.uri().authority().map(|a| a.as_str());
+    if !s.config.host_allowed(host.to_str().unwrap_or(""))
+        || target.is_some_and(|t| !s.config.host_allowed(t))
     {
         return error(
             StatusCode::FORBIDDEN,
@@ -279,8 +314,9 @@ async fn guard(
             Some(Role::Read)
         }
         Some(_) => None,
-        // Accepted at startup only when bound to loopback.
-        None if s.config.allow_unauthenticated => Some(Role::Write),
+        // Accepted at startup only on a 127.0.0.1 or ::1 bind; and only for peers that count
+        // as loopback (another 127/8 source address can reach that bind).
+        None if s.config.allow_unauthenticated && loopback => Some(Role::Write),
         None => None,
     };
     if path == "/metrics" {

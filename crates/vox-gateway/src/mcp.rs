@@ -1,7 +1,15 @@
 //! `/mcp`: Streamable HTTP MCP through rmcp's tower service (both wire eras; sessions for the
 //! legacy era). The caller is the one the auth middleware put in the request's extensions.
+//!
+//! A 2025-era session belongs to the caller that opened it (its agent: `http:write` or
+//! `http:read` for a token, `http:<peer>` without one): [`bind_sessions`] answers 404 to anyone
+//! else naming its `Mcp-Session-Id`, on POST, GET and DELETE alike, as for an unknown session.
 
 use crate::{Shared, Who};
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -140,17 +148,94 @@ impl vox_mcp::Backend for HttpMcp {
     }
 }
 
-/// The tower service mounted at `/mcp`.
+/// Who opened each live 2025-era `/mcp` session.
+pub struct SessionOwners {
+    manager: Arc<LocalSessionManager>,
+    /// Session id → the agent that opened it.
+    owners: std::sync::Mutex<std::collections::HashMap<String, String>>,
+}
+
+impl SessionOwners {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, String>> {
+        self.owners.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+const SESSION_ID: &str = "mcp-session-id";
+
+/// What rmcp answers for an unknown session; a session of another caller gets the same.
+fn no_such_session() -> Response {
+    (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
+}
+
+/// Binds sessions to their callers: records the agent of a request whose answer opened a
+/// session, and refuses a request naming a session another agent opened (or one whose opener
+/// is not recorded). Ids rmcp does not know are left to rmcp (404 in the 2025 era; the
+/// 2026-07-28 era has no sessions and ignores the header).
+pub async fn bind_sessions(
+    State(sessions): State<Arc<SessionOwners>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let Some(agent) = req.extensions().get::<Who>().map(|w| w.agent.clone()) else {
+        return no_such_session();
+    };
+    let named = req.headers().get(SESSION_ID).map(|v| v.as_bytes().to_vec());
+    let Some(id) = named else {
+        let res = next.run(req).await;
+        if let Some(id) = res.headers().get(SESSION_ID).and_then(|v| v.to_str().ok()) {
+            // Forget sessions rmcp has ended (closed, timed out) while recording this one.
+            let live = sessions.manager.sessions.read().await;
+            let mut owners = sessions.lock();
+            owners.retain(|id, _| live.contains_key(id.as_str()));
+            owners.insert(id.to_owned(), agent);
+        }
+        return res;
+    };
+    let id = String::from_utf8_lossy(&id).into_owned();
+    let owner = sessions.lock().get(&id).cloned();
+    match owner {
+        Some(owner) if owner == agent => {}
+        Some(_) => return no_such_session(),
+        None if sessions
+            .manager
+            .sessions
+            .read()
+            .await
+            .contains_key(id.as_str()) =>
+        {
+            return no_such_session();
+        }
+        None => {}
+    }
+    let delete = req.method() == Method::DELETE;
+    let res = next.run(req).await;
+    if delete && res.status().is_success() {
+        sessions.lock().remove(&id);
+    }
+    res
+}
+
+/// The tower service mounted at `/mcp`, and its session owners (for [`bind_sessions`]).
 pub fn service(
     shared: Arc<Shared>,
     shutdown: CancellationToken,
-) -> StreamableHttpService<vox_mcp::McpServer<HttpMcp>, LocalSessionManager> {
+) -> (
+    StreamableHttpService<vox_mcp::McpServer<HttpMcp>, LocalSessionManager>,
+    Arc<SessionOwners>,
+) {
     let mut config = StreamableHttpServerConfig::default();
     config.allowed_hosts = shared.config.allowed_hosts();
     config.cancellation_token = shutdown;
-    StreamableHttpService::new(
+    let manager = Arc::new(LocalSessionManager::default());
+    let owners = Arc::new(SessionOwners {
+        manager: manager.clone(),
+        owners: Default::default(),
+    });
+    let service = StreamableHttpService::new(
         move || Ok(vox_mcp::McpServer::new(HttpMcp::new(shared.clone()))),
-        Arc::new(LocalSessionManager::default()),
+        manager,
         config,
-    )
+    );
+    (service, owners)
 }

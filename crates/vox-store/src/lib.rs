@@ -3,8 +3,15 @@
 //!
 //! Every write is a single statement or a transaction, committed before the call returns, so
 //! what a tool acknowledged survives a daemon restart. Several processes may open the same file.
+//!
+//! A store has an identity: a random id recorded inside the database (`store_meta`) and in a
+//! small file beside it (`journey.db.id`), written when the store is created (or first opened
+//! by a build that knows identities). While that file says a store existed, a database file
+//! that is missing, empty (0 bytes), without tables, or holding another store's id is refused
+//! ([`StoreError::Lost`]) and left exactly as it is.
 
 mod attention;
+mod identity;
 mod kb;
 mod memory;
 mod migrations;
@@ -46,6 +53,17 @@ pub enum StoreError {
     Conflict(String),
     #[error("session files {path}: {message}")]
     Files { path: PathBuf, message: String },
+    #[error(
+        "journey store {path} has lost its data: {why}, but {id_path} records that store {id} existed there. The file is left as it is: restore it from a backup, or delete {id_path} to accept the file as it is (a missing or empty file then becomes a new, empty store)"
+    )]
+    Lost {
+        path: PathBuf,
+        id_path: PathBuf,
+        id: String,
+        why: String,
+    },
+    #[error("journey store identity {path}: {message}")]
+    Identity { path: PathBuf, message: String },
 }
 
 /// The journey store of one workspace.
@@ -122,7 +140,9 @@ pub fn inspect(path: &Path) -> Result<StoreHealth, StoreError> {
 }
 
 impl Store {
-    /// Opens (creating if needed) the store at `path` and applies pending migrations.
+    /// Opens (creating if needed) the store at `path` and applies pending migrations. A store
+    /// that existed and lost its data is refused ([`Self::check_not_lost`]) before the file is
+    /// opened, so it is never overwritten.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::Dir {
@@ -130,6 +150,7 @@ impl Store {
                 source,
             })?;
         }
+        let recorded = Self::check_not_lost(path)?;
         let err = |source| StoreError::Sqlite {
             path: path.to_owned(),
             source,
@@ -146,6 +167,23 @@ impl Store {
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(err)?;
         migrations::apply(&mut conn, path)?;
+        let id = identity::stored_id(&conn)
+            .map_err(err)?
+            .ok_or_else(|| StoreError::Identity {
+                path: path.to_owned(),
+                message: "the database has no store id after migrations".into(),
+            })?;
+        match recorded {
+            Some(r) if r != id => {
+                return Err(identity::lost(
+                    path,
+                    r,
+                    format!("it holds another store ({id})"),
+                ));
+            }
+            Some(_) => {}
+            None => identity::record(path, &id)?,
+        }
         Ok(Store {
             path: path.to_owned(),
             conn: Mutex::new(conn),
@@ -156,6 +194,18 @@ impl Store {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The identity file of the store at `db`: `<file name>.id` beside it.
+    pub fn identity_path(db: &Path) -> PathBuf {
+        identity::path(db)
+    }
+
+    /// Refuses a store that existed and lost its data, without creating or changing anything:
+    /// when the identity file beside `path` records a store, the database file must exist,
+    /// have tables, and hold that store's id. Returns the recorded id, if any.
+    pub fn check_not_lost(path: &Path) -> Result<Option<String>, StoreError> {
+        identity::check(path)
     }
 
     /// The schema version after migrations.

@@ -50,6 +50,15 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX attention_events_ts ON attention_events(ts);
     "#,
+    // 2: the store's identity, a random id also kept beside the file (`<file>.id`), so a file
+    // that lost its data is refused instead of silently becoming a new store.
+    r#"
+    CREATE TABLE store_meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    INSERT INTO store_meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))));
+    "#,
 ];
 
 /// The highest version this build knows.

@@ -18,7 +18,7 @@ fn memories_survive_reopening_the_file() {
     let m = store.memory_get("deploy/target").unwrap().unwrap();
     assert_eq!(m.value, "staging");
     assert_eq!(m.tags, ["ops"]);
-    assert_eq!(store.schema_version().unwrap(), 1);
+    assert_eq!(store.schema_version().unwrap(), 2);
 }
 
 #[test]
@@ -190,4 +190,106 @@ fn inspect_reads_the_schema_version_without_creating_or_changing_the_file() {
     )
     .unwrap();
     assert!(vox_store::inspect(&path).is_err());
+}
+
+/// A store with a few memories at `.vox/journey.db`, closed.
+fn store_with_memories() -> (tempfile::TempDir, std::path::PathBuf) {
+    let (dir, store) = open();
+    for i in 0..20 {
+        store.memory_put(&format!("k/{i}"), "v", &[]).unwrap();
+    }
+    let path = store.path().to_owned();
+    drop(store);
+    (dir, path)
+}
+
+#[test]
+fn a_store_truncated_to_zero_bytes_is_refused_and_left_alone() {
+    let (_dir, path) = store_with_memories();
+    let id_file = Store::identity_path(&path);
+    let id = std::fs::read_to_string(&id_file).unwrap();
+    assert_eq!(id.trim().len(), 32, "{id}");
+    std::fs::File::create(&path).unwrap(); // truncates
+    for _ in 0..2 {
+        let err = Store::open(&path).unwrap_err().to_string();
+        assert!(
+            err.contains(&path.display().to_string())
+                && err.contains(&id_file.display().to_string()),
+            "{err}"
+        );
+        assert!(err.contains("lost"), "{err}");
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            0,
+            "not overwritten"
+        );
+        assert!(Store::check_not_lost(&path).is_err());
+    }
+    assert_eq!(std::fs::read_to_string(&id_file).unwrap(), id);
+}
+
+#[test]
+fn a_store_whose_file_lost_its_tables_or_vanished_or_was_swapped_is_refused() {
+    let (_dir, path) = store_with_memories();
+    // A valid SQLite file without tables.
+    std::fs::remove_file(&path).unwrap();
+    let c = rusqlite_conn(&path);
+    c.execute_batch("CREATE TABLE t(x); DROP TABLE t;").unwrap();
+    drop(c);
+    let len = std::fs::metadata(&path).unwrap().len();
+    assert!(len > 0);
+    let err = Store::open(&path).unwrap_err().to_string();
+    assert!(err.contains("lost"), "{err}");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), len);
+    // The file is gone while its identity says a store was here.
+    std::fs::remove_file(&path).unwrap();
+    let err = Store::open(&path).unwrap_err().to_string();
+    assert!(err.contains("lost"), "{err}");
+    assert!(!path.exists(), "no new file is created");
+    // Another store's file put in its place.
+    let (_other_dir, other) = store_with_memories();
+    std::fs::copy(&other, &path).unwrap();
+    let err = Store::open(&path).unwrap_err().to_string();
+    assert!(err.contains("another store"), "{err}");
+    // Removing the identity file is how a user accepts the file that is there.
+    std::fs::remove_file(Store::identity_path(&path)).unwrap();
+    let s = Store::open(&path).unwrap();
+    assert!(s.memory_get("k/3").unwrap().is_some());
+    drop(s);
+    assert_eq!(
+        std::fs::read_to_string(Store::identity_path(&path)).unwrap(),
+        std::fs::read_to_string(Store::identity_path(&other)).unwrap()
+    );
+}
+
+#[test]
+fn a_new_store_and_a_store_from_before_identities_get_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(".vox/journey.db");
+    assert!(Store::check_not_lost(&path).is_ok());
+    let s = Store::open(&path).unwrap();
+    s.memory_put("k", "v", &[]).unwrap();
+    drop(s);
+    let id = std::fs::read_to_string(Store::identity_path(&path)).unwrap();
+    // Reopening keeps the identity.
+    drop(Store::open(&path).unwrap());
+    assert_eq!(
+        std::fs::read_to_string(Store::identity_path(&path)).unwrap(),
+        id
+    );
+    // A store written before identities existed (schema 1, no identity file) opens and gets
+    // one.
+    let old = dir.path().join("old/journey.db");
+    std::fs::create_dir_all(old.parent().unwrap()).unwrap();
+    let c = rusqlite_conn(&old);
+    c.execute_batch(
+        "CREATE TABLE memories (key TEXT PRIMARY KEY, value TEXT NOT NULL, tags TEXT NOT NULL DEFAULT '[]', created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+         INSERT INTO memories VALUES ('old', 'kept', '[]', 1, 1);
+         PRAGMA user_version = 1;",
+    )
+    .unwrap();
+    drop(c);
+    let s = Store::open(&old).unwrap();
+    assert_eq!(s.memory_get("old").unwrap().unwrap().value, "kept");
+    assert!(Store::identity_path(&old).exists());
 }
