@@ -169,15 +169,8 @@ pub fn compile(pack: &Pack, v: &Validated) -> Result<(Snapshot, CompileReport), 
                 s.clone().into_bytes(),
             );
         }
-        let structured = v
-            .catalog
-            .models
-            .get(&a.model)
-            .is_some_and(|m| m.structured_output);
         let mut projected = false;
-        if a.contract_enforcement == "strict"
-            && a.backends.iter().any(|b| b == "mcp")
-            && structured
+        if crate::validate::projects_output_schema(a, &v.catalog)
             && let Some(c) = a.output_contract.as_ref().and_then(|c| v.contracts.get(c))
         {
             files.insert(

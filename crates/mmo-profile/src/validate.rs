@@ -160,6 +160,7 @@ pub fn validate(
         }
     }
     check_native_names(&profile, &generated, &mut d);
+    check_projections(&profile, &catalog, &contracts, &mut d);
 
     for f in ["profile.toml", "smoke.toml", "catalog.toml"] {
         if let Some(t) = pack.text(f) {
@@ -571,6 +572,49 @@ fn check_native_names(p: &Profile, generated: &BTreeSet<String>, d: &mut Diags) 
                     "`{n}` is also the native_name of {}; each names one custom-agent file, so one role's agent would be lost",
                     others.join(", ")
                 ),
+            );
+        }
+    }
+}
+
+/// Whether the compiler projects `a`'s output contract into a strict `outputSchema`: a strict
+/// role with an MCP backend whose model declares structured output.
+pub fn projects_output_schema(a: &Agent, catalog: &Catalog) -> bool {
+    a.contract_enforcement == "strict"
+        && a.output_contract.is_some()
+        && a.backends.iter().any(|b| b == "mcp")
+        && catalog
+            .models
+            .get(&a.model)
+            .is_some_and(|m| m.structured_output)
+}
+
+/// A projected contract whose projection would contradict it fails here, not at run time.
+fn check_projections(
+    p: &Profile,
+    catalog: &Catalog,
+    contracts: &BTreeMap<String, serde_json::Value>,
+    d: &mut Diags,
+) {
+    let mut projected: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (role, a) in &p.agents {
+        if projects_output_schema(a, catalog)
+            && let Some(c) = &a.output_contract
+        {
+            projected.entry(c).or_default().push(role);
+        }
+    }
+    for (file, roles) in projected {
+        let Some(schema) = contracts.get(file) else {
+            continue;
+        };
+        let roles: Vec<String> = roles.iter().map(|r| format!("`{r}`")).collect();
+        for pr in mmo_contract::projection_problems(schema) {
+            d.push(
+                file,
+                pr.pointer,
+                pr.rule,
+                format!("{} (projected for {})", pr.message, roles.join(", ")),
             );
         }
     }

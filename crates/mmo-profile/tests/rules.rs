@@ -2280,3 +2280,86 @@ profile_rule!(
         );
     }
 );
+
+#[test]
+fn required_name_missing_from_closed_properties_is_unsatisfiable() {
+    contract_rule(
+        r#"{"type":"object","additionalProperties":false,"required":["verdict","ghost"],"properties":{"verdict":{"enum":["approve"]}}}"#,
+        "/required/1",
+        "contract_required_unsatisfiable",
+    );
+}
+
+#[test]
+fn all_of_required_name_missing_from_merged_properties_is_an_error() {
+    contract_rule(
+        r#"{"type":"object","additionalProperties":false,"required":["verdict"],"properties":{"verdict":{"enum":["approve"]}},"allOf":[{"required":["ghost"]}]}"#,
+        "/allOf/0/required/0",
+        "contract_required_unsatisfiable",
+    );
+    // Open object: satisfiable, but the strict projection cannot advertise `ghost`.
+    contract_rule(
+        r#"{"type":"object","required":["verdict"],"properties":{"verdict":{"enum":["approve"]}},"allOf":[{"required":["ghost"]}]}"#,
+        "/allOf/0/required/0",
+        "contract_projection_required",
+    );
+}
+
+#[test]
+fn projected_required_name_without_a_property_schema_is_an_error() {
+    contract_rule(
+        r#"{"type":"object","required":["verdict","extra"],"properties":{"verdict":{"enum":["approve"]}}}"#,
+        "/required/1",
+        "contract_projection_required",
+    );
+}
+
+#[test]
+fn projection_that_admits_only_the_empty_object_is_an_error() {
+    contract_rule(
+        r#"{"type":"object","additionalProperties":false,"properties":{"verdict":{"enum":["approve"]}}}"#,
+        "",
+        "contract_projection_empty",
+    );
+}
+
+#[test]
+fn all_of_required_names_with_schemas_are_projected() {
+    let v = check(
+        |_| {},
+        |d| {
+            fs::write(
+                d.join("contracts/review.json"),
+                r#"{"type":"object","additionalProperties":false,"properties":{"verdict":{"enum":["approve"]}},"allOf":[{"required":["verdict"]}]}"#,
+            )
+            .unwrap()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let projected = mmo_contract::project_output_schema(&v.contracts["contracts/review.json"]);
+    assert_eq!(projected["required"], serde_json::json!(["verdict"]));
+}
+
+#[test]
+fn projection_rules_apply_only_to_projected_contracts() {
+    // A warn-mode contract is never projected, so an open required name is fine there.
+    check(
+        |t| {
+            set(t, "agents.reviewer.contract_enforcement", "warn");
+            set(t, "agents.locator.output_contract", "contracts/locate.json");
+        },
+        |d| {
+            fs::copy(
+                d.join("contracts/review.json"),
+                d.join("contracts/locate.json"),
+            )
+            .unwrap();
+            fs::write(
+                d.join("contracts/review.json"),
+                r#"{"type":"object","required":["verdict","extra"],"properties":{"verdict":{"enum":["approve"]}}}"#,
+            )
+            .unwrap()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}
