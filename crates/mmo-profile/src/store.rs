@@ -12,6 +12,7 @@ use crate::diag::Rejected;
 use crate::model::{PACKAGE_VERSION, SCHEMA_VERSION};
 use crate::pack::Pack;
 use crate::parse::is_profile_id;
+use crate::snapshot::{Verified, is_address, is_safe_rel, verify_snapshot};
 use crate::toolmcp::Registry;
 use crate::validate::{Validated, validate};
 use serde::{Deserialize, Serialize};
@@ -339,10 +340,29 @@ impl Store {
         Ok(report)
     }
 
-    /// Write a snapshot directory atomically; existing addresses are left untouched.
+    /// Write a snapshot directory atomically; an existing address is left untouched, but it
+    /// must still match its MANIFEST. Every path is checked before anything is written: the
+    /// address must be one and no file may leave the snapshot.
     pub fn write_snapshot(&self, snap: &Snapshot) -> Result<PathBuf, Rejected> {
+        if !is_address(&snap.address) {
+            return Err(Rejected::one(
+                "<snapshot>",
+                snap.address.clone(),
+                "snapshot_path_unsafe",
+                "a snapshot address is 64 lowercase hex digits",
+            ));
+        }
+        if let Some(bad) = snap.files.keys().find(|rel| !is_safe_rel(rel)) {
+            return Err(Rejected::one(
+                "<snapshot>",
+                bad.clone(),
+                "snapshot_path_unsafe",
+                format!("`{bad}` would leave the snapshot directory"),
+            ));
+        }
         let dest = self.dirs.snapshot_dir(&snap.address);
         if dest.join("MANIFEST").exists() {
+            verify_snapshot(&dest)?;
             return Ok(dest);
         }
         let staging = self.dirs.data.join("staging");
@@ -382,6 +402,7 @@ impl Store {
             ));
         }
         let report = self.compile(id, &[])?;
+        self.verify(&report.address)?;
         let active = Active {
             package_version: PACKAGE_VERSION.into(),
             profile_id: id.into(),
@@ -391,6 +412,20 @@ impl Store {
         bytes.push(b'\n');
         write_atomic(&self.dirs.data.join("active.json"), &bytes)?;
         Ok(active)
+    }
+
+    /// Verify the stored snapshot `address` against its MANIFEST (what `use`, and later `run`,
+    /// do before using it).
+    pub fn verify(&self, address: &str) -> Result<Verified, Rejected> {
+        if !is_address(address) {
+            return Err(Rejected::one(
+                "<store>",
+                address,
+                "snapshot_address",
+                "a snapshot address is 64 lowercase hex digits",
+            ));
+        }
+        verify_snapshot(&self.dirs.snapshot_dir(address))
     }
 
     /// The active selection, refusing other generations.
