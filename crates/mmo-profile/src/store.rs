@@ -239,8 +239,8 @@ fn owner_pid(name: &str) -> Option<u32> {
 
 /// Whether process `pid` still runs. Without `/proc` every owner counts as running, so nothing is
 /// swept. (A pid reused since its owner was killed keeps that staging until the new process
-/// ends: the error is always toward keeping. Processes in another pid namespace sharing this data
-/// directory are not seen.)
+/// ends: the error is toward keeping. A process in another pid namespace sharing this data
+/// directory looks gone, though, so one data directory must not span pid namespaces.)
 fn pid_alive(pid: u32) -> bool {
     let proc = Path::new("/proc");
     !proc.join("self").exists() || proc.join(pid.to_string()).exists()
