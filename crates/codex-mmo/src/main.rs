@@ -130,10 +130,22 @@ fn parse_bind(s: &str) -> Result<(String, String), String> {
     }
 }
 
-/// A command's result: JSON for `--json`, text otherwise.
+/// A command's result: JSON for `--json`, text otherwise. Warnings (refused records the
+/// command went past) go to stderr in text mode; `--json` carries them as `warnings`.
 struct Out {
     json: Value,
     text: String,
+    warnings: Vec<Diagnostic>,
+}
+
+impl Out {
+    fn new(text: String, json: Value) -> Out {
+        Out {
+            json,
+            text,
+            warnings: Vec::new(),
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -160,6 +172,11 @@ fn main() -> ExitCode {
             if want_json {
                 emit(&serde_json::to_string_pretty(&out.json).unwrap_or_default());
             } else {
+                let mut text = String::new();
+                for w in &out.warnings {
+                    text.push_str(&format!("warning: {w}\n"));
+                }
+                let _ = std::io::stderr().lock().write_all(text.as_bytes());
                 emit(out.text.trim_end());
             }
             ExitCode::SUCCESS
@@ -211,22 +228,40 @@ fn run(cli: Cli) -> Result<Out, Rejected> {
         Top::Profile(cmd) => match cmd {
             ProfileCmd::Install { dir, replace, .. } => {
                 let o = st.install(&dir, replace)?;
+                let mut text = format!("{} {} ({})", o.action, o.profile_id, o.content_sha256);
+                if let (Some(snap), Some(false)) = (&o.active_snapshot, o.active_snapshot_current) {
+                    text.push_str(&format!(
+                        "\nnote: the active snapshot is still {snap}, compiled from the content this install replaced; run `codex-mmo profile use {}` to select the new content",
+                        o.profile_id
+                    ));
+                }
+                let mut j = json!({ "ok": true, "profile_id": o.profile_id, "content_sha256": o.content_sha256, "action": o.action, "warnings": o.warnings });
+                if let Value::Object(m) = &mut j
+                    && let Some(snap) = &o.active_snapshot
+                {
+                    m.insert("active_snapshot".into(), json!(snap));
+                    m.insert(
+                        "active_snapshot_current".into(),
+                        json!(o.active_snapshot_current),
+                    );
+                }
                 Ok(Out {
-                    text: format!("{} {} ({})", o.action, o.profile_id, o.content_sha256),
-                    json: json!({ "ok": true, "profile_id": o.profile_id, "content_sha256": o.content_sha256, "action": o.action }),
+                    text,
+                    json: j,
+                    warnings: o.warnings,
                 })
             }
             ProfileCmd::Validate { target, .. } => {
                 let pack = st.load_target(&target)?;
                 let v = st.validate(&pack, &[])?;
-                Ok(Out {
-                    text: format!(
+                Ok(Out::new(
+                    format!(
                         "{} is valid ({} roles)",
                         v.profile.id,
                         v.profile.agents.len()
                     ),
-                    json: json!({ "ok": true, "profile_id": v.profile.id, "roles": v.profile.agents.keys().collect::<Vec<_>>(), "problems": problems_json(&[]) }),
-                })
+                    json!({ "ok": true, "profile_id": v.profile.id, "roles": v.profile.agents.keys().collect::<Vec<_>>(), "problems": problems_json(&[]) }),
+                ))
             }
             ProfileCmd::Compile { target, binds, .. } => {
                 let r = st.compile(&target, &binds)?;
@@ -239,21 +274,19 @@ fn run(cli: Cli) -> Result<Out, Rejected> {
                         Value::String(path.display().to_string()),
                     );
                 }
-                Ok(Out {
-                    text: r.address.clone(),
-                    json: j,
-                })
+                Ok(Out::new(r.address.clone(), j))
             }
             ProfileCmd::Use { id, .. } => {
                 let a = st.use_profile(&id)?;
-                Ok(Out {
-                    text: format!("using {} ({})", a.profile_id, a.snapshot),
-                    json: json!({ "ok": true, "profile_id": a.profile_id, "snapshot": a.snapshot }),
-                })
+                Ok(Out::new(
+                    format!("using {} ({})", a.profile_id, a.snapshot),
+                    json!({ "ok": true, "profile_id": a.profile_id, "snapshot": a.snapshot }),
+                ))
             }
             ProfileCmd::List { .. } => {
-                let list = st.list()?;
-                let active = st.active()?.map(|a| a.profile_id);
+                let listing = st.list()?;
+                let list = listing.profiles;
+                let active = listing.active.map(|a| a.profile_id);
                 let mut text = String::new();
                 for r in &list {
                     let mark = if active.as_deref() == Some(r.profile_id.as_str()) {
@@ -268,7 +301,8 @@ fn run(cli: Cli) -> Result<Out, Rejected> {
                 }
                 Ok(Out {
                     text,
-                    json: json!({ "ok": true, "active": active, "profiles": list }),
+                    json: json!({ "ok": true, "active": active, "profiles": list, "warnings": listing.warnings }),
+                    warnings: listing.warnings,
                 })
             }
             ProfileCmd::Show { id, .. } => {
@@ -299,16 +333,17 @@ fn run(cli: Cli) -> Result<Out, Rejected> {
                         a.backends.join("+")
                     ));
                 }
-                Ok(Out {
+                Ok(Out::new(
                     text,
-                    json: json!({ "ok": true, "record": record, "profile": v.profile, "ceilings": v.ceilings }),
-                })
+                    json!({ "ok": true, "record": record, "profile": v.profile, "ceilings": v.ceilings }),
+                ))
             }
             ProfileCmd::Uninstall { id, .. } => {
                 let r = st.uninstall(&id)?;
                 Ok(Out {
                     text: format!("uninstalled {}", r.profile_id),
-                    json: json!({ "ok": true, "profile_id": r.profile_id }),
+                    json: json!({ "ok": true, "profile_id": r.profile_id, "warnings": r.warnings }),
+                    warnings: r.warnings,
                 })
             }
         },
@@ -326,10 +361,7 @@ fn run(cli: Cli) -> Result<Out, Rejected> {
                         if exec { "" } else { "  (catalog-only)" }
                     ));
                 }
-                Ok(Out {
-                    text,
-                    json: json!({ "ok": true, "catalog": c }),
-                })
+                Ok(Out::new(text, json!({ "ok": true, "catalog": c })))
             }
             CatalogCmd::Show { key, profile, .. } => {
                 let c = catalog_for(&st, profile.as_deref())?;
@@ -346,7 +378,7 @@ fn run(cli: Cli) -> Result<Out, Rejected> {
                 let group = c.default_group(&key);
                 let j = json!({ "ok": true, "key": key, "model": m, "route_id": route_id, "route": route, "resource_group": group.as_ref().and_then(|g| c.resource_groups.get(g)).map(|g| json!({"id": group, "capacity": g.capacity})) });
                 let text = serde_json::to_string_pretty(&j).unwrap_or_default();
-                Ok(Out { text, json: j })
+                Ok(Out::new(text, j))
             }
         },
     }
@@ -375,10 +407,10 @@ fn run_contract(cmd: ContractCmd) -> Result<Out, Rejected> {
     match cmd {
         ContractCmd::Check { contract, .. } => {
             load_contract(&contract)?;
-            Ok(Out {
-                text: format!("{} uses only the supported subset", contract.display()),
-                json: json!({ "ok": true }),
-            })
+            Ok(Out::new(
+                format!("{} uses only the supported subset", contract.display()),
+                json!({ "ok": true }),
+            ))
         }
         ContractCmd::Validate {
             contract, instance, ..
@@ -387,10 +419,10 @@ fn run_contract(cmd: ContractCmd) -> Result<Out, Rejected> {
             let v = read_json_file(&instance)?;
             let errors = c.validate(&v);
             if errors.is_empty() {
-                return Ok(Out {
-                    text: format!("{} satisfies {}", instance.display(), contract.display()),
-                    json: json!({ "ok": true }),
-                });
+                return Ok(Out::new(
+                    format!("{} satisfies {}", instance.display(), contract.display()),
+                    json!({ "ok": true }),
+                ));
             }
             let mut d = mmo_profile::diag::Diags::default();
             for e in errors {
@@ -407,10 +439,7 @@ fn run_contract(cmd: ContractCmd) -> Result<Out, Rejected> {
             let c = load_contract(&contract)?;
             let projected = mmo_contract::project_output_schema(c.schema());
             let text = serde_json::to_string_pretty(&projected).unwrap_or_default();
-            Ok(Out {
-                text,
-                json: projected,
-            })
+            Ok(Out::new(text, projected))
         }
     }
 }

@@ -277,8 +277,281 @@ fn record_of_another_generation_is_refused() {
     fs::write(&record, text).unwrap();
     let (_, err) = env.fail(&["profile", "validate", "review-pair"]);
     assert!(err.contains("[record_generation]"), "{err}");
-    let (_, err) = env.fail(&["profile", "list"]);
-    assert!(err.contains("[record_generation]"), "{err}");
+}
+
+/// One record of another generation (or one that no longer parses) is refused with its path;
+/// list, install and uninstall go on with everything else.
+#[test]
+fn a_foreign_generation_record_does_not_brick_list_install_or_uninstall() {
+    let env = Env::new();
+    env.ok(&["profile", "install", p(&example("review-pair"))]);
+    env.ok(&["profile", "install", p(&example("build-squad"))]);
+    let foreign_dir = fs::canonicalize(env.data().join("profiles/review-pair")).unwrap();
+    let record = foreign_dir.join("record.json");
+    let text = fs::read_to_string(&record)
+        .unwrap()
+        .replace("\"8.0.0\"", "\"7.4.0\"");
+    fs::write(&record, text).unwrap();
+    // list: the other profile is listed, the foreign record is a warning naming its path.
+    let o = env.run(&["profile", "list"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(
+        out.contains("build-squad") && !out.contains("review-pair"),
+        "{out}"
+    );
+    assert!(
+        err.contains("warning:")
+            && err.contains("[record_generation]")
+            && err.contains(&record.display().to_string()),
+        "{err}"
+    );
+    let list = env.json(&["profile", "list", "--json"]);
+    assert_eq!(list["profiles"].as_array().unwrap().len(), 1);
+    assert_eq!(list["warnings"][0]["rule"], "record_generation");
+    // A record that does not parse (a future generation's extra field) is refused the same way.
+    let squad = fs::canonicalize(env.data().join("profiles/build-squad"))
+        .unwrap()
+        .join("record.json");
+    let text = fs::read_to_string(&squad)
+        .unwrap()
+        .replace("{", "{\n  \"generation_9_field\": 1,");
+    fs::write(&squad, text).unwrap();
+    let list = env.json(&["profile", "list", "--json"]);
+    assert_eq!(list["profiles"], serde_json::json!([]));
+    assert_eq!(list["warnings"].as_array().unwrap().len(), 2);
+    // install: another pack installs; the foreign id is installed afresh beside the refused
+    // copy, which is left where it is.
+    let tmp = tempfile::tempdir().unwrap();
+    let hybrid = tmp.path().join("hybrid");
+    copy_dir(&example("hybrid-audit"), &hybrid);
+    env.ok(&["profile", "install", p(&hybrid)]);
+    let o = env.run(&["profile", "install", p(&example("review-pair")), "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["action"], "installed");
+    assert_eq!(r["warnings"][0]["rule"], "record_generation");
+    env.ok(&["profile", "validate", "review-pair"]);
+    // uninstall: the refused build-squad record can still be removed.
+    let o = env.run(&["profile", "uninstall", "build-squad"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let list = env.json(&["profile", "list", "--json"]);
+    let ids: Vec<&str> = list["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["profile_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["hybrid-audit", "review-pair"]);
+    assert_eq!(list["warnings"], serde_json::json!([]));
+}
+
+/// A record is store data, not a trusted path: its digest never becomes a path component.
+#[test]
+fn a_record_naming_a_path_outside_packs_is_refused_and_nothing_outside_is_removed() {
+    let env = Env::new();
+    env.ok(&["profile", "install", p(&example("review-pair"))]);
+    let victim = env.data().join("victim");
+    fs::create_dir_all(&victim).unwrap();
+    fs::write(victim.join("keep"), "x").unwrap();
+    let record = fs::canonicalize(env.data().join("profiles/review-pair"))
+        .unwrap()
+        .join("record.json");
+    let text = fs::read_to_string(&record).unwrap();
+    let digest = serde_json::from_str::<Value>(&text).unwrap()["content_sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    fs::write(&record, text.replace(&digest, "../victim")).unwrap();
+    let (_, err) = env.fail(&["profile", "validate", "review-pair"]);
+    assert!(err.contains("[store_record_invalid]"), "{err}");
+    env.ok(&["profile", "uninstall", "review-pair"]);
+    assert!(
+        victim.join("keep").is_file(),
+        "uninstall removed {victim:?}"
+    );
+    // Installed ids given on the command line are ids, never paths.
+    for bad in ["../victim", "..", "a/b"] {
+        let (_, err) = env.fail(&["profile", "uninstall", bad]);
+        assert!(err.contains("[profile_id_format]"), "{bad}: {err}");
+    }
+    assert!(victim.join("keep").is_file());
+}
+
+#[test]
+fn native_name_cannot_make_compile_write_outside_the_state_directory() {
+    let env = Env::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("hybrid");
+    copy_dir(&example("hybrid-audit"), &dir);
+    let text = fs::read_to_string(dir.join("profile.toml"))
+        .unwrap()
+        .replace(
+            "native_name = \"audit-scout\"",
+            "native_name = \"../../../../../../../escaped\"",
+        );
+    fs::write(dir.join("profile.toml"), text).unwrap();
+    let (_, err) = env.fail(&["profile", "compile", p(&dir)]);
+    assert!(
+        err.contains("agents.scout.native_name: [native_name_format]"),
+        "{err}"
+    );
+    // Seven levels up from the root home's agents/ directory is the data directory's parent.
+    let mut stack = vec![env.tmp.path().to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(d).unwrap() {
+            let e = e.unwrap();
+            assert!(
+                !e.file_name().to_string_lossy().contains("escaped"),
+                "{:?}",
+                e.path()
+            );
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+}
+
+#[test]
+fn use_verifies_the_snapshot_against_its_manifest() {
+    let env = Env::new();
+    env.ok(&["profile", "install", p(&example("review-pair"))]);
+    env.ok(&["profile", "use", "review-pair"]);
+    let snap = env.data().join("snapshots").join(REVIEW_PAIR_ADDRESS);
+    let extra = snap.join("roles/lead/codex-home/hooks.toml");
+    fs::write(&extra, "x").unwrap();
+    let (_, err) = env.fail(&["profile", "use", "review-pair"]);
+    assert!(
+        err.contains("[snapshot_extra_file]") && err.contains(&extra.display().to_string()),
+        "{err}"
+    );
+    fs::remove_file(&extra).unwrap();
+    env.ok(&["profile", "use", "review-pair"]);
+    let cfg = snap.join("roles/lead/codex-home/config.toml");
+    fs::set_permissions(&cfg, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    fs::write(&cfg, "model = \"other\"\n").unwrap();
+    let (_, err) = env.fail(&["profile", "use", "review-pair"]);
+    assert!(
+        err.contains("[snapshot_file_modified]") && err.contains(&cfg.display().to_string()),
+        "{err}"
+    );
+}
+
+#[test]
+fn install_replace_keeps_the_active_snapshot_and_says_so() {
+    let env = Env::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("rp");
+    copy_dir(&example("review-pair"), &dir);
+    env.ok(&["profile", "install", p(&dir)]);
+    env.ok(&["profile", "use", "review-pair"]);
+    fs::write(dir.join("agents/lead.md"), "Lead, revised.\n").unwrap();
+    let out = env.ok(&["profile", "install", p(&dir), "--replace"]);
+    assert!(
+        out.contains(&format!(
+            "the active snapshot is still {REVIEW_PAIR_ADDRESS}"
+        )) && out.contains("codex-mmo profile use review-pair"),
+        "{out}"
+    );
+    let active: Value =
+        serde_json::from_str(&fs::read_to_string(env.data().join("active.json")).unwrap()).unwrap();
+    assert_eq!(active["snapshot"], REVIEW_PAIR_ADDRESS);
+    fs::write(dir.join("agents/lead.md"), "Lead, revised twice.\n").unwrap();
+    let r = env.json(&["profile", "install", p(&dir), "--replace", "--json"]);
+    assert_eq!(r["action"], "replaced");
+    assert_eq!(r["active_snapshot"], REVIEW_PAIR_ADDRESS);
+    assert_eq!(r["active_snapshot_current"], false);
+    // `use` moves the selection to the new content.
+    let used = env.json(&["profile", "use", "review-pair", "--json"]);
+    assert_ne!(used["snapshot"], REVIEW_PAIR_ADDRESS);
+    // Replacing a profile that is not the active one says nothing about the selection.
+    let out = env.ok(&["profile", "install", p(&example("build-squad"))]);
+    assert!(!out.contains("active snapshot"), "{out}");
+}
+
+/// Staging left by killed processes is swept by the next compile or install; staging whose
+/// owner still runs is kept.
+#[test]
+fn stale_staging_is_swept_and_live_staging_is_kept() {
+    let env = Env::new();
+    let staging = env.data().join("staging");
+    fs::create_dir_all(&staging).unwrap();
+    let dead = {
+        let mut c = std::process::Command::new("true").spawn().unwrap();
+        let pid = c.id();
+        c.wait().unwrap();
+        pid
+    };
+    /// Kills its process however the test ends.
+    struct Owner(std::process::Child);
+    impl Drop for Owner {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut live = Owner(
+        std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap(),
+    );
+    let stale = |name: String| {
+        let d = staging.join(name);
+        fs::create_dir_all(d.join("pack/agents")).unwrap();
+        fs::write(d.join("pack/agents/x.md"), "x").unwrap();
+        d
+    };
+    let zeros = "0".repeat(64);
+    let stale_snap = stale(format!("snap-{zeros}-{dead}-1"));
+    let stale_pack = stale(format!("{zeros}-{dead}-2"));
+    let stale_trash = stale(format!("trash-{dead}-3"));
+    let stale_link = staging.join(format!("link-{dead}-4"));
+    std::os::unix::fs::symlink("../packs/nothing", &stale_link).unwrap();
+    let stale_tmp = env.data().join(format!(".active.json.tmp-{dead}"));
+    fs::write(&stale_tmp, "{").unwrap();
+    let live_snap = stale(format!("snap-{zeros}-{}-5", live.0.id()));
+    let live_tmp = env.data().join(format!(".active.json.tmp-{}", live.0.id()));
+    fs::write(&live_tmp, "{").unwrap();
+    let foreign = staging.join("not-ours");
+    fs::create_dir_all(&foreign).unwrap();
+
+    env.ok(&["profile", "compile", p(&example("review-pair"))]);
+    for d in [
+        &stale_snap,
+        &stale_pack,
+        &stale_trash,
+        &stale_link,
+        &stale_tmp,
+    ] {
+        assert!(fs::symlink_metadata(d).is_err(), "{d:?} survived");
+    }
+    assert!(
+        live_snap.join("pack/agents/x.md").is_file(),
+        "live staging was removed"
+    );
+    assert!(
+        live_tmp.is_file(),
+        "a live writer's temporary file was removed"
+    );
+    assert!(
+        foreign.is_dir(),
+        "a name this build never writes is left alone"
+    );
+
+    // install sweeps too.
+    let again = stale(format!("{zeros}-{dead}-6"));
+    env.ok(&["profile", "install", p(&example("review-pair"))]);
+    assert!(!again.exists());
+    assert!(live_snap.exists());
+    live.0.kill().unwrap();
+    live.0.wait().unwrap();
+    env.ok(&["profile", "compile", p(&example("review-pair"))]);
+    assert!(!live_snap.exists(), "swept once its owner is gone");
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Generated Codex homes checked by the real Codex app-server: `initialize`, then `config/read`,
-//! and the effective configuration must say what the home was generated to say.
+//! and the effective configuration must say what the home was generated to say. The homes are
+//! materialized into live directories the way the runtime will (`mmo_profile::snapshot`).
 //!
 //! Needs the real binary: `npm install --prefix <dir> @openai/codex@0.169.0` and
 //! `CODEX_MMO_CODEX_JS=<dir>/node_modules/@openai/codex/bin/codex.js` (`.ci/run` does both).
@@ -118,17 +119,15 @@ fn generated_codex_homes_are_read_back_by_the_real_app_server() {
         &crate_dir.join("operator/tool-mcp.d"),
         &tmp.path().join("config/codex-mmo/tool-mcp.d"),
     );
-    let compile = |pack: &str| {
+    let compile = |pack: &str, extra: &[&str]| {
+        let dir = if Path::new(pack).is_absolute() {
+            PathBuf::from(pack)
+        } else {
+            crate_dir.join("../../profiles").join(pack)
+        };
         let o = Command::new(BIN)
-            .args([
-                "profile",
-                "compile",
-                crate_dir
-                    .join("../../profiles")
-                    .join(pack)
-                    .to_str()
-                    .unwrap(),
-            ])
+            .args(["profile", "compile", dir.to_str().unwrap()])
+            .args(extra)
             .env("XDG_DATA_HOME", tmp.path().join("data"))
             .env("XDG_CONFIG_HOME", tmp.path().join("config"))
             .output()
@@ -138,10 +137,13 @@ fn generated_codex_homes_are_read_back_by_the_real_app_server() {
             .join("data/codex-mmo/snapshots")
             .join(String::from_utf8(o.stdout).unwrap().trim())
     };
-    let squad = compile("build-squad");
-    let home = tmp.path().join("home-researcher");
-    copy_dir(&squad.join("roles/researcher/codex-home"), &home);
-    let c = config_read(&codex_js, &home);
+    let live = |snapshot: &Path, name: &str| {
+        mmo_profile::snapshot::materialize(snapshot, &tmp.path().join(name))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .homes
+    };
+    let squad = live(&compile("build-squad", &[]), "live-squad");
+    let c = config_read(&codex_js, &squad["researcher"]);
     assert_eq!(c["model"], "claude-sonnet-5");
     assert_eq!(c["model_provider"], "opencode_zen_anthropic_messages");
     assert_eq!(c["approval_policy"], "never");
@@ -162,20 +164,49 @@ fn generated_codex_homes_are_read_back_by_the_real_app_server() {
         "leaf homes disable the skill"
     );
 
-    let home = tmp.path().join("home-lead");
-    copy_dir(&squad.join("roles/lead/codex-home"), &home);
-    let c = config_read(&codex_js, &home);
+    let c = config_read(&codex_js, &squad["lead"]);
     assert_eq!(c["sandbox_mode"], "workspace-write");
     assert_eq!(c["sandbox_workspace_write"]["network_access"], false);
     assert_eq!(c["plan_mode_reasoning_effort"], "xhigh");
     assert_eq!(c["skills"]["config"][0]["enabled"], true);
 
-    let audit = compile("hybrid-audit");
-    let home = tmp.path().join("home-audit");
-    copy_dir(&audit.join("roles/auditor_lead/codex-home"), &home);
-    let c = config_read(&codex_js, &home);
+    let audit = live(&compile("hybrid-audit", &[]), "live-audit");
+    let c = config_read(&codex_js, &audit["auditor_lead"]);
     assert_eq!(c["approval_policy"], "on-request");
     assert_eq!(c["agents"]["max_concurrent_threads_per_session"], 3);
     assert_eq!(c["agents"]["max_depth"], 1);
     assert_eq!(c["agents"]["interrupt_message"], true);
+
+    // A native role on a gateway route: the root's home defines the provider its agent file
+    // selects (Codex keeps the caller's provider for a native agent unless the file names one).
+    let pack = tmp.path().join("hybrid-gateway");
+    copy_dir(&crate_dir.join("../../profiles/hybrid-audit"), &pack);
+    let mut catalog = std::fs::read_to_string(pack.join("catalog.toml")).unwrap();
+    catalog.push_str(
+        "\n[routes.lab_gateway_chat]\nnamespace = \"lab\"\ndriver = \"openai_chat\"\ntransports = [\"responses\"]\ninput_modalities = [\"text\"]\noutput_modalities = [\"text\"]\nbackends = [\"mcp\", \"native\"]\nresource_group = \"opencode_go\"\nbase_url = \"http://127.0.0.1:4318/switchyard/lab_gateway_chat/v1\"\ncredential_env = \"LAB_GATEWAY_API_KEY\"\n\n[models.lab_gateway_chat__coder]\nname = \"lab-coder\"\nagent_compatible = true\ntool_calling = true\nreasoning = [\"medium\"]\ninput_modalities = [\"text\"]\noutput_modalities = [\"text\"]\n",
+    );
+    std::fs::write(pack.join("catalog.toml"), catalog).unwrap();
+    let gateway = live(
+        &compile(
+            pack.to_str().unwrap(),
+            &["--bind", "scout=lab_gateway_chat__coder"],
+        ),
+        "live-gateway",
+    );
+    let root = &gateway["auditor_lead"];
+    let c = config_read(&codex_js, root);
+    assert_eq!(c["model_provider"], "openai");
+    assert_eq!(
+        c["model_providers"]["lab_gateway_chat"]["base_url"],
+        "http://127.0.0.1:4318/switchyard/lab_gateway_chat/v1"
+    );
+    assert_eq!(
+        c["model_providers"]["lab_gateway_chat"]["env_key"],
+        "LAB_GATEWAY_API_KEY"
+    );
+    let agent = std::fs::read_to_string(root.join("agents/audit-scout.toml")).unwrap();
+    assert!(
+        agent.contains("model_provider = \"lab_gateway_chat\""),
+        "{agent}"
+    );
 }

@@ -9,8 +9,11 @@
 
 pub mod correlate;
 pub mod format;
+mod project;
 
-use serde_json::{Map, Value, json};
+pub use project::{project_output_schema, projection_problems};
+
+use serde_json::{Value, json};
 
 /// Every keyword the subset admits.
 pub const KEYWORDS: &[&str] = &[
@@ -76,7 +79,7 @@ pub struct InstanceError {
     pub message: String,
 }
 
-fn esc(k: &str) -> String {
+pub(crate) fn esc(k: &str) -> String {
     k.replace('~', "~0").replace('/', "~1")
 }
 
@@ -101,6 +104,10 @@ fn check_schema_subset(schema: &Value) -> Vec<SchemaProblem> {
         return out;
     }
     check(schema, "", true, &mut out);
+    if out.is_empty() {
+        // Only a schema of the subset is walked for satisfiability.
+        project::unsatisfiable_required(schema, "", &mut out);
+    }
     out
 }
 
@@ -452,65 +459,6 @@ fn instance_message(kind: &jsonschema::error::ValidationErrorKind) -> String {
         K::FalseSchema => "no value is allowed here".into(),
         other => format!("fails `{}`", other.keyword()),
     }
-}
-
-/// Keywords kept in the transport projection: shape, not validation.
-const SHAPE_KEYWORDS: &[&str] = &["type", "title", "description", "enum", "const"];
-
-/// The strict `outputSchema` projection sent to Codex in `turn/start`.
-///
-/// Closed objects and required properties are kept. Optional properties are dropped because
-/// Codex strict schemas require every advertised property, which would force a value where the
-/// contract permits omission. Every object is closed, since strict mode needs that and a closed
-/// answer still satisfies an open contract. Validation-only keywords and `allOf`/`not`/`if` are
-/// dropped; `oneOf` becomes `anyOf`, which admits a superset. The original contract is still
-/// what validates the answer.
-pub fn project_output_schema(schema: &Value) -> Value {
-    let Some(o) = schema.as_object() else {
-        return schema.clone();
-    };
-    let mut out = Map::new();
-    for k in SHAPE_KEYWORDS {
-        if let Some(v) = o.get(*k) {
-            out.insert((*k).to_string(), v.clone());
-        }
-    }
-    let is_object = o.contains_key("properties")
-        || match o.get("type") {
-            Some(Value::String(t)) => t == "object",
-            Some(Value::Array(a)) => a.iter().any(|t| t == "object"),
-            _ => false,
-        };
-    if is_object {
-        let required: Vec<&str> = o
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let props = o.get("properties").and_then(Value::as_object);
-        let mut kept = Map::new();
-        let mut kept_req = Vec::new();
-        for r in &required {
-            if let Some(ps) = props.and_then(|p| p.get(*r)) {
-                kept.insert((*r).to_string(), project_output_schema(ps));
-                kept_req.push(Value::String((*r).to_string()));
-            }
-        }
-        out.insert("properties".into(), Value::Object(kept));
-        out.insert("required".into(), Value::Array(kept_req));
-        out.insert("additionalProperties".into(), Value::Bool(false));
-    }
-    if let Some(items) = o.get("items") {
-        out.insert("items".into(), project_output_schema(items));
-    }
-    let alts = o.get("anyOf").or_else(|| o.get("oneOf"));
-    if let Some(Value::Array(a)) = alts {
-        out.insert(
-            "anyOf".into(),
-            Value::Array(a.iter().map(project_output_schema).collect()),
-        );
-    }
-    Value::Object(out)
 }
 
 #[cfg(test)]

@@ -169,15 +169,8 @@ pub fn compile(pack: &Pack, v: &Validated) -> Result<(Snapshot, CompileReport), 
                 s.clone().into_bytes(),
             );
         }
-        let structured = v
-            .catalog
-            .models
-            .get(&a.model)
-            .is_some_and(|m| m.structured_output);
         let mut projected = false;
-        if a.contract_enforcement == "strict"
-            && a.backends.iter().any(|b| b == "mcp")
-            && structured
+        if crate::validate::projects_output_schema(a, &v.catalog)
             && let Some(c) = a.output_contract.as_ref().and_then(|c| v.contracts.get(c))
         {
             files.insert(
@@ -407,16 +400,32 @@ fn arr(xs: &[String]) -> Value {
 fn codex_config(p: &Profile, name: &str, a: &Agent, v: &Validated, any_capable: bool) -> String {
     let mut t = Table::new();
     let model = v.catalog.models.get(&a.model);
-    let route_id = split_key(&a.model).map(|(r, _)| r).unwrap_or_default();
-    let route = v.catalog.routes.get(route_id);
     t.insert(
         "model".into(),
         Value::String(model.map(|m| m.name.clone()).unwrap_or_default()),
     );
-    let provider = route
-        .and_then(|r| r.provider.clone())
-        .unwrap_or_else(|| route_id.to_string());
+    let (provider, entry) = provider_of(v, &a.model);
     t.insert("model_provider".into(), Value::String(provider.clone()));
+    let mut providers = Table::new();
+    if let Some(e) = entry {
+        providers.insert(provider, Value::Table(e));
+    }
+    if a.kind == "root" {
+        // Native subagents run in the root's app-server host, so the providers their custom
+        // agent files select must be defined here.
+        for x in p
+            .agents
+            .values()
+            .filter(|x| x.kind != "root" && x.native_capable())
+        {
+            if let (id, Some(e)) = provider_of(v, &x.model) {
+                providers.insert(id, Value::Table(e));
+            }
+        }
+    }
+    if !providers.is_empty() {
+        t.insert("model_providers".into(), Value::Table(providers));
+    }
     if a.reasoning != "none" {
         t.insert(
             "model_reasoning_effort".into(),
@@ -441,22 +450,6 @@ fn codex_config(p: &Profile, name: &str, a: &Agent, v: &Validated, any_capable: 
         let mut sw = Table::new();
         sw.insert("network_access".into(), Value::Boolean(a.network_access));
         t.insert("sandbox_workspace_write".into(), Value::Table(sw));
-    }
-    if let Some(r) = route
-        && r.provider.is_none()
-    {
-        let mut mp = Table::new();
-        mp.insert("name".into(), Value::String(route_id.to_string()));
-        if let Some(u) = &r.base_url {
-            mp.insert("base_url".into(), Value::String(u.clone()));
-        }
-        mp.insert("wire_api".into(), Value::String("responses".into()));
-        if let Some(e) = &r.credential_env {
-            mp.insert("env_key".into(), Value::String(e.clone()));
-        }
-        let mut providers = Table::new();
-        providers.insert(provider, Value::Table(mp));
-        t.insert("model_providers".into(), Value::Table(providers));
     }
     if !a.tool_mcp_servers.is_empty() {
         let mut servers = Table::new();
@@ -535,6 +528,29 @@ fn codex_config(p: &Profile, name: &str, a: &Agent, v: &Validated, any_capable: 
     )
 }
 
+/// The Codex provider id a model key's route selects, and the `model_providers` entry defining
+/// it when the route is not one of Codex's own providers (a gateway route).
+fn provider_of(v: &Validated, key: &str) -> (String, Option<Table>) {
+    let route_id = split_key(key).map(|(r, _)| r).unwrap_or_default();
+    let route = v.catalog.routes.get(route_id);
+    let provider = route
+        .and_then(|r| r.provider.clone())
+        .unwrap_or_else(|| route_id.to_string());
+    let entry = route.filter(|r| r.provider.is_none()).map(|r| {
+        let mut mp = Table::new();
+        mp.insert("name".into(), Value::String(route_id.to_string()));
+        if let Some(u) = &r.base_url {
+            mp.insert("base_url".into(), Value::String(u.clone()));
+        }
+        mp.insert("wire_api".into(), Value::String("responses".into()));
+        if let Some(e) = &r.credential_env {
+            mp.insert("env_key".into(), Value::String(e.clone()));
+        }
+        mp
+    });
+    (provider, entry)
+}
+
 fn native_agent(
     p: &Profile,
     name: &str,
@@ -558,6 +574,12 @@ fn native_agent(
     if let Some(m) = v.catalog.models.get(&a.model) {
         t.insert("model".into(), Value::String(m.name.clone()));
     }
+    // Codex keeps the caller's provider for a spawned agent unless its role file selects one,
+    // so a native role on another route than the root's would reach the wrong provider.
+    t.insert(
+        "model_provider".into(),
+        Value::String(provider_of(v, &a.model).0),
+    );
     if a.reasoning != "none" {
         t.insert(
             "model_reasoning_effort".into(),

@@ -8,6 +8,7 @@ pub mod locate;
 pub mod model;
 pub mod pack;
 pub mod parse;
+pub mod snapshot;
 pub mod strict;
 pub mod toolmcp;
 pub mod validate;

@@ -156,6 +156,16 @@ impl Agent {
     pub fn native_only(&self) -> bool {
         self.backends == ["native"]
     }
+    /// Whether every workspace-write Agent-MCP job of this role must declare its canonical
+    /// `write_scope` (`write_scope_required` on an MCP-capable writer participant). The runtime
+    /// refuses such a spawn without one; validation refuses such a smoke task without one.
+    /// Native runs are not intercepted, so there the requirement stays advisory.
+    pub fn requires_write_scope(&self) -> bool {
+        self.write_scope_required
+            && self.kind != "root"
+            && self.permissions == "workspace-write"
+            && self.backends.iter().any(|b| b == "mcp")
+    }
 }
 
 /// A Tool MCP grant as written in the pack.

@@ -88,7 +88,16 @@ impl Pack {
                             let Some(im) = check_member(&ipath, &rel, &mut d) else {
                                 continue;
                             };
-                            if im.is_dir() {
+                            if !is_portable_name(&iname) {
+                                // The name becomes a path in snapshots and installed copies
+                                // and a MANIFEST line: no spaces, newlines or lossy bytes.
+                                d.push(
+                                    &rel,
+                                    "",
+                                    "pack_member_name",
+                                    format!("`{name}/` member names are [A-Za-z0-9][A-Za-z0-9._-]* (at most 128 bytes)"),
+                                );
+                            } else if im.is_dir() {
                                 d.push(
                                     &rel,
                                     "",
@@ -188,6 +197,16 @@ fn sorted_entries(dir: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
     }
     out.sort();
     Ok(out)
+}
+
+/// Whether a member name is portable: `[A-Za-z0-9][A-Za-z0-9._-]*`, at most 128 bytes.
+pub fn is_portable_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 128
+        && b[0].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
 }
 
 fn has_script_suffix(name: &str) -> bool {

@@ -18,6 +18,22 @@ pub fn is_profile_id(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
+/// Codex's built-in agent roles: a custom agent of the same name would replace one.
+pub const CODEX_BUILTIN_AGENTS: &[&str] = &["default", "explorer", "worker", "awaiter", "monitor"];
+
+/// Whether `s` is a safe `native_name`: `[a-z0-9][a-z0-9_-]*`, at most 64 bytes. It becomes the
+/// file stem of `agents/<native_name>.toml` in the root's Codex home, so it can hold no `/`,
+/// no `.` (so neither `..` nor a second suffix), no upper case (case-insensitive file systems)
+/// and nothing a shell or TOML key would need to quote.
+pub fn is_native_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 64
+        && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_' || *c == b'-')
+}
+
 /// Whether `s` is a role id (`snake_case`), usable as a TOML bare key and a file name.
 pub fn is_role_id(s: &str) -> bool {
     let b = s.as_bytes();
@@ -261,6 +277,7 @@ fn parse_coordination(c: &Tbl, d: &mut Diags) -> Coordination {
         .map(|v| v as u32);
     let native_interrupt_message = c.bool(d, "native_interrupt_message").unwrap_or(true);
     let native_nested_delegation = c.bool(d, "native_nested_delegation").unwrap_or(false);
+    c.finish(d);
     Coordination {
         mode,
         orchestration,

@@ -5,13 +5,20 @@
 //! - `profiles/<id>`: a symlink to `../packs/<content-sha256>`, replaced atomically;
 //! - `snapshots/<address>/`: immutable compiled snapshots;
 //! - `active.json`: the profile chosen by `use` and its snapshot address;
-//! - `staging/`: work in progress, never read.
+//! - `staging/`: work in progress, never read. Every name there carries its owner's pid
+//!   (`<kind>-<pid>-<nanos>`), and so does every temporary file (`.<name>.tmp-<pid>`); the next
+//!   compile or install removes those whose owner no longer runs (a killed process).
+//!
+//! Records and selections are data, not trusted paths: a record of another generation, one that
+//! does not parse, or one whose digest is not a digest is refused with its path; `list`,
+//! `install` and `uninstall` report it as a warning and go on with everything else.
 
 use crate::compile::{CompileReport, Snapshot, compile};
-use crate::diag::Rejected;
+use crate::diag::{Diagnostic, Rejected};
 use crate::model::{PACKAGE_VERSION, SCHEMA_VERSION};
 use crate::pack::Pack;
 use crate::parse::is_profile_id;
+use crate::snapshot::{Verified, is_address, is_safe_rel, verify_snapshot};
 use crate::toolmcp::Registry;
 use crate::validate::{Validated, validate};
 use serde::{Deserialize, Serialize};
@@ -57,6 +64,7 @@ impl Dirs {
     pub fn tool_mcp_dir(&self) -> PathBuf {
         self.config.join("tool-mcp.d")
     }
+    /// The installed link of `id` (a profile id, checked by every caller).
     fn profile_link(&self, id: &str) -> PathBuf {
         self.data.join("profiles").join(id)
     }
@@ -92,6 +100,42 @@ pub struct InstallOutcome {
     pub content_sha256: String,
     /// `installed`, `unchanged` or `replaced`.
     pub action: &'static str,
+    /// When this id is the active profile: the snapshot `use` selected. Installing never moves
+    /// the selection; `use` does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active_snapshot: Option<String>,
+    /// When this id is the active profile: whether the installed content compiles to that same
+    /// snapshot (false: `use` again to run the new content).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active_snapshot_current: Option<bool>,
+    /// Records refused on the way (another generation, unreadable), with their paths.
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Installed profiles, the active selection, and what was refused on the way.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Listing {
+    pub profiles: Vec<Record>,
+    pub active: Option<Active>,
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// What an uninstall removed.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Uninstalled {
+    pub profile_id: String,
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// An installed id as found in the store.
+enum Lookup {
+    Missing,
+    Found(Record, PathBuf),
+    /// The link exists but its record is refused; `target` is where the link leads, if anywhere.
+    Refused {
+        problem: Rejected,
+        target: Option<PathBuf>,
+    },
 }
 
 fn io_err(path: &Path, rule: &'static str, e: impl std::fmt::Display) -> Rejected {
@@ -119,7 +163,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Rejected> {
     fs::rename(&tmp, path).map_err(|e| io_err(path, "store_write", e))
 }
 
-fn check_record(path: &Path, r: &Record) -> Result<(), Rejected> {
+fn check_record(path: &Path, r: &Record, id: &str) -> Result<(), Rejected> {
     if r.package_version != PACKAGE_VERSION || r.schema_version != SCHEMA_VERSION {
         return Err(Rejected::one(
             path.display().to_string(),
@@ -131,7 +175,75 @@ fn check_record(path: &Path, r: &Record) -> Result<(), Rejected> {
             ),
         ));
     }
+    // The digest becomes a path component (`packs/<digest>`), so it must be one.
+    if !is_address(&r.content_sha256) {
+        return Err(Rejected::one(
+            path.display().to_string(),
+            "content_sha256",
+            "store_record_invalid",
+            format!("`{}` is not a SHA-256 digest", r.content_sha256),
+        ));
+    }
+    if r.profile_id != id {
+        return Err(Rejected::one(
+            path.display().to_string(),
+            "profile_id",
+            "store_record_invalid",
+            format!("record of `{}` installed as `{id}`", r.profile_id),
+        ));
+    }
     Ok(())
+}
+
+fn read_record(dir: &Path, id: &str) -> Result<Record, Rejected> {
+    let rpath = dir.join("record.json");
+    let r: Record = read_json(&rpath)?;
+    check_record(&rpath, &r, id)?;
+    Ok(r)
+}
+
+fn id_arg(id: &str) -> Result<(), Rejected> {
+    if is_profile_id(id) {
+        Ok(())
+    } else {
+        Err(Rejected::one(
+            "<store>",
+            id,
+            "profile_id_format",
+            format!("`{id}` is not a profile id ([a-z][a-z0-9-]*, at most 64)"),
+        ))
+    }
+}
+
+/// The owner pid a staging name (`<kind>-<pid>-<nanos>`) or a temporary file name
+/// (`.<name>.tmp-<pid>`) carries; `None` for a name this build never writes.
+fn owner_pid(name: &str) -> Option<u32> {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let pid = if name.starts_with('.') {
+        name.rsplit_once(".tmp-")?.1
+    } else {
+        let mut it = name.rsplitn(3, '-');
+        let nanos = it.next()?;
+        let pid = it.next()?;
+        it.next()?;
+        if !digits(nanos) {
+            return None;
+        }
+        pid
+    };
+    if !digits(pid) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Whether process `pid` still runs. Without `/proc` every owner counts as running, so nothing is
+/// swept. (A pid reused since its owner was killed keeps that staging until the new process
+/// ends: the error is toward keeping. A process in another pid namespace sharing this data
+/// directory looks gone, though, so one data directory must not span pid namespaces.)
+fn pid_alive(pid: u32) -> bool {
+    let proc = Path::new("/proc");
+    !proc.join("self").exists() || proc.join(pid.to_string()).exists()
 }
 
 fn unique_suffix() -> String {
@@ -160,15 +272,68 @@ impl Store {
 
     /// The installed record of `id`, refusing other generations.
     pub fn record(&self, id: &str) -> Result<Option<(Record, PathBuf)>, Rejected> {
+        id_arg(id)?;
+        match self.lookup(id) {
+            Lookup::Missing => Ok(None),
+            Lookup::Found(r, dir) => Ok(Some((r, dir))),
+            Lookup::Refused { problem, .. } => Err(problem),
+        }
+    }
+
+    fn lookup(&self, id: &str) -> Lookup {
         let link = self.dirs.profile_link(id);
         if fs::symlink_metadata(&link).is_err() {
-            return Ok(None);
+            return Lookup::Missing;
         }
-        let dir = fs::canonicalize(&link).map_err(|e| io_err(&link, "store_unreadable", e))?;
-        let rpath = dir.join("record.json");
-        let r: Record = read_json(&rpath)?;
-        check_record(&rpath, &r)?;
-        Ok(Some((r, dir.join("pack"))))
+        let dir = match fs::canonicalize(&link) {
+            Ok(d) => d,
+            Err(e) => {
+                return Lookup::Refused {
+                    problem: io_err(&link, "store_unreadable", e),
+                    target: None,
+                };
+            }
+        };
+        match read_record(&dir, id) {
+            Ok(r) => Lookup::Found(r, dir.join("pack")),
+            Err(problem) => Lookup::Refused {
+                problem,
+                target: Some(dir),
+            },
+        }
+    }
+
+    /// Remove stale staging: directories, links and temporary files whose owner process is
+    /// gone (a killed install or compile). Best effort; staging is never read, so racing
+    /// another sweeper is harmless, and a running owner's staging is never touched.
+    pub fn sweep_stale(&self) {
+        let remove = |p: &Path| match fs::symlink_metadata(p) {
+            Ok(m) if m.is_dir() => {
+                let _ = fs::remove_dir_all(p);
+            }
+            Ok(_) => {
+                let _ = fs::remove_file(p);
+            }
+            Err(_) => {}
+        };
+        let staging = self.dirs.data.join("staging");
+        for dir in [&staging, &self.dirs.data] {
+            let Ok(rd) = fs::read_dir(dir) else {
+                continue;
+            };
+            for e in rd.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                // Outside staging only temporary files are ours to sweep.
+                if *dir != staging && !name.starts_with('.') {
+                    continue;
+                }
+                if let Some(pid) = owner_pid(&name)
+                    && !pid_alive(pid)
+                {
+                    remove(&e.path());
+                }
+            }
+        }
     }
 
     /// Load a pack named by installed id or by directory path.
@@ -201,17 +366,32 @@ impl Store {
 
     /// Install `dir`; identical content is a no-op, different content needs `replace`.
     pub fn install(&self, dir: &Path, replace: bool) -> Result<InstallOutcome, Rejected> {
+        self.sweep_stale();
         let pack = Pack::load(dir)?;
         let v = self.validate(&pack, &[])?;
         let id = v.profile.id.clone();
         let digest = pack.content_digest();
-        let previous = self.record(&id)?;
-        if let Some((r, _)) = &previous {
+        let mut warnings = Vec::new();
+        // A refused record (another generation, unreadable) is no install of this generation:
+        // the id installs afresh and the refused copy is left where it is (only `uninstall`
+        // removes it, or a new copy of the very same content taking its address).
+        let previous = match self.lookup(&id) {
+            Lookup::Missing => None,
+            Lookup::Found(r, _) => Some(r),
+            Lookup::Refused { problem, .. } => {
+                warnings.extend(problem.0);
+                None
+            }
+        };
+        if let Some(r) = &previous {
             if r.content_sha256 == digest {
                 return Ok(InstallOutcome {
                     profile_id: id,
                     content_sha256: digest,
                     action: "unchanged",
+                    active_snapshot: None,
+                    active_snapshot_current: None,
+                    warnings,
                 });
             }
             if !replace {
@@ -231,13 +411,13 @@ impl Store {
         for d in [&staging, &packs, &profiles] {
             fs::create_dir_all(d).map_err(|e| io_err(d, "store_write", e))?;
         }
-        self.sweep_trash(&staging);
         let final_dir = packs.join(&digest);
-        // Reuse an existing copy only if its bytes are exactly this content; copies only ever
-        // appear or disappear by rename, but verifying costs little and guards the invariant.
+        // Reuse an existing copy only if its bytes are exactly this content and its record is
+        // this generation's; copies only ever appear or disappear by rename, but verifying
+        // costs little and guards the invariant.
         let reusable = Pack::load(&final_dir.join("pack"))
             .is_ok_and(|p| p.content_digest() == digest)
-            && final_dir.join("record.json").is_file();
+            && read_record(&final_dir, &id).is_ok();
         if !reusable {
             let stage = staging.join(format!("{digest}-{}", unique_suffix()));
             self.stage_pack(&stage, &pack, &id, &digest)?;
@@ -256,10 +436,19 @@ impl Store {
             .map_err(|e| io_err(&tmp_link, "store_write", e))?;
         fs::rename(&tmp_link, self.dirs.profile_link(&id))
             .map_err(|e| io_err(&profiles, "store_write", e))?;
-        if let Some((old, _)) = previous {
+        if let Some(old) = previous {
             // The old copy is unreachable now; running sessions use snapshots, never packs.
             let _ = self.discard(&staging, &packs.join(old.content_sha256));
         }
+        // The selection names an exact snapshot and stays on it (sessions keep their snapshot
+        // when profile files are replaced); say whether the new content still compiles to it.
+        let (active_snapshot, active_snapshot_current) = match self.active() {
+            Ok(Some(a)) if a.profile_id == id => {
+                let current = compile(&pack, &v).is_ok_and(|(snap, _)| snap.address == a.snapshot);
+                (Some(a.snapshot), Some(current))
+            }
+            _ => (None, None),
+        };
         Ok(InstallOutcome {
             profile_id: id,
             content_sha256: digest,
@@ -268,6 +457,9 @@ impl Store {
             } else {
                 "installed"
             },
+            active_snapshot,
+            active_snapshot_current,
+            warnings,
         })
     }
 
@@ -283,17 +475,6 @@ impl Store {
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(io_err(dir, "store_write", e)),
-        }
-    }
-
-    /// Best-effort removal of trash left by killed processes (never read, so racing is harmless).
-    fn sweep_trash(&self, staging: &Path) {
-        if let Ok(rd) = fs::read_dir(staging) {
-            for e in rd.flatten() {
-                if e.file_name().to_string_lossy().starts_with("trash-") {
-                    let _ = fs::remove_dir_all(e.path());
-                }
-            }
         }
     }
 
@@ -332,6 +513,7 @@ impl Store {
         target: &str,
         binds: &[(String, String)],
     ) -> Result<CompileReport, Rejected> {
+        self.sweep_stale();
         let pack = self.load_target(target)?;
         let v = self.validate(&pack, binds)?;
         let (snap, report) = compile(&pack, &v)?;
@@ -339,10 +521,29 @@ impl Store {
         Ok(report)
     }
 
-    /// Write a snapshot directory atomically; existing addresses are left untouched.
+    /// Write a snapshot directory atomically; an existing address is left untouched, but it
+    /// must still match its MANIFEST. Every path is checked before anything is written: the
+    /// address must be one and no file may leave the snapshot.
     pub fn write_snapshot(&self, snap: &Snapshot) -> Result<PathBuf, Rejected> {
+        if !is_address(&snap.address) {
+            return Err(Rejected::one(
+                "<snapshot>",
+                snap.address.clone(),
+                "snapshot_path_unsafe",
+                "a snapshot address is 64 lowercase hex digits",
+            ));
+        }
+        if let Some(bad) = snap.files.keys().find(|rel| !is_safe_rel(rel)) {
+            return Err(Rejected::one(
+                "<snapshot>",
+                bad.clone(),
+                "snapshot_path_unsafe",
+                format!("`{bad}` would leave the snapshot directory"),
+            ));
+        }
         let dest = self.dirs.snapshot_dir(&snap.address);
         if dest.join("MANIFEST").exists() {
+            verify_snapshot(&dest)?;
             return Ok(dest);
         }
         let staging = self.dirs.data.join("staging");
@@ -382,6 +583,7 @@ impl Store {
             ));
         }
         let report = self.compile(id, &[])?;
+        self.verify(&report.address)?;
         let active = Active {
             package_version: PACKAGE_VERSION.into(),
             profile_id: id.into(),
@@ -391,6 +593,20 @@ impl Store {
         bytes.push(b'\n');
         write_atomic(&self.dirs.data.join("active.json"), &bytes)?;
         Ok(active)
+    }
+
+    /// Verify the stored snapshot `address` against its MANIFEST (what `use`, and later `run`,
+    /// do before using it).
+    pub fn verify(&self, address: &str) -> Result<Verified, Rejected> {
+        if !is_address(address) {
+            return Err(Rejected::one(
+                "<store>",
+                address,
+                "snapshot_address",
+                "a snapshot address is 64 lowercase hex digits",
+            ));
+        }
+        verify_snapshot(&self.dirs.snapshot_dir(address))
     }
 
     /// The active selection, refusing other generations.
@@ -411,11 +627,20 @@ impl Store {
                 ),
             ));
         }
+        if !is_profile_id(&a.profile_id) || !is_address(&a.snapshot) {
+            return Err(Rejected::one(
+                p.display().to_string(),
+                "snapshot",
+                "store_record_invalid",
+                "the active selection must name a profile id and a snapshot address",
+            ));
+        }
         Ok(Some(a))
     }
 
-    /// Installed ids, sorted.
-    pub fn list(&self) -> Result<Vec<Record>, Rejected> {
+    /// Installed profiles by id, and the active selection. A refused record or selection is a
+    /// warning naming its path, never the end of the listing.
+    pub fn list(&self) -> Result<Listing, Rejected> {
         let dir = self.dirs.data.join("profiles");
         let mut ids = Vec::new();
         if let Ok(rd) = fs::read_dir(&dir) {
@@ -424,31 +649,71 @@ impl Store {
             }
         }
         ids.sort();
-        let mut out = Vec::new();
+        let mut profiles = Vec::new();
+        let mut warnings = Vec::new();
         for id in ids {
-            if let Some((r, _)) = self.record(&id)? {
-                out.push(r);
+            if !is_profile_id(&id) {
+                let path = dir.join(&id);
+                warnings.extend(
+                    Rejected::one(
+                        path.display().to_string(),
+                        "",
+                        "store_unexpected_entry",
+                        "not a profile id; codex-mmo never writes this name",
+                    )
+                    .0,
+                );
+                continue;
+            }
+            match self.lookup(&id) {
+                Lookup::Found(r, _) => profiles.push(r),
+                Lookup::Refused { problem, .. } => warnings.extend(problem.0),
+                Lookup::Missing => {}
             }
         }
-        Ok(out)
+        let active = match self.active() {
+            Ok(a) => a,
+            Err(problem) => {
+                warnings.extend(problem.0);
+                None
+            }
+        };
+        Ok(Listing {
+            profiles,
+            active,
+            warnings,
+        })
     }
 
-    /// Remove an installed profile (and the active selection if it pointed there).
-    pub fn uninstall(&self, id: &str) -> Result<Record, Rejected> {
-        let Some((r, _)) = self.record(id)? else {
-            return Err(Rejected::one(
-                "<store>",
-                id,
-                "profile_not_installed",
-                format!("no installed profile `{id}`"),
-            ));
+    /// Remove an installed profile (and the active selection if it pointed there). A refused
+    /// record can be removed too: its link goes, and the copy it leads to if that is one of
+    /// `packs/`; the record itself is never trusted for a path.
+    pub fn uninstall(&self, id: &str) -> Result<Uninstalled, Rejected> {
+        id_arg(id)?;
+        let packs = self.dirs.data.join("packs");
+        let staging = self.dirs.data.join("staging");
+        let mut warnings = Vec::new();
+        let copy = match self.lookup(id) {
+            Lookup::Missing => {
+                return Err(Rejected::one(
+                    "<store>",
+                    id,
+                    "profile_not_installed",
+                    format!("no installed profile `{id}`"),
+                ));
+            }
+            Lookup::Found(r, _) => Some(packs.join(&r.content_sha256)),
+            Lookup::Refused { problem, target } => {
+                warnings.extend(problem.0);
+                let packs = fs::canonicalize(&packs).ok();
+                target.filter(|t| t.parent().is_some() && t.parent() == packs.as_deref())
+            }
         };
         let link = self.dirs.profile_link(id);
         fs::remove_file(&link).map_err(|e| io_err(&link, "store_write", e))?;
-        let _ = self.discard(
-            &self.dirs.data.join("staging"),
-            &self.dirs.data.join("packs").join(&r.content_sha256),
-        );
+        if let Some(copy) = copy {
+            let _ = self.discard(&staging, &copy);
+        }
         if self
             .active()
             .ok()
@@ -457,6 +722,9 @@ impl Store {
         {
             let _ = fs::remove_file(self.dirs.data.join("active.json"));
         }
-        Ok(r)
+        Ok(Uninstalled {
+            profile_id: id.to_string(),
+            warnings,
+        })
     }
 }

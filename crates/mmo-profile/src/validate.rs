@@ -6,9 +6,9 @@ use crate::ceilings::{self, Ceilings};
 use crate::diag::{Diags, Rejected};
 use crate::model::*;
 use crate::pack::Pack;
-use crate::parse::{parse_profile, parse_smoke};
+use crate::parse::{CODEX_BUILTIN_AGENTS, is_native_name, parse_profile, parse_smoke};
 use crate::toolmcp::{Registry, ToolServer};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 const P: &str = "profile.toml";
 
@@ -152,11 +152,15 @@ pub fn validate(
     }
     profile.coordination.native_max_concurrent_threads =
         Some(ceilings.native_max_concurrent_threads);
+    let mut generated = BTreeSet::new();
     for (name, a) in profile.agents.iter_mut() {
         if a.native_capable() && a.native_name.is_none() {
             a.native_name = Some(format!("mmo-{}-{}", profile.id, name.replace('_', "-")));
+            generated.insert(name.clone());
         }
     }
+    check_native_names(&profile, &generated, &mut d);
+    check_projections(&profile, &catalog, &contracts, &mut d);
 
     for f in ["profile.toml", "smoke.toml", "catalog.toml"] {
         if let Some(t) = pack.text(f) {
@@ -494,6 +498,126 @@ fn check_low_trust(name: &str, a: &Agent, is_root: bool, d: &mut Diags) {
         "low_trust_task_kinds",
         "task kinds drawn only from locate, references, extract, summarize_supplied",
     );
+    // The runtime reads or hashes a literal task's input itself, and a low-trust role has no
+    // network and no web search: a Tool MCP server would give it the outside reach both deny.
+    for server in a.tool_mcp_servers.keys() {
+        d.push(
+            P,
+            format!("agents.{name}.tool_mcp_servers.{server}"),
+            "low_trust_tool_mcp",
+            "trust = \"low\" allows no Tool MCP grant (the runtime reads the literal input; network_access = false and web_search = \"disabled\" leave no outside reach)",
+        );
+    }
+}
+
+/// `native_name` names `agents/<native_name>.toml` in the root's Codex home: it must be a safe
+/// file stem, must not replace a Codex built-in agent, and must be unique (two roles with one
+/// name would write one file, silently losing a custom agent). A name on a role without a native
+/// backend would be silently ignored, so it is an error too. `generated` holds the roles whose
+/// name is the generated default.
+fn check_native_names(p: &Profile, generated: &BTreeSet<String>, d: &mut Diags) {
+    let mut by_name: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (role, a) in &p.agents {
+        let Some(n) = &a.native_name else {
+            continue;
+        };
+        let path = ap(role, "native_name");
+        if !a.native_capable() {
+            d.push(
+                P,
+                path,
+                "native_name_not_native",
+                format!(
+                    "native_name names a Codex custom agent, but `{role}` has no native backend"
+                ),
+            );
+            continue;
+        }
+        if !is_native_name(n) {
+            let msg = if generated.contains(role) {
+                format!(
+                    "the generated default `{n}` is longer than 64 bytes; declare a shorter native_name"
+                )
+            } else {
+                format!(
+                    "`{n}` is not a safe file stem ([a-z0-9][a-z0-9_-]*, at most 64 bytes); it names agents/<native_name>.toml in the root's Codex home"
+                )
+            };
+            d.push(P, path, "native_name_format", msg);
+            continue;
+        }
+        if CODEX_BUILTIN_AGENTS.contains(&n.as_str()) {
+            d.push(
+                P,
+                path,
+                "native_name_reserved",
+                format!("`{n}` is a Codex built-in agent, which a custom agent of that name would replace"),
+            );
+            continue;
+        }
+        by_name.entry(n).or_default().push(role);
+    }
+    for (n, roles) in by_name.iter().filter(|(_, r)| r.len() > 1) {
+        for role in roles {
+            let others: Vec<String> = roles
+                .iter()
+                .filter(|r| *r != role)
+                .map(|r| format!("`{r}`"))
+                .collect();
+            d.push(
+                P,
+                ap(role, "native_name"),
+                "native_name_duplicate",
+                format!(
+                    "`{n}` is also the native_name of {}; each names one custom-agent file, so one role's agent would be lost",
+                    others.join(", ")
+                ),
+            );
+        }
+    }
+}
+
+/// Whether the compiler projects `a`'s output contract into a strict `outputSchema`: a strict
+/// role with an MCP backend whose model declares structured output.
+pub fn projects_output_schema(a: &Agent, catalog: &Catalog) -> bool {
+    a.contract_enforcement == "strict"
+        && a.output_contract.is_some()
+        && a.backends.iter().any(|b| b == "mcp")
+        && catalog
+            .models
+            .get(&a.model)
+            .is_some_and(|m| m.structured_output)
+}
+
+/// A projected contract whose projection would contradict it fails here, not at run time.
+fn check_projections(
+    p: &Profile,
+    catalog: &Catalog,
+    contracts: &BTreeMap<String, serde_json::Value>,
+    d: &mut Diags,
+) {
+    let mut projected: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (role, a) in &p.agents {
+        if projects_output_schema(a, catalog)
+            && let Some(c) = &a.output_contract
+        {
+            projected.entry(c).or_default().push(role);
+        }
+    }
+    for (file, roles) in projected {
+        let Some(schema) = contracts.get(file) else {
+            continue;
+        };
+        let roles: Vec<String> = roles.iter().map(|r| format!("`{r}`")).collect();
+        for pr in mmo_contract::projection_problems(schema) {
+            d.push(
+                file,
+                pr.pointer,
+                pr.rule,
+                format!("{} (projected for {})", pr.message, roles.join(", ")),
+            );
+        }
+    }
 }
 
 fn check_files(pack: &Pack, name: &str, a: &Agent, d: &mut Diags) {
@@ -817,6 +941,29 @@ fn check_smoke(p: &Profile, s: &Smoke, servers: &BTreeMap<String, ToolServer>, d
                 at("mode"),
                 "smoke_mode",
                 format!("`{}` is read-only", t.agent),
+            );
+        }
+        if t.mode == "workspace-write"
+            && t.backend == "mcp"
+            && a.requires_write_scope()
+            && t.write_scope.is_empty()
+        {
+            d.push(
+                F,
+                at("write_scope"),
+                "smoke_write_scope_required",
+                format!(
+                    "`{}` has write_scope_required = true: a workspace-write MCP task must declare its canonical write_scope",
+                    t.agent
+                ),
+            );
+        }
+        if t.mode != "workspace-write" && !t.write_scope.is_empty() {
+            d.push(
+                F,
+                at("write_scope"),
+                "smoke_write_scope_read_only",
+                "write_scope declares a canonical writer scope; a read-only task has none",
             );
         }
         if a.trust == "low" {

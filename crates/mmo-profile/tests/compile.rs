@@ -365,3 +365,43 @@ fn cycle_without_ancestor_rejection_is_unbounded() {
     assert_eq!(v.ceilings.max_depth.derived, None);
     assert_eq!(v.ceilings.max_depth.effective, 16);
 }
+
+#[test]
+fn native_role_on_another_route_carries_that_routes_model_provider() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("hybrid");
+    copy_dir(&example("hybrid-audit"), &dir);
+    let mut catalog = std::fs::read_to_string(dir.join("catalog.toml")).unwrap();
+    catalog.push_str(
+        "\n[routes.lab_gateway_chat]\nnamespace = \"lab\"\ndriver = \"openai_chat\"\ntransports = [\"responses\", \"chat_completions\"]\ninput_modalities = [\"text\"]\noutput_modalities = [\"text\"]\nbackends = [\"mcp\", \"native\"]\nresource_group = \"opencode_go\"\nbase_url = \"http://127.0.0.1:4318/switchyard/lab_gateway_chat/v1\"\ncredential_env = \"LAB_GATEWAY_API_KEY\"\n\n[models.lab_gateway_chat__coder]\nname = \"lab-coder\"\nagent_compatible = true\ntool_calling = true\nreasoning = [\"medium\", \"high\"]\ninput_modalities = [\"text\"]\noutput_modalities = [\"text\"]\n",
+    );
+    std::fs::write(dir.join("catalog.toml"), catalog).unwrap();
+    let s = build(&dir, &[("scout".into(), "lab_gateway_chat__coder".into())]);
+    let native: toml::Table = text(&s, "roles/auditor_lead/codex-home/agents/audit-scout.toml")
+        .parse()
+        .unwrap();
+    assert_eq!(native["model"].as_str(), Some("lab-coder"));
+    assert_eq!(
+        native["model_provider"].as_str(),
+        Some("lab_gateway_chat"),
+        "without it Codex keeps the root's provider for the native agent"
+    );
+    // The provider is defined where the native agent runs: the root's home.
+    let root: toml::Table = text(&s, "roles/auditor_lead/codex-home/config.toml")
+        .parse()
+        .unwrap();
+    assert_eq!(root["model_provider"].as_str(), Some("openai"));
+    let p = &root["model_providers"]["lab_gateway_chat"];
+    assert_eq!(
+        p["base_url"].as_str(),
+        Some("http://127.0.0.1:4318/switchyard/lab_gateway_chat/v1")
+    );
+    assert_eq!(p["wire_api"].as_str(), Some("responses"));
+    assert_eq!(p["env_key"].as_str(), Some("LAB_GATEWAY_API_KEY"));
+    // On the root's own route the native agent names the same provider explicitly.
+    let s = build(&example("hybrid-audit"), &[]);
+    let native: toml::Table = text(&s, "roles/auditor_lead/codex-home/agents/audit-scout.toml")
+        .parse()
+        .unwrap();
+    assert_eq!(native["model_provider"].as_str(), Some("openai"));
+}

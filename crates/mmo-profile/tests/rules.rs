@@ -2026,3 +2026,340 @@ fn registry_path_that_is_a_file_is_unreadable() {
     let err = mmo_profile::toolmcp::Registry::load(&not_a_dir).unwrap_err();
     assert!(err.has_rule("tool_mcp_unreadable"), "{err}");
 }
+
+// --- issue 13: defects found from outside --------------------------------------------------
+/// Make the base pack hybrid with a native read-only participant `role`.
+fn native_role(t: &mut toml::Table, role: &str) {
+    set(t, "coordination.orchestration", "hybrid");
+    // Under hybrid the writer would default to both backends; its route serves MCP only.
+    set(t, "agents.writer.backends", strs(&["mcp"]));
+    set(
+        t,
+        &format!("agents.{role}.model"),
+        "codex_chatgpt_builtin__gpt_5_6_terra_mini",
+    );
+    set(t, &format!("agents.{role}.description"), "Native scout");
+    set(t, &format!("agents.{role}.backends"), strs(&["native"]));
+}
+
+#[test]
+fn native_name_must_be_a_safe_file_stem() {
+    for bad in [
+        "../../x",
+        "x/y",
+        "..",
+        ".hidden",
+        "-x",
+        "Upper",
+        "with space",
+        "x.toml",
+        "",
+        &"a".repeat(65),
+    ] {
+        let bad = bad.to_string();
+        expect(
+            check(
+                |t| {
+                    native_role(t, "scout");
+                    set(t, "agents.scout.native_name", bad.as_str());
+                },
+                |_| {},
+            ),
+            "profile.toml",
+            "agents.scout.native_name",
+            "native_name_format",
+        );
+    }
+    for good in ["scout", "audit-scout", "s_1", "9lives", &"a".repeat(64)] {
+        let good = good.to_string();
+        check(
+            |t| {
+                native_role(t, "scout");
+                set(t, "agents.scout.native_name", good.as_str());
+            },
+            |_| {},
+        )
+        .unwrap_or_else(|e| panic!("`{good}` is a safe native_name: {e}"));
+    }
+}
+
+#[test]
+fn generated_native_name_must_also_be_a_safe_file_stem() {
+    // `mmo-<profile>-<role>` from a 60-character profile id is longer than 64.
+    let id = format!("p{}", "x".repeat(59));
+    expect(
+        check(
+            |t| {
+                set(t, "id", id.as_str());
+                native_role(t, "scout");
+            },
+            |_| {},
+        ),
+        "profile.toml",
+        "agents.scout.native_name",
+        "native_name_format",
+    );
+}
+
+#[test]
+fn native_name_cannot_shadow_a_codex_builtin_agent() {
+    expect(
+        check(
+            |t| {
+                native_role(t, "scout");
+                set(t, "agents.scout.native_name", "default");
+            },
+            |_| {},
+        ),
+        "profile.toml",
+        "agents.scout.native_name",
+        "native_name_reserved",
+    );
+}
+
+#[test]
+fn native_names_are_unique_across_roles_and_both_roles_are_named() {
+    let err = check(
+        |t| {
+            native_role(t, "scout");
+            native_role(t, "scout2");
+            set(t, "agents.scout.native_name", "twin");
+            set(t, "agents.scout2.native_name", "twin");
+        },
+        |_| {},
+    )
+    .expect_err("two roles with one native_name must not validate");
+    for (role, other) in [("scout", "scout2"), ("scout2", "scout")] {
+        let d = err
+            .0
+            .iter()
+            .find(|d| {
+                d.rule == "native_name_duplicate" && d.path == format!("agents.{role}.native_name")
+            })
+            .unwrap_or_else(|| panic!("no native_name_duplicate at {role}: {err}"));
+        assert!(d.message.contains(&format!("`{other}`")), "{}", d.message);
+    }
+    // A declared name may not take another role's generated default either.
+    expect(
+        check(
+            |t| {
+                native_role(t, "scout");
+                native_role(t, "scout2");
+                set(t, "agents.scout.native_name", "mmo-rules-base-scout2");
+            },
+            |_| {},
+        ),
+        "profile.toml",
+        "agents.scout2.native_name",
+        "native_name_duplicate",
+    );
+}
+
+profile_rule!(
+    native_name_on_a_role_without_a_native_backend_is_rejected,
+    "agents.reviewer.native_name",
+    "native_name_not_native",
+    |t| {
+        set(t, "agents.reviewer.native_name", "reviewer");
+    }
+);
+
+#[test]
+fn pack_member_names_must_be_portable_file_names() {
+    for bad in ["a b.md", "a\nb.md", "-x.md", "ä.md"] {
+        let bad = bad.to_string();
+        let rel = format!("agents/{bad}");
+        expect(
+            check(
+                |_| {},
+                move |d| fs::write(d.join("agents").join(&bad), "text\n").unwrap(),
+            ),
+            &rel,
+            "",
+            "pack_member_name",
+        );
+    }
+}
+
+profile_rule!(
+    unknown_coordination_field_is_rejected,
+    "coordination.max_agents",
+    "toml_unknown_field",
+    |t| {
+        set(t, "coordination.max_agents", 3);
+    }
+);
+
+#[test]
+fn every_profile_table_rejects_unknown_keys_with_file_line_and_key_path() {
+    for table in [
+        "",
+        "coordination",
+        "agents.writer",
+        "agents.lead.controls.reviewer",
+        "agents.reviewer.tool_mcp_servers.search",
+    ] {
+        let key = if table.is_empty() {
+            "bogus".to_string()
+        } else {
+            format!("{table}.bogus")
+        };
+        let k = key.clone();
+        let err = check(move |t| set(t, &k, 1), |_| {})
+            .err()
+            .unwrap_or_else(|| panic!("`{key}` was accepted"));
+        let d = err
+            .0
+            .iter()
+            .find(|d| d.rule == "toml_unknown_field" && d.path == key)
+            .unwrap_or_else(|| panic!("no toml_unknown_field at `{key}`: {err}"));
+        assert_eq!(d.file, "profile.toml");
+        assert!(d.line.is_some(), "`{key}` has no line: {d:?}");
+    }
+}
+
+const WRITER_TASK: &str = "agent = \"writer\"\nbackend = \"mcp\"\nmode = \"workspace-write\"\ntask_kind = \"implementation\"\ntask = \"Add a --version flag to the CLI.\"\n";
+
+#[test]
+fn writer_smoke_task_needs_a_write_scope_when_the_role_requires_one() {
+    smoke_rule(
+        &format!("{SMOKE_HEAD}{WRITER_TASK}"),
+        "tasks[0].write_scope",
+        "smoke_write_scope_required",
+    );
+    check_smoke_text(
+        |_| {},
+        format!("{SMOKE_HEAD}{WRITER_TASK}write_scope = [\"src/cli.rs\"]\n"),
+    )
+    .unwrap_or_else(|e| panic!("a declared scope satisfies write_scope_required: {e}"));
+    check_smoke_text(
+        |t| set(t, "agents.writer.write_scope_required", false),
+        format!("{SMOKE_HEAD}{WRITER_TASK}"),
+    )
+    .unwrap_or_else(|e| panic!("write_scope_required = false needs no scope: {e}"));
+}
+
+#[test]
+fn write_scope_on_a_read_only_smoke_task_is_rejected() {
+    smoke_rule(
+        &format!(
+            "{SMOKE_HEAD}agent = \"reviewer\"\nbackend = \"mcp\"\ntask_kind = \"review\"\nwrite_scope = [\"src/\"]\ntask = \"Review the latest change.\"\n"
+        ),
+        "tasks[0].write_scope",
+        "smoke_write_scope_read_only",
+    );
+}
+
+#[test]
+fn requires_write_scope_is_for_mcp_writer_participants_only() {
+    let v = check(|_| {}, |_| {}).unwrap();
+    let a = &v.profile.agents;
+    assert!(a["writer"].requires_write_scope(), "an MCP writer");
+    assert!(
+        !a["lead"].requires_write_scope(),
+        "the root is no MCP writer"
+    );
+    assert!(!a["reviewer"].requires_write_scope(), "read-only");
+    let v = check(
+        |t| set(t, "agents.writer.write_scope_required", false),
+        |_| {},
+    )
+    .unwrap();
+    assert!(!v.profile.agents["writer"].requires_write_scope());
+}
+
+profile_rule!(
+    low_trust_role_cannot_hold_a_tool_mcp_grant,
+    "agents.locator.tool_mcp_servers.search",
+    "low_trust_tool_mcp",
+    |t| {
+        set(
+            t,
+            "agents.locator.tool_mcp_servers.search.enabled_tools",
+            strs(&["query"]),
+        );
+    }
+);
+
+#[test]
+fn required_name_missing_from_closed_properties_is_unsatisfiable() {
+    contract_rule(
+        r#"{"type":"object","additionalProperties":false,"required":["verdict","ghost"],"properties":{"verdict":{"enum":["approve"]}}}"#,
+        "/required/1",
+        "contract_required_unsatisfiable",
+    );
+}
+
+#[test]
+fn all_of_required_name_missing_from_merged_properties_is_an_error() {
+    contract_rule(
+        r#"{"type":"object","additionalProperties":false,"required":["verdict"],"properties":{"verdict":{"enum":["approve"]}},"allOf":[{"required":["ghost"]}]}"#,
+        "/allOf/0/required/0",
+        "contract_required_unsatisfiable",
+    );
+    // Open object: satisfiable, but the strict projection cannot advertise `ghost`.
+    contract_rule(
+        r#"{"type":"object","required":["verdict"],"properties":{"verdict":{"enum":["approve"]}},"allOf":[{"required":["ghost"]}]}"#,
+        "/allOf/0/required/0",
+        "contract_projection_required",
+    );
+}
+
+#[test]
+fn projected_required_name_without_a_property_schema_is_an_error() {
+    contract_rule(
+        r#"{"type":"object","required":["verdict","extra"],"properties":{"verdict":{"enum":["approve"]}}}"#,
+        "/required/1",
+        "contract_projection_required",
+    );
+}
+
+#[test]
+fn projection_that_admits_only_the_empty_object_is_an_error() {
+    contract_rule(
+        r#"{"type":"object","additionalProperties":false,"properties":{"verdict":{"enum":["approve"]}}}"#,
+        "",
+        "contract_projection_empty",
+    );
+}
+
+#[test]
+fn all_of_required_names_with_schemas_are_projected() {
+    let v = check(
+        |_| {},
+        |d| {
+            fs::write(
+                d.join("contracts/review.json"),
+                r#"{"type":"object","additionalProperties":false,"properties":{"verdict":{"enum":["approve"]}},"allOf":[{"required":["verdict"]}]}"#,
+            )
+            .unwrap()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let projected = mmo_contract::project_output_schema(&v.contracts["contracts/review.json"]);
+    assert_eq!(projected["required"], serde_json::json!(["verdict"]));
+}
+
+#[test]
+fn projection_rules_apply_only_to_projected_contracts() {
+    // A warn-mode contract is never projected, so an open required name is fine there.
+    check(
+        |t| {
+            set(t, "agents.reviewer.contract_enforcement", "warn");
+            set(t, "agents.locator.output_contract", "contracts/locate.json");
+        },
+        |d| {
+            fs::copy(
+                d.join("contracts/review.json"),
+                d.join("contracts/locate.json"),
+            )
+            .unwrap();
+            fs::write(
+                d.join("contracts/review.json"),
+                r#"{"type":"object","required":["verdict","extra"],"properties":{"verdict":{"enum":["approve"]}}}"#,
+            )
+            .unwrap()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}
