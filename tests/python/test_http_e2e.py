@@ -60,9 +60,37 @@ async def main() -> None:
                     check(r.is_error and structured(r)["error"]["code"] == "insufficient_role", f"[{mode}] read token store is insufficient_role")
                     r = await c.call_tool("vox_repo_log", {})
                     check(r.is_error and structured(r)["error"]["code"] == "tool_not_in_profile", f"[{mode}] out-of-profile tool is tool_not_in_profile")
+            await sessions_belong_to_their_opener(url)
         finally:
             subprocess.run([VOX, "daemon", "stop"], env=env, capture_output=True)
             server.wait(timeout=20)
+
+
+async def sessions_belong_to_their_opener(url: str) -> None:
+    """A 2025-era session opened with the write token cannot be used or ended with the read token."""
+    seen: list[str] = []
+
+    async def remember(response) -> None:
+        sid = response.headers.get("mcp-session-id")
+        if sid:
+            seen.append(sid)
+
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {WRITE}"}, timeout=30,
+                              event_hooks={"response": [remember]})
+    async with Client(streamable_http_client(url, http_client=http), mode="legacy") as c:
+        await c.list_tools()
+        check(bool(seen), "[legacy] the write token's session has an Mcp-Session-Id")
+        sid = seen[-1]
+        async with httpx2.AsyncClient(timeout=30) as other:
+            headers = {"Authorization": f"Bearer {READ}", "Mcp-Session-Id": sid,
+                       "Accept": "application/json, text/event-stream"}
+            r = await other.delete(url, headers=headers)
+            check(r.status_code == 404, f"[legacy] the read token cannot end the write token's session ({r.status_code})")
+            body = {"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {}}
+            r = await other.post(url, headers={**headers, "Content-Type": "application/json"}, json=body)
+            check(r.status_code == 404, f"[legacy] nor use it ({r.status_code})")
+        r = await c.call_tool("vox_memory_recall", {"key": "http/k"})
+        check(not r.is_error, "[legacy] the write token's session still works")
 
 
 async def degraded() -> None:
