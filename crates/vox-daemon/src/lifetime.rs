@@ -152,9 +152,10 @@ impl Lifetime {
         }
     }
 
-    /// Resolves when the daemon should exit for lack of clients (never for a started daemon or
-    /// an idle limit of 0). `busy` says whether requests are still being answered: a daemon
-    /// with work in flight is not idle.
+    /// Resolves when the daemon should exit for lack of clients; never for a daemon that stays
+    /// (started, an idle limit of 0, or one already closing for another reason, whose stop
+    /// was sent by whoever closed it). `busy` says whether requests are still being answered:
+    /// a daemon with work in flight is not idle.
     pub async fn idle_exit(&self, busy: impl Fn() -> bool) {
         loop {
             let wait = {
@@ -164,20 +165,22 @@ impl Lifetime {
                         let idle_for = s.idle_since.elapsed();
                         if s.clients > 0 || busy() {
                             // Looked at again when the limit could first be reached.
-                            limit.min(Duration::from_secs(1))
+                            Some(limit.min(Duration::from_secs(1)))
                         } else if idle_for >= limit {
                             s.closing = true;
                             return;
                         } else {
-                            limit - idle_for
+                            Some(limit - idle_for)
                         }
                     }
-                    _ if s.closing => return,
-                    // May become spawned never; keep looking in case of a retire.
-                    _ => Duration::from_secs(1),
+                    // A started daemon never becomes a spawned one again.
+                    _ => None,
                 }
             };
-            tokio::time::sleep(wait.max(Duration::from_millis(10))).await;
+            match wait {
+                Some(wait) => tokio::time::sleep(wait.max(Duration::from_millis(10))).await,
+                None => std::future::pending().await,
+            }
         }
     }
 }
@@ -195,6 +198,15 @@ mod tests {
             ("started", None, None)
         );
         assert!(!l.retire_if_unattended());
+    }
+
+    #[tokio::test]
+    async fn a_daemon_that_stays_never_reaches_its_idle_exit() {
+        for kind in [Kind::Started, Kind::Spawned { idle: None }] {
+            let l = Lifetime::new(kind);
+            let exit = tokio::time::timeout(Duration::from_millis(300), l.idle_exit(|| false));
+            assert!(exit.await.is_err(), "{kind:?} stays");
+        }
     }
 
     #[test]
