@@ -428,10 +428,20 @@ fn every_readme_command_block_runs() {
     let bin = scratch.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let built = Path::new(VOX).parent().unwrap();
+    // The bench binaries are built only when their package is (blocks that use them are
+    // skipped); a block that runs a binary that is not here fails with "command not found".
     for name in BINARIES {
         let exe = built.join(name);
-        assert!(exe.is_file(), "{} is not built", exe.display());
-        std::os::unix::fs::symlink(&exe, bin.join(name)).unwrap();
+        if exe.is_file() {
+            std::os::unix::fs::symlink(&exe, bin.join(name)).unwrap();
+        }
+    }
+    for name in ["vox", "vox-orchestrator-d", "codex-mmo"] {
+        assert!(
+            bin.join(name).exists(),
+            "{name} is not built in {}",
+            built.display()
+        );
     }
     let mut readmes: Vec<&String> = files.iter().filter(|f| f.ends_with("README.md")).collect();
     readmes.sort();
