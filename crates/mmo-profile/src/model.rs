@@ -1,6 +1,6 @@
 //! The resolved generation-8 profile: every field present, every default applied.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The only schema generation this build reads.
@@ -54,7 +54,7 @@ pub const OUTPUT_MODALITIES: &[&str] = &["text", "image", "audio"];
 pub const MESH_SERVER: &str = "mmo_mesh";
 
 /// A whole resolved profile.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Profile {
     pub schema_version: i64,
     pub id: String,
@@ -71,7 +71,7 @@ pub struct Profile {
 }
 
 /// `[coordination]` with defaults applied.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Coordination {
     pub mode: String,
     pub orchestration: String,
@@ -100,7 +100,7 @@ pub struct Coordination {
 }
 
 /// One `[agents.<id>]` role with defaults applied.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Agent {
     pub kind: String,
     pub description: String,
@@ -169,7 +169,7 @@ impl Agent {
 }
 
 /// A Tool MCP grant as written in the pack.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Grant {
     pub required: bool,
     /// `None` means the operator's whole allowlist.
@@ -177,14 +177,14 @@ pub struct Grant {
 }
 
 /// A generation-8 smoke file.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Smoke {
     pub schema_version: i64,
     pub tasks: Vec<SmokeTask>,
 }
 
 /// One `[[tasks]]` entry.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SmokeTask {
     pub agent: String,
     pub backend: String,
@@ -200,7 +200,7 @@ pub struct SmokeTask {
 }
 
 /// The typed literal_task object a low-trust smoke task submits instead of prose.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LiteralTask {
     pub operation: String,
     pub path: String,
