@@ -155,6 +155,12 @@ fn generated_codex_homes_are_read_back_by_the_real_app_server() {
         json!(["search", "fetch"])
     );
     assert_eq!(c["mcp_servers"]["firecrawl"]["required"], true);
+    // Under approval_policy "never" a granted tool must be callable: Codex refuses MCP calls
+    // that need approval when nothing may ask for it.
+    assert_eq!(
+        c["mcp_servers"]["firecrawl"]["default_tools_approval_mode"],
+        "approve"
+    );
     assert_eq!(
         c["model_providers"]["opencode_zen_anthropic_messages"]["env_key"],
         "OPENCODE_ZEN_API_KEY"

@@ -484,6 +484,17 @@ fn codex_config(p: &Profile, name: &str, a: &Agent, v: &Validated, any_capable: 
                 "tool_timeout_sec".into(),
                 Value::Integer(i64::from(s.tool_timeout_seconds)),
             );
+            // Under `approval_policy = "never"` Codex refuses every MCP tool call whose server
+            // does not approve its tools by default (checked with 0.169.0): a granted tool
+            // would be unusable. `never` means autonomous inside the compiled sandbox, so the
+            // granted (already narrowed) tools are approved; other policies keep Codex's
+            // default, where a call becomes controller-answerable pending input.
+            if a.approval_policy == "never" {
+                e.insert(
+                    "default_tools_approval_mode".into(),
+                    Value::String("approve".into()),
+                );
+            }
             servers.insert(id.clone(), Value::Table(e));
         }
         t.insert("mcp_servers".into(), Value::Table(servers));
