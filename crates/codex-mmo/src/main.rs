@@ -9,6 +9,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod runtime_cmd;
+mod smoke;
+
 #[derive(Parser)]
 #[command(
     name = "codex-mmo",
@@ -31,6 +34,8 @@ enum Top {
     /// Check output contracts and validate results against them.
     #[command(subcommand)]
     Contract(ContractCmd),
+    #[command(flatten)]
+    Runtime(runtime_cmd::RuntimeCmd),
 }
 
 #[derive(Subcommand)]
@@ -123,7 +128,7 @@ enum CatalogCmd {
     },
 }
 
-fn parse_bind(s: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_bind(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((r, k)) if !r.is_empty() && !k.is_empty() => Ok((r.to_string(), k.to_string())),
         _ => Err(format!("`{s}` is not ROLE=KEY")),
@@ -150,6 +155,10 @@ impl Out {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let cli = match cli.cmd {
+        Top::Runtime(cmd) => return runtime_cmd::main(cmd),
+        cmd => Cli { cmd },
+    };
     let want_json = match &cli.cmd {
         Top::Profile(
             ProfileCmd::Install { json, .. }
@@ -166,6 +175,7 @@ fn main() -> ExitCode {
         }
         // The projection is JSON already.
         Top::Contract(ContractCmd::Project { .. }) => false,
+        Top::Runtime(_) => unreachable!("runtime commands returned above"),
     };
     match run(cli) {
         Ok(out) => {
@@ -348,6 +358,7 @@ fn run(cli: Cli) -> Result<Out, Rejected> {
             }
         },
         Top::Contract(cmd) => run_contract(cmd),
+        Top::Runtime(_) => unreachable!("runtime commands returned in main"),
         Top::Catalog(cmd) => match cmd {
             CatalogCmd::List { profile, .. } => {
                 let c = catalog_for(&st, profile.as_deref())?;

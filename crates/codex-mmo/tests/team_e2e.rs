@@ -1,0 +1,286 @@
+//! codex-mmo runs a team, end to end: the real `codex app-server` (npm @openai/codex@0.169.0)
+//! for every agent, a scripted model process speaking the Responses API over SSE in place of
+//! the hosted model, the supervisor, `mmo_mesh`, and the operator's `agent-mcp`.
+
+mod common;
+
+use common::{World, codex_js, sha256_file};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const REVIEWER_MARK: &str = "REVIEWER-ROLE-7f3a";
+const LEAD_MARK: &str = "LEAD-ROLE-91c2";
+
+fn review_profile(extra: &str) -> String {
+    format!(
+        r#"schema_version = 8
+id = "review-team"
+version = "8.0.0"
+display_name = "Review team"
+description = "A root and a strict reviewer on a scripted model."
+maturity = "lab"
+root = "lead"
+
+[agents.lead]
+kind = "root"
+description = "Root"
+model = "scripted_responses__scripted_large"
+reasoning = "none"
+permissions = "workspace-write"
+can_spawn = ["reviewer"]
+max_active = 1
+trust = "high"
+instructions = "agents/lead.md"
+
+[agents.lead.controls.reviewer]
+actions = ["inspect", "stop"]
+
+[agents.reviewer]
+description = "Strict reviewer"
+model = "scripted_responses__scripted_large"
+reasoning = "none"
+permissions = "read-only"
+backends = ["mcp"]
+max_active = 1
+allowed_task_kinds = ["review"]
+trust = "adversarial_reviewer"
+verification = "root_adjudication"
+contract_enforcement = "strict"
+output_contract = "contracts/review.json"
+instructions = "agents/reviewer.md"
+
+[coordination]
+max_active_agents = 2
+max_active_writers = 0
+{extra}
+"#
+    )
+}
+
+const REVIEW_CONTRACT: &str = r#"{
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["verdict", "findings"],
+  "properties": {
+    "verdict": { "enum": ["approve", "request_changes"] },
+    "findings": {
+      "type": "array",
+      "items": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["relative_path", "sha256", "claim"],
+        "properties": {
+          "relative_path": { "type": "string" },
+          "sha256": { "type": "string", "pattern": "^[0-9a-f]{64}$" },
+          "claim": { "type": "string" }
+        }
+      }
+    }
+  }
+}"#;
+
+fn review_pack(w: &World) -> std::path::PathBuf {
+    w.pack(
+        "review-team",
+        &review_profile(""),
+        &[
+            ("agents/lead.md", &format!("{LEAD_MARK} You lead.")),
+            ("agents/reviewer.md", &format!("{REVIEWER_MARK} You review code and answer with JSON only.")),
+            ("contracts/review.json", REVIEW_CONTRACT),
+        ],
+    )
+}
+
+fn verdict(w: &World) -> String {
+    let sha = sha256_file(&w.ws().join("src/lib.rs"));
+    json!({"verdict": "approve", "findings": [{"relative_path": "src/lib.rs", "sha256": sha, "claim": "adds two numbers"}]}).to_string()
+}
+
+#[test]
+fn an_operator_drives_a_review_spawn_wait_page_accept() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n")]);
+    let answer = verdict(&w);
+    w.start_model(&json!({"actors": [{"name": "reviewer", "match": REVIEWER_MARK, "steps": [[{"say": answer}]]}]}));
+    let pack = review_pack(&w);
+    let session = w.start_session(&pack, None);
+    let mut op = w.operator(&session);
+    let tools = op.tool_names();
+    for t in ["agents_spawn", "agents_wait", "agent_result", "agent_result_accept", "agent_control", "agent_trace"] {
+        assert!(tools.iter().any(|x| x == t), "{t} missing from {tools:?}");
+    }
+    let spawned = op.ok("agents_spawn", json!({"role": "reviewer", "task": "Review src/lib.rs for correctness.", "task_kind": "review"}));
+    let job = spawned["job"].as_str().unwrap().to_string();
+    assert_eq!(op.wait_terminal(&job, Duration::from_secs(120)), "completed", "{:#}", w.inspect(&session));
+    // Accepting before reading is refused: the lifecycle is unread → read → accepted.
+    assert_eq!(op.refused("agent_result_accept", json!({"job": job, "reason": "looks right"})), "result_unread");
+    let r = op.ok("agent_result", json!({"job": job}));
+    assert_eq!(r["disposition"], "read");
+    assert_eq!(r["value"]["verdict"], "approve", "{r:#}");
+    op.ok("agent_result_accept", json!({"job": job, "reason": "evidence checks out"}));
+    assert_eq!(op.refused("agent_result_reject", json!({"job": job, "reason": "changed my mind"})), "state_transition");
+    // The model was asked with the contract's projection as the structured output format.
+    let reqs = w.model_requests();
+    assert!(reqs.iter().any(|r| r.to_string().contains("json_schema")), "no request carried text.format json_schema");
+    let trace = op.ok("agent_trace", json!({"agent_run_ref": spawned["agent_run_ref"]}));
+    assert!(trace["records"].as_array().unwrap().iter().any(|r| r["kind"] == "agentMessage"), "{trace:#}");
+    let v = w.inspect(&session);
+    let reviewer = v["runs"].as_array().unwrap().iter().find(|r| r["role"] == "reviewer").unwrap().clone();
+    assert_eq!(reviewer["state"], "completed");
+    let o = w.run(&["stop", &session]);
+    assert!(o.status.success());
+    assert_eq!(w.inspect(&session)["state"], "stopped");
+}
+
+#[test]
+fn admission_refusals_name_the_limit() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n")]);
+    w.start_model(&json!({"actors": [{"name": "reviewer", "match": REVIEWER_MARK, "steps": [[{"hang": true}]]}]}));
+    let pack = review_pack(&w);
+    let session = w.start_session(&pack, None);
+    let mut op = w.operator(&session);
+    assert_eq!(op.refused("agents_spawn", json!({"role": "reviewer", "task": "Review src/lib.rs please.", "task_kind": "implementation"})), "admission_task_kind");
+    assert_eq!(op.refused("agents_spawn", json!({"role": "reviewer", "task": "short", "task_kind": "review"})), "admission_task_length");
+    assert_eq!(op.refused("agents_spawn", json!({"role": "lead", "task": "Review src/lib.rs please.", "task_kind": "review"})), "admission_root");
+    assert_eq!(op.refused("agents_spawn", json!({"role": "nobody", "task": "Review src/lib.rs please.", "task_kind": "review"})), "admission_unknown_role");
+    let first = op.ok("agents_spawn", json!({"role": "reviewer", "task": "Review src/lib.rs please.", "task_kind": "review"}));
+    let (v, err) = op.call("agents_spawn", json!({"role": "reviewer", "task": "Review src/lib.rs again.", "task_kind": "review"}));
+    assert!(err);
+    assert_eq!(v["error"]["code"], "admission_max_active", "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("max_active"), "{v}");
+    // Stop it through the control graph: a stale revision fails before delivery.
+    let run = first["agent_run_ref"].as_str().unwrap();
+    let seen = op.ok("agent_control", json!({"agent_run_ref": run, "action": "inspect"}));
+    let rev = seen["control_revision"].as_i64().unwrap();
+    assert_eq!(op.refused("agent_control", json!({"agent_run_ref": run, "action": "stop", "control_revision": rev + 5})), "stale_control_revision");
+    let stopped = op.ok("agent_control", json!({"agent_run_ref": run, "action": "stop", "control_revision": rev}));
+    assert_eq!(stopped["state"], "stopped", "{stopped:#}");
+    // A stopped job released its slot, and its partial evidence can never be accepted.
+    let job = first["job"].as_str().unwrap();
+    op.ok("agent_result", json!({"job": job}));
+    assert_eq!(op.refused("agent_result_accept", json!({"job": job, "reason": "no"})), "result_not_acceptable");
+    let again = op.ok("agents_spawn", json!({"role": "reviewer", "task": "Review src/lib.rs a third time.", "task_kind": "review"}));
+    assert!(again["job"].is_string());
+    let host_pids: Vec<i64> = w.inspect(&session)["runs"].as_array().unwrap().iter().filter_map(|r| r["host_pid"].as_i64()).collect();
+    assert!(w.run(&["stop", &session]).status.success());
+    std::thread::sleep(Duration::from_millis(500));
+    for pid in host_pids {
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "host {pid} outlived its session");
+    }
+    let _: Value = w.inspect(&session);
+}
+
+fn runs_of(v: &Value, role: &str) -> Vec<Value> {
+    v["runs"].as_array().unwrap().iter().filter(|r| r["role"] == role).cloned().collect()
+}
+
+#[test]
+fn kill_9_of_the_supervisor_mid_job_loses_nothing_acknowledged() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n")]);
+    // The reviewer says something, then its model never finishes.
+    w.start_model(&json!({"actors": [{"name": "reviewer", "match": REVIEWER_MARK, "steps": [[{"say": "looking at src/lib.rs"}, {"hang": true}]]}]}));
+    let pack = review_pack(&w);
+    let session = w.start_session(&pack, None);
+    let mut op = w.operator(&session);
+    let spawned = op.ok("agents_spawn", json!({"role": "reviewer", "task": "Review src/lib.rs for correctness.", "task_kind": "review"}));
+    let job = spawned["job"].as_str().unwrap().to_string();
+    // Wait until the worker is running with a host.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let (sup, host) = loop {
+        let v = w.inspect(&session);
+        let r = &runs_of(&v, "reviewer")[0];
+        if r["state"] == "running" && r["host_pid"].is_i64() {
+            break (v["supervisor_pid"].as_i64().unwrap(), r["host_pid"].as_i64().unwrap());
+        }
+        assert!(std::time::Instant::now() < deadline, "the reviewer never ran: {v:#}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    drop(op);
+    unsafe {
+        libc::kill(sup as i32, libc::SIGKILL);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // The next look at the session recovers it: nothing acknowledged is lost, the running job
+    // is suspended with its partial evidence, and its host is gone.
+    let v = w.inspect(&session);
+    assert_eq!(v["state"], "suspended", "{v:#}");
+    let r = &runs_of(&v, "reviewer")[0];
+    assert_eq!(r["state"], "suspended", "{r:#}");
+    assert_eq!(r["job"], job);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!std::path::Path::new(&format!("/proc/{host}")).exists() || is_zombie(host), "host {host} outlived its supervisor");
+    let audit: Vec<String> = v["audit"].as_array().unwrap().iter().map(|a| a["action"].as_str().unwrap().to_string()).collect();
+    assert!(audit.contains(&"agents_spawn".to_string()) && audit.contains(&"recover".to_string()), "{audit:?}");
+    assert_eq!(r["result"]["final"], false, "{r:#}");
+}
+
+fn is_zombie(pid: i64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')))
+}
+
+#[test]
+fn a_read_only_worker_cannot_reach_the_supervisor() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n")]);
+    let pack = review_pack(&w);
+    let session = w.start_session(&pack, None);
+    let exe = env!("CARGO_BIN_EXE_codex-mmo");
+    let spawn = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "agents_spawn", "arguments": {"role": "reviewer", "task": "Review src/lib.rs as the root would.", "task_kind": "review"}}});
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "forger", "version": "1"}}});
+    let lines = format!("{init}\n{spawn}\n");
+    // The worker speaks to the session's socket the way its own mmo_mesh server would.
+    let socket = w.data().join("runtime/sessions").join(&session).join("mesh.sock");
+    let pipe = format!("printf '%s' '{lines}' | {exe} mesh-stdio --socket {}", socket.display());
+    // 1: run the operator's command from inside the worker; 2: the same from a process that
+    // left the worker's tree (a double fork: it is reparented to the supervisor).
+    let direct = format!("{pipe}; echo DIRECT-DONE");
+    let orphan = format!("sh -c '( {} & )'; sleep 3; echo ORPHAN-DONE", pipe.replace('\'', "'\\''"));
+    w.start_model(&json!({"actors": [{"name": "reviewer", "match": REVIEWER_MARK, "steps": [
+        {"call": {"name": "exec_command", "arguments": {"cmd": direct}}},
+        {"call": {"name": "exec_command", "arguments": {"cmd": orphan}}},
+        [{"say": verdict(&w)}]
+    ]}]}));
+    let mut op = w.operator(&session);
+    let spawned = op.ok("agents_spawn", json!({"role": "reviewer", "task": "Review src/lib.rs for correctness.", "task_kind": "review"}));
+    let job = spawned["job"].as_str().unwrap().to_string();
+    op.wait_terminal(&job, Duration::from_secs(120));
+    // What the worker's commands printed reached the model as tool outputs.
+    let outputs: Vec<String> = w
+        .model_requests()
+        .iter()
+        .flat_map(|r| r["body"]["input"].as_array().cloned().unwrap_or_default())
+        .filter(|i| i["type"] == "function_call_output")
+        .map(|i| i["output"].to_string())
+        .collect();
+    // A read-only worker's sandbox has no network, Unix sockets included: it cannot even
+    // reach the supervisor. (A networked writer can; see the build-squad test.)
+    let direct_out = outputs.iter().find(|o| o.contains("DIRECT-DONE")).unwrap_or_else(|| panic!("no direct output in {outputs:#?}"));
+    assert!(direct_out.contains("Operation not permitted"), "{direct_out}");
+    let orphan_out = outputs.iter().find(|o| o.contains("ORPHAN-DONE")).unwrap_or_else(|| panic!("no orphan output in {outputs:#?}"));
+    assert!(orphan_out.contains("Operation not permitted"), "{orphan_out}");
+    // Only the operator's spawn happened.
+    let v = w.inspect(&session);
+    assert_eq!(runs_of(&v, "reviewer").len(), 1, "{v:#}");
+}
+
+#[test]
+fn run_in_the_foreground_follows_the_session_until_the_root_ends() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n")]);
+    w.start_model(&json!({"actors": [{"name": "lead", "match": LEAD_MARK, "steps": [[{"say": "Nothing to delegate; done."}]]}]}));
+    let pack = review_pack(&w);
+    let o = w.run(&["run", "--profile", pack.to_str().unwrap(), "--task", "Say whether anything needs review."]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("agentMessage: Nothing to delegate; done."), "{out}");
+    assert!(out.contains("[lead] root completed"), "{out}");
+    let listed = w.run(&["sessions"]);
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("completed"));
+}

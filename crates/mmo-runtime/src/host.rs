@@ -1,0 +1,493 @@
+//! App-server hosts: each run (the root and every Agent-MCP job) gets its own persistent
+//! `codex app-server` process with a live copy of its role's Codex home, in the canonical
+//! checkout (readers, the root) or an isolated git worktree (MCP writers). A worker's turn
+//! events become its trace; its last agent message becomes its result, checked against the
+//! role's contract (one repair turn for a strict role), and a writer's changes become its patch.
+
+use crate::store::{Run, StoredPatch};
+use crate::team::{HostHandle, Team};
+use codex_app_server::{AppServer, Event, Events, GoalStatus, InitializeParams, SpawnOptions, ThreadGoalSetParams, ThreadStartParams};
+use mmo_contract::Contract;
+use mmo_contract::correlate::CommandEvent;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Characters of the progress preview kept per run.
+const PREVIEW_CHARS: usize = 200;
+
+/// Starts a job's worker in the background.
+pub fn start_worker(team: Arc<Team>, run: Run) {
+    tokio::spawn(async move {
+        let run_ref = run.run_ref.clone();
+        let outcome = drive_worker(&team, &run).await;
+        if let Err(reason) = outcome {
+            fail(&team, &run_ref, &reason);
+        }
+        team.hosts.lock().unwrap_or_else(|p| p.into_inner()).remove(&run_ref);
+        team.notify();
+    });
+}
+
+fn fail(team: &Team, run_ref: &str, reason: &str) {
+    let _ = team.store.event(&team.session, run_ref, "failure", &json!({"reason": reason}).to_string());
+    let _ = team
+        .store
+        .transition(run_ref, &["starting", "running", "repairing"], "failed", Some(reason));
+}
+
+/// Stops a run: its host is ended, its partial evidence kept, its state `stopped`. Waits (a
+/// bounded time) until the worker has recorded that.
+pub async fn stop_run(team: &Arc<Team>, run_ref: &str, reason: &str) {
+    let stop = team
+        .hosts
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(run_ref)
+        .map(|h| h.stop.clone());
+    match stop {
+        Some(tx) => {
+            let _ = tx.send(true);
+            let mut rx = team.changed.subscribe();
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+            loop {
+                let done = team.store.run(run_ref).map(|r| crate::store::is_terminal_run(&r.state)).unwrap_or(true);
+                if done {
+                    break;
+                }
+                tokio::select! {
+                    _ = rx.changed() => {}
+                    _ = tokio::time::sleep_until(deadline) => break,
+                }
+            }
+        }
+        None => {
+            let _ = team
+                .store
+                .transition(run_ref, &["starting", "running", "repairing", "suspended"], "stopped", Some(reason));
+        }
+    }
+    team.notify();
+}
+
+/// The live Codex home of a run: a fresh, verified copy of its role's home, with `mmo_mesh`
+/// registered when the role can spawn or control.
+fn live_home(team: &Team, run: &Run) -> Result<PathBuf, String> {
+    let dest = team.dir.join("runs").join(&run.run_ref);
+    std::fs::create_dir_all(&dest).map_err(|e| format!("{}: {e}", dest.display()))?;
+    let homes = mmo_profile::snapshot::materialize(&team.snapshot, &dest.join("homes")).map_err(|e| e.to_string())?;
+    let home = homes
+        .homes
+        .get(&run.role)
+        .cloned()
+        .ok_or_else(|| format!("the snapshot has no Codex home for role `{}`", run.role))?;
+    let role = team.role(&run.role).map_err(|e| e.message)?;
+    if !role.can_spawn.is_empty() || !role.controls.is_empty() {
+        let q = |s: &str| serde_json::to_string(s).unwrap_or_default();
+        let entry = format!(
+            "\n# Added by the codex-mmo runtime for session {}: the Agent-MCP server.\n[mcp_servers.mmo_mesh]\ncommand = {}\nargs = [\"mesh-stdio\", \"--socket\", {}]\nstartup_timeout_sec = 30\ntool_timeout_sec = 900\ndefault_tools_approval_mode = \"approve\"\n",
+            team.session,
+            q(&team.exe.to_string_lossy()),
+            q(&team.socket.to_string_lossy()),
+        );
+        let config = home.join("config.toml");
+        let mut text = std::fs::read_to_string(&config).map_err(|e| format!("{}: {e}", config.display()))?;
+        text.push_str(&entry);
+        std::fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
+    }
+    Ok(home)
+}
+
+/// A started host and its event stream.
+struct Host {
+    server: AppServer,
+    events: Events,
+    thread: String,
+    stop: watch::Receiver<bool>,
+}
+
+async fn start_host(team: &Arc<Team>, run: &Run, cwd: &Path) -> Result<Host, String> {
+    let codex = team.codex.clone()?;
+    let home = live_home(team, run)?;
+    let logs = team.dir.join("logs");
+    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    let opts = SpawnOptions::new(codex, &home)
+        .cwd(cwd)
+        .stderr_log(logs.join(format!("{}.log", run.run_ref)))
+        .request_timeout(Duration::from_secs(120));
+    let server = AppServer::spawn(opts).map_err(|e| format!("starting the app-server host: {e}"))?;
+    let events = server.events().ok_or("the app-server host has no event stream")?;
+    let (stop_tx, stop) = watch::channel(false);
+    team.hosts.lock().unwrap_or_else(|p| p.into_inner()).insert(
+        run.run_ref.clone(),
+        HostHandle {
+            pid: Some(server.pid()),
+            stop: stop_tx,
+        },
+    );
+    team.store
+        .set_host(&run.run_ref, Some(server.pid()), None, &home.to_string_lossy(), &cwd.to_string_lossy())
+        .map_err(|e| e.to_string())?;
+    team.notify();
+    server
+        .initialize(&InitializeParams::new("codex-mmo", crate::store::PACKAGE_VERSION).experimental_api())
+        .await
+        .map_err(|e| format!("initialize: {e}"))?;
+    let thread = server
+        .thread_start(&ThreadStartParams {
+            cwd: Some(cwd.to_string_lossy().into_owned()),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| format!("thread/start: {e}"))?;
+    team.store
+        .set_host(&run.run_ref, Some(server.pid()), Some(&thread), &home.to_string_lossy(), &cwd.to_string_lossy())
+        .map_err(|e| e.to_string())?;
+    Ok(Host { server, events, thread, stop })
+}
+
+/// How a turn ended.
+struct TurnEnd {
+    status: String,
+    error: Option<String>,
+    last_message: Option<String>,
+    stopped: bool,
+}
+
+/// Runs one turn to its end, recording every completed item as a trace event.
+async fn run_turn(team: &Team, run: &Run, host: &mut Host, text: &str, schema: Option<Value>, commands: &mut Vec<CommandEvent>) -> Result<TurnEnd, String> {
+    host.server
+        .turn_start(&host.thread, text, schema)
+        .await
+        .map_err(|e| format!("turn/start: {e}"))?;
+    pump(team, run, host, commands, false).await
+}
+
+/// Records a host's events until its turn ends or, for a goal (`goal = true`), until the goal
+/// leaves `active` (Codex continues a goal over several turns by itself).
+async fn pump(team: &Team, run: &Run, host: &mut Host, commands: &mut Vec<CommandEvent>, goal: bool) -> Result<TurnEnd, String> {
+    let mut last_message = None;
+    loop {
+        let event = tokio::select! {
+            e = host.events.recv() => e,
+            _ = host.stop.wait_for(|s| *s) => {
+                return Ok(TurnEnd { status: "stopped".into(), error: None, last_message, stopped: true });
+            }
+        };
+        let Some(event) = event else {
+            return Err("the app-server host closed its output".into());
+        };
+        match event {
+            Event::Notification { method, params } => match method.as_str() {
+                "item/completed" => {
+                    let item = params.get("item").cloned().unwrap_or(Value::Null);
+                    let kind = item.get("type").and_then(Value::as_str).unwrap_or("item").to_string();
+                    let body = if kind == "reasoning" {
+                        // Private reasoning is never stored, so no trace can show it.
+                        json!({"type": "reasoning", "redacted": true})
+                    } else {
+                        item.clone()
+                    };
+                    let _ = team.store.event(&team.session, &run.run_ref, &kind, &body.to_string());
+                    let preview = match kind.as_str() {
+                        "agentMessage" => {
+                            let t = item.get("text").and_then(Value::as_str).unwrap_or("").to_string();
+                            last_message = Some(t.clone());
+                            Some(t)
+                        }
+                        "commandExecution" => {
+                            let command = item.get("command").and_then(Value::as_str).unwrap_or("").to_string();
+                            if let Some(code) = item.get("exitCode").and_then(Value::as_i64) {
+                                commands.push(CommandEvent { command: command.clone(), exit_code: code });
+                            }
+                            Some(format!("$ {command}"))
+                        }
+                        "mcpToolCall" => Some(format!(
+                            "{}.{} {}",
+                            item.get("server").and_then(Value::as_str).unwrap_or("?"),
+                            item.get("tool").and_then(Value::as_str).unwrap_or("?"),
+                            item.get("status").and_then(Value::as_str).unwrap_or("")
+                        )),
+                        "fileChange" => Some("file change".into()),
+                        _ => None,
+                    };
+                    if let Some(p) = preview {
+                        let p: String = p.chars().take(PREVIEW_CHARS).collect();
+                        let _ = team.store.progress(&run.run_ref, &p);
+                        team.notify();
+                    }
+                }
+                "turn/completed" => {
+                    let turn = params.get("turn").cloned().unwrap_or(Value::Null);
+                    let status = turn.get("status").and_then(Value::as_str).unwrap_or("completed").to_string();
+                    let error = turn.get("error").filter(|e| !e.is_null()).map(|e| e.to_string());
+                    let _ = team.store.event(&team.session, &run.run_ref, "turn", &json!({"status": status, "error": error}).to_string());
+                    if !goal || status == "failed" {
+                        return Ok(TurnEnd { status, error, last_message, stopped: false });
+                    }
+                }
+                "thread/goal/updated" if goal => {
+                    let status = params.pointer("/goal/status").and_then(Value::as_str).unwrap_or("").to_string();
+                    let _ = team.store.event(&team.session, &run.run_ref, "goal", &params.to_string());
+                    let _ = team.store.progress(&run.run_ref, &format!("goal {status}"));
+                    team.notify();
+                    if status != "active" {
+                        let done = if status == "complete" { "completed".to_string() } else { format!("goal {status}") };
+                        return Ok(TurnEnd { status: done, error: None, last_message, stopped: false });
+                    }
+                }
+                "thread/tokenUsage/updated" => {
+                    let _ = team.store.event(&team.session, &run.run_ref, "tokenUsage", &params.to_string());
+                }
+                "error" => {
+                    let _ = team.store.event(&team.session, &run.run_ref, "error", &params.to_string());
+                }
+                _ => {}
+            },
+            Event::ServerRequest { id, method, params } => {
+                // Roles run with approval_policy "never" in this generation: nothing asks. A
+                // request that arrives anyway is refused (and traced), never left hanging.
+                let _ = team.store.event(&team.session, &run.run_ref, "serverRequest", &json!({"method": method, "params": params}).to_string());
+                let _ = host.server.respond_error(&id, -32601, "codex-mmo answers no server requests in this generation").await;
+            }
+            Event::Malformed { error } => {
+                let _ = team.store.event(&team.session, &run.run_ref, "malformed", &json!({"error": error}).to_string());
+            }
+            Event::Exited { status } => {
+                return Err(format!("the app-server host exited ({status:?})"));
+            }
+        }
+    }
+}
+
+/// What a worker is told: its task, its boundaries and, when it has one, its output contract.
+fn worker_prompt(team: &Team, run: &Run, contract: Option<&Value>) -> String {
+    let mut p = String::new();
+    if run.literal.is_none() {
+        p.push_str(&format!("Task kind: {}\n", run.task_kind.as_deref().unwrap_or("other")));
+        if run.is_writer {
+            p.push_str(&format!(
+                "You work in an isolated git worktree. You may change only these paths: {}. Changes elsewhere fail the job.\n",
+                run.write_scope.join(", ")
+            ));
+        } else {
+            p.push_str("You are read-only: change no file.\n");
+        }
+        p.push('\n');
+    }
+    p.push_str(run.task.as_deref().unwrap_or(""));
+    if let Some(c) = contract {
+        p.push_str("\n\nYour final message is your result: exactly one JSON value (no prose around it) that satisfies this JSON Schema contract:\n```json\n");
+        p.push_str(&serde_json::to_string_pretty(c).unwrap_or_default());
+        p.push_str("\n```\n");
+    }
+    let _ = team;
+    p
+}
+
+fn read_json(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
+    let job = run.job.clone().ok_or("a worker run has a job")?;
+    let role = team.role(&run.role).map_err(|e| e.message)?.clone();
+    let worktree = if run.is_writer {
+        let dest = team.dir.join("worktrees").join(&job);
+        std::fs::create_dir_all(team.dir.join("worktrees")).map_err(|e| e.to_string())?;
+        Some(crate::worktree::create(&team.workspace, &dest, &job).map_err(|e| e.to_string())?)
+    } else {
+        None
+    };
+    let cwd = worktree.as_ref().map(|w| w.path.clone()).unwrap_or_else(|| team.workspace.clone());
+    let contract_value = match &role.output_contract {
+        Some(rel) => Some(read_json(&team.snapshot.join(rel))?),
+        None => None,
+    };
+    let contract = contract_value
+        .as_ref()
+        .map(|v| Contract::new(v.clone()).map_err(|p| format!("the role's contract does not build: {p:?}")))
+        .transpose()?;
+    let projection = team.snapshot.join("roles").join(&run.role).join("output-schema.json");
+    let schema = if projection.is_file() { Some(read_json(&projection)?) } else { None };
+    let strict = role.contract_enforcement == "strict";
+
+    let mut host = start_host(team, run, &cwd).await?;
+    team.store
+        .transition(&run.run_ref, &["starting"], "running", None)
+        .map_err(|e| e.to_string())?;
+    team.notify();
+    let mut commands = Vec::new();
+    let mut prompt = worker_prompt(team, run, contract_value.as_ref());
+    let mut repaired = false;
+    let outcome = loop {
+        let end = run_turn(team, run, &mut host, &prompt, schema.clone(), &mut commands).await;
+        let end = match end {
+            Ok(e) => e,
+            Err(reason) => {
+                keep_partial(team, &job, None);
+                host.server.shutdown().await;
+                return Err(reason);
+            }
+        };
+        if end.stopped {
+            keep_partial(team, &job, end.last_message.as_deref());
+            host.server.shutdown().await;
+            let _ = team.store.transition(&run.run_ref, &["starting", "running", "repairing"], "stopped", Some("stopped"));
+            if let Some(wt) = &worktree {
+                let _ = crate::worktree::remove(&team.workspace, wt);
+            }
+            return Ok(());
+        }
+        if end.status != "completed" {
+            keep_partial(team, &job, end.last_message.as_deref());
+            host.server.shutdown().await;
+            return Err(format!("the worker's turn ended `{}`{}", end.status, end.error.map(|e| format!(": {e}")).unwrap_or_default()));
+        }
+        let text = end.last_message.unwrap_or_default();
+        let Some(contract) = &contract else {
+            break (text, false, Vec::new());
+        };
+        let evidence_tree = cwd.clone();
+        let problems = crate::result::check_text(contract, &text, &commands, &evidence_tree, run.literal.as_ref(), &team.workspace);
+        if problems.is_empty() || !strict {
+            break (text, true, problems);
+        }
+        if repaired {
+            keep_partial(team, &job, Some(&text));
+            host.server.shutdown().await;
+            return Err(format!(
+                "the result breaks the role's strict contract after its one repair turn: {}",
+                problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; ")
+            ));
+        }
+        repaired = true;
+        let _ = team.store.count_repair(&run.run_ref);
+        let _ = team.store.transition(&run.run_ref, &["running"], "repairing", Some("the first answer broke the contract"));
+        let _ = team.store.event(&team.session, &run.run_ref, "repair", &json!({"problems": problems.iter().map(|p| p.to_string()).collect::<Vec<_>>()}).to_string());
+        team.notify();
+        prompt = crate::result::repair_prompt(contract, &problems);
+    };
+    host.server.shutdown().await;
+    let (text, checked, warnings) = outcome;
+    if let Some(wt) = &worktree {
+        let recorded = crate::worktree::record(wt).map_err(|e| format!("recording the patch: {e}"));
+        let patch = match recorded {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = team.store.taint(&team.session, &format!("job {job}: {e}"));
+                keep_partial(team, &job, Some(&text));
+                let _ = crate::worktree::remove(&team.workspace, wt);
+                return Err(e);
+            }
+        };
+        let violations = crate::worktree::check(&patch, wt, &run.write_scope, &crate::worktree::ArtifactPolicy::default());
+        let files = serde_json::to_value(&patch.files).unwrap_or(Value::Null);
+        if !violations.is_empty() {
+            let why = violations.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("; ");
+            let _ = team.store.put_patch(&job, &patch.base_commit, &patch.sha256, &patch.bytes, &files, "refused");
+            let _ = team.store.taint(&team.session, &format!("job {job}: {why}"));
+            keep_partial(team, &job, Some(&text));
+            let _ = crate::worktree::remove(&team.workspace, wt);
+            return Err(format!("the patch breaks the job's boundaries (the session is tainted): {why}"));
+        }
+        if !patch.files.is_empty() {
+            let _ = team.store.put_patch(&job, &patch.base_commit, &patch.sha256, &patch.bytes, &files, "recorded");
+        }
+        let _ = crate::worktree::remove(&team.workspace, wt);
+    }
+    let is_json = checked && crate::result::extract_json(&text).is_ok();
+    let stored = if is_json {
+        crate::result::extract_json(&text).map(|v| v.to_string()).unwrap_or(text.clone())
+    } else {
+        text.clone()
+    };
+    team.store.put_result(&job, &stored, is_json, true).map_err(|e| e.to_string())?;
+    if !warnings.is_empty() {
+        let _ = team.store.event(&team.session, &run.run_ref, "contractWarning", &json!({"problems": warnings.iter().map(|p| p.to_string()).collect::<Vec<_>>()}).to_string());
+    }
+    team.store
+        .transition(&run.run_ref, &["running", "repairing"], "completed", None)
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Keeps a job's partial evidence (never final, never acceptable).
+fn keep_partial(team: &Team, job: &str, text: Option<&str>) {
+    let _ = team.store.put_result(job, text.unwrap_or(""), false, false);
+}
+
+/// The root's host: its task as one turn (or its goal). The session ends with it.
+pub fn start_root(team: Arc<Team>, run: Run, task: String) {
+    tokio::spawn(async move {
+        let outcome = drive_root(&team, &run, &task).await;
+        match outcome {
+            Ok(state) => {
+                let _ = team.store.set_session_state(&team.session, &state, None);
+            }
+            Err(reason) => {
+                fail(&team, &run.run_ref, &reason);
+                let _ = team.store.set_session_state(&team.session, "failed", Some(&reason));
+            }
+        }
+        team.hosts.lock().unwrap_or_else(|p| p.into_inner()).remove(&run.run_ref);
+        team.notify();
+        crate::supervisor::finish(&team).await;
+    });
+}
+
+async fn drive_root(team: &Arc<Team>, run: &Run, task: &str) -> Result<String, String> {
+    let mut host = start_host(team, run, &team.workspace.clone()).await?;
+    team.store
+        .transition(&run.run_ref, &["starting"], "running", None)
+        .map_err(|e| e.to_string())?;
+    team.notify();
+    let mut commands = Vec::new();
+    let role = team.role(&run.role).map_err(|e| e.message)?.clone();
+    let end = if role.execution_mode == "goal" {
+        // Setting an active goal starts its first turn; Codex continues it until the model
+        // marks it complete (update_goal) or its token budget is used up.
+        let set = host
+            .server
+            .thread_goal_set(&ThreadGoalSetParams {
+                thread_id: host.thread.clone(),
+                objective: Some(task.to_string()),
+                status: Some(GoalStatus::Active),
+                token_budget: role.goal_token_budget.map(|b| b as i64),
+            })
+            .await
+            .map_err(|e| format!("thread/goal/set: {e}"));
+        match set {
+            Ok(_) => pump(team, run, &mut host, &mut commands, true).await,
+            Err(e) => Err(e),
+        }
+    } else {
+        run_turn(team, run, &mut host, task, None, &mut commands).await
+    };
+    host.server.shutdown().await;
+    let end = end?;
+    if end.stopped {
+        let _ = team.store.transition(&run.run_ref, &["running"], "stopped", Some("stopped"));
+        return Ok("stopped".into());
+    }
+    if end.status != "completed" {
+        return Err(format!("the root's turn ended `{}`{}", end.status, end.error.map(|e| format!(": {e}")).unwrap_or_default()));
+    }
+    team.store
+        .transition(&run.run_ref, &["running"], "completed", None)
+        .map_err(|e| e.to_string())?;
+    Ok("completed".into())
+}
+
+/// A stored patch as the worktree module integrates it.
+pub fn patch_from_store(p: &StoredPatch) -> crate::worktree::Patch {
+    crate::worktree::Patch {
+        base_commit: p.base_commit.clone(),
+        bytes: p.bytes.clone(),
+        sha256: p.sha256.clone(),
+        files: serde_json::from_value(p.files.clone()).unwrap_or_default(),
+    }
+}

@@ -1,0 +1,441 @@
+//! The Agent-MCP operations: spawn, wait, results and their lifecycle, patches, traces,
+//! inspection and control. Arguments are typed here (input schema and strict decoding from one
+//! type); `mesh` only frames them as MCP tools.
+
+use crate::store::{NewRun, Run, is_terminal_run};
+use crate::team::{MeshError, MeshResult, Team};
+use mmo_profile::model::LiteralTask;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A new opaque id: a prefix and 16 random hex digits.
+pub fn new_id(prefix: &str) -> String {
+    let mut bytes = [0u8; 8];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+        .is_err()
+    {
+        let t = crate::store::now_ms() as u64 ^ (std::process::id() as u64) << 32;
+        bytes = t.to_le_bytes();
+    }
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{prefix}_{hex}")
+}
+
+/// `literal_task`: what a low-trust role is asked to do, as data.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LiteralTaskArgs {
+    /// One of `locate`, `references`, `extract`, `summarize_supplied`.
+    pub operation: String,
+    /// A workspace-relative path of a regular file.
+    pub path: String,
+    /// First line (1-based) of the range, if any.
+    pub start_line: Option<u32>,
+    /// Last line (inclusive) of the range, if any.
+    pub end_line: Option<u32>,
+    /// What to locate or find references of.
+    pub query: Option<String>,
+}
+
+impl From<LiteralTaskArgs> for LiteralTask {
+    fn from(a: LiteralTaskArgs) -> LiteralTask {
+        LiteralTask {
+            operation: a.operation,
+            path: a.path,
+            start_line: a.start_line,
+            end_line: a.end_line,
+            query: a.query,
+        }
+    }
+}
+
+/// `agents_spawn`
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SpawnArgs {
+    /// The role to run (one your role may spawn).
+    pub role: String,
+    /// The task in prose (normal roles).
+    pub task: Option<String>,
+    /// The task's admission category, one of the role's `allowed_task_kinds`.
+    pub task_kind: Option<String>,
+    /// Canonical workspace-relative paths a writer may change (files or directories).
+    pub write_scope: Option<Vec<String>>,
+    /// The typed task of a low-trust role (instead of `task`/`task_kind`).
+    pub literal_task: Option<LiteralTaskArgs>,
+}
+
+/// `agents_wait`
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitArgs {
+    /// The `progress_revision` you last observed, per job; wakes on the first that differs.
+    pub after_revision: BTreeMap<String, i64>,
+    /// How long to wait at most (default 60, at most 600 seconds).
+    pub timeout_seconds: Option<u32>,
+    /// Include a bounded preview of terminal jobs' results.
+    pub preview: Option<bool>,
+}
+
+/// `agent_result`
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResultArgs {
+    pub job: String,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Characters per page (default `default_result_chars`, at most `max_result_chars`).
+    pub max_chars: Option<u32>,
+}
+
+/// `agent_result_accept` / `agent_result_reject`
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DispositionArgs {
+    pub job: String,
+    /// Why (recorded in the audit log).
+    pub reason: String,
+}
+
+/// `agent_patch_integrate`
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JobArgs {
+    pub job: String,
+}
+
+/// `agent_inspect`
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunArgs {
+    pub agent_run_ref: String,
+}
+
+/// `agent_trace`
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TraceArgs {
+    pub agent_run_ref: String,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Only these event kinds (e.g. `agentMessage`, `commandExecution`, `fileChange`, `mcpToolCall`, `turn`).
+    pub filter: Option<Vec<String>>,
+}
+
+/// `agent_trace_record`
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TraceRecordArgs {
+    /// The `record_cursor` of a truncated trace record.
+    pub record_cursor: String,
+    /// Page number, from 0.
+    pub page: Option<u32>,
+}
+
+/// `agent_control` (this generation: `inspect` and `stop`)
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ControlArgs {
+    pub agent_run_ref: String,
+    /// `inspect` or `stop`.
+    pub action: ControlAction,
+    /// The `control_revision` from your last inspection (required for `stop`).
+    pub control_revision: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum ControlAction {
+    Inspect,
+    Stop,
+}
+
+/// Characters of a trace record shown inline before it is truncated.
+const TRACE_INLINE_CHARS: usize = 2000;
+/// Records per trace page.
+const TRACE_PAGE: usize = 50;
+/// Characters per `agent_trace_record` page.
+const RECORD_PAGE_CHARS: usize = 16_000;
+/// The longest `agents_wait`.
+const MAX_WAIT_SECONDS: u32 = 600;
+/// Preview characters in `agents_wait`.
+const PREVIEW_CHARS: usize = 400;
+
+fn truncate_chars(s: &str, n: usize) -> (&str, bool) {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => (&s[..i], true),
+        None => (s, false),
+    }
+}
+
+/// `agents_spawn`: admission, then the run is recorded and its host started in the background.
+pub async fn spawn(team: &Arc<Team>, caller: &Run, a: SpawnArgs) -> MeshResult<Value> {
+    let guard = team.admit.lock().await;
+    let target = team.role(&a.role).map_err(|_| {
+        MeshError::new("admission_unknown_role", format!("role `{}` is not in profile `{}`", a.role, team.profile.id))
+    })?;
+    let active = team.active_runs()?;
+    let literal = a.literal_task.map(LiteralTask::from);
+    let request = crate::admission::SpawnRequest {
+        role: a.role.clone(),
+        task: a.task.clone(),
+        task_kind: a.task_kind.clone(),
+        write_scope: a.write_scope.clone(),
+        literal_task: literal.clone(),
+    };
+    let admitted = crate::admission::admit(&team.limits, &active_view(&active), &crate::admission::active_run(caller), &request)
+        .map_err(|r| MeshError::new(r.code(), r.to_string()))?;
+    let (prompt, literal_op) = match &literal {
+        Some(lt) => {
+            let (op, prompt) = crate::literal::prepare(&team.workspace, lt).map_err(|e| MeshError::new(e.code(), e.to_string()))?;
+            (prompt, Some(serde_json::to_value(&op).unwrap_or(Value::Null)))
+        }
+        None => (a.task.clone().unwrap_or_default(), None),
+    };
+    let job = new_id("job");
+    let run_ref = new_id("run");
+    let mut lineage = caller.lineage.clone();
+    lineage.push(caller.run_ref.clone());
+    let run = team.store.create_run(&NewRun {
+        run_ref: &run_ref,
+        session: &team.session,
+        job: Some(&job),
+        role: &a.role,
+        parent: Some(&caller.run_ref),
+        depth: admitted.depth,
+        lineage: &lineage,
+        task_kind: a.task_kind.as_deref().or(literal.as_ref().map(|l| l.operation.as_str())),
+        task: Some(&prompt),
+        literal: literal_op.as_ref(),
+        write_scope: &admitted.write_scope,
+        is_writer: admitted.is_writer,
+        resource_group: admitted.resource_group.as_deref(),
+        units: admitted.units,
+    })?;
+    team.audit(caller, "agents_spawn", &job, json!({"role": a.role, "agent_run_ref": run_ref, "task_kind": run.task_kind, "write_scope": run.write_scope}))?;
+    drop(guard);
+    let _ = target;
+    crate::host::start_worker(team.clone(), run.clone());
+    team.notify();
+    Ok(json!({"job": job, "agent_run_ref": run_ref, "progress_revision": run.progress_revision}))
+}
+
+fn active_view(runs: &[Run]) -> Vec<crate::admission::ActiveRun> {
+    runs.iter().map(crate::admission::active_run).collect()
+}
+
+/// `agents_wait`: returns at the first durable change of a listed job, or at the timeout.
+pub async fn wait(team: &Arc<Team>, caller: &Run, a: WaitArgs) -> MeshResult<Value> {
+    if a.after_revision.is_empty() {
+        return Err(MeshError::new("invalid_arguments", "after_revision must name at least one job"));
+    }
+    let secs = a.timeout_seconds.unwrap_or(60).min(MAX_WAIT_SECONDS);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs as u64);
+    let mut rx = team.changed.subscribe();
+    loop {
+        rx.borrow_and_update();
+        let mut jobs = serde_json::Map::new();
+        let mut changed = false;
+        // A terminal job never changes again: waiting on only such jobs returns at once.
+        let mut settled = true;
+        for (job, seen) in &a.after_revision {
+            let run = team.job(job)?;
+            team.may_see(caller, &run)?;
+            changed |= run.progress_revision != *seen;
+            settled &= is_terminal_run(&run.state);
+            let mut entry = json!({"state": run.state, "progress_revision": run.progress_revision});
+            if a.preview == Some(true) && is_terminal_run(&run.state) {
+                let text = team.store.result(job)?.map(|r| r.text).or(run.preview.clone()).unwrap_or_default();
+                let (p, cut) = truncate_chars(&text, PREVIEW_CHARS);
+                entry["preview"] = json!(if cut { format!("{p}…") } else { p.to_string() });
+            }
+            jobs.insert(job.clone(), entry);
+        }
+        if changed || settled {
+            return Ok(json!({"jobs": jobs, "timed_out": false}));
+        }
+        tokio::select! {
+            r = rx.changed() => { if r.is_err() { return Ok(json!({"jobs": jobs, "timed_out": false})); } }
+            _ = tokio::time::sleep_until(deadline) => return Ok(json!({"jobs": jobs, "timed_out": true})),
+        }
+    }
+}
+
+/// `agent_result`: one page of a job's result; reading marks it read.
+pub fn result(team: &Team, caller: &Run, a: ResultArgs) -> MeshResult<Value> {
+    let run = team.job(&a.job)?;
+    team.may_see(caller, &run)?;
+    let Some(stored) = team.store.result(&a.job)? else {
+        return Err(MeshError::new(
+            "result_not_ready",
+            format!("job `{}` is `{}` and has no result yet; wait for it with agents_wait", a.job, run.state),
+        ));
+    };
+    let c = &team.profile.coordination;
+    let page = crate::result::page(&stored.text, stored.is_json, a.cursor.as_deref(), a.max_chars, c.default_result_chars, c.max_result_chars)
+        .map_err(|e| MeshError::new(e.code(), e.to_string()))?;
+    if stored.disposition == "unread" {
+        team.store.set_disposition(&a.job, "read", None)?;
+        team.audit(caller, "agent_result_read", &a.job, json!({}))?;
+        team.notify();
+    }
+    let disposition = if stored.disposition == "unread" { "read".to_string() } else { stored.disposition };
+    let mut out = serde_json::to_value(&page).unwrap_or(Value::Null);
+    out["job"] = json!(a.job);
+    out["state"] = json!(run.state);
+    out["disposition"] = json!(disposition);
+    out["final"] = json!(stored.final_);
+    Ok(out)
+}
+
+/// `agent_result_accept` / `agent_result_reject`.
+pub fn dispose(team: &Team, caller: &Run, a: DispositionArgs, accept: bool) -> MeshResult<Value> {
+    let run = team.job(&a.job)?;
+    team.owns(caller, &run)?;
+    if a.reason.trim().is_empty() {
+        return Err(MeshError::new("invalid_arguments", "reason must say why"));
+    }
+    let Some(stored) = team.store.result(&a.job)? else {
+        return Err(MeshError::new("result_not_ready", format!("job `{}` is `{}` and has no result", a.job, run.state)));
+    };
+    if accept {
+        if run.state != "completed" || !stored.final_ {
+            return Err(MeshError::new(
+                "result_not_acceptable",
+                format!("job `{}` is `{}`: only a completed job's final result can be accepted (stopped, failed, cancelled and partial evidence never can)", a.job, run.state),
+            ));
+        }
+        if stored.disposition == "unread" {
+            return Err(MeshError::new("result_unread", format!("read the result of job `{}` with agent_result before accepting it", a.job)));
+        }
+    }
+    let to = if accept { "accepted" } else { "rejected" };
+    team.store.set_disposition(&a.job, to, Some(&a.reason))?;
+    team.audit(caller, if accept { "agent_result_accept" } else { "agent_result_reject" }, &a.job, json!({"reason": a.reason}))?;
+    team.notify();
+    Ok(json!({"job": a.job, "disposition": to}))
+}
+
+/// `agent_patch_integrate`: verifies identity, scope and lease, then applies the accepted patch.
+pub fn integrate(team: &Team, caller: &Run, a: JobArgs) -> MeshResult<Value> {
+    let run = team.job(&a.job)?;
+    team.owns(caller, &run)?;
+    let session = team.store.session(&team.session)?;
+    if let Some(t) = &session.tainted {
+        return Err(MeshError::new("session_tainted", format!("the session is tainted ({t}); no patch is integrated into the canonical checkout")));
+    }
+    let disposition = team.store.result(&a.job)?.map(|r| r.disposition).unwrap_or_default();
+    if disposition != "accepted" {
+        return Err(MeshError::new("patch_not_accepted", format!("job `{}`'s result is `{disposition}`; accept it before integrating its patch", a.job)));
+    }
+    let Some(patch) = team.store.patch(&a.job)? else {
+        return Err(MeshError::new("no_patch", format!("job `{}` recorded no patch (it changed nothing, or is not a writer)", a.job)));
+    };
+    if patch.state != "recorded" {
+        return Err(MeshError::new("patch_state", format!("the patch of job `{}` is `{}`", a.job, patch.state)));
+    }
+    let integrated = crate::worktree::integrate(&team.workspace, &crate::host::patch_from_store(&patch), &patch.sha256, &run.write_scope)
+        .map_err(|e| MeshError::new(e.code(), e.to_string()))?;
+    team.store.set_patch_state(&a.job, "integrated")?;
+    team.audit(caller, "agent_patch_integrate", &a.job, json!({"sha256": patch.sha256, "files": patch.files}))?;
+    team.notify();
+    Ok(json!({"job": a.job, "integrated": true, "sha256": patch.sha256, "files": patch.files, "detail": format!("{integrated:?}")}))
+}
+
+/// `agent_inspect`
+pub fn inspect(team: &Team, caller: &Run, a: RunArgs) -> MeshResult<Value> {
+    let run = team.run(&a.agent_run_ref)?;
+    team.may_control(caller, &run, "inspect")?;
+    let v = team.view(&run);
+    Ok(v)
+}
+
+/// `agent_trace`: a page of a run's events, private reasoning never included.
+pub fn trace(team: &Team, caller: &Run, a: TraceArgs) -> MeshResult<Value> {
+    let run = team.run(&a.agent_run_ref)?;
+    team.may_control(caller, &run, "trace")?;
+    let after = match a.cursor.as_deref() {
+        None => 0,
+        Some(c) => c.strip_prefix("t").and_then(|n| n.parse::<i64>().ok()).ok_or_else(|| MeshError::new("invalid_cursor", format!("`{c}` is not a trace cursor")))?,
+    };
+    let events = team.store.events(&run.run_ref, after, TRACE_PAGE + 1, a.filter.as_deref())?;
+    let more = events.len() > TRACE_PAGE;
+    let mut records = Vec::new();
+    for e in events.iter().take(TRACE_PAGE) {
+        let (inline, cut) = truncate_chars(&e.body, TRACE_INLINE_CHARS);
+        let mut r = json!({"seq": e.seq, "at": e.at, "kind": e.kind});
+        if cut {
+            r["text"] = json!(inline);
+            r["truncated"] = json!(true);
+            r["record_cursor"] = json!(format!("r{}", e.seq));
+        } else {
+            r["record"] = serde_json::from_str(&e.body).unwrap_or(json!(e.body));
+        }
+        records.push(r);
+    }
+    let next = if more { records.last().and_then(|r| r["seq"].as_i64()).map(|s| format!("t{s}")) } else { None };
+    Ok(json!({"agent_run_ref": run.run_ref, "state": run.state, "records": records, "next_cursor": next}))
+}
+
+/// `agent_trace_record`: the whole text of one record in checksummed pages.
+pub fn trace_record(team: &Team, caller: &Run, a: TraceRecordArgs) -> MeshResult<Value> {
+    let bad = || MeshError::new("invalid_cursor", format!("`{}` is not a record cursor", a.record_cursor));
+    let seq = a.record_cursor.strip_prefix("r").and_then(|n| n.parse::<i64>().ok()).ok_or_else(bad)?;
+    let event = team.store.event_at(seq)?.ok_or_else(bad)?;
+    let run = team.run(&event.run).map_err(|_| bad())?;
+    team.may_control(caller, &run, "trace")?;
+    let chars: Vec<char> = event.body.chars().collect();
+    let pages = chars.len().div_ceil(RECORD_PAGE_CHARS).max(1);
+    let page = a.page.unwrap_or(0) as usize;
+    if page >= pages {
+        return Err(MeshError::new("invalid_page", format!("record `{}` has {pages} page(s); page {page} does not exist", a.record_cursor)));
+    }
+    let text: String = chars[page * RECORD_PAGE_CHARS..((page + 1) * RECORD_PAGE_CHARS).min(chars.len())].iter().collect();
+    Ok(json!({
+        "record_cursor": a.record_cursor,
+        "page": page,
+        "pages": pages,
+        "text": text,
+        "page_sha256": hex(&Sha256::digest(text.as_bytes())),
+        "record_sha256": hex(&Sha256::digest(event.body.as_bytes())),
+        "total_chars": chars.len(),
+    }))
+}
+
+/// `agent_control` with `inspect` or `stop`.
+pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResult<Value> {
+    let run = team.run(&a.agent_run_ref)?;
+    match a.action {
+        ControlAction::Inspect => {
+            team.may_control(caller, &run, "inspect")?;
+            Ok(team.view(&run))
+        }
+        ControlAction::Stop => {
+            team.may_control(caller, &run, "stop")?;
+            let Some(rev) = a.control_revision else {
+                return Err(MeshError::new("control_revision_required", "stop needs the control_revision from your last inspection"));
+            };
+            if is_terminal_run(&run.state) {
+                return Err(MeshError::new("already_terminal", format!("agent run `{}` is already `{}`", run.run_ref, run.state)));
+            }
+            if !team.store.bump_control(&run.run_ref, rev)? {
+                let now = team.run(&run.run_ref)?.control_revision;
+                return Err(MeshError::new("stale_control_revision", format!("control_revision {rev} is stale (current: {now}); inspect again before stopping")));
+            }
+            team.audit(caller, "agent_control.stop", &run.run_ref, json!({"control_revision": rev}))?;
+            crate::host::stop_run(team, &run.run_ref, "stopped by its controller").await;
+            Ok(team.view(&team.run(&run.run_ref)?))
+        }
+    }
+}
+
+/// Lowercase hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,229 @@
+//! One running session as a team: what the Agent-MCP tools do, independent of how a caller
+//! reached the supervisor. Every decision reads and writes the durable store first and then
+//! wakes the waiters, so whatever a caller is told survives a `kill -9` of the supervisor.
+
+use crate::store::{Run, Store, StoreError};
+use mmo_profile::model::{Agent, Profile};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// A refusal or failure of an Agent-MCP call: a stable code and a message naming what was wrong.
+#[derive(Debug, Clone)]
+pub struct MeshError {
+    pub code: String,
+    pub message: String,
+}
+
+impl MeshError {
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> MeshError {
+        MeshError {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl From<StoreError> for MeshError {
+    fn from(e: StoreError) -> MeshError {
+        MeshError::new(e.code(), e.to_string())
+    }
+}
+
+impl std::fmt::Display for MeshError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{}] {}", self.code, self.message)
+    }
+}
+
+pub type MeshResult<T> = Result<T, MeshError>;
+
+/// A live host the supervisor owns: how to stop it.
+pub struct HostHandle {
+    pub pid: Option<u32>,
+    pub stop: tokio::sync::watch::Sender<bool>,
+}
+
+/// The state of one session the supervisor runs.
+pub struct Team {
+    pub store: Arc<Store>,
+    pub session: String,
+    pub snapshot: PathBuf,
+    /// The session's own directory (live homes, worktrees, logs, socket).
+    pub dir: PathBuf,
+    /// The canonical checkout.
+    pub workspace: PathBuf,
+    pub profile: Profile,
+    /// The admission limits (profile, effective ceilings, resource group capacities).
+    pub limits: crate::admission::Limits,
+    pub root_ref: String,
+    /// The `codex-mmo` binary, which Codex runs as the `mmo_mesh` stdio server.
+    pub exe: PathBuf,
+    pub socket: PathBuf,
+    /// How to run Codex; `None` when it cannot be found (spawns then fail with that reason).
+    pub codex: Result<codex_app_server::CodexCommand, String>,
+    pub hosts: Mutex<HashMap<String, HostHandle>>,
+    /// Serializes admission: two spawns never both take the last slot.
+    pub admit: tokio::sync::Mutex<()>,
+    /// Bumped after every durable change a waiter may care about.
+    pub changed: tokio::sync::watch::Sender<u64>,
+    /// Set once the session is over: the supervisor then exits.
+    pub done: tokio::sync::watch::Sender<bool>,
+}
+
+impl Team {
+    /// Wakes every `agents_wait` and attach view.
+    pub fn notify(&self) {
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// The role of a run.
+    pub fn role(&self, role: &str) -> MeshResult<&Agent> {
+        self.profile
+            .agents
+            .get(role)
+            .ok_or_else(|| MeshError::new("unknown_role", format!("role `{role}` is not in profile `{}`", self.profile.id)))
+    }
+
+    /// A run of this session (another session's refs do not resolve here).
+    pub fn run(&self, run_ref: &str) -> MeshResult<Run> {
+        match self.store.run(run_ref) {
+            Ok(r) if r.session == self.session => Ok(r),
+            Ok(_) | Err(StoreError::NotFound(_)) => Err(MeshError::new(
+                "unknown_agent_run",
+                format!("agent run `{run_ref}` is not in this session"),
+            )),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The run of a job of this session.
+    pub fn job(&self, job: &str) -> MeshResult<Run> {
+        match self.store.run_of_job(job) {
+            Ok(r) if r.session == self.session => Ok(r),
+            Ok(_) | Err(StoreError::NotFound(_)) => {
+                Err(MeshError::new("unknown_job", format!("job `{job}` is not in this session")))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whether `ancestor` is `run` itself or one of its ancestors.
+    pub fn is_lineage(&self, ancestor: &str, run: &Run) -> bool {
+        run.run_ref == ancestor || run.lineage.iter().any(|r| r == ancestor)
+    }
+
+    /// Results are visible to the job's ancestors, or to the whole session under
+    /// `result_visibility = "session"`.
+    pub fn may_see(&self, caller: &Run, target: &Run) -> MeshResult<()> {
+        let session_wide = self.profile.coordination.result_visibility == "session";
+        if session_wide || target.lineage.iter().any(|r| *r == caller.run_ref) {
+            return Ok(());
+        }
+        Err(MeshError::new(
+            "not_visible",
+            format!(
+                "agent run `{}` (role `{}`) is not a descendant of the caller `{}` (role `{}`) and result_visibility is `{}`",
+                target.run_ref, target.role, caller.run_ref, caller.role, self.profile.coordination.result_visibility
+            ),
+        ))
+    }
+
+    /// The result lifecycle (accept, reject, integrate) belongs to the caller that spawned the job.
+    pub fn owns(&self, caller: &Run, target: &Run) -> MeshResult<()> {
+        if target.parent.as_deref() == Some(caller.run_ref.as_str()) {
+            return Ok(());
+        }
+        Err(MeshError::new(
+            "not_result_owner",
+            format!(
+                "only the caller that spawned job `{}` (agent run `{}`) may accept, reject or integrate it",
+                target.job.as_deref().unwrap_or("?"),
+                target.parent.as_deref().unwrap_or("?")
+            ),
+        ))
+    }
+
+    /// Whether the caller's role may `action` the target's role (the control graph). Low-trust
+    /// roles control nothing. Ancestors may always inspect and trace their descendants.
+    pub fn may_control(&self, caller: &Run, target: &Run, action: &str) -> MeshResult<()> {
+        let role = self.role(&caller.role)?;
+        if role.trust == "low" {
+            return Err(MeshError::new("control_denied", format!("role `{}` is low-trust and controls nothing", caller.role)));
+        }
+        let granted = role.controls.get(&target.role).is_some_and(|a| a.iter().any(|x| x == action));
+        let lineage_read = matches!(action, "inspect" | "trace") && target.lineage.iter().any(|r| *r == caller.run_ref);
+        if granted || lineage_read {
+            return Ok(());
+        }
+        Err(MeshError::new(
+            "control_denied",
+            format!(
+                "role `{}` has no `{action}` control over role `{}` (its controls table does not list it)",
+                caller.role, target.role
+            ),
+        ))
+    }
+
+    /// The session's active runs (holding admission slots).
+    pub fn active_runs(&self) -> MeshResult<Vec<Run>> {
+        Ok(self.store.runs(&self.session)?.into_iter().filter(Run::is_active).collect())
+    }
+
+    /// Records an audit line (failures to audit are failures of the call).
+    pub fn audit(&self, actor: &Run, action: &str, target: &str, detail: Value) -> MeshResult<()> {
+        self.store.audit(&self.session, &actor.run_ref, action, target, &detail)?;
+        Ok(())
+    }
+
+    /// A compact public view of a run, with its live host's pid.
+    pub fn view(&self, run: &Run) -> Value {
+        let live = self
+            .hosts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&run.run_ref)
+            .and_then(|h| h.pid);
+        view_of(&self.store, run, live)
+    }
+}
+
+/// A run as inspection shows it: state, revisions, scope, and its result's and patch's status.
+pub fn view_of(store: &Store, run: &Run, live_pid: Option<u32>) -> Value {
+    let (result, patch) = match &run.job {
+        Some(job) => (
+            store
+                .result(job)
+                .ok()
+                .flatten()
+                .map(|r| json!({"disposition": r.disposition, "final": r.final_, "total_chars": r.text.chars().count()})),
+            store.patch(job).ok().flatten().map(|p| json!({"sha256": p.sha256, "state": p.state, "files": p.files})),
+        ),
+        None => (None, None),
+    };
+    json!({
+        "agent_run_ref": run.run_ref,
+        "job": run.job,
+        "role": run.role,
+        "state": run.state,
+        "reason": run.reason,
+        "parent": run.parent,
+        "depth": run.depth,
+        "task_kind": run.task_kind,
+        "write_scope": run.write_scope,
+        "progress_revision": run.progress_revision,
+        "control_revision": run.control_revision,
+        "preview": run.preview,
+        "thread_id": run.thread_id,
+        "host_pid": live_pid.map(i64::from).or(if run.is_active() { run.host_pid } else { None }),
+        "home": run.home,
+        "cwd": run.cwd,
+        "repairs": run.repairs,
+        "result": result,
+        "patch": patch,
+        "package_version": run.package_version,
+        "runtime_digest": run.runtime_digest,
+        "updated_at": run.updated_at,
+    })
+}
