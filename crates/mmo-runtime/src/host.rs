@@ -351,8 +351,17 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
         let Some(contract) = &contract else {
             break (text, false, Vec::new());
         };
-        let evidence_tree = cwd.clone();
-        let problems = crate::result::check_text(contract, &text, &commands, &evidence_tree, run.literal.as_ref(), &team.workspace);
+        let literal: Option<crate::literal::LiteralOperation> = run.literal.clone().and_then(|l| serde_json::from_value(l).ok());
+        let evidence = crate::result::ResultEvidence {
+            commands: &commands,
+            tree: &cwd,
+            literal: literal.as_ref(),
+            finality: crate::result::Finality::Final,
+        };
+        let problems = match crate::result::extract_json(&text) {
+            Ok(v) => crate::result::check(contract, &v, &evidence),
+            Err(e) => vec![e.into()],
+        };
         if problems.is_empty() || !strict {
             break (text, true, problems);
         }

@@ -180,7 +180,7 @@ pub async fn spawn(team: &Arc<Team>, caller: &Run, a: SpawnArgs) -> MeshResult<V
     let target = team.role(&a.role).map_err(|_| {
         MeshError::new("admission_unknown_role", format!("role `{}` is not in profile `{}`", a.role, team.profile.id))
     })?;
-    let active = team.active_runs()?;
+    let active = active_view(&team.store.runs(&team.session)?);
     let literal = a.literal_task.map(LiteralTask::from);
     let request = crate::admission::SpawnRequest {
         role: a.role.clone(),
@@ -189,12 +189,13 @@ pub async fn spawn(team: &Arc<Team>, caller: &Run, a: SpawnArgs) -> MeshResult<V
         write_scope: a.write_scope.clone(),
         literal_task: literal.clone(),
     };
-    let admitted = crate::admission::admit(&team.limits, &active_view(&active), &crate::admission::active_run(caller), &request)
+    let admitted = crate::admission::admit(&team.policy(), &active, &caller.run_ref, &request)
         .map_err(|r| MeshError::new(r.code(), r.to_string()))?;
     let (prompt, literal_op) = match &literal {
         Some(lt) => {
-            let (op, prompt) = crate::literal::prepare(&team.workspace, lt).map_err(|e| MeshError::new(e.code(), e.to_string()))?;
-            (prompt, Some(serde_json::to_value(&op).unwrap_or(Value::Null)))
+            let prepared = crate::literal::prepare(&team.workspace, lt, target.max_task_chars as usize)
+                .map_err(|e| MeshError::new(e.code, e.message))?;
+            (prepared.prompt, Some(serde_json::to_value(&prepared.operation).unwrap_or(Value::Null)))
         }
         None => (a.task.clone().unwrap_or_default(), None),
     };
@@ -210,24 +211,42 @@ pub async fn spawn(team: &Arc<Team>, caller: &Run, a: SpawnArgs) -> MeshResult<V
         parent: Some(&caller.run_ref),
         depth: admitted.depth,
         lineage: &lineage,
-        task_kind: a.task_kind.as_deref().or(literal.as_ref().map(|l| l.operation.as_str())),
+        task_kind: Some(&admitted.task_kind),
         task: Some(&prompt),
         literal: literal_op.as_ref(),
         write_scope: &admitted.write_scope,
         is_writer: admitted.is_writer,
         resource_group: admitted.resource_group.as_deref(),
-        units: admitted.units,
+        units: admitted.resource_units,
     })?;
     team.audit(caller, "agents_spawn", &job, json!({"role": a.role, "agent_run_ref": run_ref, "task_kind": run.task_kind, "write_scope": run.write_scope}))?;
     drop(guard);
-    let _ = target;
     crate::host::start_worker(team.clone(), run.clone());
     team.notify();
     Ok(json!({"job": job, "agent_run_ref": run_ref, "progress_revision": run.progress_revision}))
 }
 
+/// The session's admission-holding runs, each with the roles of its lineage (root first).
 fn active_view(runs: &[Run]) -> Vec<crate::admission::ActiveRun> {
-    runs.iter().map(crate::admission::active_run).collect()
+    let role_of: std::collections::HashMap<&str, &str> = runs.iter().map(|r| (r.run_ref.as_str(), r.role.as_str())).collect();
+    runs.iter()
+        .filter(|r| r.is_active())
+        .map(|r| {
+            let mut lineage: Vec<String> = r.lineage.iter().filter_map(|x| role_of.get(x.as_str()).map(|s| s.to_string())).collect();
+            lineage.push(r.role.clone());
+            crate::admission::ActiveRun {
+                run: r.run_ref.clone(),
+                role: r.role.clone(),
+                parent: r.parent.clone(),
+                depth: r.depth,
+                lineage,
+                is_writer: r.is_writer,
+                resource_group: r.resource_group.clone(),
+                resource_units: r.units,
+                write_scope: r.write_scope.clone(),
+            }
+        })
+        .collect()
 }
 
 /// `agents_wait`: returns at the first durable change of a listed job, or at the timeout.
@@ -279,7 +298,7 @@ pub fn result(team: &Team, caller: &Run, a: ResultArgs) -> MeshResult<Value> {
     };
     let c = &team.profile.coordination;
     let page = crate::result::page(&stored.text, stored.is_json, a.cursor.as_deref(), a.max_chars, c.default_result_chars, c.max_result_chars)
-        .map_err(|e| MeshError::new(e.code(), e.to_string()))?;
+        .map_err(|e| MeshError::new(e.code, e.message))?;
     if stored.disposition == "unread" {
         team.store.set_disposition(&a.job, "read", None)?;
         team.audit(caller, "agent_result_read", &a.job, json!({}))?;

@@ -201,9 +201,8 @@ pub async fn serve(paths: Paths, id: String) -> Result<(), String> {
         serde_json::from_str(&std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?).map_err(|e| format!("{}: {e}", p.display()))
     };
     let profile: mmo_profile::model::Profile = serde_json::from_value(read("profile.json")?).map_err(|e| fail(format!("profile.json: {e}")))?;
-    let ceilings = read("ceilings.json")?;
-    let catalog = read("catalog.json")?;
-    let limits = crate::admission::Limits::new(&profile, &ceilings, &catalog).map_err(|e| fail(e.to_string()))?;
+    let ceilings = crate::admission::Ceilings::from_json(&read("ceilings.json")?.to_string()).map_err(|e| fail(format!("ceilings.json: {e}")))?;
+    let capacities = crate::admission::Capacities::from_catalog_json(&read("catalog.json")?.to_string()).map_err(|e| fail(format!("catalog.json: {e}")))?;
 
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -246,7 +245,8 @@ pub async fn serve(paths: Paths, id: String) -> Result<(), String> {
         dir: PathBuf::from(&session.dir),
         workspace: PathBuf::from(&session.workspace),
         profile,
-        limits,
+        ceilings,
+        capacities,
         root_ref: root_ref.clone(),
         exe: std::env::current_exe().map_err(|e| fail(e.to_string()))?,
         socket: socket.clone(),

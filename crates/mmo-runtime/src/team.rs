@@ -55,8 +55,9 @@ pub struct Team {
     /// The canonical checkout.
     pub workspace: PathBuf,
     pub profile: Profile,
-    /// The admission limits (profile, effective ceilings, resource group capacities).
-    pub limits: crate::admission::Limits,
+    /// The snapshot's effective ceilings and resource group capacities (admission reads them).
+    pub ceilings: crate::admission::Ceilings,
+    pub capacities: crate::admission::Capacities,
     pub root_ref: String,
     /// The `codex-mmo` binary, which Codex runs as the `mmo_mesh` stdio server.
     pub exe: PathBuf,
@@ -73,6 +74,15 @@ pub struct Team {
 }
 
 impl Team {
+    /// What admission reads that does not change during the session.
+    pub fn policy(&self) -> crate::admission::Policy<'_> {
+        crate::admission::Policy {
+            profile: &self.profile,
+            ceilings: &self.ceilings,
+            capacities: &self.capacities,
+        }
+    }
+
     /// Wakes every `agents_wait` and attach view.
     pub fn notify(&self) {
         self.changed.send_modify(|n| *n += 1);
