@@ -1,6 +1,7 @@
 //! The runtime's commands: `run`, `sessions`, `inspect`, `attach`, `stop`, `agent-mcp`, and
 //! the two the runtime itself starts (`supervise`, `mesh-stdio`).
 
+use mmo_runtime::result::JobState;
 use clap::Subcommand;
 use mmo_profile::store::{Dirs, Store as ProfileStore};
 use mmo_runtime::store::{Session, Store, is_terminal_session};
@@ -385,7 +386,7 @@ fn stop(id: &str, json_out: bool) -> R<ExitCode> {
         }
     } else if !is_terminal_session(&s.state) {
         for r in store.runs(id)?.into_iter().filter(|r| r.is_active() || r.state == "suspended") {
-            let _ = store.transition(&r.run_ref, &["starting", "running", "repairing", "suspended"], "stopped", Some("stopped by the operator"));
+            let _ = store.transition(&r.run_ref, JobState::Stopped, Some("stopped by the operator"));
         }
         store.set_session_state(id, "stopped", Some("stopped by the operator"))?;
     }

@@ -4,6 +4,7 @@
 //! events become its trace; its last agent message becomes its result, checked against the
 //! role's contract (one repair turn for a strict role), and a writer's changes become its patch.
 
+use crate::result::JobState;
 use crate::store::{Run, StoredPatch};
 use crate::team::{HostHandle, Team};
 use codex_app_server::{AppServer, Event, Events, GoalStatus, InitializeParams, SpawnOptions, ThreadGoalSetParams, ThreadStartParams};
@@ -35,7 +36,7 @@ fn fail(team: &Team, run_ref: &str, reason: &str) {
     let _ = team.store.event(&team.session, run_ref, "failure", &json!({"reason": reason}).to_string());
     let _ = team
         .store
-        .transition(run_ref, &["starting", "running", "repairing"], "failed", Some(reason));
+        .transition(run_ref, JobState::Failed, Some(reason));
 }
 
 /// Stops a run: its host is ended, its partial evidence kept, its state `stopped`. Waits (a
@@ -66,7 +67,7 @@ pub async fn stop_run(team: &Arc<Team>, run_ref: &str, reason: &str) {
         None => {
             let _ = team
                 .store
-                .transition(run_ref, &["starting", "running", "repairing", "suspended"], "stopped", Some(reason));
+                .transition(run_ref, JobState::Stopped, Some(reason));
         }
     }
     team.notify();
@@ -317,7 +318,7 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
 
     let mut host = start_host(team, run, &cwd).await?;
     team.store
-        .transition(&run.run_ref, &["starting"], "running", None)
+        .transition(&run.run_ref, JobState::Running, None)
         .map_err(|e| e.to_string())?;
     team.notify();
     let mut commands = Vec::new();
@@ -336,7 +337,7 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
         if end.stopped {
             keep_partial(team, &job, end.last_message.as_deref());
             host.server.shutdown().await;
-            let _ = team.store.transition(&run.run_ref, &["starting", "running", "repairing"], "stopped", Some("stopped"));
+            let _ = team.store.transition(&run.run_ref, JobState::Stopped, Some("stopped"));
             if let Some(wt) = &worktree {
                 let _ = crate::worktree::remove(&team.workspace, wt);
             }
@@ -375,7 +376,7 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
         }
         repaired = true;
         let _ = team.store.count_repair(&run.run_ref);
-        let _ = team.store.transition(&run.run_ref, &["running"], "repairing", Some("the first answer broke the contract"));
+        let _ = team.store.progress(&run.run_ref, "repair turn: the first answer broke the contract");
         let _ = team.store.event(&team.session, &run.run_ref, "repair", &json!({"problems": problems.iter().map(|p| p.to_string()).collect::<Vec<_>>()}).to_string());
         team.notify();
         prompt = crate::result::repair_prompt(contract, &problems);
@@ -419,7 +420,7 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
         let _ = team.store.event(&team.session, &run.run_ref, "contractWarning", &json!({"problems": warnings.iter().map(|p| p.to_string()).collect::<Vec<_>>()}).to_string());
     }
     team.store
-        .transition(&run.run_ref, &["running", "repairing"], "completed", None)
+        .transition(&run.run_ref, JobState::Completed, None)
         .map_err(|e| e.to_string())?;
     Ok(())
 }
@@ -451,7 +452,7 @@ pub fn start_root(team: Arc<Team>, run: Run, task: String) {
 async fn drive_root(team: &Arc<Team>, run: &Run, task: &str) -> Result<String, String> {
     let mut host = start_host(team, run, &team.workspace.clone()).await?;
     team.store
-        .transition(&run.run_ref, &["starting"], "running", None)
+        .transition(&run.run_ref, JobState::Running, None)
         .map_err(|e| e.to_string())?;
     team.notify();
     let mut commands = Vec::new();
@@ -479,14 +480,14 @@ async fn drive_root(team: &Arc<Team>, run: &Run, task: &str) -> Result<String, S
     host.server.shutdown().await;
     let end = end?;
     if end.stopped {
-        let _ = team.store.transition(&run.run_ref, &["running"], "stopped", Some("stopped"));
+        let _ = team.store.transition(&run.run_ref, JobState::Stopped, Some("stopped"));
         return Ok("stopped".into());
     }
     if end.status != "completed" {
         return Err(format!("the root's turn ended `{}`{}", end.status, end.error.map(|e| format!(": {e}")).unwrap_or_default()));
     }
     team.store
-        .transition(&run.run_ref, &["running"], "completed", None)
+        .transition(&run.run_ref, JobState::Completed, None)
         .map_err(|e| e.to_string())?;
     Ok("completed".into())
 }

@@ -300,7 +300,7 @@ pub fn result(team: &Team, caller: &Run, a: ResultArgs) -> MeshResult<Value> {
     let page = crate::result::page(&stored.text, stored.is_json, a.cursor.as_deref(), a.max_chars, c.default_result_chars, c.max_result_chars)
         .map_err(|e| MeshError::new(e.code, e.message))?;
     if stored.disposition == "unread" {
-        team.store.set_disposition(&a.job, "read", None)?;
+        team.store.set_disposition(&a.job, crate::result::Disposition::Read, None)?;
         team.audit(caller, "agent_result_read", &a.job, json!({}))?;
         team.notify();
     }
@@ -334,11 +334,11 @@ pub fn dispose(team: &Team, caller: &Run, a: DispositionArgs, accept: bool) -> M
             return Err(MeshError::new("result_unread", format!("read the result of job `{}` with agent_result before accepting it", a.job)));
         }
     }
-    let to = if accept { "accepted" } else { "rejected" };
+    let to = if accept { crate::result::Disposition::Accepted } else { crate::result::Disposition::Rejected };
     team.store.set_disposition(&a.job, to, Some(&a.reason))?;
     team.audit(caller, if accept { "agent_result_accept" } else { "agent_result_reject" }, &a.job, json!({"reason": a.reason}))?;
     team.notify();
-    Ok(json!({"job": a.job, "disposition": to}))
+    Ok(json!({"job": a.job, "disposition": to.as_str()}))
 }
 
 /// `agent_patch_integrate`: verifies identity, scope and lease, then applies the accepted patch.

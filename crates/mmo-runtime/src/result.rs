@@ -557,7 +557,8 @@ impl StateMachine for JobState {
     fn can_transition(self, to: JobState) -> bool {
         use JobState::*;
         match self {
-            Queued => matches!(to, Running | Failed | Stopped | Cancelled),
+            // A supervisor that dies while a host is starting leaves the job suspended too.
+            Queued => matches!(to, Running | Suspended | Failed | Stopped | Cancelled),
             Running => matches!(
                 to,
                 Paused | Suspended | Completed | Failed | Stopped | Cancelled

@@ -6,6 +6,7 @@
 //! package version and the runtime digest of the binary that wrote it; a row of another package
 //! generation is refused when it is loaded, naming the row.
 
+use crate::result::{Disposition, Finality, JobState, LifecycleError, disposition_transition, job_transition};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::Value;
@@ -203,9 +204,10 @@ pub struct Run {
 }
 
 impl Run {
-    /// Whether the run holds admission slots (it is neither terminal nor suspended).
+    /// Whether the run holds admission slots (queued or running; paused, suspended and terminal
+    /// runs release them).
     pub fn is_active(&self) -> bool {
-        matches!(self.state.as_str(), "starting" | "running" | "repairing")
+        self.state.parse::<JobState>().is_ok_and(JobState::holds_admission)
     }
 }
 
@@ -380,12 +382,12 @@ impl Store {
 
     // ---- runs ----
 
-    /// Records a new run in state `starting` at revision 1.
+    /// Records a new run in state `queued` at revision 1.
     pub fn create_run(&self, r: &NewRun<'_>) -> Result<Run> {
         let now = now_ms();
         self.db().execute(
             "INSERT INTO runs (ref, session, job, role, parent, depth, lineage, task_kind, task, literal, write_scope, is_writer, resource_group, units, state, progress_revision, control_revision, package_version, runtime_digest, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'starting', 1, 1, ?15, ?16, ?17, ?17)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'queued', 1, 1, ?15, ?16, ?17, ?17)",
             params![
                 r.run_ref,
                 r.session,
@@ -439,21 +441,26 @@ impl Store {
         rows.into_iter().map(checked_run).collect()
     }
 
-    /// Moves a run to `to`, bumping its progress revision, if its state is one of `from`.
-    /// Terminal states never change.
-    pub fn transition(&self, run_ref: &str, from: &[&str], to: &str, reason: Option<&str>) -> Result<Run> {
+    /// Moves a run to `to` (bumping its progress revision) when the job lifecycle allows it
+    /// (`result::job_transition`): terminal states never change.
+    pub fn transition(&self, run_ref: &str, to: JobState, reason: Option<&str>) -> Result<Run> {
         let run = self.run(run_ref)?;
-        if !from.contains(&run.state.as_str()) || is_terminal_run(&run.state) {
-            return Err(StoreError::Transition {
-                what: format!("agent run `{run_ref}`"),
-                from: run.state,
-                to: to.into(),
-            });
-        }
-        self.db().execute(
-            "UPDATE runs SET state = ?2, reason = COALESCE(?3, reason), progress_revision = progress_revision + 1, updated_at = ?4 WHERE ref = ?1",
-            params![run_ref, to, reason, now_ms()],
+        let refused = || StoreError::Transition {
+            what: format!("agent run `{run_ref}`"),
+            from: run.state.clone(),
+            to: to.to_string(),
+        };
+        let from: JobState = run.state.parse().map_err(|_| refused())?;
+        job_transition(from, to).map_err(|_| refused())?;
+        let n = self.db().execute(
+            "UPDATE runs SET state = ?2, reason = COALESCE(?3, reason), progress_revision = progress_revision + 1, updated_at = ?4 WHERE ref = ?1 AND state = ?5",
+            params![run_ref, to.as_str(), reason, now_ms(), from.as_str()],
         )?;
+        if n != 1 {
+            // Another writer moved it first: report the state it is in now.
+            let now = self.run(run_ref)?;
+            return Err(StoreError::Transition { what: format!("agent run `{run_ref}`"), from: now.state, to: to.to_string() });
+        }
         self.run(run_ref)
     }
 
@@ -500,7 +507,7 @@ impl Store {
         let runs = self.runs(session)?;
         let mut out = Vec::new();
         for r in runs.into_iter().filter(Run::is_active) {
-            self.transition(&r.run_ref, &["starting", "running", "repairing"], "suspended", Some("the supervisor stopped while this run was active"))?;
+            self.transition(&r.run_ref, JobState::Suspended, Some("the supervisor stopped while this run was active"))?;
             out.push(r.run_ref);
         }
         Ok(out)
@@ -548,21 +555,24 @@ impl Store {
         }
     }
 
-    /// Moves a result's disposition (unread → read → accepted | rejected), monotonic.
-    pub fn set_disposition(&self, job: &str, to: &str, reason: Option<&str>) -> Result<()> {
+    /// Moves a result's disposition (unread → read → accepted | rejected) as the result
+    /// lifecycle allows (`result::disposition_transition`): only a completed job's final result
+    /// can be accepted, and accepted and rejected never change.
+    pub fn set_disposition(&self, job: &str, to: Disposition, reason: Option<&str>) -> Result<()> {
         let Some(cur) = self.result(job)? else {
             return Err(StoreError::NotFound(format!("a result of job `{job}`")));
         };
-        let ok = matches!(
-            (cur.disposition.as_str(), to),
-            ("unread", "read") | ("read", "read") | ("unread" | "read", "accepted" | "rejected")
-        );
-        if !ok {
-            return Err(StoreError::Transition { what: format!("the result of job `{job}`"), from: cur.disposition, to: to.into() });
+        let refused = |why: String| StoreError::Transition { what: format!("the result of job `{job}`"), from: cur.disposition.clone(), to: format!("{to} ({why})") };
+        let state: JobState = self.run_of_job(job)?.state.parse().map_err(|e: LifecycleError| refused(e.message))?;
+        let from: Disposition = cur.disposition.parse().map_err(|e: LifecycleError| refused(e.message))?;
+        let finality = if cur.final_ { Finality::Final } else { Finality::Partial };
+        if from == to && to == Disposition::Read {
+            return Ok(());
         }
+        disposition_transition(state, finality, from, to).map_err(|e| refused(e.message))?;
         self.db().execute(
             "UPDATE results SET disposition = ?2, reason = COALESCE(?3, reason), updated_at = ?4 WHERE job = ?1",
-            params![job, to, reason, now_ms()],
+            params![job, to.as_str(), reason, now_ms()],
         )?;
         Ok(())
     }
@@ -704,7 +714,7 @@ pub fn is_terminal_session(state: &str) -> bool {
 /// Whether a run state is final (never changes again, never accepted as success unless
 /// `completed`).
 pub fn is_terminal_run(state: &str) -> bool {
-    matches!(state, "completed" | "failed" | "stopped" | "cancelled")
+    state.parse::<JobState>().is_ok_and(JobState::is_terminal)
 }
 
 const RUN_COLUMNS: &str = "ref, session, job, role, parent, depth, lineage, task_kind, task, literal, write_scope, is_writer, resource_group, units, state, reason, progress_revision, control_revision, preview, thread_id, host_pid, home, cwd, repairs, package_version, runtime_digest, created_at, updated_at";
@@ -822,10 +832,10 @@ mod tests {
         let (_d, s) = store();
         s.create_session("s1", "p", "addr", "/w", "/d", None).unwrap();
         s.create_run(&new_run("r1", Some("j1"))).unwrap();
-        let r = s.transition("r1", &["starting"], "running", None).unwrap();
+        let r = s.transition("r1", JobState::Running, None).unwrap();
         assert_eq!(r.progress_revision, 2);
-        s.transition("r1", &["running"], "completed", None).unwrap();
-        let e = s.transition("r1", &["completed", "running"], "running", None).unwrap_err();
+        s.transition("r1", JobState::Completed, None).unwrap();
+        let e = s.transition("r1", JobState::Running, None).unwrap_err();
         assert_eq!(e.code(), "state_transition");
     }
 
@@ -835,9 +845,9 @@ mod tests {
         s.create_session("s1", "p", "addr", "/w", "/d", None).unwrap();
         s.create_run(&new_run("r1", Some("j1"))).unwrap();
         s.put_result("j1", "{}", true, true).unwrap();
-        s.set_disposition("j1", "read", None).unwrap();
-        s.set_disposition("j1", "rejected", Some("wrong")).unwrap();
-        assert_eq!(s.set_disposition("j1", "accepted", None).unwrap_err().code(), "state_transition");
+        s.set_disposition("j1", Disposition::Read, None).unwrap();
+        s.set_disposition("j1", Disposition::Rejected, Some("wrong")).unwrap();
+        assert_eq!(s.set_disposition("j1", Disposition::Accepted, None).unwrap_err().code(), "state_transition");
         // A rejected result's text cannot be overwritten either.
         s.put_result("j1", "changed", false, true).unwrap();
         assert_eq!(s.result("j1").unwrap().unwrap().text, "{}");
@@ -874,7 +884,7 @@ mod tests {
         s.create_session("s1", "p", "addr", "/w", "/d", None).unwrap();
         s.create_run(&new_run("r1", Some("j1"))).unwrap();
         s.create_run(&new_run("r2", Some("j2"))).unwrap();
-        s.transition("r2", &["starting"], "failed", None).unwrap();
+        s.transition("r2", JobState::Failed, None).unwrap();
         assert_eq!(s.suspend_active("s1").unwrap(), vec!["r1".to_string()]);
         assert_eq!(s.run("r1").unwrap().state, "suspended");
         assert_eq!(s.run("r2").unwrap().state, "failed");

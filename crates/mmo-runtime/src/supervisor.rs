@@ -8,6 +8,7 @@
 //! reparented to the supervisor itself and is refused rather than mistaken for anyone. A
 //! process outside the supervisor's tree is the operator, who acts as the root.
 
+use crate::result::JobState;
 use crate::store::{NewRun, Run, Session, Store, is_terminal_run, is_terminal_session};
 use crate::team::Team;
 use serde_json::{Value, json};
@@ -263,7 +264,7 @@ pub async fn serve(paths: Paths, id: String) -> Result<(), String> {
         Some(task) => crate::host::start_root(team.clone(), root, task),
         None => {
             // Operator-driven: the operator is the root (`codex-mmo agent-mcp`); no root host.
-            let _ = store.transition(&root_ref, &["starting"], "running", Some("operator-driven: no root host"));
+            let _ = store.transition(&root_ref, JobState::Running, Some("operator-driven: no root host"));
         }
     }
     team.notify();
