@@ -284,3 +284,145 @@ fn run_in_the_foreground_follows_the_session_until_the_root_ends() {
     let listed = w.run(&["sessions"]);
     assert!(String::from_utf8_lossy(&listed.stdout).contains("completed"));
 }
+
+const WRITER_MARK: &str = "IMPLEMENTER-ROLE-55d0";
+
+fn squad_pack(w: &World) -> std::path::PathBuf {
+    let profile = r#"schema_version = 8
+id = "squad"
+version = "8.0.0"
+display_name = "Squad"
+description = "A root and two isolated writers on a scripted model."
+maturity = "lab"
+root = "lead"
+
+[agents.lead]
+kind = "root"
+description = "Root"
+model = "scripted_responses__scripted_large"
+reasoning = "none"
+permissions = "workspace-write"
+can_spawn = ["implementer"]
+trust = "high"
+instructions = "agents/lead.md"
+
+[agents.lead.controls.implementer]
+actions = ["inspect", "stop"]
+
+[agents.implementer]
+description = "Implements one scoped change"
+model = "scripted_responses__scripted_large"
+reasoning = "none"
+permissions = "workspace-write"
+backends = ["mcp"]
+max_active = 3
+allowed_task_kinds = ["implementation"]
+network_access = true
+instructions = "agents/implementer.md"
+
+[coordination]
+max_active_agents = 4
+max_active_writers = 3
+"#;
+    w.pack(
+        "squad",
+        profile,
+        &[("agents/lead.md", &format!("{LEAD_MARK} You lead.")), ("agents/implementer.md", &format!("{WRITER_MARK} You implement."))],
+    )
+}
+
+fn git(ws: &std::path::Path, args: &[&str]) -> String {
+    let o = std::process::Command::new("git").args(args).current_dir(ws).output().unwrap();
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+#[test]
+fn writers_work_in_worktrees_a_patch_is_integrated_and_an_out_of_scope_write_taints() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[("src/a.rs", "// a\n"), ("src/b.rs", "// b\n"), ("README.md", "readme\n")]);
+    let exec = |cmd: &str| json!({"call": {"name": "exec_command", "arguments": {"cmd": cmd}}});
+    w.start_model(&json!({"actors": [
+        {"name": "a", "match": "TASK-A", "steps": [exec("printf 'pub fn a() {}\\n' > src/a.rs"), [{"say": "changed src/a.rs"}]]},
+        {"name": "c", "match": "TASK-C", "steps": [[{"hang": true}]]},
+        {"name": "b", "match": "TASK-B", "steps": [exec("printf 'b\\n' > src/b.rs; printf 'x\\n' > README.md"), [{"say": "changed src/b.rs"}]]},
+    ]}));
+    let pack = squad_pack(&w);
+    let session = w.start_session(&pack, None);
+    let mut op = w.operator(&session);
+    let ws = w.ws();
+    // A writer without a scope is refused; so is a scope outside the tree.
+    assert_eq!(op.refused("agents_spawn", json!({"role": "implementer", "task": "TASK-A change src/a.rs", "task_kind": "implementation"})), "admission_write_scope_required");
+    assert_eq!(op.refused("agents_spawn", json!({"role": "implementer", "task": "TASK-A change src/a.rs", "task_kind": "implementation", "write_scope": ["../x"]})), "admission_write_scope_invalid");
+    let a = op.ok("agents_spawn", json!({"role": "implementer", "task": "TASK-A change src/a.rs", "task_kind": "implementation", "write_scope": ["src/a.rs"]}));
+    let c = op.ok("agents_spawn", json!({"role": "implementer", "task": "TASK-C hold src/c", "task_kind": "implementation", "write_scope": ["src/c"]}));
+    // Overlapping canonical scopes are rejected while a writer holds one.
+    assert_eq!(op.refused("agents_spawn", json!({"role": "implementer", "task": "TASK-B change all of src", "task_kind": "implementation", "write_scope": ["src"]})), "admission_write_conflict");
+    let ja = a["job"].as_str().unwrap().to_string();
+    assert_eq!(op.wait_terminal(&ja, Duration::from_secs(120)), "completed", "{:#}", w.inspect(&session));
+    // The canonical checkout is untouched until integration.
+    assert_eq!(std::fs::read_to_string(ws.join("src/a.rs")).unwrap(), "// a\n");
+    let insp = op.ok("agent_inspect", json!({"agent_run_ref": a["agent_run_ref"]}));
+    assert_eq!(insp["patch"]["state"], "recorded", "{insp:#}");
+    assert_eq!(op.refused("agent_patch_integrate", json!({"job": ja})), "patch_not_accepted");
+    op.ok("agent_result", json!({"job": ja}));
+    op.ok("agent_result_accept", json!({"job": ja, "reason": "the change is right"}));
+    let integrated = op.ok("agent_patch_integrate", json!({"job": ja}));
+    assert!(integrated["commit"].is_string(), "{integrated:#}");
+    assert_eq!(std::fs::read_to_string(ws.join("src/a.rs")).unwrap(), "pub fn a() {}\n");
+    assert!(git(&ws, &["log", "--oneline"]).lines().count() == 2);
+    assert_eq!(op.refused("agent_patch_integrate", json!({"job": ja})), "patch_state");
+    // Stop the holder of src/c; then a writer that also writes outside its scope taints the
+    // session and fails, and the canonical checkout never sees it.
+    let seen = op.ok("agent_control", json!({"agent_run_ref": c["agent_run_ref"], "action": "inspect"}));
+    op.ok("agent_control", json!({"agent_run_ref": c["agent_run_ref"], "action": "stop", "control_revision": seen["control_revision"]}));
+    let b = op.ok("agents_spawn", json!({"role": "implementer", "task": "TASK-B change src/b.rs", "task_kind": "implementation", "write_scope": ["src/b.rs"]}));
+    let jb = b["job"].as_str().unwrap().to_string();
+    assert_eq!(op.wait_terminal(&jb, Duration::from_secs(120)), "failed");
+    let v = w.inspect(&session);
+    assert!(v["tainted"].as_str().unwrap_or("").contains("README.md"), "{v:#}");
+    assert_eq!(std::fs::read_to_string(ws.join("README.md")).unwrap(), "readme\n");
+    assert_eq!(std::fs::read_to_string(ws.join("src/b.rs")).unwrap(), "// b\n");
+    assert!(git(&ws, &["status", "--porcelain"]).trim().is_empty());
+    // Every worktree is gone.
+    assert!(git(&ws, &["worktree", "list"]).lines().count() == 1, "{}", git(&ws, &["worktree", "list"]));
+}
+
+#[test]
+fn a_networked_writer_is_itself_and_never_the_operator() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[("src/a.rs", "// a\n")]);
+    let pack = squad_pack(&w);
+    let session = w.start_session(&pack, None);
+    let exe = env!("CARGO_BIN_EXE_codex-mmo");
+    let socket = w.data().join("runtime/sessions").join(&session).join("mesh.sock");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "forger", "version": "1"}}});
+    let spawn = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "agents_spawn", "arguments": {"role": "implementer", "task": "TASK-X spawned by a forger", "task_kind": "implementation", "write_scope": ["src/x.rs"]}}});
+    let pipe = format!("printf '%s\\n%s\\n' '{init}' '{spawn}' | {exe} mesh-stdio --socket {}", socket.display());
+    let direct = format!("{pipe}; echo DIRECT-DONE");
+    let orphan = format!("sh -c '( {} & )'; sleep 3; echo ORPHAN-DONE", pipe.replace('\'', "'\\''"));
+    let exec = |cmd: &str| json!({"call": {"name": "exec_command", "arguments": {"cmd": cmd}}});
+    w.start_model(&json!({"actors": [{"name": "w", "match": "TASK-F", "steps": [exec(&direct), exec(&orphan), [{"say": "done"}]]}]}));
+    let mut op = w.operator(&session);
+    let f = op.ok("agents_spawn", json!({"role": "implementer", "task": "TASK-F forge an identity", "task_kind": "implementation", "write_scope": ["src/f.rs"]}));
+    op.wait_terminal(f["job"].as_str().unwrap(), Duration::from_secs(120));
+    let outputs: Vec<String> = w
+        .model_requests()
+        .iter()
+        .flat_map(|r| r["body"]["input"].as_array().cloned().unwrap_or_default())
+        .filter(|i| i["type"] == "function_call_output")
+        .map(|i| i["output"].to_string())
+        .collect();
+    let direct_out = outputs.iter().find(|o| o.contains("DIRECT-DONE")).unwrap_or_else(|| panic!("{outputs:#?}"));
+    assert!(direct_out.contains("tool_not_granted"), "the writer is identified as itself (it cannot spawn): {direct_out}");
+    let orphan_out = outputs.iter().find(|o| o.contains("ORPHAN-DONE")).unwrap_or_else(|| panic!("{outputs:#?}"));
+    // A daemonized process is reparented to the nearest subreaper: inside Codex's own tree it
+    // is still the writer; had it reached the supervisor it would be nobody (see the unit test
+    // `identity_comes_from_the_process_tree`). Either way it is never the operator.
+    assert!(
+        orphan_out.contains("tool_not_granted") || orphan_out.contains("no identity here"),
+        "a daemonized process keeps its writer's identity or none: {orphan_out}"
+    );
+    assert_eq!(runs_of(&w.inspect(&session), "implementer").len(), 1);
+}

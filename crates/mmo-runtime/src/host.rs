@@ -495,6 +495,7 @@ async fn drive_root(team: &Arc<Team>, run: &Run, task: &str) -> Result<String, S
 /// A stored patch as the worktree module integrates it.
 pub fn patch_from_store(p: &StoredPatch) -> crate::worktree::Patch {
     crate::worktree::Patch {
+        name: p.job.clone(),
         base_commit: p.base_commit.clone(),
         bytes: p.bytes.clone(),
         sha256: p.sha256.clone(),

@@ -364,7 +364,7 @@ pub fn integrate(team: &Team, caller: &Run, a: JobArgs) -> MeshResult<Value> {
     team.store.set_patch_state(&a.job, "integrated")?;
     team.audit(caller, "agent_patch_integrate", &a.job, json!({"sha256": patch.sha256, "files": patch.files}))?;
     team.notify();
-    Ok(json!({"job": a.job, "integrated": true, "sha256": patch.sha256, "files": patch.files, "detail": format!("{integrated:?}")}))
+    Ok(json!({"job": a.job, "integrated": true, "sha256": patch.sha256, "files": integrated.files, "commit": integrated.commit, "parent": integrated.parent}))
 }
 
 /// `agent_inspect`
