@@ -426,3 +426,94 @@ fn a_networked_writer_is_itself_and_never_the_operator() {
     );
     assert_eq!(runs_of(&w.inspect(&session), "implementer").len(), 1);
 }
+
+#[test]
+fn a_strict_contract_gets_one_repair_turn_and_fails_after_a_second_bad_answer() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n")]);
+    let good = verdict(&w);
+    let forged = json!({"verdict": "approve", "findings": [{"relative_path": "src/lib.rs", "sha256": "0".repeat(64), "claim": "made up"}]}).to_string();
+    w.start_model(&json!({"actors": [{"name": "reviewer", "match": REVIEWER_MARK, "steps": [
+        [{"say": "It looks fine to me."}], [{"say": good}],
+        [{"say": forged}], [{"say": forged}]
+    ]}]}));
+    let pack = review_pack(&w);
+    let session = w.start_session(&pack, None);
+    let mut op = w.operator(&session);
+    let first = op.ok("agents_spawn", json!({"role": "reviewer", "task": "Review src/lib.rs for correctness.", "task_kind": "review"}));
+    let j1 = first["job"].as_str().unwrap().to_string();
+    assert_eq!(op.wait_terminal(&j1, Duration::from_secs(120)), "completed");
+    let insp = op.ok("agent_inspect", json!({"agent_run_ref": first["agent_run_ref"]}));
+    assert_eq!(insp["repairs"], 1, "{insp:#}");
+    // The repair turn went to the same thread, shape-only, with the problems named.
+    let repair = w.model_requests().into_iter().find(|r| r["body"].to_string().contains("This is the only repair turn")).expect("no repair turn reached the model");
+    assert!(repair["body"].to_string().contains("Problems:"), "the repair names the problems");
+    assert_eq!(op.ok("agent_result", json!({"job": j1}))["value"]["verdict"], "approve");
+    // A hash that does not match the file fails correlation, twice: the job fails, and its
+    // evidence can never be accepted.
+    let second = op.ok("agents_spawn", json!({"role": "reviewer", "task": "Review src/lib.rs once more.", "task_kind": "review"}));
+    let j2 = second["job"].as_str().unwrap().to_string();
+    assert_eq!(op.wait_terminal(&j2, Duration::from_secs(120)), "failed");
+    let insp = op.ok("agent_inspect", json!({"agent_run_ref": second["agent_run_ref"]}));
+    assert!(insp["reason"].as_str().unwrap().contains("after its one repair turn"), "{insp:#}");
+    let r = op.ok("agent_result", json!({"job": j2}));
+    assert_eq!(r["final"], false);
+    assert_eq!(op.refused("agent_result_accept", json!({"job": j2, "reason": "no"})), "result_not_acceptable");
+}
+
+#[test]
+fn a_low_trust_role_takes_only_a_literal_task_and_its_evidence_is_correlated() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[("src/lib.rs", "// header\npub fn add(a: i32, b: i32) -> i32 { a + b }\n")]);
+    let sha = sha256_file(&w.ws().join("src/lib.rs"));
+    let answer = json!({"matches": [{"relative_path": "src/lib.rs", "sha256": sha, "start_line": 2, "end_line": 2}]}).to_string();
+    w.start_model(&json!({"actors": [{"name": "locator", "match": "src/lib.rs", "steps": [[{"say": answer}]]}]}));
+    let profile = format!(
+        r#"schema_version = 8
+id = "literal"
+version = "8.0.0"
+display_name = "Literal"
+description = "A root and a low-trust locator."
+maturity = "lab"
+root = "lead"
+
+[agents.lead]
+kind = "root"
+description = "Root"
+model = "scripted_responses__scripted_large"
+reasoning = "none"
+permissions = "workspace-write"
+can_spawn = ["locator"]
+trust = "high"
+
+[agents.locator]
+description = "Returns literal locations"
+model = "scripted_responses__scripted_literal"
+reasoning = "none"
+trust = "low"
+backends = ["mcp"]
+verification = "always"
+contract_enforcement = "strict"
+output_contract = "contracts/locate.json"
+allowed_task_kinds = ["locate", "extract"]
+max_task_chars = 2500
+"#
+    );
+    let contract = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../profiles/build-squad/contracts/locate.json")).unwrap();
+    let pack = w.pack("literal", &profile, &[("contracts/locate.json", &contract)]);
+    let session = w.start_session(&pack, None);
+    let mut op = w.operator(&session);
+    let (v, err) = op.call("agents_spawn", json!({"role": "locator", "task": "Find where add is defined please.", "task_kind": "locate"}));
+    assert!(err && v["error"]["code"].as_str().unwrap().starts_with("admission_"), "prose to a low-trust role is refused: {v}");
+    assert_eq!(op.refused("agents_spawn", json!({"role": "locator", "literal_task": {"operation": "locate", "path": "../etc/passwd", "query": "root"}})), "literal_path_invalid");
+    let s = op.ok("agents_spawn", json!({"role": "locator", "literal_task": {"operation": "locate", "path": "src/lib.rs", "query": "fn add"}}));
+    let job = s["job"].as_str().unwrap().to_string();
+    assert_eq!(op.wait_terminal(&job, Duration::from_secs(120)), "completed", "{:#}", w.inspect(&session));
+    // The brief the runtime synthesized, not caller prose, reached the model; it names the
+    // file's hash.
+    assert!(w.model_requests().iter().any(|r| r["body"].to_string().contains(&sha)), "the brief carries the input hash");
+    let r = op.ok("agent_result", json!({"job": job}));
+    assert_eq!(r["value"]["matches"][0]["start_line"], 2, "{r:#}");
+}

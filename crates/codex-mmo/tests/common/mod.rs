@@ -224,6 +224,10 @@ pub fn scripted_catalog(port: u16) -> String {
 capacity = 16
 description = "The scripted model process of a test"
 
+[resource_groups.scripted_literal]
+capacity = 1
+description = "A single-slot lane for low-trust literal workers"
+
 [routes.scripted_responses]
 namespace = "scripted"
 driver = "openai_responses"
@@ -243,6 +247,16 @@ reasoning = ["none", "low", "medium", "high"]
 input_modalities = ["text"]
 output_modalities = ["text"]
 structured_output = true
+
+[models.scripted_responses__scripted_literal]
+name = "scripted-literal"
+agent_compatible = true
+tool_calling = true
+reasoning = ["none"]
+input_modalities = ["text"]
+output_modalities = ["text"]
+structured_output = true
+resource_group = "scripted_literal"
 
 [models.scripted_responses__scripted_plain]
 name = "scripted-plain"
