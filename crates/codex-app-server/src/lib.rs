@@ -85,10 +85,14 @@ pub enum Event {
         params: Value,
     },
     /// A line that was dropped: too long, not JSON, or not a JSON-RPC message.
-    Malformed { error: String },
+    Malformed {
+        error: String,
+    },
     /// The process exited (after its output ended); `None` if its status could not be read.
     /// Always the last event.
-    Exited { status: Option<ExitStatus> },
+    Exited {
+        status: Option<ExitStatus>,
+    },
 }
 
 impl Event {
@@ -275,7 +279,7 @@ impl AppServer {
         if let Some(dir) = &opts.cwd {
             cmd.current_dir(dir);
         }
-        let spawn_err = |source| Error::Spawn {
+        let spawn_err = |source: std::io::Error| Error::Spawn {
             program: opts.command.program.display().to_string(),
             source,
         };
@@ -517,7 +521,7 @@ impl AppServer {
         let status = tokio::time::timeout(Duration::from_secs(5), exit.wait_for(|s| s.is_some()))
             .await
             .ok()
-            .and_then(|s| s.ok().and_then(|s| *s));
+            .and_then(|s| s.ok().and_then(|s| (*s).flatten()));
         let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
         while tokio::time::Instant::now() < deadline
             && (!tree::group_members(pgid).is_empty() || alive.iter().any(|&p| tree::is_alive(p)))
@@ -672,7 +676,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
         .wait_for(|s| s.is_some())
         .await
         .ok()
-        .and_then(|s| *s);
+        .and_then(|s| (*s).flatten());
     let _ = events.send(Event::Exited { status });
 }
 
@@ -775,12 +779,21 @@ mod tests {
         let pending = Mutex::new(Pending::default());
         let (tx, mut rx) = oneshot::channel();
         pending.lock().unwrap().waiting.insert(7, tx);
-        assert!(dispatch(br#"{"id":7,"error":{"code":-32600,"message":"no"}}"#, &pending).is_none());
+        assert!(
+            dispatch(
+                br#"{"id":7,"error":{"code":-32600,"message":"no"}}"#,
+                &pending
+            )
+            .is_none()
+        );
         match rx.try_recv().unwrap() {
             Err(Error::Rpc { code, message, .. }) => assert_eq!((code, &*message), (-32600, "no")),
             other => panic!("{other:?}"),
         }
-        match dispatch(br#"{"id":"s1","method":"item/tool/call","params":{"a":1}}"#, &pending) {
+        match dispatch(
+            br#"{"id":"s1","method":"item/tool/call","params":{"a":1}}"#,
+            &pending,
+        ) {
             Some(Event::ServerRequest { id, method, .. }) => {
                 assert_eq!(id, RequestId::Str("s1".into()));
                 assert_eq!(method, "item/tool/call");
@@ -789,9 +802,18 @@ mod tests {
         }
         assert!(matches!(
             dispatch(br#"{"method":"turn/started"}"#, &pending),
-            Some(Event::Notification { params: Value::Null, .. })
+            Some(Event::Notification {
+                params: Value::Null,
+                ..
+            })
         ));
-        for bad in [&b"{nope"[..], b"[1,2]", b"{\"id\":99,\"result\":1}", b"{}", b"\xff\xfe"] {
+        for bad in [
+            &b"{nope"[..],
+            b"[1,2]",
+            b"{\"id\":99,\"result\":1}",
+            b"{}",
+            b"\xff\xfe",
+        ] {
             assert!(
                 matches!(dispatch(bad, &pending), Some(Event::Malformed { .. })),
                 "{bad:?}"
