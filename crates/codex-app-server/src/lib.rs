@@ -755,7 +755,7 @@ mod tests {
         assert_eq!(buf, b"short");
         assert!(matches!(
             read_line_bounded(&mut r, &mut buf, 10).await.unwrap(),
-            Line::TooLong(26)
+            Line::TooLong(25)
         ));
         assert!(buf.capacity() < 64 * 1024 + 16);
         assert!(matches!(

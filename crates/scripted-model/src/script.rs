@@ -315,11 +315,12 @@ pub fn routing_text(body: &Value) -> String {
 
 /// The most recent tool output in the request's input, unwrapped into the JSON views a
 /// template's pointer is tried against, innermost first. Codex 0.169.0 gives an MCP tool's
-/// result as content parts, `[{"type": "input_text", "text": "Wall time: ...\nOutput:"},
-/// {"type": "input_text", "text": "<the tool's text content>"}]`: each part's text that holds
-/// JSON is a view (the last part first); a serialized MCP `CallToolResult` is unwrapped to
-/// its `structuredContent` and the JSON in its text content; then the joined text; then the
-/// raw `output`.
+/// text result as content parts, `[{"type": "input_text", "text": "Wall time: ...\nOutput:"},
+/// {"type": "input_text", "text": "<the tool's text content>"}]`, and a result with
+/// `structuredContent` as one string `"Wall time: ...\nOutput:\n<structured content JSON>"`:
+/// each part's text that holds JSON (after such a header) is a view, the last part first; a
+/// serialized MCP `CallToolResult` is unwrapped to its `structuredContent` and the JSON in its
+/// text content; then the joined text; then the raw `output`.
 pub fn last_tool_output(body: &Value) -> Option<Vec<Value>> {
     let items = body.get("input")?.as_array()?;
     let item = items.iter().rev().find(|i| {
@@ -357,7 +358,13 @@ pub fn last_tool_output(body: &Value) -> Option<Vec<Value>> {
 /// `text` parsed as JSON, after (for a serialized MCP `CallToolResult`) its structured
 /// content and the JSON its text content holds.
 fn push_json_views(text: &str, views: &mut Vec<Value>) {
-    let Ok(parsed) = serde_json::from_str::<Value>(text.trim()) else {
+    // An MCP result with structured content comes as one string: a wall-time header, then
+    // `Output:` and the structured content as JSON.
+    let body = match text.split_once("Output:") {
+        Some((head, rest)) if head.starts_with("Wall time:") => rest,
+        _ => text,
+    };
+    let Ok(parsed) = serde_json::from_str::<Value>(body.trim()) else {
         return;
     };
     if let Some(sc) = parsed.get("structuredContent").filter(|v| !v.is_null()) {
@@ -566,6 +573,8 @@ mod tests {
         for output in [
             json!("{\"job_id\": \"j-9\", \"n\": 3}"),
             json!([{"type": "input_text", "text": "{\"job_id\": \"j-9\", \"n\": 3}"}]),
+            // What Codex 0.169.0 sends for an MCP tool's structured content.
+            json!("Wall time: 0.0148 seconds\nOutput:\n{\"job_id\":\"j-9\",\"n\":3}"),
             // What Codex 0.169.0 sends for an MCP tool's text content.
             json!([{"type": "input_text", "text": "Wall time: 0.0110 seconds\nOutput:"},
                    {"type": "input_text", "text": "{\"job_id\": \"j-9\", \"n\": 3}"}]),

@@ -3,9 +3,9 @@
 use crate::script::Engine;
 use crate::sse::{Chunk, chunks};
 use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
@@ -36,7 +36,8 @@ impl Model {
     fn log(&self, line: &Value) {
         if let Some(f) = &self.log {
             let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
-            let _ = writeln!(f, "{line}");
+            // One write of the whole line, so that a reader sees whole lines.
+            let _ = f.write_all(format!("{line}\n").as_bytes());
             let _ = f.flush();
         }
     }
@@ -47,7 +48,6 @@ pub fn router(model: Arc<Model>) -> Router {
         .route("/v1/responses", post(responses))
         .route("/responses", post(responses))
         .fallback(other)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(model)
 }
 
@@ -61,14 +61,18 @@ async fn other(State(m): State<Arc<Model>>, method: Method, uri: Uri) -> Respons
         .into_response()
 }
 
-async fn responses(
-    State(m): State<Arc<Model>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn responses(State(m): State<Arc<Model>>, request: Request) -> Response {
     let seq = m.seq.fetch_add(1, Ordering::SeqCst) + 1;
-    let path = uri.path().to_owned();
+    let path = request.uri().path().to_owned();
+    let headers = request.headers();
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        m.log(&json!({"seq": seq, "path": path, "status": 413, "content_length": declared}));
+        return (StatusCode::PAYLOAD_TOO_LARGE, "the body is too large\n").into_response();
+    }
     if let Some(enc) = headers.get(header::CONTENT_ENCODING)
         && enc.as_bytes() != b"identity"
     {
@@ -80,6 +84,17 @@ async fn responses(
         )
             .into_response();
     }
+    let body = match axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(e) => {
+            m.log(&json!({"seq": seq, "path": path, "status": 413, "error": e.to_string()}));
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the body is too large or broken\n",
+            )
+                .into_response();
+        }
+    };
     let parsed: Value = match serde_json::from_slice(&body) {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) | Err(_) => {
