@@ -29,9 +29,10 @@
 //!
 //! - `start_line`/`end_line` (or `line`) must be integers with `1 ≤ start ≤ end ≤` line count,
 //!   inside the operation's range. For `extract` and `summarize_supplied` a span must equal the
-//!   operation's range (the whole file when none was given). For `locate`/`references` the span's
-//!   lines must contain the query, and every line of the range containing the query must be
-//!   covered by some reported span (a match cannot be silently dropped).
+//!   operation's range (the whole file when none was given). For `locate`/`references` a span
+//!   must begin on a line containing the query (a query is one line, so a match starts there;
+//!   this also refuses a span that merely covers the whole range), and every line of the range
+//!   containing the query must be covered by some reported span (a match cannot be dropped).
 //! - `text` is verbatim for `extract`: it must occur in the selected lines (line endings
 //!   compared as in the file, surrounding whitespace ignored). For `summarize_supplied` `text` is
 //!   the summary and is not compared. `excerpt` and `quote` are always verbatim and must occur in
@@ -627,20 +628,20 @@ fn check_object(
                 },
             );
         } else {
+            // A query is one line, so a match begins on a line holding it.
             if let Some(q) = op.query.as_deref()
                 && op.operation.needs_query()
+                && !lines[a as usize - 1].contains(q)
             {
-                if !lines[a as usize - 1..b as usize]
-                    .iter()
-                    .any(|l| l.contains(q))
-                {
-                    problem(
-                        out,
-                        ptr,
-                        "literal_query_absent",
-                        format!("lines {a}..={b} of `{}` do not contain the query", op.path),
-                    );
-                }
+                problem(
+                    out,
+                    ptr,
+                    "literal_query_absent",
+                    format!(
+                        "line {a} of `{}`, where the reported span begins, does not contain the query",
+                        op.path
+                    ),
+                );
             }
             spans.push((a, b));
         }

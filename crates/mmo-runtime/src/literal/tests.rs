@@ -199,6 +199,11 @@ fn locate_results_correlate() {
     // Lines 6 and 9 contain the query.
     assert!(codes(&json!({"matches": [m(6, 6), m(9, 9)]}), &o, ws).is_empty());
     assert!(codes(&json!({"matches": [m(6, 9)]}), &o, ws).is_empty());
+    // A span that merely covers the file does not locate anything.
+    assert_eq!(
+        codes(&json!({"matches": [m(1, 9)]}), &o, ws),
+        ["literal_query_absent"]
+    );
     assert_eq!(
         codes(&json!({"matches": [m(6, 6)]}), &o, ws),
         ["literal_match_missed"]
