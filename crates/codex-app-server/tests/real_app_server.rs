@@ -152,7 +152,7 @@ fn descends_from(mut pid: i32, root: i32) -> bool {
 
 async fn gone(pgid: i32, mcp: i32) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !(tree::group_members(pgid).is_empty() && !tree::is_alive(mcp)) {
+    while !tree::group_members(pgid).is_empty() || tree::is_alive(mcp) {
         assert!(
             std::time::Instant::now() < deadline,
             "left behind: group {pgid} has {:?}, MCP server {mcp} alive: {}",

@@ -1,9 +1,9 @@
 //! The runtime's commands: `run`, `sessions`, `inspect`, `attach`, `stop`, `agent-mcp`, and
 //! the two the runtime itself starts (`supervise`, `mesh-stdio`).
 
-use mmo_runtime::result::JobState;
 use clap::Subcommand;
 use mmo_profile::store::{Dirs, Store as ProfileStore};
+use mmo_runtime::result::JobState;
 use mmo_runtime::store::{Session, Store, is_terminal_session};
 use mmo_runtime::supervisor::{self, Paths};
 use serde_json::{Value, json};
@@ -101,13 +101,24 @@ pub(crate) type R<T> = Result<T, Fail>;
 
 pub fn main(cmd: RuntimeCmd) -> ExitCode {
     let r = match cmd {
-        RuntimeCmd::Run { profile, binds, workspace, task, detach, json } => run(&profile, &binds, workspace, task, detach, json),
+        RuntimeCmd::Run {
+            profile,
+            binds,
+            workspace,
+            task,
+            detach,
+            json,
+        } => run(&profile, &binds, workspace, task, detach, json),
         RuntimeCmd::Sessions { json } => sessions(json),
         RuntimeCmd::Inspect { session, json } => inspect(&session, json),
         RuntimeCmd::Attach { session } => attach(&session, false).map(|_| ExitCode::SUCCESS),
         RuntimeCmd::Stop { session, json } => stop(&session, json),
         RuntimeCmd::AgentMcp { session } => agent_mcp(&session),
-        RuntimeCmd::Smoke { profile, workspace, json } => crate::smoke::smoke(&profile, workspace, json),
+        RuntimeCmd::Smoke {
+            profile,
+            workspace,
+            json,
+        } => crate::smoke::smoke(&profile, workspace, json),
         RuntimeCmd::Supervise { session } => supervise(session),
         RuntimeCmd::MeshStdio { socket } => pipe(&socket),
     };
@@ -122,7 +133,9 @@ pub fn main(cmd: RuntimeCmd) -> ExitCode {
 
 pub(crate) fn paths() -> R<(Dirs, Paths)> {
     let dirs = Dirs::from_env().map_err(|e| Fail(e.to_string()))?;
-    let paths = Paths { data: dirs.data.clone() };
+    let paths = Paths {
+        data: dirs.data.clone(),
+    };
     Ok((dirs, paths))
 }
 
@@ -133,14 +146,25 @@ pub(crate) fn print(text: &str) {
 
 /// One JSON-RPC request to a session's supervisor.
 pub(crate) fn call(socket: &Path, method: &str, params: Value) -> R<Value> {
-    let mut s = UnixStream::connect(socket).map_err(|e| Fail(format!("the session's supervisor at {}: {e}", socket.display())))?;
+    let mut s = UnixStream::connect(socket).map_err(|e| {
+        Fail(format!(
+            "the session's supervisor at {}: {e}",
+            socket.display()
+        ))
+    })?;
     let req = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     s.write_all(format!("{req}\n").as_bytes())?;
     let mut line = String::new();
     BufReader::new(s.take(64 << 20)).read_line(&mut line)?;
-    let v: Value = serde_json::from_str(&line).map_err(|e| Fail(format!("the supervisor's answer: {e}")))?;
+    let v: Value =
+        serde_json::from_str(&line).map_err(|e| Fail(format!("the supervisor's answer: {e}")))?;
     if let Some(e) = v.get("error") {
-        return Err(Fail(e["message"].as_str().unwrap_or("the supervisor refused").to_string()));
+        return Err(Fail(
+            e["message"]
+                .as_str()
+                .unwrap_or("the supervisor refused")
+                .to_string(),
+        ));
     }
     Ok(v["result"].clone())
 }
@@ -155,30 +179,63 @@ pub(crate) fn load(store: &Store, id: &str) -> R<Session> {
 }
 
 fn live(paths: &Paths, s: &Session) -> bool {
-    !is_terminal_session(&s.state) && s.supervisor_pid.is_some() && UnixStream::connect(paths.socket(&s.id)).is_ok()
+    !is_terminal_session(&s.state)
+        && s.supervisor_pid.is_some()
+        && UnixStream::connect(paths.socket(&s.id)).is_ok()
 }
 
 /// Compiles and verifies the profile, creates the session and starts its supervisor; returns
 /// once the supervisor has taken the session.
-pub(crate) fn start(target: &str, binds: &[(String, String)], workspace: Option<PathBuf>, task: Option<String>) -> R<(Session, String)> {
+pub(crate) fn start(
+    target: &str,
+    binds: &[(String, String)],
+    workspace: Option<PathBuf>,
+    task: Option<String>,
+) -> R<(Session, String)> {
     let (dirs, paths) = paths()?;
     let profiles = ProfileStore::new(dirs.clone());
-    let report = profiles.compile(target, binds).map_err(|r| Fail(r.0.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n  ")))?;
+    let report = profiles.compile(target, binds).map_err(|r| {
+        Fail(
+            r.0.iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join("\n  "),
+        )
+    })?;
     let snapshot = dirs.snapshot_dir(&report.address);
-    mmo_profile::snapshot::verify_snapshot(&snapshot).map_err(|r| Fail(r.0.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n  ")))?;
+    mmo_profile::snapshot::verify_snapshot(&snapshot).map_err(|r| {
+        Fail(
+            r.0.iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join("\n  "),
+        )
+    })?;
     let workspace = match workspace {
         Some(w) => w,
         None => std::env::current_dir()?,
     };
-    let workspace = workspace.canonicalize().map_err(|e| Fail(format!("--workspace {}: {e}", workspace.display())))?;
+    let workspace = workspace
+        .canonicalize()
+        .map_err(|e| Fail(format!("--workspace {}: {e}", workspace.display())))?;
     if !workspace.is_dir() {
-        return Err(Fail(format!("--workspace {} is not a directory", workspace.display())));
+        return Err(Fail(format!(
+            "--workspace {} is not a directory",
+            workspace.display()
+        )));
     }
     if task.as_deref().is_some_and(|t| t.trim().is_empty()) {
         return Err(Fail("--task is empty".into()));
     }
     let store = paths.open()?;
-    let session = supervisor::create_session(&paths, &store, &report.address, &snapshot, &workspace, task.as_deref())?;
+    let session = supervisor::create_session(
+        &paths,
+        &store,
+        &report.address,
+        &snapshot,
+        &workspace,
+        task.as_deref(),
+    )?;
     let log = std::fs::File::create(Path::new(&session.dir).join("logs").join("supervisor.log"))?;
     let mut cmd = std::process::Command::new(std::env::current_exe()?);
     cmd.args(["supervise", "--session", &session.id])
@@ -193,15 +250,25 @@ pub(crate) fn start(target: &str, binds: &[(String, String)], workspace: Option<
         let s = store.session(&session.id)?;
         if s.state != "starting" {
             if s.state == "failed" {
-                return Err(Fail(format!("session {} failed to start: {}", s.id, s.reason.unwrap_or_default())));
+                return Err(Fail(format!(
+                    "session {} failed to start: {}",
+                    s.id,
+                    s.reason.unwrap_or_default()
+                )));
             }
             break;
         }
         if let Ok(Some(status)) = child.try_wait() {
-            return Err(Fail(format!("the supervisor of session {} exited ({status}) before starting; see {}/logs/supervisor.log", session.id, session.dir)));
+            return Err(Fail(format!(
+                "the supervisor of session {} exited ({status}) before starting; see {}/logs/supervisor.log",
+                session.id, session.dir
+            )));
         }
         if Instant::now() > deadline {
-            return Err(Fail(format!("the supervisor of session {} did not start within 30 s; see {}/logs/supervisor.log", session.id, session.dir)));
+            return Err(Fail(format!(
+                "the supervisor of session {} did not start within 30 s; see {}/logs/supervisor.log",
+                session.id, session.dir
+            )));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -210,7 +277,14 @@ pub(crate) fn start(target: &str, binds: &[(String, String)], workspace: Option<
     Ok((session, report.address))
 }
 
-fn run(target: &str, binds: &[(String, String)], workspace: Option<PathBuf>, task: Option<String>, detach: bool, json_out: bool) -> R<ExitCode> {
+fn run(
+    target: &str,
+    binds: &[(String, String)],
+    workspace: Option<PathBuf>,
+    task: Option<String>,
+    detach: bool,
+    json_out: bool,
+) -> R<ExitCode> {
     let (_, paths) = paths()?;
     let (session, address) = start(target, binds, workspace, task)?;
     let store = paths.open()?;
@@ -223,14 +297,23 @@ fn run(target: &str, binds: &[(String, String)], workspace: Option<PathBuf>, tas
         return Ok(ExitCode::SUCCESS);
     }
     if !json_out {
-        print(&format!("session {} ({} @ {}), Ctrl-C stops it", session.id, session.profile_id, &address[..12]));
+        print(&format!(
+            "session {} ({} @ {}), Ctrl-C stops it",
+            session.id,
+            session.profile_id,
+            &address[..12]
+        ));
     }
     let state = attach(&session.id, true)?;
     if json_out {
         let s = store.session(&session.id)?;
         print(&supervisor::inspect_value(&store, &s, None).to_string());
     }
-    Ok(if state == "completed" { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if state == "completed" {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -247,13 +330,19 @@ fn attach(id: &str, stop_on_interrupt: bool) -> R<String> {
     let s = load(&store, id)?;
     let socket = paths.socket(id);
     unsafe {
-        libc::signal(libc::SIGINT, on_interrupt as *const () as libc::sighandler_t);
+        libc::signal(
+            libc::SIGINT,
+            on_interrupt as *const () as libc::sighandler_t,
+        );
     }
     let mut after = 0i64;
     let mut lines: std::collections::HashMap<String, String> = Default::default();
     let mut asked_stop = false;
     if !live(&paths, &s) {
-        print(&format!("session {id} is {} (no supervisor running)", s.state));
+        print(&format!(
+            "session {id} is {} (no supervisor running)",
+            s.state
+        ));
         return Ok(s.state);
     }
     loop {
@@ -268,7 +357,11 @@ fn attach(id: &str, stop_on_interrupt: bool) -> R<String> {
                 asked_stop = true;
             }
         }
-        let r = match call(&socket, "session/events", json!({"after": after, "wait_ms": 500})) {
+        let r = match call(
+            &socket,
+            "session/events",
+            json!({"after": after, "wait_ms": 500}),
+        ) {
             Ok(r) => r,
             Err(_) => {
                 let s = load(&store, id)?;
@@ -280,11 +373,26 @@ fn attach(id: &str, stop_on_interrupt: bool) -> R<String> {
             after = after.max(e["seq"].as_i64().unwrap_or(0));
             let run = e["run"].as_str().unwrap_or("");
             let kind = e["kind"].as_str().unwrap_or("");
-            let body: Value = serde_json::from_str(e["body"].as_str().unwrap_or("null")).unwrap_or(Value::Null);
+            let body: Value =
+                serde_json::from_str(e["body"].as_str().unwrap_or("null")).unwrap_or(Value::Null);
             let summary = match kind {
-                "agentMessage" => body["text"].as_str().unwrap_or("").chars().take(160).collect::<String>(),
-                "commandExecution" => format!("$ {} → {}", body["command"].as_str().unwrap_or(""), body["exitCode"]),
-                "mcpToolCall" => format!("{}.{} {}", body["server"].as_str().unwrap_or(""), body["tool"].as_str().unwrap_or(""), body["status"].as_str().unwrap_or("")),
+                "agentMessage" => body["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .chars()
+                    .take(160)
+                    .collect::<String>(),
+                "commandExecution" => format!(
+                    "$ {} → {}",
+                    body["command"].as_str().unwrap_or(""),
+                    body["exitCode"]
+                ),
+                "mcpToolCall" => format!(
+                    "{}.{} {}",
+                    body["server"].as_str().unwrap_or(""),
+                    body["tool"].as_str().unwrap_or(""),
+                    body["status"].as_str().unwrap_or("")
+                ),
                 _ => body.to_string().chars().take(160).collect(),
             };
             print(&format!("  {run} {kind}: {summary}"));
@@ -297,7 +405,10 @@ fn attach(id: &str, stop_on_interrupt: bool) -> R<String> {
                 run["job"].as_str().unwrap_or("root"),
                 run["state"].as_str().unwrap_or("?"),
                 run["progress_revision"],
-                run["preview"].as_str().map(|p| format!(" · {}", p.chars().take(80).collect::<String>())).unwrap_or_default()
+                run["preview"]
+                    .as_str()
+                    .map(|p| format!(" · {}", p.chars().take(80).collect::<String>()))
+                    .unwrap_or_default()
             );
             if lines.get(&key) != Some(&line) {
                 print(&line);
@@ -320,7 +431,11 @@ fn sessions(json_out: bool) -> R<ExitCode> {
     for s in store.sessions()? {
         match s {
             Ok(s) => {
-                let s = if supervisor::recover(&store, &s)? { store.session(&s.id)? } else { s };
+                let s = if supervisor::recover(&store, &s)? {
+                    store.session(&s.id)?
+                } else {
+                    s
+                };
                 rows.push(s);
             }
             Err(e) => refused.push(e.to_string()),
@@ -336,7 +451,16 @@ fn sessions(json_out: bool) -> R<ExitCode> {
             print("no sessions");
         }
         for s in rows {
-            print(&format!("{}  {:<10} {}  {}{}", s.id, s.state, s.profile_id, s.workspace, s.tainted.map(|t| format!("  TAINTED: {t}")).unwrap_or_default()));
+            print(&format!(
+                "{}  {:<10} {}  {}{}",
+                s.id,
+                s.state,
+                s.profile_id,
+                s.workspace,
+                s.tainted
+                    .map(|t| format!("  TAINTED: {t}"))
+                    .unwrap_or_default()
+            ));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -346,19 +470,32 @@ fn inspect(id: &str, json_out: bool) -> R<ExitCode> {
     let (_, paths) = paths()?;
     let store = paths.open()?;
     let s = load(&store, id)?;
-    let v = if live(&paths, &s) { call(&paths.socket(id), "session/inspect", json!({}))? } else { supervisor::inspect_value(&store, &s, None) };
+    let v = if live(&paths, &s) {
+        call(&paths.socket(id), "session/inspect", json!({}))?
+    } else {
+        supervisor::inspect_value(&store, &s, None)
+    };
     if json_out {
         print(&serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
-    print(&format!("session {} · {} · profile {} · snapshot {}", v["session"].as_str().unwrap_or(""), v["state"].as_str().unwrap_or(""), v["profile"].as_str().unwrap_or(""), v["snapshot"].as_str().unwrap_or("")));
+    print(&format!(
+        "session {} · {} · profile {} · snapshot {}",
+        v["session"].as_str().unwrap_or(""),
+        v["state"].as_str().unwrap_or(""),
+        v["profile"].as_str().unwrap_or(""),
+        v["snapshot"].as_str().unwrap_or("")
+    ));
     if let Some(r) = v["reason"].as_str() {
         print(&format!("  reason: {r}"));
     }
     if let Some(t) = v["tainted"].as_str() {
         print(&format!("  TAINTED: {t}"));
     }
-    print(&format!("  runner matches the installed codex-mmo: {}", v["runner_matches_installed"]));
+    print(&format!(
+        "  runner matches the installed codex-mmo: {}",
+        v["runner_matches_installed"]
+    ));
     for r in v["runs"].as_array().into_iter().flatten() {
         print(&format!(
             "  {} [{}] {} {} progress {} control {}{}",
@@ -368,7 +505,10 @@ fn inspect(id: &str, json_out: bool) -> R<ExitCode> {
             r["state"].as_str().unwrap_or(""),
             r["progress_revision"],
             r["control_revision"],
-            r["reason"].as_str().map(|x| format!(" · {x}")).unwrap_or_default()
+            r["reason"]
+                .as_str()
+                .map(|x| format!(" · {x}"))
+                .unwrap_or_default()
         ));
     }
     Ok(ExitCode::SUCCESS)
@@ -385,8 +525,16 @@ fn stop(id: &str, json_out: bool) -> R<ExitCode> {
             std::thread::sleep(Duration::from_millis(50));
         }
     } else if !is_terminal_session(&s.state) {
-        for r in store.runs(id)?.into_iter().filter(|r| r.is_active() || r.state == "suspended") {
-            let _ = store.transition(&r.run_ref, JobState::Stopped, Some("stopped by the operator"));
+        for r in store
+            .runs(id)?
+            .into_iter()
+            .filter(|r| r.is_active() || r.state == "suspended")
+        {
+            let _ = store.transition(
+                &r.run_ref,
+                JobState::Stopped,
+                Some("stopped by the operator"),
+            );
         }
         store.set_session_state(id, "stopped", Some("stopped by the operator"))?;
     }
@@ -404,14 +552,22 @@ fn agent_mcp(id: &str) -> R<ExitCode> {
     let store = paths.open()?;
     let s = load(&store, id)?;
     if !live(&paths, &s) {
-        return Err(Fail(format!("session {id} is {} and has no running supervisor", s.state)));
+        return Err(Fail(format!(
+            "session {id} is {} and has no running supervisor",
+            s.state
+        )));
     }
     pipe(&paths.socket(id))
 }
 
 /// Copies stdin to the socket and the socket to stdout until either side closes.
 fn pipe(socket: &Path) -> R<ExitCode> {
-    let s = UnixStream::connect(socket).map_err(|e| Fail(format!("the session's supervisor at {}: {e}", socket.display())))?;
+    let s = UnixStream::connect(socket).map_err(|e| {
+        Fail(format!(
+            "the session's supervisor at {}: {e}",
+            socket.display()
+        ))
+    })?;
     let mut to = s.try_clone()?;
     std::thread::spawn(move || {
         let _ = std::io::copy(&mut std::io::stdin().lock(), &mut to);
@@ -435,7 +591,10 @@ fn pipe(socket: &Path) -> R<ExitCode> {
 
 fn supervise(session: String) -> R<ExitCode> {
     let (_, paths) = paths()?;
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     rt.block_on(supervisor::serve(paths, session))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -16,12 +16,28 @@ const GOAL_COMPLETION: &str = "\n\nWhen all of the evidence above is ready, call
 pub fn smoke(target: &str, workspace: Option<PathBuf>, json_out: bool) -> R<ExitCode> {
     let (dirs, paths) = paths()?;
     let profiles = mmo_profile::store::Store::new(dirs.clone());
-    let report = profiles.compile(target, &[]).map_err(|r| Fail(r.0.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n  ")))?;
+    let report = profiles.compile(target, &[]).map_err(|r| {
+        Fail(
+            r.0.iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join("\n  "),
+        )
+    })?;
     let snap = dirs.snapshot_dir(&report.address);
-    let read = |name: &str| -> R<Value> { Ok(serde_json::from_str(&std::fs::read_to_string(snap.join(name))?)?) };
+    let read = |name: &str| -> R<Value> {
+        Ok(serde_json::from_str(&std::fs::read_to_string(
+            snap.join(name),
+        )?)?)
+    };
     let smoke = match read("smoke.json") {
         Ok(s) => s,
-        Err(_) => return Err(Fail(format!("profile {} has no smoke.toml, so there is nothing to run", report.profile_id))),
+        Err(_) => {
+            return Err(Fail(format!(
+                "profile {} has no smoke.toml, so there is nothing to run",
+                report.profile_id
+            )));
+        }
     };
     let profile = read("profile.json")?;
     let catalog = read("catalog.json")?;
@@ -36,7 +52,10 @@ pub fn smoke(target: &str, workspace: Option<PathBuf>, json_out: bool) -> R<Exit
             if json_out {
                 print(&json!({"ok": false, "reachable": false, "error": msg}).to_string());
             } else {
-                let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("error: {msg}\n").as_bytes());
+                let _ = std::io::Write::write_all(
+                    &mut std::io::stderr(),
+                    format!("error: {msg}\n").as_bytes(),
+                );
             }
             return Ok(ExitCode::from(2));
         }
@@ -59,7 +78,11 @@ pub fn smoke(target: &str, workspace: Option<PathBuf>, json_out: bool) -> R<Exit
                 "task {i} [{} via {}]: {} {}",
                 t["agent"].as_str().unwrap_or(""),
                 t["backend"].as_str().unwrap_or(""),
-                if r["passed"] == json!(true) { "PASS" } else { "FAIL" },
+                if r["passed"] == json!(true) {
+                    "PASS"
+                } else {
+                    "FAIL"
+                },
                 r["reason"].as_str().unwrap_or("")
             ));
         }
@@ -69,7 +92,11 @@ pub fn smoke(target: &str, workspace: Option<PathBuf>, json_out: bool) -> R<Exit
     if json_out {
         print(&json!({"ok": passed, "profile": report.profile_id, "snapshot": report.address, "tasks": results}).to_string());
     }
-    Ok(if passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// Whether a model's route can be reached: its endpoint accepts a connection, and the
@@ -80,19 +107,29 @@ fn reachable(catalog: &Value, model: &str) -> Result<(), String> {
     if let Some(var) = route["credential_env"].as_str()
         && std::env::var_os(var).is_none_or(|v| v.is_empty())
     {
-        return Err(format!("route `{route_id}` takes its credential from ${var}, which is not set"));
+        return Err(format!(
+            "route `{route_id}` takes its credential from ${var}, which is not set"
+        ));
     }
     let Some(url) = route["base_url"].as_str() else {
         if route["provider"] == "openai" && std::env::var_os("OPENAI_API_KEY").is_none() {
-            return Err(format!("route `{route_id}` is Codex's built-in `openai` provider, and OPENAI_API_KEY is not set"));
+            return Err(format!(
+                "route `{route_id}` is Codex's built-in `openai` provider, and OPENAI_API_KEY is not set"
+            ));
         }
         return Ok(());
     };
     let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
     let authority = rest.split('/').next().unwrap_or("");
     let default_port = if url.starts_with("https") { 443 } else { 80 };
-    let addr = if authority.contains(':') { authority.to_string() } else { format!("{authority}:{default_port}") };
-    let addrs = addr.to_socket_addrs().map_err(|e| format!("route `{route_id}` at {url}: {e}"))?;
+    let addr = if authority.contains(':') {
+        authority.to_string()
+    } else {
+        format!("{authority}:{default_port}")
+    };
+    let addrs = addr
+        .to_socket_addrs()
+        .map_err(|e| format!("route `{route_id}` at {url}: {e}"))?;
     for a in addrs {
         if TcpStream::connect_timeout(&a, Duration::from_secs(3)).is_ok() {
             return Ok(());
@@ -104,23 +141,38 @@ fn reachable(catalog: &Value, model: &str) -> Result<(), String> {
 /// Whether every required `server.tool` had a successful direct call in a run's events.
 fn required_tools(store: &Store, run: &str, required: &[Value]) -> Value {
     let kinds = ["mcpToolCall".to_string()];
-    let calls = store.events(run, 0, usize::MAX, Some(&kinds)).unwrap_or_default();
+    let calls = store
+        .events(run, 0, usize::MAX, Some(&kinds))
+        .unwrap_or_default();
     let mut out = serde_json::Map::new();
     for name in required.iter().filter_map(Value::as_str) {
         let (server, tool) = name.split_once('.').unwrap_or((name, ""));
         let ok = calls.iter().any(|e| {
             let b: Value = serde_json::from_str(&e.body).unwrap_or(Value::Null);
-            b["server"] == server && b["tool"] == tool && b["status"] == "completed" && b["error"].is_null()
+            b["server"] == server
+                && b["tool"] == tool
+                && b["status"] == "completed"
+                && b["error"].is_null()
         });
         out.insert(name.to_string(), json!(ok));
     }
     Value::Object(out)
 }
 
-fn run_task(paths: &mmo_runtime::supervisor::Paths, store: &Store, target: &str, workspace: Option<PathBuf>, profile: &Value, t: &Value) -> R<Value> {
+fn run_task(
+    paths: &mmo_runtime::supervisor::Paths,
+    store: &Store,
+    target: &str,
+    workspace: Option<PathBuf>,
+    profile: &Value,
+    t: &Value,
+) -> R<Value> {
     let wall = Duration::from_secs(t["wall_timeout_seconds"].as_u64().unwrap_or(300));
     let deadline = Instant::now() + wall;
-    let required = t["required_mcp_tools"].as_array().cloned().unwrap_or_default();
+    let required = t["required_mcp_tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     match t["backend"].as_str().unwrap_or("") {
         "root" => {
             let mut task = t["task"].as_str().unwrap_or("").to_string();
@@ -144,18 +196,29 @@ fn run_task(paths: &mmo_runtime::supervisor::Paths, store: &Store, target: &str,
                 let _ = call(&paths.socket(&session.id), "session/stop", json!({}));
                 state = wait_terminal(store, &session.id)?;
             }
-            let root = store.runs(&session.id)?.into_iter().find(|r| r.parent.is_none()).ok_or_else(|| Fail("the session has no root run".into()))?;
+            let root = store
+                .runs(&session.id)?
+                .into_iter()
+                .find(|r| r.parent.is_none())
+                .ok_or_else(|| Fail("the session has no root run".into()))?;
             let tools = required_tools(store, &root.run_ref, &required);
-            let tools_ok = tools.as_object().is_none_or(|m| m.values().all(|v| *v == json!(true)));
+            let tools_ok = tools
+                .as_object()
+                .is_none_or(|m| m.values().all(|v| *v == json!(true)));
             let passed = state == "completed" && tools_ok;
             let reason = if timed_out {
-                format!("the wall timeout of {} s passed; the session was stopped", wall.as_secs())
+                format!(
+                    "the wall timeout of {} s passed; the session was stopped",
+                    wall.as_secs()
+                )
             } else if !tools_ok {
                 format!("a required MCP tool had no successful direct call: {tools}")
             } else {
                 format!("the root session ended {state}")
             };
-            Ok(json!({"passed": passed, "reason": reason, "session": session.id, "required_mcp_tools": tools}))
+            Ok(
+                json!({"passed": passed, "reason": reason, "session": session.id, "required_mcp_tools": tools}),
+            )
         }
         "mcp" => {
             let (session, _) = start(target, &[], workspace, None)?;
@@ -175,8 +238,15 @@ fn run_task(paths: &mmo_runtime::supervisor::Paths, store: &Store, target: &str,
             let mut rev = spawned["progress_revision"].as_i64().unwrap_or(0);
             let mut state = String::from("starting");
             while Instant::now() < deadline && !is_terminal_run(&state) && state != "suspended" {
-                let left = deadline.saturating_duration_since(Instant::now()).as_secs().clamp(1, 30);
-                let w = tool(&socket, "agents_wait", json!({"after_revision": {job.clone(): rev}, "timeout_seconds": left}))?;
+                let left = deadline
+                    .saturating_duration_since(Instant::now())
+                    .as_secs()
+                    .clamp(1, 30);
+                let w = tool(
+                    &socket,
+                    "agents_wait",
+                    json!({"after_revision": {job.clone(): rev}, "timeout_seconds": left}),
+                )?;
                 rev = w["jobs"][&job]["progress_revision"].as_i64().unwrap_or(rev);
                 state = w["jobs"][&job]["state"].as_str().unwrap_or("").to_string();
             }
@@ -187,26 +257,42 @@ fn run_task(paths: &mmo_runtime::supervisor::Paths, store: &Store, target: &str,
             if timed_out {
                 state = store.run(&run)?.state;
             }
-            let tools_ok = tools.as_object().is_none_or(|m| m.values().all(|v| *v == json!(true)));
+            let tools_ok = tools
+                .as_object()
+                .is_none_or(|m| m.values().all(|v| *v == json!(true)));
             let passed = state == "completed" && tools_ok && !timed_out;
             let reason = if timed_out {
-                format!("the wall timeout of {} s passed; the worker was cancelled with its partial evidence kept", wall.as_secs())
+                format!(
+                    "the wall timeout of {} s passed; the worker was cancelled with its partial evidence kept",
+                    wall.as_secs()
+                )
             } else if !tools_ok {
                 format!("a required MCP tool had no successful direct call: {tools}")
             } else {
                 format!("the job ended {state}")
             };
-            Ok(json!({"passed": passed, "reason": reason, "session": session.id, "job": job, "required_mcp_tools": tools}))
+            Ok(
+                json!({"passed": passed, "reason": reason, "session": session.id, "job": job, "required_mcp_tools": tools}),
+            )
         }
-        other => Ok(json!({"passed": false, "reason": format!("backend `{other}` smoke tasks need the native lifecycle, which this runtime does not run yet")})),
+        other => Ok(
+            json!({"passed": false, "reason": format!("backend `{other}` smoke tasks need the native lifecycle, which this runtime does not run yet")}),
+        ),
     }
 }
 
 /// A tools/call as the operator; a tool error is a failure naming its code.
 fn tool(socket: &std::path::Path, name: &str, args: Value) -> R<Value> {
-    let r = call(socket, "tools/call", json!({"name": name, "arguments": args}))?;
+    let r = call(
+        socket,
+        "tools/call",
+        json!({"name": name, "arguments": args}),
+    )?;
     if r["isError"] == json!(true) {
-        return Err(Fail(format!("{name}: {}", r["content"][0]["text"].as_str().unwrap_or("failed"))));
+        return Err(Fail(format!(
+            "{name}: {}",
+            r["content"][0]["text"].as_str().unwrap_or("failed")
+        )));
     }
     Ok(r["structuredContent"].clone())
 }

@@ -85,7 +85,10 @@ fn review_pack(w: &World) -> std::path::PathBuf {
         &review_profile(""),
         &[
             ("agents/lead.md", &format!("{LEAD_MARK} You lead.")),
-            ("agents/reviewer.md", &format!("{REVIEWER_MARK} You review code and answer with JSON only.")),
+            (
+                "agents/reviewer.md",
+                &format!("{REVIEWER_MARK} You review code and answer with JSON only."),
+            ),
             ("contracts/review.json", REVIEW_CONTRACT),
         ],
     )
@@ -100,33 +103,82 @@ fn verdict(w: &World) -> String {
 fn an_operator_drives_a_review_spawn_wait_page_accept() {
     let Some(js) = codex_js() else { return };
     let mut w = World::new(js);
-    w.git_workspace(&[("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n")]);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
     let answer = verdict(&w);
     w.start_model(&json!({"actors": [{"name": "reviewer", "match": REVIEWER_MARK, "steps": [[{"say": answer}]]}]}));
     let pack = review_pack(&w);
     let session = w.start_session(&pack, None);
     let mut op = w.operator(&session);
     let tools = op.tool_names();
-    for t in ["agents_spawn", "agents_wait", "agent_result", "agent_result_accept", "agent_control", "agent_trace"] {
+    for t in [
+        "agents_spawn",
+        "agents_wait",
+        "agent_result",
+        "agent_result_accept",
+        "agent_control",
+        "agent_trace",
+    ] {
         assert!(tools.iter().any(|x| x == t), "{t} missing from {tools:?}");
     }
     let spawned = op.ok("agents_spawn", json!({"role": "reviewer", "task": "Review src/lib.rs for correctness.", "task_kind": "review"}));
     let job = spawned["job"].as_str().unwrap().to_string();
-    assert_eq!(op.wait_terminal(&job, Duration::from_secs(120)), "completed", "{:#}", w.inspect(&session));
+    assert_eq!(
+        op.wait_terminal(&job, Duration::from_secs(120)),
+        "completed",
+        "{:#}",
+        w.inspect(&session)
+    );
     // Accepting before reading is refused: the lifecycle is unread → read → accepted.
-    assert_eq!(op.refused("agent_result_accept", json!({"job": job, "reason": "looks right"})), "result_unread");
+    assert_eq!(
+        op.refused(
+            "agent_result_accept",
+            json!({"job": job, "reason": "looks right"})
+        ),
+        "result_unread"
+    );
     let r = op.ok("agent_result", json!({"job": job}));
     assert_eq!(r["disposition"], "read");
     assert_eq!(r["value"]["verdict"], "approve", "{r:#}");
-    op.ok("agent_result_accept", json!({"job": job, "reason": "evidence checks out"}));
-    assert_eq!(op.refused("agent_result_reject", json!({"job": job, "reason": "changed my mind"})), "state_transition");
+    op.ok(
+        "agent_result_accept",
+        json!({"job": job, "reason": "evidence checks out"}),
+    );
+    assert_eq!(
+        op.refused(
+            "agent_result_reject",
+            json!({"job": job, "reason": "changed my mind"})
+        ),
+        "state_transition"
+    );
     // The model was asked with the contract's projection as the structured output format.
     let reqs = w.model_requests();
-    assert!(reqs.iter().any(|r| r.to_string().contains("json_schema")), "no request carried text.format json_schema");
-    let trace = op.ok("agent_trace", json!({"agent_run_ref": spawned["agent_run_ref"]}));
-    assert!(trace["records"].as_array().unwrap().iter().any(|r| r["kind"] == "agentMessage"), "{trace:#}");
+    assert!(
+        reqs.iter().any(|r| r.to_string().contains("json_schema")),
+        "no request carried text.format json_schema"
+    );
+    let trace = op.ok(
+        "agent_trace",
+        json!({"agent_run_ref": spawned["agent_run_ref"]}),
+    );
+    assert!(
+        trace["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["kind"] == "agentMessage"),
+        "{trace:#}"
+    );
     let v = w.inspect(&session);
-    let reviewer = v["runs"].as_array().unwrap().iter().find(|r| r["role"] == "reviewer").unwrap().clone();
+    let reviewer = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["role"] == "reviewer")
+        .unwrap()
+        .clone();
     assert_eq!(reviewer["state"], "completed");
     let o = w.run(&["stop", &session]);
     assert!(o.status.success());
@@ -137,51 +189,116 @@ fn an_operator_drives_a_review_spawn_wait_page_accept() {
 fn admission_refusals_name_the_limit() {
     let Some(js) = codex_js() else { return };
     let mut w = World::new(js);
-    w.git_workspace(&[("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n")]);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
     w.start_model(&json!({"actors": [{"name": "reviewer", "match": REVIEWER_MARK, "steps": [[{"hang": true}]]}]}));
     let pack = review_pack(&w);
     let session = w.start_session(&pack, None);
     let mut op = w.operator(&session);
     assert_eq!(op.refused("agents_spawn", json!({"role": "reviewer", "task": "Review src/lib.rs please.", "task_kind": "implementation"})), "admission_task_kind");
-    assert_eq!(op.refused("agents_spawn", json!({"role": "reviewer", "task": "short", "task_kind": "review"})), "admission_task_length");
-    assert_eq!(op.refused("agents_spawn", json!({"role": "lead", "task": "Review src/lib.rs please.", "task_kind": "review"})), "admission_root");
-    assert_eq!(op.refused("agents_spawn", json!({"role": "nobody", "task": "Review src/lib.rs please.", "task_kind": "review"})), "admission_unknown_role");
-    let first = op.ok("agents_spawn", json!({"role": "reviewer", "task": "Review src/lib.rs please.", "task_kind": "review"}));
-    let (v, err) = op.call("agents_spawn", json!({"role": "reviewer", "task": "Review src/lib.rs again.", "task_kind": "review"}));
+    assert_eq!(
+        op.refused(
+            "agents_spawn",
+            json!({"role": "reviewer", "task": "short", "task_kind": "review"})
+        ),
+        "admission_task_length"
+    );
+    assert_eq!(
+        op.refused(
+            "agents_spawn",
+            json!({"role": "lead", "task": "Review src/lib.rs please.", "task_kind": "review"})
+        ),
+        "admission_root"
+    );
+    assert_eq!(
+        op.refused(
+            "agents_spawn",
+            json!({"role": "nobody", "task": "Review src/lib.rs please.", "task_kind": "review"})
+        ),
+        "admission_unknown_role"
+    );
+    let first = op.ok(
+        "agents_spawn",
+        json!({"role": "reviewer", "task": "Review src/lib.rs please.", "task_kind": "review"}),
+    );
+    let (v, err) = op.call(
+        "agents_spawn",
+        json!({"role": "reviewer", "task": "Review src/lib.rs again.", "task_kind": "review"}),
+    );
     assert!(err);
     assert_eq!(v["error"]["code"], "admission_max_active", "{v}");
-    assert!(v["error"]["message"].as_str().unwrap().contains("max_active"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_active"),
+        "{v}"
+    );
     // Stop it through the control graph: a stale revision fails before delivery.
     let run = first["agent_run_ref"].as_str().unwrap();
-    let seen = op.ok("agent_control", json!({"agent_run_ref": run, "action": "inspect"}));
+    let seen = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "inspect"}),
+    );
     let rev = seen["control_revision"].as_i64().unwrap();
-    assert_eq!(op.refused("agent_control", json!({"agent_run_ref": run, "action": "stop", "control_revision": rev + 5})), "stale_control_revision");
-    let stopped = op.ok("agent_control", json!({"agent_run_ref": run, "action": "stop", "control_revision": rev}));
+    assert_eq!(
+        op.refused(
+            "agent_control",
+            json!({"agent_run_ref": run, "action": "stop", "control_revision": rev + 5})
+        ),
+        "stale_control_revision"
+    );
+    let stopped = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "stop", "control_revision": rev}),
+    );
     assert_eq!(stopped["state"], "stopped", "{stopped:#}");
     // A stopped job released its slot, and its partial evidence can never be accepted.
     let job = first["job"].as_str().unwrap();
     op.ok("agent_result", json!({"job": job}));
-    assert_eq!(op.refused("agent_result_accept", json!({"job": job, "reason": "no"})), "result_not_acceptable");
+    assert_eq!(
+        op.refused("agent_result_accept", json!({"job": job, "reason": "no"})),
+        "result_not_acceptable"
+    );
     let again = op.ok("agents_spawn", json!({"role": "reviewer", "task": "Review src/lib.rs a third time.", "task_kind": "review"}));
     assert!(again["job"].is_string());
-    let host_pids: Vec<i64> = w.inspect(&session)["runs"].as_array().unwrap().iter().filter_map(|r| r["host_pid"].as_i64()).collect();
+    let host_pids: Vec<i64> = w.inspect(&session)["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["host_pid"].as_i64())
+        .collect();
     assert!(w.run(&["stop", &session]).status.success());
     std::thread::sleep(Duration::from_millis(500));
     for pid in host_pids {
-        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "host {pid} outlived its session");
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "host {pid} outlived its session"
+        );
     }
     let _: Value = w.inspect(&session);
 }
 
 fn runs_of(v: &Value, role: &str) -> Vec<Value> {
-    v["runs"].as_array().unwrap().iter().filter(|r| r["role"] == role).cloned().collect()
+    v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["role"] == role)
+        .cloned()
+        .collect()
 }
 
 #[test]
 fn kill_9_of_the_supervisor_mid_job_loses_nothing_acknowledged() {
     let Some(js) = codex_js() else { return };
     let mut w = World::new(js);
-    w.git_workspace(&[("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n")]);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
     // The reviewer says something, then its model never finishes.
     w.start_model(&json!({"actors": [{"name": "reviewer", "match": REVIEWER_MARK, "steps": [[{"say": "looking at src/lib.rs"}, {"hang": true}]]}]}));
     let pack = review_pack(&w);
@@ -195,9 +312,15 @@ fn kill_9_of_the_supervisor_mid_job_loses_nothing_acknowledged() {
         let v = w.inspect(&session);
         let r = &runs_of(&v, "reviewer")[0];
         if r["state"] == "running" && r["host_pid"].is_i64() {
-            break (v["supervisor_pid"].as_i64().unwrap(), r["host_pid"].as_i64().unwrap());
+            break (
+                v["supervisor_pid"].as_i64().unwrap(),
+                r["host_pid"].as_i64().unwrap(),
+            );
         }
-        assert!(std::time::Instant::now() < deadline, "the reviewer never ran: {v:#}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reviewer never ran: {v:#}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     };
     drop(op);
@@ -213,21 +336,39 @@ fn kill_9_of_the_supervisor_mid_job_loses_nothing_acknowledged() {
     assert_eq!(r["state"], "suspended", "{r:#}");
     assert_eq!(r["job"], job);
     std::thread::sleep(Duration::from_millis(300));
-    assert!(!std::path::Path::new(&format!("/proc/{host}")).exists() || is_zombie(host), "host {host} outlived its supervisor");
-    let audit: Vec<String> = v["audit"].as_array().unwrap().iter().map(|a| a["action"].as_str().unwrap().to_string()).collect();
-    assert!(audit.contains(&"agents_spawn".to_string()) && audit.contains(&"recover".to_string()), "{audit:?}");
+    assert!(
+        !std::path::Path::new(&format!("/proc/{host}")).exists() || is_zombie(host),
+        "host {host} outlived its supervisor"
+    );
+    let audit: Vec<String> = v["audit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["action"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        audit.contains(&"agents_spawn".to_string()) && audit.contains(&"recover".to_string()),
+        "{audit:?}"
+    );
     assert_eq!(r["result"]["final"], false, "{r:#}");
 }
 
 fn is_zombie(pid: i64) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')))
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z'))
+    })
 }
 
 #[test]
 fn a_read_only_worker_cannot_reach_the_supervisor() {
     let Some(js) = codex_js() else { return };
     let mut w = World::new(js);
-    w.git_workspace(&[("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n")]);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
     let pack = review_pack(&w);
     let session = w.start_session(&pack, None);
     let exe = env!("CARGO_BIN_EXE_codex-mmo");
@@ -235,17 +376,29 @@ fn a_read_only_worker_cannot_reach_the_supervisor() {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "forger", "version": "1"}}});
     let lines = format!("{init}\n{spawn}\n");
     // The worker speaks to the session's socket the way its own mmo_mesh server would.
-    let socket = w.data().join("runtime/sessions").join(&session).join("mesh.sock");
-    let pipe = format!("printf '%s' '{lines}' | {exe} mesh-stdio --socket {}", socket.display());
+    let socket = w
+        .data()
+        .join("runtime/sessions")
+        .join(&session)
+        .join("mesh.sock");
+    let pipe = format!(
+        "printf '%s' '{lines}' | {exe} mesh-stdio --socket {}",
+        socket.display()
+    );
     // 1: run the operator's command from inside the worker; 2: the same from a process that
     // left the worker's tree (a double fork: it is reparented to the supervisor).
     let direct = format!("{pipe}; echo DIRECT-DONE");
-    let orphan = format!("sh -c '( {} & )'; sleep 3; echo ORPHAN-DONE", pipe.replace('\'', "'\\''"));
-    w.start_model(&json!({"actors": [{"name": "reviewer", "match": REVIEWER_MARK, "steps": [
-        {"call": {"name": "exec_command", "arguments": {"cmd": direct}}},
-        {"call": {"name": "exec_command", "arguments": {"cmd": orphan}}},
-        [{"say": verdict(&w)}]
-    ]}]}));
+    let orphan = format!(
+        "sh -c '( {} & )'; sleep 3; echo ORPHAN-DONE",
+        pipe.replace('\'', "'\\''")
+    );
+    w.start_model(
+        &json!({"actors": [{"name": "reviewer", "match": REVIEWER_MARK, "steps": [
+            {"call": {"name": "exec_command", "arguments": {"cmd": direct}}},
+            {"call": {"name": "exec_command", "arguments": {"cmd": orphan}}},
+            [{"say": verdict(&w)}]
+        ]}]}),
+    );
     let mut op = w.operator(&session);
     let spawned = op.ok("agents_spawn", json!({"role": "reviewer", "task": "Review src/lib.rs for correctness.", "task_kind": "review"}));
     let job = spawned["job"].as_str().unwrap().to_string();
@@ -260,10 +413,22 @@ fn a_read_only_worker_cannot_reach_the_supervisor() {
         .collect();
     // A read-only worker's sandbox has no network, Unix sockets included: it cannot even
     // reach the supervisor. (A networked writer can; see the build-squad test.)
-    let direct_out = outputs.iter().find(|o| o.contains("DIRECT-DONE")).unwrap_or_else(|| panic!("no direct output in {outputs:#?}"));
-    assert!(direct_out.contains("Operation not permitted"), "{direct_out}");
-    let orphan_out = outputs.iter().find(|o| o.contains("ORPHAN-DONE")).unwrap_or_else(|| panic!("no orphan output in {outputs:#?}"));
-    assert!(orphan_out.contains("Operation not permitted"), "{orphan_out}");
+    let direct_out = outputs
+        .iter()
+        .find(|o| o.contains("DIRECT-DONE"))
+        .unwrap_or_else(|| panic!("no direct output in {outputs:#?}"));
+    assert!(
+        direct_out.contains("Operation not permitted"),
+        "{direct_out}"
+    );
+    let orphan_out = outputs
+        .iter()
+        .find(|o| o.contains("ORPHAN-DONE"))
+        .unwrap_or_else(|| panic!("no orphan output in {outputs:#?}"));
+    assert!(
+        orphan_out.contains("Operation not permitted"),
+        "{orphan_out}"
+    );
     // Only the operator's spawn happened.
     let v = w.inspect(&session);
     assert_eq!(runs_of(&v, "reviewer").len(), 1, "{v:#}");
@@ -273,13 +438,29 @@ fn a_read_only_worker_cannot_reach_the_supervisor() {
 fn run_in_the_foreground_follows_the_session_until_the_root_ends() {
     let Some(js) = codex_js() else { return };
     let mut w = World::new(js);
-    w.git_workspace(&[("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n")]);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
     w.start_model(&json!({"actors": [{"name": "lead", "match": LEAD_MARK, "steps": [[{"say": "Nothing to delegate; done."}]]}]}));
     let pack = review_pack(&w);
-    let o = w.run(&["run", "--profile", pack.to_str().unwrap(), "--task", "Say whether anything needs review."]);
+    let o = w.run(&[
+        "run",
+        "--profile",
+        pack.to_str().unwrap(),
+        "--task",
+        "Say whether anything needs review.",
+    ]);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
-    assert!(out.contains("agentMessage: Nothing to delegate; done."), "{out}");
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("agentMessage: Nothing to delegate; done."),
+        "{out}"
+    );
     assert!(out.contains("[lead] root completed"), "{out}");
     let listed = w.run(&["sessions"]);
     assert!(String::from_utf8_lossy(&listed.stdout).contains("completed"));
@@ -327,12 +508,22 @@ max_active_writers = 3
     w.pack(
         "squad",
         profile,
-        &[("agents/lead.md", &format!("{LEAD_MARK} You lead.")), ("agents/implementer.md", &format!("{WRITER_MARK} You implement."))],
+        &[
+            ("agents/lead.md", &format!("{LEAD_MARK} You lead.")),
+            (
+                "agents/implementer.md",
+                &format!("{WRITER_MARK} You implement."),
+            ),
+        ],
     )
 }
 
 fn git(ws: &std::path::Path, args: &[&str]) -> String {
-    let o = std::process::Command::new("git").args(args).current_dir(ws).output().unwrap();
+    let o = std::process::Command::new("git")
+        .args(args)
+        .current_dir(ws)
+        .output()
+        .unwrap();
     String::from_utf8_lossy(&o.stdout).to_string()
 }
 
@@ -340,7 +531,11 @@ fn git(ws: &std::path::Path, args: &[&str]) -> String {
 fn writers_work_in_worktrees_a_patch_is_integrated_and_an_out_of_scope_write_taints() {
     let Some(js) = codex_js() else { return };
     let mut w = World::new(js);
-    w.git_workspace(&[("src/a.rs", "// a\n"), ("src/b.rs", "// b\n"), ("README.md", "readme\n")]);
+    w.git_workspace(&[
+        ("src/a.rs", "// a\n"),
+        ("src/b.rs", "// b\n"),
+        ("README.md", "readme\n"),
+    ]);
     let exec = |cmd: &str| json!({"call": {"name": "exec_command", "arguments": {"cmd": cmd}}});
     w.start_model(&json!({"actors": [
         {"name": "a", "match": "TASK-A", "steps": [exec("printf 'pub fn a() {}\\n' > src/a.rs"), [{"say": "changed src/a.rs"}]]},
@@ -359,33 +554,72 @@ fn writers_work_in_worktrees_a_patch_is_integrated_and_an_out_of_scope_write_tai
     // Overlapping canonical scopes are rejected while a writer holds one.
     assert_eq!(op.refused("agents_spawn", json!({"role": "implementer", "task": "TASK-B change all of src", "task_kind": "implementation", "write_scope": ["src"]})), "admission_write_conflict");
     let ja = a["job"].as_str().unwrap().to_string();
-    assert_eq!(op.wait_terminal(&ja, Duration::from_secs(120)), "completed", "{:#}", w.inspect(&session));
+    assert_eq!(
+        op.wait_terminal(&ja, Duration::from_secs(120)),
+        "completed",
+        "{:#}",
+        w.inspect(&session)
+    );
     // The canonical checkout is untouched until integration.
-    assert_eq!(std::fs::read_to_string(ws.join("src/a.rs")).unwrap(), "// a\n");
-    let insp = op.ok("agent_inspect", json!({"agent_run_ref": a["agent_run_ref"]}));
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/a.rs")).unwrap(),
+        "// a\n"
+    );
+    let insp = op.ok(
+        "agent_inspect",
+        json!({"agent_run_ref": a["agent_run_ref"]}),
+    );
     assert_eq!(insp["patch"]["state"], "recorded", "{insp:#}");
-    assert_eq!(op.refused("agent_patch_integrate", json!({"job": ja})), "patch_not_accepted");
+    assert_eq!(
+        op.refused("agent_patch_integrate", json!({"job": ja})),
+        "patch_not_accepted"
+    );
     op.ok("agent_result", json!({"job": ja}));
-    op.ok("agent_result_accept", json!({"job": ja, "reason": "the change is right"}));
+    op.ok(
+        "agent_result_accept",
+        json!({"job": ja, "reason": "the change is right"}),
+    );
     let integrated = op.ok("agent_patch_integrate", json!({"job": ja}));
     assert!(integrated["commit"].is_string(), "{integrated:#}");
-    assert_eq!(std::fs::read_to_string(ws.join("src/a.rs")).unwrap(), "pub fn a() {}\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/a.rs")).unwrap(),
+        "pub fn a() {}\n"
+    );
     assert!(git(&ws, &["log", "--oneline"]).lines().count() == 2);
-    assert_eq!(op.refused("agent_patch_integrate", json!({"job": ja})), "patch_state");
+    assert_eq!(
+        op.refused("agent_patch_integrate", json!({"job": ja})),
+        "patch_state"
+    );
     // Stop the holder of src/c; then a writer that also writes outside its scope taints the
     // session and fails, and the canonical checkout never sees it.
-    let seen = op.ok("agent_control", json!({"agent_run_ref": c["agent_run_ref"], "action": "inspect"}));
+    let seen = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": c["agent_run_ref"], "action": "inspect"}),
+    );
     op.ok("agent_control", json!({"agent_run_ref": c["agent_run_ref"], "action": "stop", "control_revision": seen["control_revision"]}));
     let b = op.ok("agents_spawn", json!({"role": "implementer", "task": "TASK-B change src/b.rs", "task_kind": "implementation", "write_scope": ["src/b.rs"]}));
     let jb = b["job"].as_str().unwrap().to_string();
     assert_eq!(op.wait_terminal(&jb, Duration::from_secs(120)), "failed");
     let v = w.inspect(&session);
-    assert!(v["tainted"].as_str().unwrap_or("").contains("README.md"), "{v:#}");
-    assert_eq!(std::fs::read_to_string(ws.join("README.md")).unwrap(), "readme\n");
-    assert_eq!(std::fs::read_to_string(ws.join("src/b.rs")).unwrap(), "// b\n");
+    assert!(
+        v["tainted"].as_str().unwrap_or("").contains("README.md"),
+        "{v:#}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("README.md")).unwrap(),
+        "readme\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/b.rs")).unwrap(),
+        "// b\n"
+    );
     assert!(git(&ws, &["status", "--porcelain"]).trim().is_empty());
     // Every worktree is gone.
-    assert!(git(&ws, &["worktree", "list"]).lines().count() == 1, "{}", git(&ws, &["worktree", "list"]));
+    assert!(
+        git(&ws, &["worktree", "list"]).lines().count() == 1,
+        "{}",
+        git(&ws, &["worktree", "list"])
+    );
 }
 
 #[test]
@@ -396,12 +630,22 @@ fn a_networked_writer_is_itself_and_never_the_operator() {
     let pack = squad_pack(&w);
     let session = w.start_session(&pack, None);
     let exe = env!("CARGO_BIN_EXE_codex-mmo");
-    let socket = w.data().join("runtime/sessions").join(&session).join("mesh.sock");
+    let socket = w
+        .data()
+        .join("runtime/sessions")
+        .join(&session)
+        .join("mesh.sock");
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "forger", "version": "1"}}});
     let spawn = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "agents_spawn", "arguments": {"role": "implementer", "task": "TASK-X spawned by a forger", "task_kind": "implementation", "write_scope": ["src/x.rs"]}}});
-    let pipe = format!("printf '%s\\n%s\\n' '{init}' '{spawn}' | {exe} mesh-stdio --socket {}", socket.display());
+    let pipe = format!(
+        "printf '%s\\n%s\\n' '{init}' '{spawn}' | {exe} mesh-stdio --socket {}",
+        socket.display()
+    );
     let direct = format!("{pipe}; echo DIRECT-DONE");
-    let orphan = format!("sh -c '( {} & )'; sleep 3; echo ORPHAN-DONE", pipe.replace('\'', "'\\''"));
+    let orphan = format!(
+        "sh -c '( {} & )'; sleep 3; echo ORPHAN-DONE",
+        pipe.replace('\'', "'\\''")
+    );
     let exec = |cmd: &str| json!({"call": {"name": "exec_command", "arguments": {"cmd": cmd}}});
     w.start_model(&json!({"actors": [{"name": "w", "match": "TASK-F", "steps": [exec(&direct), exec(&orphan), [{"say": "done"}]]}]}));
     let mut op = w.operator(&session);
@@ -414,9 +658,18 @@ fn a_networked_writer_is_itself_and_never_the_operator() {
         .filter(|i| i["type"] == "function_call_output")
         .map(|i| i["output"].to_string())
         .collect();
-    let direct_out = outputs.iter().find(|o| o.contains("DIRECT-DONE")).unwrap_or_else(|| panic!("{outputs:#?}"));
-    assert!(direct_out.contains("tool_not_granted"), "the writer is identified as itself (it cannot spawn): {direct_out}");
-    let orphan_out = outputs.iter().find(|o| o.contains("ORPHAN-DONE")).unwrap_or_else(|| panic!("{outputs:#?}"));
+    let direct_out = outputs
+        .iter()
+        .find(|o| o.contains("DIRECT-DONE"))
+        .unwrap_or_else(|| panic!("{outputs:#?}"));
+    assert!(
+        direct_out.contains("tool_not_granted"),
+        "the writer is identified as itself (it cannot spawn): {direct_out}"
+    );
+    let orphan_out = outputs
+        .iter()
+        .find(|o| o.contains("ORPHAN-DONE"))
+        .unwrap_or_else(|| panic!("{outputs:#?}"));
     // A daemonized process is reparented to the nearest subreaper: inside Codex's own tree it
     // is still the writer; had it reached the supervisor it would be nobody (see the unit test
     // `identity_comes_from_the_process_tree`). Either way it is never the operator.
@@ -431,47 +684,86 @@ fn a_networked_writer_is_itself_and_never_the_operator() {
 fn a_strict_contract_gets_one_repair_turn_and_fails_after_a_second_bad_answer() {
     let Some(js) = codex_js() else { return };
     let mut w = World::new(js);
-    w.git_workspace(&[("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n")]);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
     let good = verdict(&w);
     let forged = json!({"verdict": "approve", "findings": [{"relative_path": "src/lib.rs", "sha256": "0".repeat(64), "claim": "made up"}]}).to_string();
-    w.start_model(&json!({"actors": [{"name": "reviewer", "match": REVIEWER_MARK, "steps": [
-        [{"say": "It looks fine to me."}], [{"say": good}],
-        [{"say": forged}], [{"say": forged}]
-    ]}]}));
+    w.start_model(
+        &json!({"actors": [{"name": "reviewer", "match": REVIEWER_MARK, "steps": [
+            [{"say": "It looks fine to me."}], [{"say": good}],
+            [{"say": forged}], [{"say": forged}]
+        ]}]}),
+    );
     let pack = review_pack(&w);
     let session = w.start_session(&pack, None);
     let mut op = w.operator(&session);
     let first = op.ok("agents_spawn", json!({"role": "reviewer", "task": "Review src/lib.rs for correctness.", "task_kind": "review"}));
     let j1 = first["job"].as_str().unwrap().to_string();
     assert_eq!(op.wait_terminal(&j1, Duration::from_secs(120)), "completed");
-    let insp = op.ok("agent_inspect", json!({"agent_run_ref": first["agent_run_ref"]}));
+    let insp = op.ok(
+        "agent_inspect",
+        json!({"agent_run_ref": first["agent_run_ref"]}),
+    );
     assert_eq!(insp["repairs"], 1, "{insp:#}");
     // The repair turn went to the same thread, shape-only, with the problems named.
-    let repair = w.model_requests().into_iter().find(|r| r["body"].to_string().contains("This is the only repair turn")).expect("no repair turn reached the model");
-    assert!(repair["body"].to_string().contains("Problems:"), "the repair names the problems");
-    assert_eq!(op.ok("agent_result", json!({"job": j1}))["value"]["verdict"], "approve");
+    let repair = w
+        .model_requests()
+        .into_iter()
+        .find(|r| {
+            r["body"]
+                .to_string()
+                .contains("This is the only repair turn")
+        })
+        .expect("no repair turn reached the model");
+    assert!(
+        repair["body"].to_string().contains("Problems:"),
+        "the repair names the problems"
+    );
+    assert_eq!(
+        op.ok("agent_result", json!({"job": j1}))["value"]["verdict"],
+        "approve"
+    );
     // A hash that does not match the file fails correlation, twice: the job fails, and its
     // evidence can never be accepted.
-    let second = op.ok("agents_spawn", json!({"role": "reviewer", "task": "Review src/lib.rs once more.", "task_kind": "review"}));
+    let second = op.ok(
+        "agents_spawn",
+        json!({"role": "reviewer", "task": "Review src/lib.rs once more.", "task_kind": "review"}),
+    );
     let j2 = second["job"].as_str().unwrap().to_string();
     assert_eq!(op.wait_terminal(&j2, Duration::from_secs(120)), "failed");
-    let insp = op.ok("agent_inspect", json!({"agent_run_ref": second["agent_run_ref"]}));
-    assert!(insp["reason"].as_str().unwrap().contains("after its one repair turn"), "{insp:#}");
+    let insp = op.ok(
+        "agent_inspect",
+        json!({"agent_run_ref": second["agent_run_ref"]}),
+    );
+    assert!(
+        insp["reason"]
+            .as_str()
+            .unwrap()
+            .contains("after its one repair turn"),
+        "{insp:#}"
+    );
     let r = op.ok("agent_result", json!({"job": j2}));
     assert_eq!(r["final"], false);
-    assert_eq!(op.refused("agent_result_accept", json!({"job": j2, "reason": "no"})), "result_not_acceptable");
+    assert_eq!(
+        op.refused("agent_result_accept", json!({"job": j2, "reason": "no"})),
+        "result_not_acceptable"
+    );
 }
 
 #[test]
 fn a_low_trust_role_takes_only_a_literal_task_and_its_evidence_is_correlated() {
     let Some(js) = codex_js() else { return };
     let mut w = World::new(js);
-    w.git_workspace(&[("src/lib.rs", "// header\npub fn add(a: i32, b: i32) -> i32 { a + b }\n")]);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "// header\npub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
     let sha = sha256_file(&w.ws().join("src/lib.rs"));
     let answer = json!({"matches": [{"relative_path": "src/lib.rs", "sha256": sha, "start_line": 2, "end_line": 2}]}).to_string();
     w.start_model(&json!({"actors": [{"name": "locator", "match": "src/lib.rs", "steps": [[{"say": answer}]]}]}));
-    let profile = format!(
-        r#"schema_version = 8
+    let profile = r#"schema_version = 8
 id = "literal"
 version = "8.0.0"
 display_name = "Literal"
@@ -499,21 +791,40 @@ contract_enforcement = "strict"
 output_contract = "contracts/locate.json"
 allowed_task_kinds = ["locate", "extract"]
 max_task_chars = 2500
-"#
-    );
-    let contract = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../profiles/build-squad/contracts/locate.json")).unwrap();
-    let pack = w.pack("literal", &profile, &[("contracts/locate.json", &contract)]);
+"#;
+    let contract = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../profiles/build-squad/contracts/locate.json"
+    ))
+    .unwrap();
+    let pack = w.pack("literal", profile, &[("contracts/locate.json", &contract)]);
     let session = w.start_session(&pack, None);
     let mut op = w.operator(&session);
     let (v, err) = op.call("agents_spawn", json!({"role": "locator", "task": "Find where add is defined please.", "task_kind": "locate"}));
-    assert!(err && v["error"]["code"].as_str().unwrap().starts_with("admission_"), "prose to a low-trust role is refused: {v}");
+    assert!(
+        err && v["error"]["code"]
+            .as_str()
+            .unwrap()
+            .starts_with("admission_"),
+        "prose to a low-trust role is refused: {v}"
+    );
     assert_eq!(op.refused("agents_spawn", json!({"role": "locator", "literal_task": {"operation": "locate", "path": "../etc/passwd", "query": "root"}})), "literal_path_invalid");
     let s = op.ok("agents_spawn", json!({"role": "locator", "literal_task": {"operation": "locate", "path": "src/lib.rs", "query": "fn add"}}));
     let job = s["job"].as_str().unwrap().to_string();
-    assert_eq!(op.wait_terminal(&job, Duration::from_secs(120)), "completed", "{:#}", w.inspect(&session));
+    assert_eq!(
+        op.wait_terminal(&job, Duration::from_secs(120)),
+        "completed",
+        "{:#}",
+        w.inspect(&session)
+    );
     // The brief the runtime synthesized, not caller prose, reached the model; it names the
     // file's hash.
-    assert!(w.model_requests().iter().any(|r| r["body"].to_string().contains(&sha)), "the brief carries the input hash");
+    assert!(
+        w.model_requests()
+            .iter()
+            .any(|r| r["body"].to_string().contains(&sha)),
+        "the brief carries the input hash"
+    );
     let r = op.ok("agent_result", json!({"job": job}));
     assert_eq!(r["value"]["matches"][0]["start_line"], 2, "{r:#}");
 }

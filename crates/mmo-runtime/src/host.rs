@@ -7,7 +7,10 @@
 use crate::result::JobState;
 use crate::store::{Run, StoredPatch};
 use crate::team::{HostHandle, Team};
-use codex_app_server::{AppServer, Event, Events, GoalStatus, InitializeParams, SpawnOptions, ThreadGoalSetParams, ThreadStartParams};
+use codex_app_server::{
+    AppServer, Event, Events, GoalStatus, InitializeParams, SpawnOptions, ThreadGoalSetParams,
+    ThreadStartParams,
+};
 use mmo_contract::Contract;
 use mmo_contract::correlate::CommandEvent;
 use serde_json::{Value, json};
@@ -27,13 +30,21 @@ pub fn start_worker(team: Arc<Team>, run: Run) {
         if let Err(reason) = outcome {
             fail(&team, &run_ref, &reason);
         }
-        team.hosts.lock().unwrap_or_else(|p| p.into_inner()).remove(&run_ref);
+        team.hosts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&run_ref);
         team.notify();
     });
 }
 
 fn fail(team: &Team, run_ref: &str, reason: &str) {
-    let _ = team.store.event(&team.session, run_ref, "failure", &json!({"reason": reason}).to_string());
+    let _ = team.store.event(
+        &team.session,
+        run_ref,
+        "failure",
+        &json!({"reason": reason}).to_string(),
+    );
     let _ = team
         .store
         .transition(run_ref, JobState::Failed, Some(reason));
@@ -54,7 +65,11 @@ pub async fn stop_run(team: &Arc<Team>, run_ref: &str, reason: &str) {
             let mut rx = team.changed.subscribe();
             let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
             loop {
-                let done = team.store.run(run_ref).map(|r| crate::store::is_terminal_run(&r.state)).unwrap_or(true);
+                let done = team
+                    .store
+                    .run(run_ref)
+                    .map(|r| crate::store::is_terminal_run(&r.state))
+                    .unwrap_or(true);
                 if done {
                     break;
                 }
@@ -78,7 +93,8 @@ pub async fn stop_run(team: &Arc<Team>, run_ref: &str, reason: &str) {
 fn live_home(team: &Team, run: &Run) -> Result<PathBuf, String> {
     let dest = team.dir.join("runs").join(&run.run_ref);
     std::fs::create_dir_all(&dest).map_err(|e| format!("{}: {e}", dest.display()))?;
-    let homes = mmo_profile::snapshot::materialize(&team.snapshot, &dest.join("homes")).map_err(|e| e.to_string())?;
+    let homes = mmo_profile::snapshot::materialize(&team.snapshot, &dest.join("homes"))
+        .map_err(|e| e.to_string())?;
     let home = homes
         .homes
         .get(&run.role)
@@ -94,7 +110,8 @@ fn live_home(team: &Team, run: &Run) -> Result<PathBuf, String> {
             q(&team.socket.to_string_lossy()),
         );
         let config = home.join("config.toml");
-        let mut text = std::fs::read_to_string(&config).map_err(|e| format!("{}: {e}", config.display()))?;
+        let mut text =
+            std::fs::read_to_string(&config).map_err(|e| format!("{}: {e}", config.display()))?;
         text.push_str(&entry);
         std::fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
     }
@@ -118,8 +135,11 @@ async fn start_host(team: &Arc<Team>, run: &Run, cwd: &Path) -> Result<Host, Str
         .cwd(cwd)
         .stderr_log(logs.join(format!("{}.log", run.run_ref)))
         .request_timeout(Duration::from_secs(120));
-    let server = AppServer::spawn(opts).map_err(|e| format!("starting the app-server host: {e}"))?;
-    let events = server.events().ok_or("the app-server host has no event stream")?;
+    let server =
+        AppServer::spawn(opts).map_err(|e| format!("starting the app-server host: {e}"))?;
+    let events = server
+        .events()
+        .ok_or("the app-server host has no event stream")?;
     let (stop_tx, stop) = watch::channel(false);
     team.hosts.lock().unwrap_or_else(|p| p.into_inner()).insert(
         run.run_ref.clone(),
@@ -129,11 +149,19 @@ async fn start_host(team: &Arc<Team>, run: &Run, cwd: &Path) -> Result<Host, Str
         },
     );
     team.store
-        .set_host(&run.run_ref, Some(server.pid()), None, &home.to_string_lossy(), &cwd.to_string_lossy())
+        .set_host(
+            &run.run_ref,
+            Some(server.pid()),
+            None,
+            &home.to_string_lossy(),
+            &cwd.to_string_lossy(),
+        )
         .map_err(|e| e.to_string())?;
     team.notify();
     server
-        .initialize(&InitializeParams::new("codex-mmo", crate::store::PACKAGE_VERSION).experimental_api())
+        .initialize(
+            &InitializeParams::new("codex-mmo", crate::store::PACKAGE_VERSION).experimental_api(),
+        )
         .await
         .map_err(|e| format!("initialize: {e}"))?;
     let thread = server
@@ -144,9 +172,20 @@ async fn start_host(team: &Arc<Team>, run: &Run, cwd: &Path) -> Result<Host, Str
         .await
         .map_err(|e| format!("thread/start: {e}"))?;
     team.store
-        .set_host(&run.run_ref, Some(server.pid()), Some(&thread), &home.to_string_lossy(), &cwd.to_string_lossy())
+        .set_host(
+            &run.run_ref,
+            Some(server.pid()),
+            Some(&thread),
+            &home.to_string_lossy(),
+            &cwd.to_string_lossy(),
+        )
         .map_err(|e| e.to_string())?;
-    Ok(Host { server, events, thread, stop })
+    Ok(Host {
+        server,
+        events,
+        thread,
+        stop,
+    })
 }
 
 /// How a turn ended.
@@ -158,7 +197,14 @@ struct TurnEnd {
 }
 
 /// Runs one turn to its end, recording every completed item as a trace event.
-async fn run_turn(team: &Team, run: &Run, host: &mut Host, text: &str, schema: Option<Value>, commands: &mut Vec<CommandEvent>) -> Result<TurnEnd, String> {
+async fn run_turn(
+    team: &Team,
+    run: &Run,
+    host: &mut Host,
+    text: &str,
+    schema: Option<Value>,
+    commands: &mut Vec<CommandEvent>,
+) -> Result<TurnEnd, String> {
     host.server
         .turn_start(&host.thread, text, schema)
         .await
@@ -168,7 +214,13 @@ async fn run_turn(team: &Team, run: &Run, host: &mut Host, text: &str, schema: O
 
 /// Records a host's events until its turn ends or, for a goal (`goal = true`), until the goal
 /// leaves `active` (Codex continues a goal over several turns by itself).
-async fn pump(team: &Team, run: &Run, host: &mut Host, commands: &mut Vec<CommandEvent>, goal: bool) -> Result<TurnEnd, String> {
+async fn pump(
+    team: &Team,
+    run: &Run,
+    host: &mut Host,
+    commands: &mut Vec<CommandEvent>,
+    goal: bool,
+) -> Result<TurnEnd, String> {
     let mut last_message = None;
     loop {
         let event = tokio::select! {
@@ -184,24 +236,41 @@ async fn pump(team: &Team, run: &Run, host: &mut Host, commands: &mut Vec<Comman
             Event::Notification { method, params } => match method.as_str() {
                 "item/completed" => {
                     let item = params.get("item").cloned().unwrap_or(Value::Null);
-                    let kind = item.get("type").and_then(Value::as_str).unwrap_or("item").to_string();
+                    let kind = item
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("item")
+                        .to_string();
                     let body = if kind == "reasoning" {
                         // Private reasoning is never stored, so no trace can show it.
                         json!({"type": "reasoning", "redacted": true})
                     } else {
                         item.clone()
                     };
-                    let _ = team.store.event(&team.session, &run.run_ref, &kind, &body.to_string());
+                    let _ = team
+                        .store
+                        .event(&team.session, &run.run_ref, &kind, &body.to_string());
                     let preview = match kind.as_str() {
                         "agentMessage" => {
-                            let t = item.get("text").and_then(Value::as_str).unwrap_or("").to_string();
+                            let t = item
+                                .get("text")
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_string();
                             last_message = Some(t.clone());
                             Some(t)
                         }
                         "commandExecution" => {
-                            let command = item.get("command").and_then(Value::as_str).unwrap_or("").to_string();
+                            let command = item
+                                .get("command")
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_string();
                             if let Some(code) = item.get("exitCode").and_then(Value::as_i64) {
-                                commands.push(CommandEvent { command: command.clone(), exit_code: code });
+                                commands.push(CommandEvent {
+                                    command: command.clone(),
+                                    exit_code: code,
+                                });
                             }
                             Some(format!("$ {command}"))
                         }
@@ -222,39 +291,95 @@ async fn pump(team: &Team, run: &Run, host: &mut Host, commands: &mut Vec<Comman
                 }
                 "turn/completed" => {
                     let turn = params.get("turn").cloned().unwrap_or(Value::Null);
-                    let status = turn.get("status").and_then(Value::as_str).unwrap_or("completed").to_string();
-                    let error = turn.get("error").filter(|e| !e.is_null()).map(|e| e.to_string());
-                    let _ = team.store.event(&team.session, &run.run_ref, "turn", &json!({"status": status, "error": error}).to_string());
+                    let status = turn
+                        .get("status")
+                        .and_then(Value::as_str)
+                        .unwrap_or("completed")
+                        .to_string();
+                    let error = turn
+                        .get("error")
+                        .filter(|e| !e.is_null())
+                        .map(|e| e.to_string());
+                    let _ = team.store.event(
+                        &team.session,
+                        &run.run_ref,
+                        "turn",
+                        &json!({"status": status, "error": error}).to_string(),
+                    );
                     if !goal || status == "failed" {
-                        return Ok(TurnEnd { status, error, last_message, stopped: false });
+                        return Ok(TurnEnd {
+                            status,
+                            error,
+                            last_message,
+                            stopped: false,
+                        });
                     }
                 }
                 "thread/goal/updated" if goal => {
-                    let status = params.pointer("/goal/status").and_then(Value::as_str).unwrap_or("").to_string();
-                    let _ = team.store.event(&team.session, &run.run_ref, "goal", &params.to_string());
+                    let status = params
+                        .pointer("/goal/status")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string();
+                    let _ =
+                        team.store
+                            .event(&team.session, &run.run_ref, "goal", &params.to_string());
                     let _ = team.store.progress(&run.run_ref, &format!("goal {status}"));
                     team.notify();
                     if status != "active" {
-                        let done = if status == "complete" { "completed".to_string() } else { format!("goal {status}") };
-                        return Ok(TurnEnd { status: done, error: None, last_message, stopped: false });
+                        let done = if status == "complete" {
+                            "completed".to_string()
+                        } else {
+                            format!("goal {status}")
+                        };
+                        return Ok(TurnEnd {
+                            status: done,
+                            error: None,
+                            last_message,
+                            stopped: false,
+                        });
                     }
                 }
                 "thread/tokenUsage/updated" => {
-                    let _ = team.store.event(&team.session, &run.run_ref, "tokenUsage", &params.to_string());
+                    let _ = team.store.event(
+                        &team.session,
+                        &run.run_ref,
+                        "tokenUsage",
+                        &params.to_string(),
+                    );
                 }
                 "error" => {
-                    let _ = team.store.event(&team.session, &run.run_ref, "error", &params.to_string());
+                    let _ =
+                        team.store
+                            .event(&team.session, &run.run_ref, "error", &params.to_string());
                 }
                 _ => {}
             },
             Event::ServerRequest { id, method, params } => {
                 // Roles run with approval_policy "never" in this generation: nothing asks. A
                 // request that arrives anyway is refused (and traced), never left hanging.
-                let _ = team.store.event(&team.session, &run.run_ref, "serverRequest", &json!({"method": method, "params": params}).to_string());
-                let _ = host.server.respond_error(&id, -32601, "codex-mmo answers no server requests in this generation").await;
+                let _ = team.store.event(
+                    &team.session,
+                    &run.run_ref,
+                    "serverRequest",
+                    &json!({"method": method, "params": params}).to_string(),
+                );
+                let _ = host
+                    .server
+                    .respond_error(
+                        &id,
+                        -32601,
+                        "codex-mmo answers no server requests in this generation",
+                    )
+                    .await;
             }
             Event::Malformed { error } => {
-                let _ = team.store.event(&team.session, &run.run_ref, "malformed", &json!({"error": error}).to_string());
+                let _ = team.store.event(
+                    &team.session,
+                    &run.run_ref,
+                    "malformed",
+                    &json!({"error": error}).to_string(),
+                );
             }
             Event::Exited { status } => {
                 return Err(format!("the app-server host exited ({status:?})"));
@@ -267,7 +392,10 @@ async fn pump(team: &Team, run: &Run, host: &mut Host, commands: &mut Vec<Comman
 fn worker_prompt(team: &Team, run: &Run, contract: Option<&Value>) -> String {
     let mut p = String::new();
     if run.literal.is_none() {
-        p.push_str(&format!("Task kind: {}\n", run.task_kind.as_deref().unwrap_or("other")));
+        p.push_str(&format!(
+            "Task kind: {}\n",
+            run.task_kind.as_deref().unwrap_or("other")
+        ));
         if run.is_writer {
             p.push_str(&format!(
                 "You work in an isolated git worktree. You may change only these paths: {}. Changes elsewhere fail the job.\n",
@@ -303,17 +431,31 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
     } else {
         None
     };
-    let cwd = worktree.as_ref().map(|w| w.path.clone()).unwrap_or_else(|| team.workspace.clone());
+    let cwd = worktree
+        .as_ref()
+        .map(|w| w.path.clone())
+        .unwrap_or_else(|| team.workspace.clone());
     let contract_value = match &role.output_contract {
         Some(rel) => Some(read_json(&team.snapshot.join(rel))?),
         None => None,
     };
     let contract = contract_value
         .as_ref()
-        .map(|v| Contract::new(v.clone()).map_err(|p| format!("the role's contract does not build: {p:?}")))
+        .map(|v| {
+            Contract::new(v.clone())
+                .map_err(|p| format!("the role's contract does not build: {p:?}"))
+        })
         .transpose()?;
-    let projection = team.snapshot.join("roles").join(&run.role).join("output-schema.json");
-    let schema = if projection.is_file() { Some(read_json(&projection)?) } else { None };
+    let projection = team
+        .snapshot
+        .join("roles")
+        .join(&run.role)
+        .join("output-schema.json");
+    let schema = if projection.is_file() {
+        Some(read_json(&projection)?)
+    } else {
+        None
+    };
     let strict = role.contract_enforcement == "strict";
 
     let mut host = start_host(team, run, &cwd).await?;
@@ -337,7 +479,9 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
         if end.stopped {
             keep_partial(team, &job, end.last_message.as_deref());
             host.server.shutdown().await;
-            let _ = team.store.transition(&run.run_ref, JobState::Stopped, Some("stopped"));
+            let _ = team
+                .store
+                .transition(&run.run_ref, JobState::Stopped, Some("stopped"));
             if let Some(wt) = &worktree {
                 let _ = crate::worktree::remove(&team.workspace, wt);
             }
@@ -346,13 +490,20 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
         if end.status != "completed" {
             keep_partial(team, &job, end.last_message.as_deref());
             host.server.shutdown().await;
-            return Err(format!("the worker's turn ended `{}`{}", end.status, end.error.map(|e| format!(": {e}")).unwrap_or_default()));
+            return Err(format!(
+                "the worker's turn ended `{}`{}",
+                end.status,
+                end.error.map(|e| format!(": {e}")).unwrap_or_default()
+            ));
         }
         let text = end.last_message.unwrap_or_default();
         let Some(contract) = &contract else {
             break (text, false, Vec::new());
         };
-        let literal: Option<crate::literal::LiteralOperation> = run.literal.clone().and_then(|l| serde_json::from_value(l).ok());
+        let literal: Option<crate::literal::LiteralOperation> = run
+            .literal
+            .clone()
+            .and_then(|l| serde_json::from_value(l).ok());
         let evidence = crate::result::ResultEvidence {
             commands: &commands,
             tree: &cwd,
@@ -371,13 +522,26 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
             host.server.shutdown().await;
             return Err(format!(
                 "the result breaks the role's strict contract after its one repair turn: {}",
-                problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; ")
+                problems
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join("; ")
             ));
         }
         repaired = true;
         let _ = team.store.count_repair(&run.run_ref);
-        let _ = team.store.progress(&run.run_ref, "repair turn: the first answer broke the contract");
-        let _ = team.store.event(&team.session, &run.run_ref, "repair", &json!({"problems": problems.iter().map(|p| p.to_string()).collect::<Vec<_>>()}).to_string());
+        let _ = team.store.progress(
+            &run.run_ref,
+            "repair turn: the first answer broke the contract",
+        );
+        let _ = team.store.event(
+            &team.session,
+            &run.run_ref,
+            "repair",
+            &json!({"problems": problems.iter().map(|p| p.to_string()).collect::<Vec<_>>()})
+                .to_string(),
+        );
         team.notify();
         prompt = crate::result::repair_prompt(contract, &problems);
     };
@@ -394,30 +558,67 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
                 return Err(e);
             }
         };
-        let violations = crate::worktree::check(&patch, wt, &run.write_scope, &crate::worktree::ArtifactPolicy::default());
+        let violations = crate::worktree::check(
+            &patch,
+            wt,
+            &run.write_scope,
+            &crate::worktree::ArtifactPolicy::default(),
+        );
         let files = serde_json::to_value(&patch.files).unwrap_or(Value::Null);
         if !violations.is_empty() {
-            let why = violations.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("; ");
-            let _ = team.store.put_patch(&job, &patch.base_commit, &patch.sha256, &patch.bytes, &files, "refused");
-            let _ = team.store.taint(&team.session, &format!("job {job}: {why}"));
+            let why = violations
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join("; ");
+            let _ = team.store.put_patch(
+                &job,
+                &patch.base_commit,
+                &patch.sha256,
+                &patch.bytes,
+                &files,
+                "refused",
+            );
+            let _ = team
+                .store
+                .taint(&team.session, &format!("job {job}: {why}"));
             keep_partial(team, &job, Some(&text));
             let _ = crate::worktree::remove(&team.workspace, wt);
-            return Err(format!("the patch breaks the job's boundaries (the session is tainted): {why}"));
+            return Err(format!(
+                "the patch breaks the job's boundaries (the session is tainted): {why}"
+            ));
         }
         if !patch.files.is_empty() {
-            let _ = team.store.put_patch(&job, &patch.base_commit, &patch.sha256, &patch.bytes, &files, "recorded");
+            let _ = team.store.put_patch(
+                &job,
+                &patch.base_commit,
+                &patch.sha256,
+                &patch.bytes,
+                &files,
+                "recorded",
+            );
         }
         let _ = crate::worktree::remove(&team.workspace, wt);
     }
     let is_json = checked && crate::result::extract_json(&text).is_ok();
     let stored = if is_json {
-        crate::result::extract_json(&text).map(|v| v.to_string()).unwrap_or(text.clone())
+        crate::result::extract_json(&text)
+            .map(|v| v.to_string())
+            .unwrap_or(text.clone())
     } else {
         text.clone()
     };
-    team.store.put_result(&job, &stored, is_json, true).map_err(|e| e.to_string())?;
+    team.store
+        .put_result(&job, &stored, is_json, true)
+        .map_err(|e| e.to_string())?;
     if !warnings.is_empty() {
-        let _ = team.store.event(&team.session, &run.run_ref, "contractWarning", &json!({"problems": warnings.iter().map(|p| p.to_string()).collect::<Vec<_>>()}).to_string());
+        let _ = team.store.event(
+            &team.session,
+            &run.run_ref,
+            "contractWarning",
+            &json!({"problems": warnings.iter().map(|p| p.to_string()).collect::<Vec<_>>()})
+                .to_string(),
+        );
     }
     team.store
         .transition(&run.run_ref, JobState::Completed, None)
@@ -440,10 +641,15 @@ pub fn start_root(team: Arc<Team>, run: Run, task: String) {
             }
             Err(reason) => {
                 fail(&team, &run.run_ref, &reason);
-                let _ = team.store.set_session_state(&team.session, "failed", Some(&reason));
+                let _ = team
+                    .store
+                    .set_session_state(&team.session, "failed", Some(&reason));
             }
         }
-        team.hosts.lock().unwrap_or_else(|p| p.into_inner()).remove(&run.run_ref);
+        team.hosts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&run.run_ref);
         team.notify();
         crate::supervisor::finish(&team).await;
     });
@@ -480,11 +686,17 @@ async fn drive_root(team: &Arc<Team>, run: &Run, task: &str) -> Result<String, S
     host.server.shutdown().await;
     let end = end?;
     if end.stopped {
-        let _ = team.store.transition(&run.run_ref, JobState::Stopped, Some("stopped"));
+        let _ = team
+            .store
+            .transition(&run.run_ref, JobState::Stopped, Some("stopped"));
         return Ok("stopped".into());
     }
     if end.status != "completed" {
-        return Err(format!("the root's turn ended `{}`{}", end.status, end.error.map(|e| format!(": {e}")).unwrap_or_default()));
+        return Err(format!(
+            "the root's turn ended `{}`{}",
+            end.status,
+            end.error.map(|e| format!(": {e}")).unwrap_or_default()
+        ));
     }
     team.store
         .transition(&run.run_ref, JobState::Completed, None)

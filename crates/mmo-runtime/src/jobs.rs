@@ -178,7 +178,10 @@ fn truncate_chars(s: &str, n: usize) -> (&str, bool) {
 pub async fn spawn(team: &Arc<Team>, caller: &Run, a: SpawnArgs) -> MeshResult<Value> {
     let guard = team.admit.lock().await;
     let target = team.role(&a.role).map_err(|_| {
-        MeshError::new("admission_unknown_role", format!("role `{}` is not in profile `{}`", a.role, team.profile.id))
+        MeshError::new(
+            "admission_unknown_role",
+            format!("role `{}` is not in profile `{}`", a.role, team.profile.id),
+        )
     })?;
     let active = active_view(&team.store.runs(&team.session)?);
     let literal = a.literal_task.map(LiteralTask::from);
@@ -193,9 +196,13 @@ pub async fn spawn(team: &Arc<Team>, caller: &Run, a: SpawnArgs) -> MeshResult<V
         .map_err(|r| MeshError::new(r.code(), r.to_string()))?;
     let (prompt, literal_op) = match &literal {
         Some(lt) => {
-            let prepared = crate::literal::prepare(&team.workspace, lt, target.max_task_chars as usize)
-                .map_err(|e| MeshError::new(e.code, e.message))?;
-            (prepared.prompt, Some(serde_json::to_value(&prepared.operation).unwrap_or(Value::Null)))
+            let prepared =
+                crate::literal::prepare(&team.workspace, lt, target.max_task_chars as usize)
+                    .map_err(|e| MeshError::new(e.code, e.message))?;
+            (
+                prepared.prompt,
+                Some(serde_json::to_value(&prepared.operation).unwrap_or(Value::Null)),
+            )
         }
         None => (a.task.clone().unwrap_or_default(), None),
     };
@@ -228,11 +235,18 @@ pub async fn spawn(team: &Arc<Team>, caller: &Run, a: SpawnArgs) -> MeshResult<V
 
 /// The session's admission-holding runs, each with the roles of its lineage (root first).
 fn active_view(runs: &[Run]) -> Vec<crate::admission::ActiveRun> {
-    let role_of: std::collections::HashMap<&str, &str> = runs.iter().map(|r| (r.run_ref.as_str(), r.role.as_str())).collect();
+    let role_of: std::collections::HashMap<&str, &str> = runs
+        .iter()
+        .map(|r| (r.run_ref.as_str(), r.role.as_str()))
+        .collect();
     runs.iter()
         .filter(|r| r.is_active())
         .map(|r| {
-            let mut lineage: Vec<String> = r.lineage.iter().filter_map(|x| role_of.get(x.as_str()).map(|s| s.to_string())).collect();
+            let mut lineage: Vec<String> = r
+                .lineage
+                .iter()
+                .filter_map(|x| role_of.get(x.as_str()).map(|s| s.to_string()))
+                .collect();
             lineage.push(r.role.clone());
             crate::admission::ActiveRun {
                 run: r.run_ref.clone(),
@@ -252,7 +266,10 @@ fn active_view(runs: &[Run]) -> Vec<crate::admission::ActiveRun> {
 /// `agents_wait`: returns at the first durable change of a listed job, or at the timeout.
 pub async fn wait(team: &Arc<Team>, caller: &Run, a: WaitArgs) -> MeshResult<Value> {
     if a.after_revision.is_empty() {
-        return Err(MeshError::new("invalid_arguments", "after_revision must name at least one job"));
+        return Err(MeshError::new(
+            "invalid_arguments",
+            "after_revision must name at least one job",
+        ));
     }
     let secs = a.timeout_seconds.unwrap_or(60).min(MAX_WAIT_SECONDS);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(secs as u64);
@@ -270,9 +287,18 @@ pub async fn wait(team: &Arc<Team>, caller: &Run, a: WaitArgs) -> MeshResult<Val
             settled &= is_terminal_run(&run.state);
             let mut entry = json!({"state": run.state, "progress_revision": run.progress_revision});
             if a.preview == Some(true) && is_terminal_run(&run.state) {
-                let text = team.store.result(job)?.map(|r| r.text).or(run.preview.clone()).unwrap_or_default();
+                let text = team
+                    .store
+                    .result(job)?
+                    .map(|r| r.text)
+                    .or(run.preview.clone())
+                    .unwrap_or_default();
                 let (p, cut) = truncate_chars(&text, PREVIEW_CHARS);
-                entry["preview"] = json!(if cut { format!("{p}…") } else { p.to_string() });
+                entry["preview"] = json!(if cut {
+                    format!("{p}…")
+                } else {
+                    p.to_string()
+                });
             }
             jobs.insert(job.clone(), entry);
         }
@@ -293,18 +319,33 @@ pub fn result(team: &Team, caller: &Run, a: ResultArgs) -> MeshResult<Value> {
     let Some(stored) = team.store.result(&a.job)? else {
         return Err(MeshError::new(
             "result_not_ready",
-            format!("job `{}` is `{}` and has no result yet; wait for it with agents_wait", a.job, run.state),
+            format!(
+                "job `{}` is `{}` and has no result yet; wait for it with agents_wait",
+                a.job, run.state
+            ),
         ));
     };
     let c = &team.profile.coordination;
-    let page = crate::result::page(&stored.text, stored.is_json, a.cursor.as_deref(), a.max_chars, c.default_result_chars, c.max_result_chars)
-        .map_err(|e| MeshError::new(e.code, e.message))?;
+    let page = crate::result::page(
+        &stored.text,
+        stored.is_json,
+        a.cursor.as_deref(),
+        a.max_chars,
+        c.default_result_chars,
+        c.max_result_chars,
+    )
+    .map_err(|e| MeshError::new(e.code, e.message))?;
     if stored.disposition == "unread" {
-        team.store.set_disposition(&a.job, crate::result::Disposition::Read, None)?;
+        team.store
+            .set_disposition(&a.job, crate::result::Disposition::Read, None)?;
         team.audit(caller, "agent_result_read", &a.job, json!({}))?;
         team.notify();
     }
-    let disposition = if stored.disposition == "unread" { "read".to_string() } else { stored.disposition };
+    let disposition = if stored.disposition == "unread" {
+        "read".to_string()
+    } else {
+        stored.disposition
+    };
     let mut out = serde_json::to_value(&page).unwrap_or(Value::Null);
     out["job"] = json!(a.job);
     out["state"] = json!(run.state);
@@ -321,22 +362,47 @@ pub fn dispose(team: &Team, caller: &Run, a: DispositionArgs, accept: bool) -> M
         return Err(MeshError::new("invalid_arguments", "reason must say why"));
     }
     let Some(stored) = team.store.result(&a.job)? else {
-        return Err(MeshError::new("result_not_ready", format!("job `{}` is `{}` and has no result", a.job, run.state)));
+        return Err(MeshError::new(
+            "result_not_ready",
+            format!("job `{}` is `{}` and has no result", a.job, run.state),
+        ));
     };
     if accept {
         if run.state != "completed" || !stored.final_ {
             return Err(MeshError::new(
                 "result_not_acceptable",
-                format!("job `{}` is `{}`: only a completed job's final result can be accepted (stopped, failed, cancelled and partial evidence never can)", a.job, run.state),
+                format!(
+                    "job `{}` is `{}`: only a completed job's final result can be accepted (stopped, failed, cancelled and partial evidence never can)",
+                    a.job, run.state
+                ),
             ));
         }
         if stored.disposition == "unread" {
-            return Err(MeshError::new("result_unread", format!("read the result of job `{}` with agent_result before accepting it", a.job)));
+            return Err(MeshError::new(
+                "result_unread",
+                format!(
+                    "read the result of job `{}` with agent_result before accepting it",
+                    a.job
+                ),
+            ));
         }
     }
-    let to = if accept { crate::result::Disposition::Accepted } else { crate::result::Disposition::Rejected };
+    let to = if accept {
+        crate::result::Disposition::Accepted
+    } else {
+        crate::result::Disposition::Rejected
+    };
     team.store.set_disposition(&a.job, to, Some(&a.reason))?;
-    team.audit(caller, if accept { "agent_result_accept" } else { "agent_result_reject" }, &a.job, json!({"reason": a.reason}))?;
+    team.audit(
+        caller,
+        if accept {
+            "agent_result_accept"
+        } else {
+            "agent_result_reject"
+        },
+        &a.job,
+        json!({"reason": a.reason}),
+    )?;
     team.notify();
     Ok(json!({"job": a.job, "disposition": to.as_str()}))
 }
@@ -347,24 +413,60 @@ pub fn integrate(team: &Team, caller: &Run, a: JobArgs) -> MeshResult<Value> {
     team.owns(caller, &run)?;
     let session = team.store.session(&team.session)?;
     if let Some(t) = &session.tainted {
-        return Err(MeshError::new("session_tainted", format!("the session is tainted ({t}); no patch is integrated into the canonical checkout")));
+        return Err(MeshError::new(
+            "session_tainted",
+            format!(
+                "the session is tainted ({t}); no patch is integrated into the canonical checkout"
+            ),
+        ));
     }
-    let disposition = team.store.result(&a.job)?.map(|r| r.disposition).unwrap_or_default();
+    let disposition = team
+        .store
+        .result(&a.job)?
+        .map(|r| r.disposition)
+        .unwrap_or_default();
     if disposition != "accepted" {
-        return Err(MeshError::new("patch_not_accepted", format!("job `{}`'s result is `{disposition}`; accept it before integrating its patch", a.job)));
+        return Err(MeshError::new(
+            "patch_not_accepted",
+            format!(
+                "job `{}`'s result is `{disposition}`; accept it before integrating its patch",
+                a.job
+            ),
+        ));
     }
     let Some(patch) = team.store.patch(&a.job)? else {
-        return Err(MeshError::new("no_patch", format!("job `{}` recorded no patch (it changed nothing, or is not a writer)", a.job)));
+        return Err(MeshError::new(
+            "no_patch",
+            format!(
+                "job `{}` recorded no patch (it changed nothing, or is not a writer)",
+                a.job
+            ),
+        ));
     };
     if patch.state != "recorded" {
-        return Err(MeshError::new("patch_state", format!("the patch of job `{}` is `{}`", a.job, patch.state)));
+        return Err(MeshError::new(
+            "patch_state",
+            format!("the patch of job `{}` is `{}`", a.job, patch.state),
+        ));
     }
-    let integrated = crate::worktree::integrate(&team.workspace, &crate::host::patch_from_store(&patch), &patch.sha256, &run.write_scope)
-        .map_err(|e| MeshError::new(e.code(), e.to_string()))?;
+    let integrated = crate::worktree::integrate(
+        &team.workspace,
+        &crate::host::patch_from_store(&patch),
+        &patch.sha256,
+        &run.write_scope,
+    )
+    .map_err(|e| MeshError::new(e.code(), e.to_string()))?;
     team.store.set_patch_state(&a.job, "integrated")?;
-    team.audit(caller, "agent_patch_integrate", &a.job, json!({"sha256": patch.sha256, "files": patch.files}))?;
+    team.audit(
+        caller,
+        "agent_patch_integrate",
+        &a.job,
+        json!({"sha256": patch.sha256, "files": patch.files}),
+    )?;
     team.notify();
-    Ok(json!({"job": a.job, "integrated": true, "sha256": patch.sha256, "files": integrated.files, "commit": integrated.commit, "parent": integrated.parent}))
+    Ok(
+        json!({"job": a.job, "integrated": true, "sha256": patch.sha256, "files": integrated.files, "commit": integrated.commit, "parent": integrated.parent}),
+    )
 }
 
 /// `agent_inspect`
@@ -381,9 +483,16 @@ pub fn trace(team: &Team, caller: &Run, a: TraceArgs) -> MeshResult<Value> {
     team.may_control(caller, &run, "trace")?;
     let after = match a.cursor.as_deref() {
         None => 0,
-        Some(c) => c.strip_prefix("t").and_then(|n| n.parse::<i64>().ok()).ok_or_else(|| MeshError::new("invalid_cursor", format!("`{c}` is not a trace cursor")))?,
+        Some(c) => c
+            .strip_prefix("t")
+            .and_then(|n| n.parse::<i64>().ok())
+            .ok_or_else(|| {
+                MeshError::new("invalid_cursor", format!("`{c}` is not a trace cursor"))
+            })?,
     };
-    let events = team.store.events(&run.run_ref, after, TRACE_PAGE + 1, a.filter.as_deref())?;
+    let events = team
+        .store
+        .events(&run.run_ref, after, TRACE_PAGE + 1, a.filter.as_deref())?;
     let more = events.len() > TRACE_PAGE;
     let mut records = Vec::new();
     for e in events.iter().take(TRACE_PAGE) {
@@ -398,14 +507,32 @@ pub fn trace(team: &Team, caller: &Run, a: TraceArgs) -> MeshResult<Value> {
         }
         records.push(r);
     }
-    let next = if more { records.last().and_then(|r| r["seq"].as_i64()).map(|s| format!("t{s}")) } else { None };
-    Ok(json!({"agent_run_ref": run.run_ref, "state": run.state, "records": records, "next_cursor": next}))
+    let next = if more {
+        records
+            .last()
+            .and_then(|r| r["seq"].as_i64())
+            .map(|s| format!("t{s}"))
+    } else {
+        None
+    };
+    Ok(
+        json!({"agent_run_ref": run.run_ref, "state": run.state, "records": records, "next_cursor": next}),
+    )
 }
 
 /// `agent_trace_record`: the whole text of one record in checksummed pages.
 pub fn trace_record(team: &Team, caller: &Run, a: TraceRecordArgs) -> MeshResult<Value> {
-    let bad = || MeshError::new("invalid_cursor", format!("`{}` is not a record cursor", a.record_cursor));
-    let seq = a.record_cursor.strip_prefix("r").and_then(|n| n.parse::<i64>().ok()).ok_or_else(bad)?;
+    let bad = || {
+        MeshError::new(
+            "invalid_cursor",
+            format!("`{}` is not a record cursor", a.record_cursor),
+        )
+    };
+    let seq = a
+        .record_cursor
+        .strip_prefix("r")
+        .and_then(|n| n.parse::<i64>().ok())
+        .ok_or_else(bad)?;
     let event = team.store.event_at(seq)?.ok_or_else(bad)?;
     let run = team.run(&event.run).map_err(|_| bad())?;
     team.may_control(caller, &run, "trace")?;
@@ -413,9 +540,18 @@ pub fn trace_record(team: &Team, caller: &Run, a: TraceRecordArgs) -> MeshResult
     let pages = chars.len().div_ceil(RECORD_PAGE_CHARS).max(1);
     let page = a.page.unwrap_or(0) as usize;
     if page >= pages {
-        return Err(MeshError::new("invalid_page", format!("record `{}` has {pages} page(s); page {page} does not exist", a.record_cursor)));
+        return Err(MeshError::new(
+            "invalid_page",
+            format!(
+                "record `{}` has {pages} page(s); page {page} does not exist",
+                a.record_cursor
+            ),
+        ));
     }
-    let text: String = chars[page * RECORD_PAGE_CHARS..((page + 1) * RECORD_PAGE_CHARS).min(chars.len())].iter().collect();
+    let text: String = chars
+        [page * RECORD_PAGE_CHARS..((page + 1) * RECORD_PAGE_CHARS).min(chars.len())]
+        .iter()
+        .collect();
     Ok(json!({
         "record_cursor": a.record_cursor,
         "page": page,
@@ -438,16 +574,32 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
         ControlAction::Stop => {
             team.may_control(caller, &run, "stop")?;
             let Some(rev) = a.control_revision else {
-                return Err(MeshError::new("control_revision_required", "stop needs the control_revision from your last inspection"));
+                return Err(MeshError::new(
+                    "control_revision_required",
+                    "stop needs the control_revision from your last inspection",
+                ));
             };
             if is_terminal_run(&run.state) {
-                return Err(MeshError::new("already_terminal", format!("agent run `{}` is already `{}`", run.run_ref, run.state)));
+                return Err(MeshError::new(
+                    "already_terminal",
+                    format!("agent run `{}` is already `{}`", run.run_ref, run.state),
+                ));
             }
             if !team.store.bump_control(&run.run_ref, rev)? {
                 let now = team.run(&run.run_ref)?.control_revision;
-                return Err(MeshError::new("stale_control_revision", format!("control_revision {rev} is stale (current: {now}); inspect again before stopping")));
+                return Err(MeshError::new(
+                    "stale_control_revision",
+                    format!(
+                        "control_revision {rev} is stale (current: {now}); inspect again before stopping"
+                    ),
+                ));
             }
-            team.audit(caller, "agent_control.stop", &run.run_ref, json!({"control_revision": rev}))?;
+            team.audit(
+                caller,
+                "agent_control.stop",
+                &run.run_ref,
+                json!({"control_revision": rev}),
+            )?;
             crate::host::stop_run(team, &run.run_ref, "stopped by its controller").await;
             Ok(team.view(&team.run(&run.run_ref)?))
         }

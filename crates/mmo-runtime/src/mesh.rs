@@ -124,12 +124,18 @@ pub fn list(team: &Team, caller: &Run) -> Value {
 /// Calls a tool as `caller`: the same visibility check as `list`, then strict decoding.
 pub async fn call(team: &Arc<Team>, caller: &Run, name: &str, args: Value) -> MeshResult<Value> {
     let Some(tool) = TOOLS.iter().find(|t| t.name == name) else {
-        return Err(MeshError::new("unknown_tool", format!("mmo_mesh has no tool `{name}`")));
+        return Err(MeshError::new(
+            "unknown_tool",
+            format!("mmo_mesh has no tool `{name}`"),
+        ));
     };
     if !visible(team, caller, tool) {
         return Err(MeshError::new(
             "tool_not_granted",
-            format!("role `{}` cannot use `{name}` (it needs spawn or control rights this role does not have)", caller.role),
+            format!(
+                "role `{}` cannot use `{name}` (it needs spawn or control rights this role does not have)",
+                caller.role
+            ),
         ));
     }
     let bad = |e: vox_core::ToolError| MeshError::new("invalid_arguments", e.to_string());
@@ -144,7 +150,10 @@ pub async fn call(team: &Arc<Team>, caller: &Run, name: &str, args: Value) -> Me
         "agent_trace_record" => jobs::trace_record(team, caller, decode(args).map_err(bad)?),
         "agent_inspect" => jobs::inspect(team, caller, decode(args).map_err(bad)?),
         "agent_control" => jobs::control(team, caller, decode(args).map_err(bad)?).await,
-        _ => Err(MeshError::new("unknown_tool", format!("mmo_mesh has no tool `{name}`"))),
+        _ => Err(MeshError::new(
+            "unknown_tool",
+            format!("mmo_mesh has no tool `{name}`"),
+        )),
     }
 }
 
@@ -166,11 +175,23 @@ pub fn tool_result(r: MeshResult<Value>) -> Value {
 }
 
 /// Answers one MCP request (`None` for a notification). Unknown methods are JSON-RPC errors.
-pub async fn handle(team: &Arc<Team>, caller: &Run, method: &str, params: Value) -> Option<Result<Value, (i64, String)>> {
+pub async fn handle(
+    team: &Arc<Team>,
+    caller: &Run,
+    method: &str,
+    params: Value,
+) -> Option<Result<Value, (i64, String)>> {
     match method {
         "initialize" => {
-            let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
-            let version = PROTOCOLS.iter().find(|v| **v == asked).copied().unwrap_or(PROTOCOLS[0]);
+            let asked = params
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let version = PROTOCOLS
+                .iter()
+                .find(|v| **v == asked)
+                .copied()
+                .unwrap_or(PROTOCOLS[0]);
             Some(Ok(json!({
                 "protocolVersion": version,
                 "capabilities": {"tools": {"listChanged": false}},
@@ -181,8 +202,15 @@ pub async fn handle(team: &Arc<Team>, caller: &Run, method: &str, params: Value)
         "ping" => Some(Ok(json!({}))),
         "tools/list" => Some(Ok(list(team, caller))),
         "tools/call" => {
-            let name = params.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-            let args = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
+            let name = params
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let args = params
+                .get("arguments")
+                .cloned()
+                .unwrap_or_else(|| json!({}));
             Some(Ok(tool_result(call(team, caller, &name, args).await)))
         }
         m if m.starts_with("notifications/") => None,

@@ -6,7 +6,9 @@
 //! package version and the runtime digest of the binary that wrote it; a row of another package
 //! generation is refused when it is loaded, naming the row.
 
-use crate::result::{Disposition, Finality, JobState, LifecycleError, disposition_transition, job_transition};
+use crate::result::{
+    Disposition, Finality, JobState, LifecycleError, disposition_transition, job_transition,
+};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::Value;
@@ -207,7 +209,9 @@ impl Run {
     /// Whether the run holds admission slots (queued or running; paused, suspended and terminal
     /// runs release them).
     pub fn is_active(&self) -> bool {
-        self.state.parse::<JobState>().is_ok_and(JobState::holds_admission)
+        self.state
+            .parse::<JobState>()
+            .is_ok_and(JobState::holds_admission)
     }
 }
 
@@ -433,7 +437,8 @@ impl Store {
     /// Every run of a session, oldest first.
     pub fn runs(&self, session: &str) -> Result<Vec<Run>> {
         let db = self.db();
-        let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE session = ?1 ORDER BY created_at, ref");
+        let sql =
+            format!("SELECT {RUN_COLUMNS} FROM runs WHERE session = ?1 ORDER BY created_at, ref");
         let mut stmt = db.prepare(&sql)?;
         let rows = stmt
             .query_map([session], run_row)?
@@ -459,7 +464,11 @@ impl Store {
         if n != 1 {
             // Another writer moved it first: report the state it is in now.
             let now = self.run(run_ref)?;
-            return Err(StoreError::Transition { what: format!("agent run `{run_ref}`"), from: now.state, to: to.to_string() });
+            return Err(StoreError::Transition {
+                what: format!("agent run `{run_ref}`"),
+                from: now.state,
+                to: to.to_string(),
+            });
         }
         self.run(run_ref)
     }
@@ -471,11 +480,22 @@ impl Store {
             "UPDATE runs SET preview = ?2, progress_revision = progress_revision + 1, updated_at = ?3 WHERE ref = ?1",
             params![run_ref, preview, now_ms()],
         )?;
-        Ok(db.query_row("SELECT progress_revision FROM runs WHERE ref = ?1", [run_ref], |r| r.get(0))?)
+        Ok(db.query_row(
+            "SELECT progress_revision FROM runs WHERE ref = ?1",
+            [run_ref],
+            |r| r.get(0),
+        )?)
     }
 
     /// Records the host of a run.
-    pub fn set_host(&self, run_ref: &str, pid: Option<u32>, thread: Option<&str>, home: &str, cwd: &str) -> Result<()> {
+    pub fn set_host(
+        &self,
+        run_ref: &str,
+        pid: Option<u32>,
+        thread: Option<&str>,
+        home: &str,
+        cwd: &str,
+    ) -> Result<()> {
         self.db().execute(
             "UPDATE runs SET host_pid = ?2, thread_id = COALESCE(?3, thread_id), home = ?4, cwd = ?5, updated_at = ?6 WHERE ref = ?1",
             params![run_ref, pid, thread, home, cwd, now_ms()],
@@ -507,7 +527,11 @@ impl Store {
         let runs = self.runs(session)?;
         let mut out = Vec::new();
         for r in runs.into_iter().filter(Run::is_active) {
-            self.transition(&r.run_ref, JobState::Suspended, Some("the supervisor stopped while this run was active"))?;
+            self.transition(
+                &r.run_ref,
+                JobState::Suspended,
+                Some("the supervisor stopped while this run was active"),
+            )?;
             out.push(r.run_ref);
         }
         Ok(out)
@@ -551,7 +575,10 @@ impl Store {
         match row {
             None => Ok(None),
             Some((res, v)) if v == PACKAGE_VERSION => Ok(Some(res)),
-            Some((_, v)) => Err(StoreError::Generation { what: format!("the result of job `{job}`"), found: v }),
+            Some((_, v)) => Err(StoreError::Generation {
+                what: format!("the result of job `{job}`"),
+                found: v,
+            }),
         }
     }
 
@@ -562,10 +589,25 @@ impl Store {
         let Some(cur) = self.result(job)? else {
             return Err(StoreError::NotFound(format!("a result of job `{job}`")));
         };
-        let refused = |why: String| StoreError::Transition { what: format!("the result of job `{job}`"), from: cur.disposition.clone(), to: format!("{to} ({why})") };
-        let state: JobState = self.run_of_job(job)?.state.parse().map_err(|e: LifecycleError| refused(e.message))?;
-        let from: Disposition = cur.disposition.parse().map_err(|e: LifecycleError| refused(e.message))?;
-        let finality = if cur.final_ { Finality::Final } else { Finality::Partial };
+        let refused = |why: String| StoreError::Transition {
+            what: format!("the result of job `{job}`"),
+            from: cur.disposition.clone(),
+            to: format!("{to} ({why})"),
+        };
+        let state: JobState = self
+            .run_of_job(job)?
+            .state
+            .parse()
+            .map_err(|e: LifecycleError| refused(e.message))?;
+        let from: Disposition = cur
+            .disposition
+            .parse()
+            .map_err(|e: LifecycleError| refused(e.message))?;
+        let finality = if cur.final_ {
+            Finality::Final
+        } else {
+            Finality::Partial
+        };
         if from == to && to == Disposition::Read {
             return Ok(());
         }
@@ -580,7 +622,15 @@ impl Store {
     // ---- patches ----
 
     /// Records a job's patch (state `recorded`, or `refused` when it broke the rules).
-    pub fn put_patch(&self, job: &str, base_commit: &str, sha256: &str, bytes: &[u8], files: &Value, state: &str) -> Result<()> {
+    pub fn put_patch(
+        &self,
+        job: &str,
+        base_commit: &str,
+        sha256: &str,
+        bytes: &[u8],
+        files: &Value,
+        state: &str,
+    ) -> Result<()> {
         self.db().execute(
             "INSERT OR REPLACE INTO patches (job, base_commit, sha256, bytes, files, state, package_version, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![job, base_commit, sha256, bytes, json_text(files), state, PACKAGE_VERSION, now_ms()],
@@ -612,10 +662,21 @@ impl Store {
             return Ok(None);
         };
         if v != PACKAGE_VERSION {
-            return Err(StoreError::Generation { what: format!("the patch of job `{job}`"), found: v });
+            return Err(StoreError::Generation {
+                what: format!("the patch of job `{job}`"),
+                found: v,
+            });
         }
-        let files = serde_json::from_str(&files).map_err(|_| StoreError::Corrupt(format!("the patch of job `{job}`")))?;
-        Ok(Some(StoredPatch { job, base_commit, sha256, bytes, files, state }))
+        let files = serde_json::from_str(&files)
+            .map_err(|_| StoreError::Corrupt(format!("the patch of job `{job}`")))?;
+        Ok(Some(StoredPatch {
+            job,
+            base_commit,
+            sha256,
+            bytes,
+            files,
+            state,
+        }))
     }
 
     /// Moves a patch from `recorded` to `to` (`integrated`); false when it was not `recorded`.
@@ -640,14 +701,28 @@ impl Store {
     }
 
     /// A run's events after `after` (exclusive), at most `limit`, optionally of some kinds only.
-    pub fn events(&self, run: &str, after: i64, limit: usize, kinds: Option<&[String]>) -> Result<Vec<Event>> {
+    pub fn events(
+        &self,
+        run: &str,
+        after: i64,
+        limit: usize,
+        kinds: Option<&[String]>,
+    ) -> Result<Vec<Event>> {
         let db = self.db();
-        let mut stmt = db.prepare("SELECT seq, run, at, kind, body FROM events WHERE run = ?1 AND seq > ?2 ORDER BY seq")?;
+        let mut stmt = db.prepare(
+            "SELECT seq, run, at, kind, body FROM events WHERE run = ?1 AND seq > ?2 ORDER BY seq",
+        )?;
         let mut out = Vec::new();
         let mut rows = stmt.query(params![run, after])?;
         while let Some(r) = rows.next()? {
-            let e = Event { seq: r.get(0)?, run: r.get(1)?, at: r.get(2)?, kind: r.get(3)?, body: r.get(4)? };
-            if kinds.is_none_or(|k| k.iter().any(|k| *k == e.kind)) {
+            let e = Event {
+                seq: r.get(0)?,
+                run: r.get(1)?,
+                at: r.get(2)?,
+                kind: r.get(3)?,
+                body: r.get(4)?,
+            };
+            if kinds.is_none_or(|k| k.contains(&e.kind)) {
                 out.push(e);
                 if out.len() >= limit {
                     break;
@@ -661,9 +736,19 @@ impl Store {
     pub fn event_at(&self, seq: i64) -> Result<Option<Event>> {
         let db = self.db();
         Ok(db
-            .query_row("SELECT seq, run, at, kind, body FROM events WHERE seq = ?1", [seq], |r| {
-                Ok(Event { seq: r.get(0)?, run: r.get(1)?, at: r.get(2)?, kind: r.get(3)?, body: r.get(4)? })
-            })
+            .query_row(
+                "SELECT seq, run, at, kind, body FROM events WHERE seq = ?1",
+                [seq],
+                |r| {
+                    Ok(Event {
+                        seq: r.get(0)?,
+                        run: r.get(1)?,
+                        at: r.get(2)?,
+                        kind: r.get(3)?,
+                        body: r.get(4)?,
+                    })
+                },
+            )
             .optional()?)
     }
 
@@ -673,14 +758,27 @@ impl Store {
         let mut stmt = db.prepare("SELECT seq, run, at, kind, body FROM events WHERE session = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")?;
         let rows = stmt
             .query_map(params![session, after, limit as i64], |r| {
-                Ok(Event { seq: r.get(0)?, run: r.get(1)?, at: r.get(2)?, kind: r.get(3)?, body: r.get(4)? })
+                Ok(Event {
+                    seq: r.get(0)?,
+                    run: r.get(1)?,
+                    at: r.get(2)?,
+                    kind: r.get(3)?,
+                    body: r.get(4)?,
+                })
             })?
             .collect::<std::result::Result<Vec<_>, _>>()?;
         Ok(rows)
     }
 
     /// Appends an audit record: who did what to which target.
-    pub fn audit(&self, session: &str, actor: &str, action: &str, target: &str, detail: &Value) -> Result<()> {
+    pub fn audit(
+        &self,
+        session: &str,
+        actor: &str,
+        action: &str,
+        target: &str,
+        detail: &Value,
+    ) -> Result<()> {
         self.db().execute(
             "INSERT INTO audit (session, at, actor, action, target, detail, package_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![session, now_ms(), actor, action, target, json_text(detail), PACKAGE_VERSION],
@@ -740,7 +838,10 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Session> {
 
 fn checked_session(s: Session) -> Result<Session> {
     if s.package_version != PACKAGE_VERSION {
-        return Err(StoreError::Generation { what: format!("session `{}`", s.id), found: s.package_version });
+        return Err(StoreError::Generation {
+            what: format!("session `{}`", s.id),
+            found: s.package_version,
+        });
     }
     Ok(s)
 }
@@ -789,12 +890,18 @@ fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
 fn checked_run(raw: RawRun) -> Result<Run> {
     let RawRun(mut run, lineage, scope, literal) = raw;
     if run.package_version != PACKAGE_VERSION {
-        return Err(StoreError::Generation { what: format!("agent run `{}`", run.run_ref), found: run.package_version });
+        return Err(StoreError::Generation {
+            what: format!("agent run `{}`", run.run_ref),
+            found: run.package_version,
+        });
     }
     let corrupt = || StoreError::Corrupt(format!("agent run `{}`", run.run_ref));
     run.lineage = serde_json::from_str(&lineage).map_err(|_| corrupt())?;
     run.write_scope = serde_json::from_str(&scope).map_err(|_| corrupt())?;
-    run.literal = literal.map(|l| serde_json::from_str(&l)).transpose().map_err(|_| corrupt())?;
+    run.literal = literal
+        .map(|l| serde_json::from_str(&l))
+        .transpose()
+        .map_err(|_| corrupt())?;
     Ok(run)
 }
 
@@ -830,7 +937,8 @@ mod tests {
     #[test]
     fn runs_are_monotonic_and_terminal_states_never_change() {
         let (_d, s) = store();
-        s.create_session("s1", "p", "addr", "/w", "/d", None).unwrap();
+        s.create_session("s1", "p", "addr", "/w", "/d", None)
+            .unwrap();
         s.create_run(&new_run("r1", Some("j1"))).unwrap();
         let r = s.transition("r1", JobState::Running, None).unwrap();
         assert_eq!(r.progress_revision, 2);
@@ -842,12 +950,19 @@ mod tests {
     #[test]
     fn result_dispositions_only_move_forward() {
         let (_d, s) = store();
-        s.create_session("s1", "p", "addr", "/w", "/d", None).unwrap();
+        s.create_session("s1", "p", "addr", "/w", "/d", None)
+            .unwrap();
         s.create_run(&new_run("r1", Some("j1"))).unwrap();
         s.put_result("j1", "{}", true, true).unwrap();
         s.set_disposition("j1", Disposition::Read, None).unwrap();
-        s.set_disposition("j1", Disposition::Rejected, Some("wrong")).unwrap();
-        assert_eq!(s.set_disposition("j1", Disposition::Accepted, None).unwrap_err().code(), "state_transition");
+        s.set_disposition("j1", Disposition::Rejected, Some("wrong"))
+            .unwrap();
+        assert_eq!(
+            s.set_disposition("j1", Disposition::Accepted, None)
+                .unwrap_err()
+                .code(),
+            "state_transition"
+        );
         // A rejected result's text cannot be overwritten either.
         s.put_result("j1", "changed", false, true).unwrap();
         assert_eq!(s.result("j1").unwrap().unwrap().text, "{}");
@@ -856,10 +971,12 @@ mod tests {
     #[test]
     fn another_generation_is_refused_at_load() {
         let (d, s) = store();
-        s.create_session("s1", "p", "addr", "/w", "/d", None).unwrap();
+        s.create_session("s1", "p", "addr", "/w", "/d", None)
+            .unwrap();
         drop(s);
         let c = Connection::open(d.path().join("state.db")).unwrap();
-        c.execute("UPDATE sessions SET package_version = '7.0.0'", []).unwrap();
+        c.execute("UPDATE sessions SET package_version = '7.0.0'", [])
+            .unwrap();
         drop(c);
         let s = Store::open(&d.path().join("state.db"), "digest").unwrap();
         let e = s.session("s1").unwrap_err();
@@ -871,7 +988,8 @@ mod tests {
     #[test]
     fn control_revision_is_compare_and_swap() {
         let (_d, s) = store();
-        s.create_session("s1", "p", "addr", "/w", "/d", None).unwrap();
+        s.create_session("s1", "p", "addr", "/w", "/d", None)
+            .unwrap();
         s.create_run(&new_run("r1", None)).unwrap();
         assert!(s.bump_control("r1", 1).unwrap());
         assert!(!s.bump_control("r1", 1).unwrap());
@@ -881,7 +999,8 @@ mod tests {
     #[test]
     fn active_runs_are_suspended_after_a_restart() {
         let (_d, s) = store();
-        s.create_session("s1", "p", "addr", "/w", "/d", None).unwrap();
+        s.create_session("s1", "p", "addr", "/w", "/d", None)
+            .unwrap();
         s.create_run(&new_run("r1", Some("j1"))).unwrap();
         s.create_run(&new_run("r2", Some("j2"))).unwrap();
         s.transition("r2", JobState::Failed, None).unwrap();

@@ -46,7 +46,8 @@ impl Paths {
     }
     pub fn open(&self) -> Result<Store, String> {
         let db = self.db();
-        std::fs::create_dir_all(db.parent().unwrap_or(Path::new("."))).map_err(|e| format!("{}: {e}", db.display()))?;
+        std::fs::create_dir_all(db.parent().unwrap_or(Path::new(".")))
+            .map_err(|e| format!("{}: {e}", db.display()))?;
         Store::open(&db, &runtime_digest()).map_err(|e| e.to_string())
     }
 }
@@ -103,8 +104,18 @@ pub fn identify(peer: u32, hosts: &HashMap<u32, String>, supervisor: u32) -> Ide
 }
 
 /// Creates a session for a compiled snapshot: its directory and its row (state `starting`).
-pub fn create_session(paths: &Paths, store: &Store, address: &str, snapshot: &Path, workspace: &Path, task: Option<&str>) -> Result<Session, String> {
-    let profile: Value = serde_json::from_str(&std::fs::read_to_string(snapshot.join("profile.json")).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+pub fn create_session(
+    paths: &Paths,
+    store: &Store,
+    address: &str,
+    snapshot: &Path,
+    workspace: &Path,
+    task: Option<&str>,
+) -> Result<Session, String> {
+    let profile: Value = serde_json::from_str(
+        &std::fs::read_to_string(snapshot.join("profile.json")).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
     let id = crate::jobs::new_id("mmo");
     let dir = paths.session_dir(&id);
     std::fs::create_dir_all(dir.join("logs")).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -126,7 +137,10 @@ pub fn recover(store: &Store, session: &Session) -> Result<bool, String> {
     if is_terminal_session(&session.state) || session.state == "suspended" {
         return Ok(false);
     }
-    if session.supervisor_pid.is_some_and(|p| alive(p as u32) && is_supervisor_of(p as u32, &session.id)) {
+    if session
+        .supervisor_pid
+        .is_some_and(|p| alive(p as u32) && is_supervisor_of(p as u32, &session.id))
+    {
         return Ok(false);
     }
     if session.state == "starting" && session.supervisor_pid.is_none() {
@@ -136,19 +150,32 @@ pub fn recover(store: &Store, session: &Session) -> Result<bool, String> {
         if let Some(pid) = run.host_pid.filter(|_| run.is_active()) {
             end_stray_host(pid as u32);
         }
-        if run.is_active() {
-            if let Some(job) = &run.job
-                && store.result(job).map_err(|e| e.to_string())?.is_none()
-            {
-                let partial = last_message(store, &run.run_ref).unwrap_or_default();
-                let _ = store.put_result(job, &partial, false, false);
-            }
+        if run.is_active()
+            && let Some(job) = &run.job
+            && store.result(job).map_err(|e| e.to_string())?.is_none()
+        {
+            let partial = last_message(store, &run.run_ref).unwrap_or_default();
+            let _ = store.put_result(job, &partial, false, false);
         }
     }
-    let suspended = store.suspend_active(&session.id).map_err(|e| e.to_string())?;
-    let _ = store.audit(&session.id, "runtime", "recover", &session.id, &json!({"suspended": suspended}));
+    let suspended = store
+        .suspend_active(&session.id)
+        .map_err(|e| e.to_string())?;
+    let _ = store.audit(
+        &session.id,
+        "runtime",
+        "recover",
+        &session.id,
+        &json!({"suspended": suspended}),
+    );
     store
-        .set_session_state(&session.id, "suspended", Some("the supervisor stopped while the session was live; its active runs are suspended"))
+        .set_session_state(
+            &session.id,
+            "suspended",
+            Some(
+                "the supervisor stopped while the session was live; its active runs are suspended",
+            ),
+        )
         .map_err(|e| e.to_string())?;
     Ok(true)
 }
@@ -166,7 +193,9 @@ fn alive(pid: u32) -> bool {
 }
 
 fn cmdline(pid: u32) -> String {
-    std::fs::read(format!("/proc/{pid}/cmdline")).map(|b| String::from_utf8_lossy(&b).replace('\0', " ")).unwrap_or_default()
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+        .unwrap_or_default()
 }
 
 fn is_supervisor_of(pid: u32, session: &str) -> bool {
@@ -189,21 +218,33 @@ pub async fn serve(paths: Paths, id: String) -> Result<(), String> {
     let store = Arc::new(paths.open()?);
     let session = store.session(&id).map_err(|e| e.to_string())?;
     if session.state != "starting" {
-        return Err(format!("session {id} is `{}`; a supervisor starts only a new session", session.state));
+        return Err(format!(
+            "session {id} is `{}`; a supervisor starts only a new session",
+            session.state
+        ));
     }
     let fail = |why: String| {
         let _ = store.set_session_state(&id, "failed", Some(&why));
         why
     };
-    let snapshot = mmo_profile::store::Dirs::from_env().map_err(|e| e.to_string())?.snapshot_dir(&session.snapshot);
+    let snapshot = mmo_profile::store::Dirs::from_env()
+        .map_err(|e| e.to_string())?
+        .snapshot_dir(&session.snapshot);
     mmo_profile::snapshot::verify_snapshot(&snapshot).map_err(|e| fail(e.to_string()))?;
     let read = |name: &str| -> Result<Value, String> {
         let p = snapshot.join(name);
-        serde_json::from_str(&std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?).map_err(|e| format!("{}: {e}", p.display()))
+        serde_json::from_str(
+            &std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?,
+        )
+        .map_err(|e| format!("{}: {e}", p.display()))
     };
-    let profile: mmo_profile::model::Profile = serde_json::from_value(read("profile.json")?).map_err(|e| fail(format!("profile.json: {e}")))?;
-    let ceilings = crate::admission::Ceilings::from_json(&read("ceilings.json")?.to_string()).map_err(|e| fail(format!("ceilings.json: {e}")))?;
-    let capacities = crate::admission::Capacities::from_catalog_json(&read("catalog.json")?.to_string()).map_err(|e| fail(format!("catalog.json: {e}")))?;
+    let profile: mmo_profile::model::Profile = serde_json::from_value(read("profile.json")?)
+        .map_err(|e| fail(format!("profile.json: {e}")))?;
+    let ceilings = crate::admission::Ceilings::from_json(&read("ceilings.json")?.to_string())
+        .map_err(|e| fail(format!("ceilings.json: {e}")))?;
+    let capacities =
+        crate::admission::Capacities::from_catalog_json(&read("catalog.json")?.to_string())
+            .map_err(|e| fail(format!("catalog.json: {e}")))?;
 
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -213,12 +254,20 @@ pub async fn serve(paths: Paths, id: String) -> Result<(), String> {
         std::fs::create_dir_all(parent).map_err(|e| fail(format!("{}: {e}", parent.display())))?;
     }
     let _ = std::fs::remove_file(&socket);
-    let listener = UnixListener::bind(&socket).map_err(|e| fail(format!("{}: {e}", socket.display())))?;
+    let listener =
+        UnixListener::bind(&socket).map_err(|e| fail(format!("{}: {e}", socket.display())))?;
 
     let root_ref = crate::jobs::new_id("run");
     let root_role = profile.root.clone();
-    let root_units = profile.agents.get(&root_role).map(|a| a.resource_units).unwrap_or(1);
-    let root_group = profile.agents.get(&root_role).and_then(|a| a.resource_group.clone());
+    let root_units = profile
+        .agents
+        .get(&root_role)
+        .map(|a| a.resource_units)
+        .unwrap_or(1);
+    let root_group = profile
+        .agents
+        .get(&root_role)
+        .and_then(|a| a.resource_group.clone());
     let root = store
         .create_run(&NewRun {
             run_ref: &root_ref,
@@ -257,20 +306,30 @@ pub async fn serve(paths: Paths, id: String) -> Result<(), String> {
         changed,
         done,
     });
-    store.set_supervisor(&id, Some(std::process::id())).map_err(|e| e.to_string())?;
-    store.set_session_state(&id, "running", None).map_err(|e| e.to_string())?;
+    store
+        .set_supervisor(&id, Some(std::process::id()))
+        .map_err(|e| e.to_string())?;
+    store
+        .set_session_state(&id, "running", None)
+        .map_err(|e| e.to_string())?;
     let _ = store.audit(&id, "runtime", "session_start", &id, &json!({"snapshot": session.snapshot, "workspace": session.workspace, "pid": std::process::id()}));
     match session.task.clone() {
         Some(task) => crate::host::start_root(team.clone(), root, task),
         None => {
             // Operator-driven: the operator is the root (`codex-mmo agent-mcp`); no root host.
-            let _ = store.transition(&root_ref, JobState::Running, Some("operator-driven: no root host"));
+            let _ = store.transition(
+                &root_ref,
+                JobState::Running,
+                Some("operator-driven: no root host"),
+            );
         }
     }
     team.notify();
 
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(|e| e.to_string())?;
-    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| e.to_string())?;
+    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(|e| e.to_string())?;
     loop {
         tokio::select! {
             conn = listener.accept() => {
@@ -293,18 +352,31 @@ pub async fn serve(paths: Paths, id: String) -> Result<(), String> {
 
 /// Stops every active run and ends the session as `stopped`.
 pub async fn stop_session(team: &Arc<Team>, reason: &str) {
-    let _ = team.store.audit(&team.session, "operator", "session_stop", &team.session, &json!({"reason": reason}));
+    let _ = team.store.audit(
+        &team.session,
+        "operator",
+        "session_stop",
+        &team.session,
+        &json!({"reason": reason}),
+    );
     let runs = team.store.runs(&team.session).unwrap_or_default();
     let mut stops = Vec::new();
-    for r in runs.into_iter().filter(|r| r.is_active() || r.state == "suspended") {
+    for r in runs
+        .into_iter()
+        .filter(|r| r.is_active() || r.state == "suspended")
+    {
         let team = team.clone();
         let reason = reason.to_string();
-        stops.push(tokio::spawn(async move { crate::host::stop_run(&team, &r.run_ref, &reason).await }));
+        stops.push(tokio::spawn(async move {
+            crate::host::stop_run(&team, &r.run_ref, &reason).await
+        }));
     }
     for s in stops {
         let _ = s.await;
     }
-    let _ = team.store.set_session_state(&team.session, "stopped", Some(reason));
+    let _ = team
+        .store
+        .set_session_state(&team.session, "stopped", Some(reason));
     finish(team).await;
 }
 
@@ -329,23 +401,37 @@ async fn connection(team: Arc<Team>, stream: UnixStream) {
         .iter()
         .filter_map(|(r, h)| h.pid.map(|p| (p, r.clone())))
         .collect();
-    let same_user = peer.as_ref().is_some_and(|c| c.uid() == unsafe { libc::getuid() });
+    let same_user = peer
+        .as_ref()
+        .is_some_and(|c| c.uid() == unsafe { libc::getuid() });
     let identity = match peer.as_ref().and_then(|c| c.pid()) {
         Some(pid) if same_user => identify(pid as u32, &hosts, std::process::id()),
-        _ => Identity::Refused("the peer's credentials could not be read, or it is another user".into()),
+        _ => Identity::Refused(
+            "the peer's credentials could not be read, or it is another user".into(),
+        ),
     };
     let (read, mut write) = stream.into_split();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let writer = tokio::spawn(async move {
         while let Some(line) = rx.recv().await {
-            if write.write_all(line.as_bytes()).await.is_err() || write.write_all(b"\n").await.is_err() {
+            if write.write_all(line.as_bytes()).await.is_err()
+                || write.write_all(b"\n").await.is_err()
+            {
                 break;
             }
         }
     });
     let caller: Result<(Run, bool), String> = match &identity {
-        Identity::Run(r) => team.store.run(r).map(|r| (r, false)).map_err(|e| e.to_string()),
-        Identity::Operator => team.store.run(&team.root_ref).map(|r| (r, true)).map_err(|e| e.to_string()),
+        Identity::Run(r) => team
+            .store
+            .run(r)
+            .map(|r| (r, false))
+            .map_err(|e| e.to_string()),
+        Identity::Operator => team
+            .store
+            .run(&team.root_ref)
+            .map(|r| (r, true))
+            .map_err(|e| e.to_string()),
         Identity::Refused(why) => Err(why.clone()),
     };
     let mut lines = BufReader::new(read).take_lines(MAX_LINE);
@@ -368,7 +454,11 @@ async fn connection(team: Arc<Team>, stream: UnixStream) {
             }
         };
         let id = msg.get("id").cloned();
-        let method = msg.get("method").and_then(Value::as_str).unwrap_or("").to_string();
+        let method = msg
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
         let team = team.clone();
         let tx = tx.clone();
@@ -381,7 +471,13 @@ async fn connection(team: Arc<Team>, stream: UnixStream) {
                         if *operator {
                             Some(operator_call(&team, op, params).await)
                         } else {
-                            Some(Err((-32001, format!("refused: `{method}` is for the operator, and agent run {} is not the operator", run.run_ref))))
+                            Some(Err((
+                                -32001,
+                                format!(
+                                    "refused: `{method}` is for the operator, and agent run {} is not the operator",
+                                    run.run_ref
+                                ),
+                            )))
                         }
                     } else {
                         // A run's row may have changed since the connection opened: reread it.
@@ -395,7 +491,9 @@ async fn connection(team: Arc<Team>, stream: UnixStream) {
             if let (Some(answer), Some(id)) = (answer, id) {
                 let msg = match answer {
                     Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-                    Err((code, message)) => json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+                    Err((code, message)) => {
+                        json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+                    }
                 };
                 let _ = tx.send(msg.to_string());
             }
@@ -448,15 +546,28 @@ async fn operator_call(team: &Arc<Team>, op: &str, params: Value) -> Result<Valu
         }
         "events" => {
             let after = params.get("after").and_then(Value::as_i64).unwrap_or(0);
-            let wait_ms = params.get("wait_ms").and_then(Value::as_u64).unwrap_or(0).min(30_000);
+            let wait_ms = params
+                .get("wait_ms")
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+                .min(30_000);
             let mut rx = team.changed.subscribe();
             let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
             loop {
                 rx.borrow_and_update();
-                let events = team.store.session_events(&team.session, after, 200).map_err(err)?;
+                let events = team
+                    .store
+                    .session_events(&team.session, after, 200)
+                    .map_err(err)?;
                 let s = team.store.session(&team.session).map_err(err)?;
                 if !events.is_empty() || wait_ms == 0 || is_terminal_session(&s.state) {
-                    let runs: Vec<Value> = team.store.runs(&team.session).map_err(err)?.iter().map(|r| team.view(r)).collect();
+                    let runs: Vec<Value> = team
+                        .store
+                        .runs(&team.session)
+                        .map_err(err)?
+                        .iter()
+                        .map(|r| team.view(r))
+                        .collect();
                     return Ok(json!({"events": events, "state": s.state, "runs": runs}));
                 }
                 tokio::select! {
@@ -464,12 +575,21 @@ async fn operator_call(team: &Arc<Team>, op: &str, params: Value) -> Result<Valu
                     _ = tokio::time::sleep_until(deadline) => {}
                 }
                 if tokio::time::Instant::now() >= deadline {
-                    let runs: Vec<Value> = team.store.runs(&team.session).map_err(err)?.iter().map(|r| team.view(r)).collect();
+                    let runs: Vec<Value> = team
+                        .store
+                        .runs(&team.session)
+                        .map_err(err)?
+                        .iter()
+                        .map(|r| team.view(r))
+                        .collect();
                     return Ok(json!({"events": [], "state": s.state, "runs": runs}));
                 }
             }
         }
-        _ => Err((-32601, format!("the supervisor has no operator method `session/{op}`"))),
+        _ => Err((
+            -32601,
+            format!("the supervisor has no operator method `session/{op}`"),
+        )),
     }
 }
 
@@ -501,7 +621,11 @@ impl<R: tokio::io::AsyncBufRead + Unpin> BoundedLines<R> {
                 Err(e) => return Some(Err(e.to_string())),
             };
             if chunk.is_empty() {
-                return if buf.is_empty() { None } else { Some(String::from_utf8(buf).map_err(|_| "a line is not UTF-8".into())) };
+                return if buf.is_empty() {
+                    None
+                } else {
+                    Some(String::from_utf8(buf).map_err(|_| "a line is not UTF-8".into()))
+                };
             }
             let (take, end) = match chunk.iter().position(|b| *b == b'\n') {
                 Some(i) => (i + 1, true),
@@ -553,7 +677,10 @@ mod tests {
             if let Some(k) = kids.first() {
                 break *k;
             }
-            assert!(std::time::Instant::now() < deadline, "the host's child did not start");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the host's child did not start"
+            );
             std::thread::sleep(Duration::from_millis(10));
         };
         let me = std::process::id();
@@ -562,7 +689,10 @@ mod tests {
         assert_eq!(identify(hpid, &hosts, me), Identity::Run("run_a".into()));
         // Under the supervisor but under no host: refused, never the operator.
         let no_hosts = HashMap::new();
-        assert!(matches!(identify(child, &no_hosts, me), Identity::Refused(_)));
+        assert!(matches!(
+            identify(child, &no_hosts, me),
+            Identity::Refused(_)
+        ));
         // Outside the supervisor's tree: the operator.
         let outside = parent_of(me).unwrap();
         assert_eq!(identify(outside, &hosts, me), Identity::Operator);
@@ -575,7 +705,9 @@ mod tests {
 
     #[test]
     fn long_lines_are_refused_without_being_kept() {
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         rt.block_on(async {
             let data = format!("{}\nok\n", "x".repeat(100));
             let mut lines = BufReader::new(data.as_bytes()).take_lines(50);

@@ -90,10 +90,12 @@ impl Team {
 
     /// The role of a run.
     pub fn role(&self, role: &str) -> MeshResult<&Agent> {
-        self.profile
-            .agents
-            .get(role)
-            .ok_or_else(|| MeshError::new("unknown_role", format!("role `{role}` is not in profile `{}`", self.profile.id)))
+        self.profile.agents.get(role).ok_or_else(|| {
+            MeshError::new(
+                "unknown_role",
+                format!("role `{role}` is not in profile `{}`", self.profile.id),
+            )
+        })
     }
 
     /// A run of this session (another session's refs do not resolve here).
@@ -112,9 +114,10 @@ impl Team {
     pub fn job(&self, job: &str) -> MeshResult<Run> {
         match self.store.run_of_job(job) {
             Ok(r) if r.session == self.session => Ok(r),
-            Ok(_) | Err(StoreError::NotFound(_)) => {
-                Err(MeshError::new("unknown_job", format!("job `{job}` is not in this session")))
-            }
+            Ok(_) | Err(StoreError::NotFound(_)) => Err(MeshError::new(
+                "unknown_job",
+                format!("job `{job}` is not in this session"),
+            )),
             Err(e) => Err(e.into()),
         }
     }
@@ -128,14 +131,18 @@ impl Team {
     /// `result_visibility = "session"`.
     pub fn may_see(&self, caller: &Run, target: &Run) -> MeshResult<()> {
         let session_wide = self.profile.coordination.result_visibility == "session";
-        if session_wide || target.lineage.iter().any(|r| *r == caller.run_ref) {
+        if session_wide || target.lineage.contains(&caller.run_ref) {
             return Ok(());
         }
         Err(MeshError::new(
             "not_visible",
             format!(
                 "agent run `{}` (role `{}`) is not a descendant of the caller `{}` (role `{}`) and result_visibility is `{}`",
-                target.run_ref, target.role, caller.run_ref, caller.role, self.profile.coordination.result_visibility
+                target.run_ref,
+                target.role,
+                caller.run_ref,
+                caller.role,
+                self.profile.coordination.result_visibility
             ),
         ))
     }
@@ -160,10 +167,17 @@ impl Team {
     pub fn may_control(&self, caller: &Run, target: &Run, action: &str) -> MeshResult<()> {
         let role = self.role(&caller.role)?;
         if role.trust == "low" {
-            return Err(MeshError::new("control_denied", format!("role `{}` is low-trust and controls nothing", caller.role)));
+            return Err(MeshError::new(
+                "control_denied",
+                format!("role `{}` is low-trust and controls nothing", caller.role),
+            ));
         }
-        let granted = role.controls.get(&target.role).is_some_and(|a| a.iter().any(|x| x == action));
-        let lineage_read = matches!(action, "inspect" | "trace") && target.lineage.iter().any(|r| *r == caller.run_ref);
+        let granted = role
+            .controls
+            .get(&target.role)
+            .is_some_and(|a| a.iter().any(|x| x == action));
+        let lineage_read =
+            matches!(action, "inspect" | "trace") && target.lineage.contains(&caller.run_ref);
         if granted || lineage_read {
             return Ok(());
         }
@@ -178,12 +192,18 @@ impl Team {
 
     /// The session's active runs (holding admission slots).
     pub fn active_runs(&self) -> MeshResult<Vec<Run>> {
-        Ok(self.store.runs(&self.session)?.into_iter().filter(Run::is_active).collect())
+        Ok(self
+            .store
+            .runs(&self.session)?
+            .into_iter()
+            .filter(Run::is_active)
+            .collect())
     }
 
     /// Records an audit line (failures to audit are failures of the call).
     pub fn audit(&self, actor: &Run, action: &str, target: &str, detail: Value) -> MeshResult<()> {
-        self.store.audit(&self.session, &actor.run_ref, action, target, &detail)?;
+        self.store
+            .audit(&self.session, &actor.run_ref, action, target, &detail)?;
         Ok(())
     }
 

@@ -15,12 +15,22 @@ pub fn codex_js() -> Option<PathBuf> {
     match std::env::var_os("CODEX_MMO_CODEX_JS") {
         Some(p) => {
             let p = PathBuf::from(p);
-            assert!(p.is_file(), "CODEX_MMO_CODEX_JS names a missing file: {}", p.display());
+            assert!(
+                p.is_file(),
+                "CODEX_MMO_CODEX_JS names a missing file: {}",
+                p.display()
+            );
             Some(p)
         }
         None => {
-            assert!(std::env::var_os("CI").is_none(), "CODEX_MMO_CODEX_JS is not set under CI");
-            let mut tty = std::fs::OpenOptions::new().write(true).open("/dev/tty").ok();
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CODEX_MMO_CODEX_JS is not set under CI"
+            );
+            let mut tty = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/tty")
+                .ok();
             let msg = "NOTICE: the runtime's end-to-end tests did not run: set CODEX_MMO_CODEX_JS to @openai/codex@0.169.0's bin/codex.js\n";
             if let Some(t) = tty.as_mut() {
                 let _ = t.write_all(msg.as_bytes());
@@ -35,7 +45,11 @@ pub fn codex_js() -> Option<PathBuf> {
 pub fn workspace_bin(name: &str) -> PathBuf {
     let me = PathBuf::from(env!("CARGO_BIN_EXE_codex-mmo"));
     let p = me.parent().unwrap().join(name);
-    assert!(p.is_file(), "{} is not built (cargo build --workspace builds it)", p.display());
+    assert!(
+        p.is_file(),
+        "{} is not built (cargo build --workspace builds it)",
+        p.display()
+    );
     p
 }
 
@@ -56,8 +70,18 @@ impl World {
         }
         // The model's port is chosen first, so packs (and scripts that need a session id) can
         // be written before the model starts.
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        World { model_log: root.path().join("model.jsonl"), root, codex_js, model: None, port }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        World {
+            model_log: root.path().join("model.jsonl"),
+            root,
+            codex_js,
+            model: None,
+            port,
+        }
     }
 
     pub fn data(&self) -> PathBuf {
@@ -79,10 +103,26 @@ impl World {
         for args in [
             vec!["init", "-q", "-b", "main"],
             vec!["-c", "user.name=t", "-c", "user.email=t@e", "add", "-A"],
-            vec!["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "base"],
+            vec![
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@e",
+                "commit",
+                "-qm",
+                "base",
+            ],
         ] {
-            let o = Command::new("git").args(&args).current_dir(&ws).output().unwrap();
-            assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+            let o = Command::new("git")
+                .args(&args)
+                .current_dir(&ws)
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "git {args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
         }
     }
 
@@ -107,10 +147,14 @@ impl World {
         self.model = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if std::fs::read_to_string(&port_file).is_ok_and(|t| t.trim() == self.port.to_string()) {
+            if std::fs::read_to_string(&port_file).is_ok_and(|t| t.trim() == self.port.to_string())
+            {
                 break;
             }
-            assert!(Instant::now() < deadline, "the scripted model did not report its port");
+            assert!(
+                Instant::now() < deadline,
+                "the scripted model did not report its port"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -144,7 +188,10 @@ impl World {
         c.env_remove("XDG_DATA_HOME")
             .env_remove("XDG_CONFIG_HOME")
             .env("CODEX_MMO_DATA_DIR", self.data())
-            .env("CODEX_MMO_CONFIG_DIR", self.root.path().join("config/codex-mmo"))
+            .env(
+                "CODEX_MMO_CONFIG_DIR",
+                self.root.path().join("config/codex-mmo"),
+            )
             .env("CODEX_MMO_CODEX_JS", &self.codex_js)
             .env("MMO_TEST_KEY", "test-key")
             .current_dir(self.ws());
@@ -163,14 +210,23 @@ impl World {
             args.push(t);
         }
         let o = self.run(&args);
-        assert!(o.status.success(), "run: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "run: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
         String::from_utf8(o.stdout).unwrap().trim().to_string()
     }
 
     /// `inspect --json`.
     pub fn inspect(&self, session: &str) -> Value {
         let o = self.run(&["inspect", session, "--json"]);
-        assert!(o.status.success(), "inspect: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "inspect: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         serde_json::from_slice(&o.stdout).unwrap()
     }
 
@@ -182,7 +238,10 @@ impl World {
             if states.contains(&v["state"].as_str().unwrap_or("")) {
                 return v;
             }
-            assert!(Instant::now() < deadline, "session {session} did not reach {states:?}: {v:#}");
+            assert!(
+                Instant::now() < deadline,
+                "session {session} did not reach {states:?}: {v:#}"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -204,7 +263,10 @@ impl Drop for World {
             for s in v["sessions"].as_array().into_iter().flatten() {
                 let st = s["state"].as_str().unwrap_or("");
                 if !matches!(st, "stopped" | "completed" | "failed") {
-                    let _ = self.cmd().args(["stop", s["id"].as_str().unwrap_or("")]).output();
+                    let _ = self
+                        .cmd()
+                        .args(["stop", s["id"].as_str().unwrap_or("")])
+                        .output();
                 }
             }
         }
@@ -280,20 +342,40 @@ pub struct Mcp {
 
 impl Mcp {
     pub fn start(mut c: Command) -> Mcp {
-        let mut child = c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
+        let mut child = c
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut m = Mcp { child, stdin, stdout, next: 1 };
+        let mut m = Mcp {
+            child,
+            stdin,
+            stdout,
+            next: 1,
+        };
         let init = m.request("initialize", json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}));
         assert!(init.get("result").is_some(), "initialize: {init}");
-        writeln!(m.stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+        writeln!(
+            m.stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        )
+        .unwrap();
         m
     }
 
     pub fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next;
         self.next += 1;
-        writeln!(self.stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
+        writeln!(
+            self.stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )
+        .unwrap();
         self.stdin.flush().unwrap();
         loop {
             let mut line = String::new();
@@ -310,7 +392,10 @@ impl Mcp {
     pub fn call(&mut self, tool: &str, args: Value) -> (Value, bool) {
         let v = self.request("tools/call", json!({"name": tool, "arguments": args}));
         let r = &v["result"];
-        (r["structuredContent"].clone(), r["isError"].as_bool().unwrap_or(true))
+        (
+            r["structuredContent"].clone(),
+            r["isError"].as_bool().unwrap_or(true),
+        )
     }
 
     /// A call that must succeed.
@@ -329,7 +414,12 @@ impl Mcp {
 
     pub fn tool_names(&mut self) -> Vec<String> {
         let v = self.request("tools/list", json!({}));
-        v["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+        v["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
     }
 
     /// Waits until `job` is terminal; returns its state.
@@ -337,11 +427,17 @@ impl Mcp {
         let deadline = Instant::now() + timeout;
         let mut rev = 0i64;
         loop {
-            let v = self.ok("agents_wait", json!({"after_revision": {job: rev}, "timeout_seconds": 5}));
+            let v = self.ok(
+                "agents_wait",
+                json!({"after_revision": {job: rev}, "timeout_seconds": 5}),
+            );
             let j = &v["jobs"][job];
             rev = j["progress_revision"].as_i64().unwrap();
             let state = j["state"].as_str().unwrap().to_string();
-            if matches!(state.as_str(), "completed" | "failed" | "stopped" | "cancelled" | "suspended") {
+            if matches!(
+                state.as_str(),
+                "completed" | "failed" | "stopped" | "cancelled" | "suspended"
+            ) {
                 return state;
             }
             assert!(Instant::now() < deadline, "job {job} is still {state}");
@@ -360,5 +456,8 @@ impl Drop for Mcp {
 pub fn sha256_file(p: &Path) -> String {
     use sha2::{Digest, Sha256};
     let b = std::fs::read(p).unwrap();
-    Sha256::digest(&b).iter().map(|x| format!("{x:02x}")).collect()
+    Sha256::digest(&b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
 }
