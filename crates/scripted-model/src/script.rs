@@ -181,11 +181,11 @@ impl Engine {
         self.cursors[a] += 1;
         let mut usage = default_usage;
         let mut outputs = vec![];
-        let last = last_tool_output(body);
+        let templates = Outputs::of(body);
         for item in step.items() {
             match item {
                 Item::Say(t) => outputs.push(Out::Message(t.clone())),
-                Item::Call(c) => match substitute(&c.arguments, last.as_ref()) {
+                Item::Call(c) => match substitute(&c.arguments, &templates) {
                     Ok(args) => {
                         let (name, namespace) = match &c.namespace {
                             Some(ns) => (c.name.clone(), Some(ns.clone())),
@@ -322,13 +322,27 @@ pub fn routing_text(body: &Value) -> String {
 /// serialized MCP `CallToolResult` is unwrapped to its `structuredContent` and the JSON in its
 /// text content; then the joined text; then the raw `output`.
 pub fn last_tool_output(body: &Value) -> Option<Vec<Value>> {
+    tool_output(body, true)
+}
+
+/// The views of the first tool output of the conversation (`{{first_output...}}`).
+pub fn first_tool_output(body: &Value) -> Option<Vec<Value>> {
+    tool_output(body, false)
+}
+
+fn tool_output(body: &Value, last: bool) -> Option<Vec<Value>> {
     let items = body.get("input")?.as_array()?;
-    let item = items.iter().rev().find(|i| {
+    let is_output = |i: &&Value| {
         matches!(
             i.get("type").and_then(Value::as_str),
             Some("function_call_output" | "custom_tool_call_output" | "mcp_tool_call_output")
         )
-    })?;
+    };
+    let item = if last {
+        items.iter().rev().find(is_output)?
+    } else {
+        items.iter().find(is_output)?
+    };
     let output = item.get("output")?;
     let mut views = vec![];
     let text = match output {
@@ -382,64 +396,125 @@ fn push_json_views(text: &str, views: &mut Vec<Value>) {
     views.push(parsed);
 }
 
-const OPEN: &str = "{{last_output";
+const LAST: &str = "{{last_output";
+const FIRST: &str = "{{first_output";
 const CLOSE: &str = "}}";
 
-/// Replaces `{{last_output<pointer>}}` in every string of `args`. A string that is exactly one
-/// template becomes the value itself (any JSON type); a template inside a longer string is
-/// replaced by the value's text (a string as is, anything else as JSON).
-pub fn substitute(args: &Value, last: Option<&Vec<Value>>) -> Result<Value, String> {
+/// The tool outputs a template may read: the request's last and the conversation's first.
+#[derive(Default)]
+pub struct Outputs {
+    pub last: Option<Vec<Value>>,
+    pub first: Option<Vec<Value>>,
+}
+
+impl Outputs {
+    pub fn of(body: &Value) -> Outputs {
+        Outputs {
+            last: last_tool_output(body),
+            first: first_tool_output(body),
+        }
+    }
+}
+
+/// Replaces `{{last_output<pointer>}}` and `{{first_output<pointer>}}` in every string of
+/// `args`, object keys included. A string that is exactly one template becomes the value itself
+/// (any JSON type; a key becomes its text); a template inside a longer string is replaced by
+/// the value's text (a string as is, anything else as JSON). A pointer segment `*` stands for
+/// the first member of an object (e.g. `/jobs/*/state` when the key is a generated id).
+pub fn substitute(args: &Value, outputs: &Outputs) -> Result<Value, String> {
     Ok(match args {
-        Value::String(s) => substitute_str(s, last)?,
+        Value::String(s) => substitute_str(s, outputs)?,
         Value::Array(a) => Value::Array(
             a.iter()
-                .map(|v| substitute(v, last))
+                .map(|v| substitute(v, outputs))
                 .collect::<Result<_, _>>()?,
         ),
         Value::Object(o) => Value::Object(
             o.iter()
-                .map(|(k, v)| Ok((k.clone(), substitute(v, last)?)))
+                .map(|(k, v)| {
+                    let key = match substitute_str(k, outputs)? {
+                        Value::String(t) => t,
+                        other => other.to_string(),
+                    };
+                    Ok((key, substitute(v, outputs)?))
+                })
                 .collect::<Result<_, String>>()?,
         ),
         v => v.clone(),
     })
 }
 
-fn resolve(pointer: &str, last: Option<&Vec<Value>>) -> Result<Value, String> {
+/// `pointer` with `*` segments, each taking an object's first member.
+fn lookup<'v>(v: &'v Value, pointer: &str) -> Option<&'v Value> {
+    if !pointer.contains("/*") {
+        return v.pointer(pointer);
+    }
+    let mut cur = v;
+    for seg in pointer.split('/').skip(1) {
+        cur = if seg == "*" {
+            cur.as_object()?.values().next()?
+        } else {
+            let seg = seg.replace("~1", "/").replace("~0", "~");
+            match cur {
+                Value::Object(o) => o.get(&seg)?,
+                Value::Array(a) => a.get(seg.parse::<usize>().ok()?)?,
+                _ => return None,
+            }
+        };
+    }
+    Some(cur)
+}
+
+fn resolve(open: &str, pointer: &str, outputs: &Outputs) -> Result<Value, String> {
+    let (views, which) = if open == FIRST {
+        (outputs.first.as_ref(), "first")
+    } else {
+        (outputs.last.as_ref(), "last")
+    };
     let views =
-        last.ok_or_else(|| format!("{OPEN}{pointer}{CLOSE}: the request holds no tool output"))?;
+        views.ok_or_else(|| format!("{open}{pointer}{CLOSE}: the request holds no tool output"))?;
     if !(pointer.is_empty() || pointer.starts_with('/')) {
-        return Err(format!("{OPEN}{pointer}{CLOSE}: not a JSON pointer"));
+        return Err(format!("{open}{pointer}{CLOSE}: not a JSON pointer"));
     }
     views
         .iter()
-        .find_map(|v| v.pointer(pointer).cloned())
+        .find_map(|v| lookup(v, pointer).cloned())
         .ok_or_else(|| {
             format!(
-                "{OPEN}{pointer}{CLOSE}: nothing at that pointer in the last tool output {}",
+                "{open}{pointer}{CLOSE}: nothing at that pointer in the {which} tool output {}",
                 views.last().map(Value::to_string).unwrap_or_default()
             )
         })
 }
 
-fn substitute_str(s: &str, last: Option<&Vec<Value>>) -> Result<Value, String> {
-    if let Some(p) = s.strip_prefix(OPEN).and_then(|r| r.strip_suffix(CLOSE))
-        && !p.contains(CLOSE)
-    {
-        return resolve(p, last);
+/// The first template opening in `s`: its position and which one.
+fn next_open(s: &str) -> Option<(usize, &'static str)> {
+    [LAST, FIRST]
+        .into_iter()
+        .filter_map(|o| s.find(o).map(|i| (i, o)))
+        .min_by_key(|(i, _)| *i)
+}
+
+fn substitute_str(s: &str, outputs: &Outputs) -> Result<Value, String> {
+    for open in [LAST, FIRST] {
+        if let Some(p) = s.strip_prefix(open).and_then(|r| r.strip_suffix(CLOSE))
+            && !p.contains(CLOSE)
+        {
+            return resolve(open, p, outputs);
+        }
     }
-    if !s.contains(OPEN) {
+    if next_open(s).is_none() {
         return Ok(Value::String(s.to_owned()));
     }
     let mut out = String::new();
     let mut rest = s;
-    while let Some(i) = rest.find(OPEN) {
+    while let Some((i, open)) = next_open(rest) {
         out.push_str(&rest[..i]);
-        let after = &rest[i + OPEN.len()..];
+        let after = &rest[i + open.len()..];
         let Some(j) = after.find(CLOSE) else {
             return Err(format!("unterminated template in {s:?}"));
         };
-        match resolve(&after[..j], last)? {
+        match resolve(open, &after[..j], outputs)? {
             Value::String(v) => out.push_str(&v),
             v => out.push_str(&v.to_string()),
         }
@@ -581,17 +656,21 @@ mod tests {
             json!(json!({"content": [{"type": "text", "text": "{\"job_id\": \"j-9\", \"n\": 3}"}]}).to_string()),
             json!(json!({"content": [{"type": "text", "text": "done"}], "structuredContent": {"job_id": "j-9", "n": 3}}).to_string()),
         ] {
-            let last = last_tool_output(&body(output.clone()));
-            assert_eq!(substitute(&args, last.as_ref()).unwrap(), want, "{output}");
+            let outs = Outputs::of(&body(output.clone()));
+            assert_eq!(substitute(&args, &outs).unwrap(), want, "{output}");
         }
-        let last = last_tool_output(&body(json!("plain text")));
+        let outs = Outputs::of(&body(json!("plain text")));
         assert_eq!(
-            substitute(&json!("{{last_output}}"), last.as_ref()).unwrap(),
+            substitute(&json!("{{last_output}}"), &outs).unwrap(),
             json!("plain text")
         );
-        assert!(substitute(&json!("{{last_output/missing}}"), last.as_ref()).is_err());
-        assert!(substitute(&json!("{{last_output/x}}"), None).is_err());
-        assert!(substitute(&json!("{{last_output/x"), last.as_ref()).is_err());
+        assert!(substitute(&json!("{{last_output/missing}}"), &outs).is_err());
+        assert!(substitute(&json!("{{last_output/x}}"), &Outputs::default()).is_err());
+        assert!(substitute(&json!("{{last_output/x"), &outs).is_err());
+        // The conversation's first output, keys, and `*` for a generated key.
+        let outs = Outputs::of(&body(json!("{\"jobs\": {\"job_1\": {\"state\": \"running\", \"progress_revision\": 4}}}")));
+        let args = json!({"after": {"{{first_output/job_id}}": "{{last_output/jobs/*/progress_revision}}"}, "s": "{{last_output/jobs/*/state}}"});
+        assert_eq!(substitute(&args, &outs).unwrap(), json!({"after": {"old": 4}, "s": "running"}));
 
         let mut e = script(json!({"actors": [{"name": "a", "match": "", "steps": [
             {"call": {"name": "f", "arguments": {"j": "{{last_output/nope}}"}}}]}]}));
