@@ -754,10 +754,10 @@ pub fn check(
                 "submodule configuration is not accepted",
             ));
         }
-        if f.is_symlink() {
-            if let Some(reason) = symlink_violation(wt, f, policy) {
-                out.push(Violation::new(C::PatchSymlink, Some(p), reason));
-            }
+        if f.is_symlink()
+            && let Some(reason) = symlink_violation(wt, f, policy)
+        {
+            out.push(Violation::new(C::PatchSymlink, Some(p), reason));
         }
         if f.mode.as_deref() == Some(MODE_EXEC)
             && f.old_mode.as_deref() != Some(MODE_EXEC)
@@ -963,11 +963,11 @@ pub fn integrate_with(
             let comps: Vec<&str> = f.path.split('/').collect();
             for c in &comps[..comps.len().saturating_sub(1)] {
                 prefix.push(c);
-                if let Ok(m) = std::fs::symlink_metadata(toplevel.join(&prefix)) {
-                    if !m.is_dir() {
-                        dirty.push(prefix.to_string_lossy().into_owned());
-                        break;
-                    }
+                if let Ok(m) = std::fs::symlink_metadata(toplevel.join(&prefix))
+                    && !m.is_dir()
+                {
+                    dirty.push(prefix.to_string_lossy().into_owned());
+                    break;
                 }
             }
         }
