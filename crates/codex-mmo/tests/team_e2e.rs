@@ -833,14 +833,23 @@ max_task_chars = 2500
 fn root_review_steps(extra_last: Value) -> Vec<Value> {
     let mesh = |tool: &str, args: Value| json!({"call": {"name": format!("mcp__mmo_mesh__{tool}"), "arguments": args}});
     let mut steps = vec![
-        mesh("agents_spawn", json!({"role": "reviewer", "task": "Review src/lib.rs for correctness.", "task_kind": "review"})),
-        mesh("agents_wait", json!({"after_revision": {"{{first_output/job}}": "{{last_output/progress_revision}}"}, "timeout_seconds": 30})),
+        mesh(
+            "agents_spawn",
+            json!({"role": "reviewer", "task": "Review src/lib.rs for correctness.", "task_kind": "review"}),
+        ),
+        mesh(
+            "agents_wait",
+            json!({"after_revision": {"{{first_output/job}}": "{{last_output/progress_revision}}"}, "timeout_seconds": 30}),
+        ),
     ];
     for _ in 0..6 {
         steps.push(mesh("agents_wait", json!({"after_revision": {"{{first_output/job}}": "{{last_output/jobs/*/progress_revision}}"}, "timeout_seconds": 30})));
     }
     steps.push(mesh("agent_result", json!({"job": "{{first_output/job}}"})));
-    steps.push(mesh("agent_result_accept", json!({"job": "{{first_output/job}}", "reason": "the evidence checks out"})));
+    steps.push(mesh(
+        "agent_result_accept",
+        json!({"job": "{{first_output/job}}", "reason": "the evidence checks out"}),
+    ));
     steps.push(extra_last);
     steps
 }
@@ -849,24 +858,51 @@ fn root_review_steps(extra_last: Value) -> Vec<Value> {
 fn a_model_driven_root_spawns_waits_pages_and_accepts() {
     let Some(js) = codex_js() else { return };
     let mut w = World::new(js);
-    w.git_workspace(&[("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n")]);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
     let answer = verdict(&w);
     w.start_model(&json!({"actors": [
         {"name": "reviewer", "match": REVIEWER_MARK, "steps": [[{"say": answer}]]},
         {"name": "lead", "match": LEAD_MARK, "steps": root_review_steps(json!([{"say": "The reviewer approved; accepted."}]))},
     ]}));
     let pack = review_pack(&w);
-    let o = w.run(&["run", "--profile", pack.to_str().unwrap(), "--task", "Have src/lib.rs reviewed and accept a sound review.", "--json"]);
+    let o = w.run(&[
+        "run",
+        "--profile",
+        pack.to_str().unwrap(),
+        "--task",
+        "Have src/lib.rs reviewed and accept a sound review.",
+        "--json",
+    ]);
     let out = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let v: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
     assert_eq!(v["state"], "completed", "{v:#}");
     let reviewer = &runs_of(&v, "reviewer")[0];
     assert_eq!(reviewer["state"], "completed");
     assert_eq!(reviewer["result"]["disposition"], "accepted", "{v:#}");
     // The root called the tools itself: the audit names the root's run as the actor.
-    let root = runs_of(&v, "lead")[0]["agent_run_ref"].as_str().unwrap().to_string();
-    let accept = v["audit"].as_array().unwrap().iter().find(|a| a["action"] == "agent_result_accept").unwrap();
+    let root = runs_of(&v, "lead")[0]["agent_run_ref"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let accept = v["audit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["action"] == "agent_result_accept")
+        .unwrap();
     assert_eq!(accept["actor"], root);
-    assert!(!w.model_requests().iter().any(|r| r["exhausted"] == true || !r["error"].is_null()), "the script ran as written");
+    assert!(
+        !w.model_requests()
+            .iter()
+            .any(|r| r["exhausted"] == true || !r["error"].is_null()),
+        "the script ran as written"
+    );
 }

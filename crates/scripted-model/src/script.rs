@@ -668,9 +668,14 @@ mod tests {
         assert!(substitute(&json!("{{last_output/x}}"), &Outputs::default()).is_err());
         assert!(substitute(&json!("{{last_output/x"), &outs).is_err());
         // The conversation's first output, keys, and `*` for a generated key.
-        let outs = Outputs::of(&body(json!("{\"jobs\": {\"job_1\": {\"state\": \"running\", \"progress_revision\": 4}}}")));
+        let outs = Outputs::of(&body(json!(
+            "{\"jobs\": {\"job_1\": {\"state\": \"running\", \"progress_revision\": 4}}}"
+        )));
         let args = json!({"after": {"{{first_output/job_id}}": "{{last_output/jobs/*/progress_revision}}"}, "s": "{{last_output/jobs/*/state}}"});
-        assert_eq!(substitute(&args, &outs).unwrap(), json!({"after": {"old": 4}, "s": "running"}));
+        assert_eq!(
+            substitute(&args, &outs).unwrap(),
+            json!({"after": {"old": 4}, "s": "running"})
+        );
 
         let mut e = script(json!({"actors": [{"name": "a", "match": "", "steps": [
             {"call": {"name": "f", "arguments": {"j": "{{last_output/nope}}"}}}]}]}));
