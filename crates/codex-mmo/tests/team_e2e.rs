@@ -183,6 +183,29 @@ fn an_operator_drives_a_review_spawn_wait_page_accept() {
     let o = w.run(&["stop", &session]);
     assert!(o.status.success());
     assert_eq!(w.inspect(&session)["state"], "stopped");
+    // Credentials come from the environment at run time: the key's value is nowhere on disk.
+    let db = std::fs::read(w.data().join("runtime/state.db")).unwrap();
+    assert!(
+        !db.windows(8).any(|x| x == b"test-key"),
+        "the state store holds a credential"
+    );
+    let mut stack = vec![w.data()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "toml" || x == "json") {
+                assert!(
+                    !std::fs::read_to_string(&p)
+                        .unwrap_or_default()
+                        .contains("test-key"),
+                    "{} holds a credential",
+                    p.display()
+                );
+            }
+        }
+    }
 }
 
 #[test]
@@ -904,5 +927,236 @@ fn a_model_driven_root_spawns_waits_pages_and_accepts() {
             .iter()
             .any(|r| r["exhausted"] == true || !r["error"].is_null()),
         "the script ran as written"
+    );
+}
+
+#[test]
+fn a_goal_mode_root_runs_its_goal_until_it_marks_it_complete() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
+    let answer = verdict(&w);
+    let mut lead = root_review_steps(
+        json!({"call": {"name": "update_goal", "arguments": {"status": "complete"}}}),
+    );
+    lead.push(json!([{"say": "Goal complete."}]));
+    w.start_model(&json!({"actors": [
+        {"name": "reviewer", "match": REVIEWER_MARK, "steps": [[{"say": answer}]]},
+        {"name": "lead", "match": LEAD_MARK, "steps": lead},
+    ]}));
+    let goal =
+        "execution_mode = \"goal\"\ngoal_token_budget = 600000\nmax_goal_token_budget = 1000000\n";
+    let profile = review_profile("").replace(
+        "instructions = \"agents/lead.md\"\n",
+        &format!("instructions = \"agents/lead.md\"\n{goal}"),
+    );
+    let pack = w.pack(
+        "review-team",
+        &profile,
+        &[
+            ("agents/lead.md", &format!("{LEAD_MARK} You lead.")),
+            (
+                "agents/reviewer.md",
+                &format!("{REVIEWER_MARK} You review code and answer with JSON only."),
+            ),
+            ("contracts/review.json", REVIEW_CONTRACT),
+        ],
+    );
+    let session = w.start_session(
+        &pack,
+        Some("Have src/lib.rs reviewed and accept a sound review."),
+    );
+    let v = w.wait_state(
+        &session,
+        &["completed", "failed", "stopped"],
+        Duration::from_secs(120),
+    );
+    let tools: Vec<String> = w
+        .model_requests()
+        .iter()
+        .flat_map(|r| r["body"]["tools"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        v["state"], "completed",
+        "{v:#}\ntools the model saw: {tools:?}"
+    );
+    let steps: Vec<String> = w
+        .model_requests()
+        .iter()
+        .map(|r| {
+            format!(
+                "{}:{} {}",
+                r["actor"],
+                r["step"],
+                r["body"]["input"]
+                    .as_array()
+                    .and_then(|a| a.last())
+                    .map(|l| l.to_string().chars().take(300).collect::<String>())
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
+    assert_eq!(
+        runs_of(&v, "reviewer")[0]["result"]["disposition"],
+        "accepted",
+        "{steps:#?}\n{v:#}"
+    );
+    // The goal was set with the role's token budget, and Codex started the turn by itself.
+    let root = &runs_of(&v, "lead")[0];
+    assert_eq!(root["state"], "completed");
+    assert!(
+        w.model_requests()
+            .iter()
+            .any(|r| r["body"].to_string().contains("update_goal"))
+    );
+}
+
+/// An operator Tool MCP server: echoes its argument, and records each call in a file.
+const ECHO_MCP: &str = r#"
+import json, sys, os
+log = os.environ.get("ECHO_MCP_LOG")
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m["method"] == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+             "serverInfo": {"name": "echo", "version": "0"}}
+    elif m["method"] == "tools/list":
+        r = {"tools": [{"name": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
+                       {"name": "shout", "inputSchema": {"type": "object"}}]}
+    else:
+        if log:
+            open(log, "a").write(json.dumps(m["params"]) + "\n")
+        r = {"content": [{"type": "text", "text": "echo: " + str(m["params"].get("arguments", {}).get("text"))}]}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}) + "\n")
+    sys.stdout.flush()
+"#;
+
+#[test]
+fn smoke_runs_the_packs_tasks_and_counts_only_successful_direct_tool_calls() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
+    let server = w.root.path().join("echo_mcp.py");
+    std::fs::write(&server, ECHO_MCP).unwrap();
+    std::fs::write(
+        w.root.path().join("config/codex-mmo/tool-mcp.d/echo.toml"),
+        format!("id = \"echo\"\ncommand = \"python3\"\nargs = [{:?}]\nallowed_tools = [\"echo\", \"shout\"]\nenv_vars = [\"ECHO_MCP_LOG\"]\n", server.display()),
+    )
+    .unwrap();
+    let profile = r#"schema_version = 8
+id = "smoked"
+version = "8.0.0"
+display_name = "Smoked"
+description = "A root and a researcher with a Tool MCP grant."
+maturity = "lab"
+root = "lead"
+smoke = "smoke.toml"
+
+[agents.lead]
+kind = "root"
+description = "Root"
+model = "scripted_responses__scripted_large"
+reasoning = "none"
+permissions = "workspace-write"
+can_spawn = ["researcher"]
+trust = "high"
+instructions = "agents/lead.md"
+
+[agents.researcher]
+description = "Looks things up"
+model = "scripted_responses__scripted_large"
+reasoning = "none"
+backends = ["mcp"]
+allowed_task_kinds = ["research"]
+instructions = "agents/researcher.md"
+
+[agents.researcher.tool_mcp_servers.echo]
+required = true
+enabled_tools = ["echo"]
+"#;
+    let smoke = r#"schema_version = 8
+
+[[tasks]]
+agent = "researcher"
+backend = "mcp"
+task_kind = "research"
+mode = "read-only"
+wall_timeout_seconds = 60
+required_mcp_tools = ["echo.echo"]
+task = "TASK-ECHO: echo the word hello through the echo tool."
+
+[[tasks]]
+agent = "researcher"
+backend = "mcp"
+task_kind = "research"
+mode = "read-only"
+wall_timeout_seconds = 60
+required_mcp_tools = ["echo.echo"]
+task = "TASK-CLAIM: say that you used the echo tool."
+
+[[tasks]]
+agent = "lead"
+backend = "root"
+mode = "workspace-write"
+wall_timeout_seconds = 60
+task = "TASK-ROOT: say that the workspace is fine."
+"#;
+    let pack = w.pack(
+        "smoked",
+        profile,
+        &[
+            ("agents/lead.md", &format!("{LEAD_MARK} You lead.")),
+            ("agents/researcher.md", "You research."),
+            ("smoke.toml", smoke),
+        ],
+    );
+    let calls = w.root.path().join("echo-calls.jsonl");
+    w.start_model(&json!({"actors": [
+        {"name": "echo", "match": "TASK-ECHO", "steps": [{"call": {"name": "mcp__echo__echo", "arguments": {"text": "hello"}}}, [{"say": "the echo tool said hello"}]]},
+        {"name": "claim", "match": "TASK-CLAIM", "steps": [[{"say": "I used the echo tool (I did not)."}]]},
+        {"name": "root", "match": "TASK-ROOT", "steps": [[{"say": "The workspace is fine."}]]},
+    ]}));
+    let o = w
+        .cmd()
+        .env("ECHO_MCP_LOG", &calls)
+        .args(["smoke", pack.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let v: Value = serde_json::from_str(out.trim())
+        .unwrap_or_else(|e| panic!("{e}: {out}{}", String::from_utf8_lossy(&o.stderr)));
+    let tasks = v["tasks"].as_array().unwrap();
+    assert_eq!(tasks[0]["passed"], true, "{v:#}");
+    assert_eq!(tasks[0]["required_mcp_tools"]["echo.echo"], true);
+    // A claim in prose is not a call.
+    assert_eq!(tasks[1]["passed"], false, "{v:#}");
+    assert_eq!(tasks[1]["required_mcp_tools"]["echo.echo"], false);
+    assert_eq!(tasks[2]["passed"], true, "{v:#}");
+    assert_eq!(v["ok"], false);
+    assert_eq!(o.status.code(), Some(1));
+    // The grant reached the worker's live home as compiled, narrowed to `echo`, and the call
+    // really reached the operator's server.
+    assert!(std::fs::read_to_string(&calls).unwrap().contains("hello"));
+
+    // With the model gone, smoke says it needs one and exits 2.
+    drop(w.model.take().map(|mut m| {
+        let _ = m.kill();
+        m.wait()
+    }));
+    let o = w.run(&["smoke", pack.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("smoke needs a live model") && err.contains("refuses connections"),
+        "{err}"
     );
 }

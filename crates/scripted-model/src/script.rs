@@ -322,27 +322,31 @@ pub fn routing_text(body: &Value) -> String {
 /// serialized MCP `CallToolResult` is unwrapped to its `structuredContent` and the JSON in its
 /// text content; then the joined text; then the raw `output`.
 pub fn last_tool_output(body: &Value) -> Option<Vec<Value>> {
-    tool_output(body, true)
-}
-
-/// The views of the first tool output of the conversation (`{{first_output...}}`).
-pub fn first_tool_output(body: &Value) -> Option<Vec<Value>> {
-    tool_output(body, false)
-}
-
-fn tool_output(body: &Value, last: bool) -> Option<Vec<Value>> {
     let items = body.get("input")?.as_array()?;
-    let is_output = |i: &&Value| {
-        matches!(
-            i.get("type").and_then(Value::as_str),
-            Some("function_call_output" | "custom_tool_call_output" | "mcp_tool_call_output")
-        )
+    let item = items.iter().rev().find(|i| is_tool_output(i))?;
+    output_views(item)
+}
+
+/// The views of every tool output of the conversation, oldest first (`{{first_output...}}`).
+pub fn all_tool_outputs(body: &Value) -> Vec<Vec<Value>> {
+    let Some(items) = body.get("input").and_then(Value::as_array) else {
+        return vec![];
     };
-    let item = if last {
-        items.iter().rev().find(is_output)?
-    } else {
-        items.iter().find(is_output)?
-    };
+    items
+        .iter()
+        .filter(|i| is_tool_output(i))
+        .filter_map(output_views)
+        .collect()
+}
+
+fn is_tool_output(i: &Value) -> bool {
+    matches!(
+        i.get("type").and_then(Value::as_str),
+        Some("function_call_output" | "custom_tool_call_output" | "mcp_tool_call_output")
+    )
+}
+
+fn output_views(item: &Value) -> Option<Vec<Value>> {
     let output = item.get("output")?;
     let mut views = vec![];
     let text = match output {
@@ -400,18 +404,20 @@ const LAST: &str = "{{last_output";
 const FIRST: &str = "{{first_output";
 const CLOSE: &str = "}}";
 
-/// The tool outputs a template may read: the request's last and the conversation's first.
+/// The tool outputs a template may read: the request's last, and every one of the
+/// conversation (`first_output` reads the oldest that has a value at its pointer: Codex may
+/// put outputs of its own, e.g. a goal's, before the script's).
 #[derive(Default)]
 pub struct Outputs {
     pub last: Option<Vec<Value>>,
-    pub first: Option<Vec<Value>>,
+    pub all: Vec<Vec<Value>>,
 }
 
 impl Outputs {
     pub fn of(body: &Value) -> Outputs {
         Outputs {
             last: last_tool_output(body),
-            first: first_tool_output(body),
+            all: all_tool_outputs(body),
         }
     }
 }
@@ -466,23 +472,30 @@ fn lookup<'v>(v: &'v Value, pointer: &str) -> Option<&'v Value> {
 }
 
 fn resolve(open: &str, pointer: &str, outputs: &Outputs) -> Result<Value, String> {
-    let (views, which) = if open == FIRST {
-        (outputs.first.as_ref(), "first")
-    } else {
-        (outputs.last.as_ref(), "last")
-    };
-    let views =
-        views.ok_or_else(|| format!("{open}{pointer}{CLOSE}: the request holds no tool output"))?;
     if !(pointer.is_empty() || pointer.starts_with('/')) {
         return Err(format!("{open}{pointer}{CLOSE}: not a JSON pointer"));
     }
-    views
+    let candidates: Vec<&Vec<Value>> = if open == FIRST {
+        outputs.all.iter().collect()
+    } else {
+        outputs.last.iter().collect()
+    };
+    if candidates.is_empty() {
+        return Err(format!(
+            "{open}{pointer}{CLOSE}: the request holds no tool output"
+        ));
+    }
+    candidates
         .iter()
-        .find_map(|v| lookup(v, pointer).cloned())
+        .find_map(|views| views.iter().find_map(|v| lookup(v, pointer).cloned()))
         .ok_or_else(|| {
             format!(
-                "{open}{pointer}{CLOSE}: nothing at that pointer in the {which} tool output {}",
-                views.last().map(Value::to_string).unwrap_or_default()
+                "{open}{pointer}{CLOSE}: nothing at that pointer in {}",
+                candidates
+                    .last()
+                    .and_then(|v| v.last())
+                    .map(Value::to_string)
+                    .unwrap_or_default()
             )
         })
 }
