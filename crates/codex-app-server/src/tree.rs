@@ -3,33 +3,37 @@
 
 use std::collections::HashSet;
 
+/// `(ppid, pgid)` of `pid` from /proc, Linux only.
+fn stat(pid: i32) -> Option<(i32, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut f = rest.split_whitespace();
+    let _state = f.next();
+    Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
+}
+
+/// The parent of `pid`, if it is alive (Linux).
+pub fn parent_of(pid: i32) -> Option<i32> {
+    stat(pid).map(|(ppid, _)| ppid)
+}
+
 /// `(pid, ppid, pgid)` of every process in /proc, Linux only (empty elsewhere).
 fn processes() -> Vec<(i32, i32, i32)> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return vec![];
     };
-    let mut out = vec![];
-    for e in dir.flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let mut f = rest.split_whitespace();
-        let _state = f.next();
-        let (Some(ppid), Some(pgrp)) = (f.next(), f.next()) else {
-            continue;
-        };
-        if let (Ok(ppid), Ok(pgrp)) = (ppid.parse(), pgrp.parse()) {
-            out.push((pid, ppid, pgrp));
-        }
-    }
-    out
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+        .filter_map(|pid| stat(pid).map(|(ppid, pgrp)| (pid, ppid, pgrp)))
+        .collect()
+}
+
+/// Kills (SIGKILL) the process group `pgid` and every descendant of its leader, even one that
+/// moved to a group of its own: what a supervisor does to a host left behind by a crash.
+pub fn kill_tree(pgid: i32) {
+    let all = descendants(pgid);
+    signal(pgid, &all, libc::SIGKILL);
 }
 
 /// Every live descendant of `root` (not `root` itself).

@@ -19,6 +19,14 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
+/// A string member of an app-server item, or a default.
+fn field(v: &Value, key: &str, default: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or(default)
+        .to_string()
+}
+
 /// Characters of the progress preview kept per run.
 const PREVIEW_CHARS: usize = 200;
 
@@ -236,11 +244,7 @@ async fn pump(
             Event::Notification { method, params } => match method.as_str() {
                 "item/completed" => {
                     let item = params.get("item").cloned().unwrap_or(Value::Null);
-                    let kind = item
-                        .get("type")
-                        .and_then(Value::as_str)
-                        .unwrap_or("item")
-                        .to_string();
+                    let kind = field(&item, "type", "item");
                     let body = if kind == "reasoning" {
                         // Private reasoning is never stored, so no trace can show it.
                         json!({"type": "reasoning", "redacted": true})
@@ -252,20 +256,12 @@ async fn pump(
                         .event(&team.session, &run.run_ref, &kind, &body.to_string());
                     let preview = match kind.as_str() {
                         "agentMessage" => {
-                            let t = item
-                                .get("text")
-                                .and_then(Value::as_str)
-                                .unwrap_or("")
-                                .to_string();
+                            let t = field(&item, "text", "");
                             last_message = Some(t.clone());
                             Some(t)
                         }
                         "commandExecution" => {
-                            let command = item
-                                .get("command")
-                                .and_then(Value::as_str)
-                                .unwrap_or("")
-                                .to_string();
+                            let command = field(&item, "command", "");
                             if let Some(code) = item.get("exitCode").and_then(Value::as_i64) {
                                 commands.push(CommandEvent {
                                     command: command.clone(),
@@ -276,9 +272,9 @@ async fn pump(
                         }
                         "mcpToolCall" => Some(format!(
                             "{}.{} {}",
-                            item.get("server").and_then(Value::as_str).unwrap_or("?"),
-                            item.get("tool").and_then(Value::as_str).unwrap_or("?"),
-                            item.get("status").and_then(Value::as_str).unwrap_or("")
+                            field(&item, "server", "?"),
+                            field(&item, "tool", "?"),
+                            field(&item, "status", "")
                         )),
                         "fileChange" => Some("file change".into()),
                         _ => None,
@@ -291,11 +287,7 @@ async fn pump(
                 }
                 "turn/completed" => {
                     let turn = params.get("turn").cloned().unwrap_or(Value::Null);
-                    let status = turn
-                        .get("status")
-                        .and_then(Value::as_str)
-                        .unwrap_or("completed")
-                        .to_string();
+                    let status = field(&turn, "status", "completed");
                     let error = turn
                         .get("error")
                         .filter(|e| !e.is_null())

@@ -715,13 +715,7 @@ impl Store {
         let mut out = Vec::new();
         let mut rows = stmt.query(params![run, after])?;
         while let Some(r) = rows.next()? {
-            let e = Event {
-                seq: r.get(0)?,
-                run: r.get(1)?,
-                at: r.get(2)?,
-                kind: r.get(3)?,
-                body: r.get(4)?,
-            };
+            let e = event_row(r)?;
             if kinds.is_none_or(|k| k.contains(&e.kind)) {
                 out.push(e);
                 if out.len() >= limit {
@@ -739,15 +733,7 @@ impl Store {
             .query_row(
                 "SELECT seq, run, at, kind, body FROM events WHERE seq = ?1",
                 [seq],
-                |r| {
-                    Ok(Event {
-                        seq: r.get(0)?,
-                        run: r.get(1)?,
-                        at: r.get(2)?,
-                        kind: r.get(3)?,
-                        body: r.get(4)?,
-                    })
-                },
+                event_row,
             )
             .optional()?)
     }
@@ -757,15 +743,7 @@ impl Store {
         let db = self.db();
         let mut stmt = db.prepare("SELECT seq, run, at, kind, body FROM events WHERE session = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")?;
         let rows = stmt
-            .query_map(params![session, after, limit as i64], |r| {
-                Ok(Event {
-                    seq: r.get(0)?,
-                    run: r.get(1)?,
-                    at: r.get(2)?,
-                    kind: r.get(3)?,
-                    body: r.get(4)?,
-                })
-            })?
+            .query_map(params![session, after, limit as i64], event_row)?
             .collect::<std::result::Result<Vec<_>, _>>()?;
         Ok(rows)
     }
@@ -816,6 +794,16 @@ pub fn is_terminal_run(state: &str) -> bool {
 }
 
 const RUN_COLUMNS: &str = "ref, session, job, role, parent, depth, lineage, task_kind, task, literal, write_scope, is_writer, resource_group, units, state, reason, progress_revision, control_revision, preview, thread_id, host_pid, home, cwd, repairs, package_version, runtime_digest, created_at, updated_at";
+
+fn event_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Event> {
+    Ok(Event {
+        seq: r.get(0)?,
+        run: r.get(1)?,
+        at: r.get(2)?,
+        kind: r.get(3)?,
+        body: r.get(4)?,
+    })
+}
 
 fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Session> {
     Ok(Session {

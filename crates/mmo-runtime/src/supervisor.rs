@@ -69,10 +69,7 @@ pub fn runtime_digest() -> String {
 
 /// The parent pid of `pid`, from /proc.
 fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is parenthesized and may hold spaces or parentheses: split after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
+    codex_app_server::tree::parent_of(pid as i32).and_then(|p| u32::try_from(p).ok())
 }
 
 /// Who a connection's peer is.
@@ -203,13 +200,11 @@ fn is_supervisor_of(pid: u32, session: &str) -> bool {
     c.contains("supervise") && c.contains(session)
 }
 
-/// Ends a host left behind by a dead supervisor: its process group, only if it still is an
-/// app-server (a reused pid is left alone).
+/// Ends a host left behind by a dead supervisor: its process group and descendants, only if it
+/// still is an app-server (a reused pid is left alone).
 fn end_stray_host(pid: u32) {
     if alive(pid) && cmdline(pid).contains("app-server") {
-        unsafe {
-            libc::killpg(pid as i32, libc::SIGKILL);
-        }
+        codex_app_server::tree::kill_tree(pid as i32);
     }
 }
 

@@ -724,7 +724,7 @@ pub fn check(
 
     let mut normalized = Vec::new();
     for entry in scope {
-        match normalize_scope_entry(entry) {
+        match crate::admission::normalize_path(entry).ok() {
             Some(n) => normalized.push(n),
             None => out.push(Violation::new(
                 C::PatchScopeInvalid,
@@ -743,7 +743,7 @@ pub fn check(
                 "paths under a .git directory are git's internals",
             ));
         }
-        if !scope_contains(&normalized, p) {
+        if !crate::admission::scope_contains(&normalized, p) {
             out.push(Violation::new(
                 C::PatchOutOfScope,
                 Some(p),
@@ -840,7 +840,7 @@ pub fn integrate_with(
     }
     let mut lease = Vec::new();
     for entry in lease_scope {
-        match normalize_scope_entry(entry) {
+        match crate::admission::normalize_path(entry).ok() {
             Some(n) => lease.push(n),
             None => {
                 return Err(IntegrateError::InvalidLease {
@@ -851,7 +851,7 @@ pub fn integrate_with(
     }
     // A cheap early refusal on the declared list; the authoritative check follows below.
     for f in &patch.files {
-        if !scope_contains(&lease, &f.path) {
+        if !crate::admission::scope_contains(&lease, &f.path) {
             return Err(IntegrateError::OutOfLease {
                 path: f.path.clone(),
             });
@@ -920,7 +920,7 @@ pub fn integrate_with(
                 detail: "a gitlink (submodule)".to_owned(),
             });
         }
-        if !scope_contains(&lease, p) {
+        if !crate::admission::scope_contains(&lease, p) {
             return Err(IntegrateError::OutOfLease { path: p.to_owned() });
         }
     }
@@ -1113,40 +1113,8 @@ pub fn remove(canonical: &Path, wt: &Worktree) -> Result<(), WorktreeError> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Scope paths (private equivalents of admission's normalize_scope / scope_contains)
+// Paths
 // ---------------------------------------------------------------------------------------------
-
-/// Normalizes one scope entry: relative, `/`-separated, no `.`/`..`/empty components after
-/// removing `./` prefixes, duplicate and trailing slashes. `None` when not a relative path below
-/// the root (including `.` itself).
-fn normalize_scope_entry(entry: &str) -> Option<String> {
-    if entry.starts_with('/') || entry.contains('\\') || entry.contains('\0') {
-        return None;
-    }
-    let mut parts = Vec::new();
-    for c in entry.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => return None,
-            c => parts.push(c),
-        }
-    }
-    if parts.is_empty() {
-        None
-    } else {
-        Some(parts.join("/"))
-    }
-}
-
-/// Whether `path` equals a scope entry or lies under one on a component boundary.
-fn scope_contains(scope: &[String], path: &str) -> bool {
-    scope.iter().any(|e| {
-        path == e
-            || (path.len() > e.len()
-                && path.starts_with(e.as_str())
-                && path.as_bytes()[e.len()] == b'/')
-    })
-}
 
 fn has_git_component(path: &str) -> bool {
     path.split('/').any(|c| c.eq_ignore_ascii_case(".git"))
@@ -1736,26 +1704,6 @@ impl GitCmd {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn scope_entries_normalize() {
-        assert_eq!(normalize_scope_entry("src/"), Some("src".into()));
-        assert_eq!(normalize_scope_entry("./src//a/"), Some("src/a".into()));
-        assert_eq!(normalize_scope_entry("."), None);
-        assert_eq!(normalize_scope_entry(""), None);
-        assert_eq!(normalize_scope_entry("/etc"), None);
-        assert_eq!(normalize_scope_entry("a/../b"), None);
-    }
-
-    #[test]
-    fn scope_contains_on_component_boundaries() {
-        let s = vec!["src/a".to_owned()];
-        assert!(scope_contains(&s, "src/a"));
-        assert!(scope_contains(&s, "src/a/b.rs"));
-        assert!(!scope_contains(&s, "src/ab"));
-        assert!(!scope_contains(&s, "src"));
-        assert!(!scope_contains(&[], "x"));
-    }
 
     #[test]
     fn symlink_targets_judged_lexically() {
