@@ -252,7 +252,8 @@ fn run_task(
             }
             let timed_out = !is_terminal_run(&state);
             let tools = required_tools(store, &run, &required);
-            let _ = call(&socket, "session/stop", json!({}));
+            // At the wall limit the unfinished worker is cancelled (its partial evidence kept).
+            let _ = call(&socket, "session/stop", json!({"cancel": timed_out}));
             let _ = wait_terminal(store, &session.id);
             if timed_out {
                 state = store.run(&run)?.state;

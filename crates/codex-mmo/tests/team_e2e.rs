@@ -1109,6 +1109,14 @@ backend = "root"
 mode = "workspace-write"
 wall_timeout_seconds = 60
 task = "TASK-ROOT: say that the workspace is fine."
+
+[[tasks]]
+agent = "researcher"
+backend = "mcp"
+task_kind = "research"
+mode = "read-only"
+wall_timeout_seconds = 10
+task = "TASK-SLOW: think about it for a very long time."
 "#;
     let pack = w.pack(
         "smoked",
@@ -1124,6 +1132,7 @@ task = "TASK-ROOT: say that the workspace is fine."
         {"name": "echo", "match": "TASK-ECHO", "steps": [{"call": {"name": "mcp__echo__echo", "arguments": {"text": "hello"}}}, [{"say": "the echo tool said hello"}]]},
         {"name": "claim", "match": "TASK-CLAIM", "steps": [[{"say": "I used the echo tool (I did not)."}]]},
         {"name": "root", "match": "TASK-ROOT", "steps": [[{"say": "The workspace is fine."}]]},
+        {"name": "slow", "match": "TASK-SLOW", "steps": [[{"say": "thinking"}, {"hang": true}]]},
     ]}));
     let o = w
         .cmd()
@@ -1141,6 +1150,19 @@ task = "TASK-ROOT: say that the workspace is fine."
     assert_eq!(tasks[1]["passed"], false, "{v:#}");
     assert_eq!(tasks[1]["required_mcp_tools"]["echo.echo"], false);
     assert_eq!(tasks[2]["passed"], true, "{v:#}");
+    // At its wall timeout the unfinished worker is cancelled, its partial evidence kept.
+    assert_eq!(tasks[3]["passed"], false, "{v:#}");
+    assert!(
+        tasks[3]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("wall timeout"),
+        "{v:#}"
+    );
+    let slow = w.inspect(tasks[3]["session"].as_str().unwrap());
+    let slow_run = &runs_of(&slow, "researcher")[0];
+    assert_eq!(slow_run["state"], "cancelled", "{slow:#}");
+    assert_eq!(slow_run["result"]["final"], false);
     assert_eq!(v["ok"], false);
     assert_eq!(o.status.code(), Some(1));
     // The grant reached the worker's live home as compiled, narrowed to `echo`, and the call

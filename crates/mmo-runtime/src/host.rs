@@ -58,9 +58,10 @@ fn fail(team: &Team, run_ref: &str, reason: &str) {
         .transition(run_ref, JobState::Failed, Some(reason));
 }
 
-/// Stops a run: its host is ended, its partial evidence kept, its state `stopped`. Waits (a
+/// Ends a run as `end` (`stopped` by a controller or the operator, `cancelled` by a harness
+/// boundary or the end of its session): its host is ended, its partial evidence kept. Waits (a
 /// bounded time) until the worker has recorded that.
-pub async fn stop_run(team: &Arc<Team>, run_ref: &str, reason: &str) {
+pub async fn stop_run(team: &Arc<Team>, run_ref: &str, end: JobState, reason: &str) {
     let stop = team
         .hosts
         .lock()
@@ -69,7 +70,7 @@ pub async fn stop_run(team: &Arc<Team>, run_ref: &str, reason: &str) {
         .map(|h| h.stop.clone());
     match stop {
         Some(tx) => {
-            let _ = tx.send(true);
+            let _ = tx.send(Some((end, reason.to_string())));
             let mut rx = team.changed.subscribe();
             let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
             loop {
@@ -88,9 +89,14 @@ pub async fn stop_run(team: &Arc<Team>, run_ref: &str, reason: &str) {
             }
         }
         None => {
-            let _ = team
-                .store
-                .transition(run_ref, JobState::Stopped, Some(reason));
+            // No host yet (or any more): the run ends here, with what evidence it has.
+            if team.store.transition(run_ref, end, Some(reason)).is_ok()
+                && let Ok(run) = team.store.run(run_ref)
+                && let Some(job) = &run.job
+                && team.store.result(job).ok().flatten().is_none()
+            {
+                keep_partial(team, job, None);
+            }
         }
     }
     team.notify();
@@ -131,7 +137,7 @@ struct Host {
     server: AppServer,
     events: Events,
     thread: String,
-    stop: watch::Receiver<bool>,
+    stop: watch::Receiver<Option<(JobState, String)>>,
 }
 
 async fn start_host(team: &Arc<Team>, run: &Run, cwd: &Path) -> Result<Host, String> {
@@ -148,7 +154,7 @@ async fn start_host(team: &Arc<Team>, run: &Run, cwd: &Path) -> Result<Host, Str
     let events = server
         .events()
         .ok_or("the app-server host has no event stream")?;
-    let (stop_tx, stop) = watch::channel(false);
+    let (stop_tx, stop) = watch::channel(None);
     team.hosts.lock().unwrap_or_else(|p| p.into_inner()).insert(
         run.run_ref.clone(),
         HostHandle {
@@ -201,7 +207,8 @@ struct TurnEnd {
     status: String,
     error: Option<String>,
     last_message: Option<String>,
-    stopped: bool,
+    /// How and why the run was ended from outside, if it was.
+    stopped: Option<(JobState, String)>,
 }
 
 /// Runs one turn to its end, recording every completed item as a trace event.
@@ -233,8 +240,9 @@ async fn pump(
     loop {
         let event = tokio::select! {
             e = host.events.recv() => e,
-            _ = host.stop.wait_for(|s| *s) => {
-                return Ok(TurnEnd { status: "stopped".into(), error: None, last_message, stopped: true });
+            end = host.stop.wait_for(|s| s.is_some()) => {
+                let stopped = end.ok().and_then(|e| e.clone());
+                return Ok(TurnEnd { status: "stopped".into(), error: None, last_message, stopped });
             }
         };
         let Some(event) = event else {
@@ -303,7 +311,7 @@ async fn pump(
                             status,
                             error,
                             last_message,
-                            stopped: false,
+                            stopped: None,
                         });
                     }
                 }
@@ -328,7 +336,7 @@ async fn pump(
                             status: done,
                             error: None,
                             last_message,
-                            stopped: false,
+                            stopped: None,
                         });
                     }
                 }
@@ -451,9 +459,18 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
     let strict = role.contract_enforcement == "strict";
 
     let mut host = start_host(team, run, &cwd).await?;
-    team.store
+    if team
+        .store
         .transition(&run.run_ref, JobState::Running, None)
-        .map_err(|e| e.to_string())?;
+        .is_err()
+    {
+        // Stopped (or cancelled) while its host was starting: nothing to run.
+        host.server.shutdown().await;
+        if let Some(wt) = &worktree {
+            let _ = crate::worktree::remove(&team.workspace, wt);
+        }
+        return Ok(());
+    }
     team.notify();
     let mut commands = Vec::new();
     let mut prompt = worker_prompt(team, run, contract_value.as_ref());
@@ -468,12 +485,10 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
                 return Err(reason);
             }
         };
-        if end.stopped {
+        if let Some((state, why)) = &end.stopped {
             keep_partial(team, &job, end.last_message.as_deref());
             host.server.shutdown().await;
-            let _ = team
-                .store
-                .transition(&run.run_ref, JobState::Stopped, Some("stopped"));
+            let _ = team.store.transition(&run.run_ref, *state, Some(why));
             if let Some(wt) = &worktree {
                 let _ = crate::worktree::remove(&team.workspace, wt);
             }
@@ -677,10 +692,8 @@ async fn drive_root(team: &Arc<Team>, run: &Run, task: &str) -> Result<String, S
     };
     host.server.shutdown().await;
     let end = end?;
-    if end.stopped {
-        let _ = team
-            .store
-            .transition(&run.run_ref, JobState::Stopped, Some("stopped"));
+    if let Some((state, why)) = &end.stopped {
+        let _ = team.store.transition(&run.run_ref, *state, Some(why));
         return Ok("stopped".into());
     }
     if end.status != "completed" {

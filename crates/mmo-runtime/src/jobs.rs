@@ -2,6 +2,7 @@
 //! inspection and control. Arguments are typed here (input schema and strict decoding from one
 //! type); `mesh` only frames them as MCP tools.
 
+use crate::result::JobState;
 use crate::store::{NewRun, Run, is_terminal_run};
 use crate::team::{MeshError, MeshResult, Team};
 use mmo_profile::model::LiteralTask;
@@ -600,7 +601,13 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
                 &run.run_ref,
                 json!({"control_revision": rev}),
             )?;
-            crate::host::stop_run(team, &run.run_ref, "stopped by its controller").await;
+            crate::host::stop_run(
+                team,
+                &run.run_ref,
+                JobState::Stopped,
+                "stopped by its controller",
+            )
+            .await;
             Ok(team.view(&team.run(&run.run_ref)?))
         }
     }

@@ -334,8 +334,8 @@ pub async fn serve(paths: Paths, id: String) -> Result<(), String> {
                 }
             }
             _ = done_rx.wait_for(|d| *d) => break,
-            _ = term.recv() => { stop_session(&team, "the supervisor was asked to stop (SIGTERM)").await; }
-            _ = int.recv() => { stop_session(&team, "the supervisor was interrupted").await; }
+            _ = term.recv() => { stop_session(&team, JobState::Stopped, "the supervisor was asked to stop (SIGTERM)").await; }
+            _ = int.recv() => { stop_session(&team, JobState::Stopped, "the supervisor was interrupted").await; }
         }
     }
     // Give connected clients a moment to read the final state.
@@ -345,8 +345,9 @@ pub async fn serve(paths: Paths, id: String) -> Result<(), String> {
     Ok(())
 }
 
-/// Stops every active run and ends the session as `stopped`.
-pub async fn stop_session(team: &Arc<Team>, reason: &str) {
+/// Ends every active run as `end` (`stopped`, or `cancelled` at a harness boundary) and the
+/// session as `stopped`.
+pub async fn stop_session(team: &Arc<Team>, end: JobState, reason: &str) {
     let _ = team.store.audit(
         &team.session,
         "operator",
@@ -363,7 +364,7 @@ pub async fn stop_session(team: &Arc<Team>, reason: &str) {
         let team = team.clone();
         let reason = reason.to_string();
         stops.push(tokio::spawn(async move {
-            crate::host::stop_run(&team, &r.run_ref, &reason).await
+            crate::host::stop_run(&team, &r.run_ref, end, &reason).await
         }));
     }
     for s in stops {
@@ -379,7 +380,7 @@ pub async fn stop_session(team: &Arc<Team>, reason: &str) {
 pub async fn finish(team: &Arc<Team>) {
     let runs = team.store.runs(&team.session).unwrap_or_default();
     for r in runs.into_iter().filter(Run::is_active) {
-        crate::host::stop_run(team, &r.run_ref, "the session ended").await;
+        crate::host::stop_run(team, &r.run_ref, JobState::Cancelled, "the session ended").await;
     }
     team.notify();
     let _ = team.done.send(true);
@@ -535,8 +536,17 @@ async fn operator_call(team: &Arc<Team>, op: &str, params: Value) -> Result<Valu
             Ok(inspect_value(&team.store, &s, Some(team)))
         }
         "stop" => {
+            // `{"cancel": true}`: a harness boundary (smoke's wall timeout) cancels the work.
+            let (end, why) = if params.get("cancel").and_then(Value::as_bool) == Some(true) {
+                (
+                    JobState::Cancelled,
+                    "cancelled at the harness's wall timeout",
+                )
+            } else {
+                (JobState::Stopped, "stopped by the operator")
+            };
             let team2 = team.clone();
-            tokio::spawn(async move { stop_session(&team2, "stopped by the operator").await });
+            tokio::spawn(async move { stop_session(&team2, end, why).await });
             Ok(json!({"stopping": true}))
         }
         "events" => {

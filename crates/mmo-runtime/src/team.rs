@@ -42,7 +42,8 @@ pub type MeshResult<T> = Result<T, MeshError>;
 /// A live host the supervisor owns: how to stop it.
 pub struct HostHandle {
     pub pid: Option<u32>,
-    pub stop: tokio::sync::watch::Sender<bool>,
+    /// Set to the terminal state the run is to end in (`stopped`, `cancelled`) and why.
+    pub stop: tokio::sync::watch::Sender<Option<(crate::result::JobState, String)>>,
 }
 
 /// The state of one session the supervisor runs.
