@@ -119,6 +119,7 @@ CREATE TABLE IF NOT EXISTS results (
   disposition TEXT NOT NULL,
   reason TEXT,
   package_version TEXT NOT NULL,
+  runtime_digest TEXT NOT NULL,
   updated_at INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS patches (
@@ -129,6 +130,7 @@ CREATE TABLE IF NOT EXISTS patches (
   files TEXT NOT NULL,
   state TEXT NOT NULL,
   package_version TEXT NOT NULL,
+  runtime_digest TEXT NOT NULL,
   updated_at INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS events (
@@ -137,7 +139,9 @@ CREATE TABLE IF NOT EXISTS events (
   run TEXT NOT NULL,
   at INTEGER NOT NULL,
   kind TEXT NOT NULL,
-  body TEXT NOT NULL
+  body TEXT NOT NULL,
+  package_version TEXT NOT NULL,
+  runtime_digest TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_run ON events(run, seq);
 CREATE TABLE IF NOT EXISTS audit (
@@ -148,7 +152,8 @@ CREATE TABLE IF NOT EXISTS audit (
   action TEXT NOT NULL,
   target TEXT NOT NULL,
   detail TEXT NOT NULL,
-  package_version TEXT NOT NULL
+  package_version TEXT NOT NULL,
+  runtime_digest TEXT NOT NULL
 );
 ";
 
@@ -542,10 +547,10 @@ impl Store {
     /// Stores a job's result (unread). `final_` is false for partial evidence.
     pub fn put_result(&self, job: &str, text: &str, is_json: bool, final_: bool) -> Result<()> {
         self.db().execute(
-            "INSERT INTO results (job, text, is_json, final, disposition, package_version, updated_at) VALUES (?1, ?2, ?3, ?4, 'unread', ?5, ?6)
+            "INSERT INTO results (job, text, is_json, final, disposition, package_version, runtime_digest, updated_at) VALUES (?1, ?2, ?3, ?4, 'unread', ?5, ?7, ?6)
              ON CONFLICT(job) DO UPDATE SET text = excluded.text, is_json = excluded.is_json, final = excluded.final, updated_at = excluded.updated_at
              WHERE results.disposition IN ('unread', 'read')",
-            params![job, text, is_json, final_, PACKAGE_VERSION, now_ms()],
+            params![job, text, is_json, final_, PACKAGE_VERSION, now_ms(), self.digest],
         )?;
         Ok(())
     }
@@ -632,8 +637,8 @@ impl Store {
         state: &str,
     ) -> Result<()> {
         self.db().execute(
-            "INSERT OR REPLACE INTO patches (job, base_commit, sha256, bytes, files, state, package_version, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![job, base_commit, sha256, bytes, json_text(files), state, PACKAGE_VERSION, now_ms()],
+            "INSERT OR REPLACE INTO patches (job, base_commit, sha256, bytes, files, state, package_version, updated_at, runtime_digest) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![job, base_commit, sha256, bytes, json_text(files), state, PACKAGE_VERSION, now_ms(), self.digest],
         )?;
         Ok(())
     }
@@ -694,8 +699,8 @@ impl Store {
     pub fn event(&self, session: &str, run: &str, kind: &str, body: &str) -> Result<i64> {
         let db = self.db();
         db.execute(
-            "INSERT INTO events (session, run, at, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![session, run, now_ms(), kind, body],
+            "INSERT INTO events (session, run, at, kind, body, package_version, runtime_digest) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![session, run, now_ms(), kind, body, PACKAGE_VERSION, self.digest],
         )?;
         Ok(db.last_insert_rowid())
     }
@@ -710,7 +715,7 @@ impl Store {
     ) -> Result<Vec<Event>> {
         let db = self.db();
         let mut stmt = db.prepare(
-            "SELECT seq, run, at, kind, body FROM events WHERE run = ?1 AND seq > ?2 ORDER BY seq",
+            "SELECT seq, run, at, kind, body, package_version FROM events WHERE run = ?1 AND seq > ?2 ORDER BY seq",
         )?;
         let mut out = Vec::new();
         let mut rows = stmt.query(params![run, after])?;
@@ -731,7 +736,7 @@ impl Store {
         let db = self.db();
         Ok(db
             .query_row(
-                "SELECT seq, run, at, kind, body FROM events WHERE seq = ?1",
+                "SELECT seq, run, at, kind, body, package_version FROM events WHERE seq = ?1",
                 [seq],
                 event_row,
             )
@@ -741,7 +746,7 @@ impl Store {
     /// Every event of a session after `after`, at most `limit` (the attach view).
     pub fn session_events(&self, session: &str, after: i64, limit: usize) -> Result<Vec<Event>> {
         let db = self.db();
-        let mut stmt = db.prepare("SELECT seq, run, at, kind, body FROM events WHERE session = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")?;
+        let mut stmt = db.prepare("SELECT seq, run, at, kind, body, package_version FROM events WHERE session = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")?;
         let rows = stmt
             .query_map(params![session, after, limit as i64], event_row)?
             .collect::<std::result::Result<Vec<_>, _>>()?;
@@ -758,8 +763,8 @@ impl Store {
         detail: &Value,
     ) -> Result<()> {
         self.db().execute(
-            "INSERT INTO audit (session, at, actor, action, target, detail, package_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![session, now_ms(), actor, action, target, json_text(detail), PACKAGE_VERSION],
+            "INSERT INTO audit (session, at, actor, action, target, detail, package_version, runtime_digest) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![session, now_ms(), actor, action, target, json_text(detail), PACKAGE_VERSION, self.digest],
         )?;
         Ok(())
     }
@@ -767,7 +772,7 @@ impl Store {
     /// A session's audit log, oldest first.
     pub fn audit_log(&self, session: &str) -> Result<Vec<Value>> {
         let db = self.db();
-        let mut stmt = db.prepare("SELECT seq, at, actor, action, target, detail FROM audit WHERE session = ?1 ORDER BY seq")?;
+        let mut stmt = db.prepare("SELECT seq, at, actor, action, target, detail, package_version FROM audit WHERE session = ?1 ORDER BY seq")?;
         let rows = stmt
             .query_map([session], |r| {
                 let detail: String = r.get(5)?;
@@ -775,6 +780,7 @@ impl Store {
                     "seq": r.get::<_, i64>(0)?, "at": r.get::<_, i64>(1)?, "actor": r.get::<_, String>(2)?,
                     "action": r.get::<_, String>(3)?, "target": r.get::<_, String>(4)?,
                     "detail": serde_json::from_str::<Value>(&detail).unwrap_or(Value::Null),
+                    "package_version": r.get::<_, String>(6)?,
                 }))
             })?
             .collect::<std::result::Result<Vec<_>, _>>()?;
@@ -795,7 +801,18 @@ pub fn is_terminal_run(state: &str) -> bool {
 
 const RUN_COLUMNS: &str = "ref, session, job, role, parent, depth, lineage, task_kind, task, literal, write_scope, is_writer, resource_group, units, state, reason, progress_revision, control_revision, preview, thread_id, host_pid, home, cwd, repairs, package_version, runtime_digest, created_at, updated_at";
 
+/// An event row; one written by another package generation is refused (as a conversion
+/// failure naming it).
 fn event_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Event> {
+    let version: String = r.get(5)?;
+    if version != PACKAGE_VERSION {
+        let seq: i64 = r.get(0)?;
+        return Err(rusqlite::Error::FromSqlConversionFailure(
+            5,
+            rusqlite::types::Type::Text,
+            format!("event {seq} was written by codex-mmo {version}, not {PACKAGE_VERSION}; records of another generation are refused").into(),
+        ));
+    }
     Ok(Event {
         seq: r.get(0)?,
         run: r.get(1)?,
@@ -971,6 +988,34 @@ mod tests {
         assert_eq!(e.code(), "record_generation");
         assert!(e.to_string().contains("session `s1`") && e.to_string().contains("7.0.0"));
         assert!(s.sessions().unwrap()[0].is_err());
+    }
+
+    #[test]
+    fn every_record_carries_its_generation_and_other_generations_are_refused() {
+        let (d, s) = store();
+        s.create_session("s1", "p", "addr", "/w", "/d", None)
+            .unwrap();
+        s.create_run(&new_run("r1", Some("j1"))).unwrap();
+        s.event("s1", "r1", "agentMessage", "{}").unwrap();
+        s.audit("s1", "r1", "agents_spawn", "j1", &serde_json::json!({}))
+            .unwrap();
+        s.put_result("j1", "{}", true, true).unwrap();
+        drop(s);
+        let c = Connection::open(d.path().join("state.db")).unwrap();
+        for table in ["events", "audit", "results"] {
+            let n: i64 = c
+                .query_row(&format!("SELECT count(*) FROM {table} WHERE package_version = ?1 AND runtime_digest = 'digest'"), [PACKAGE_VERSION], |r| r.get(0))
+                .unwrap();
+            assert_eq!(n, 1, "{table} rows are stamped");
+        }
+        c.execute("UPDATE events SET package_version = '7.0.0'", [])
+            .unwrap();
+        c.execute("UPDATE results SET package_version = '7.0.0'", [])
+            .unwrap();
+        drop(c);
+        let s = Store::open(&d.path().join("state.db"), "digest").unwrap();
+        assert!(s.events("r1", 0, 10, None).is_err());
+        assert_eq!(s.result("j1").unwrap_err().code(), "record_generation");
     }
 
     #[test]
