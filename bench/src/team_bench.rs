@@ -991,6 +991,7 @@ fn idle_rss(w: &World, session: &str, op: &mut Mcp, k: usize) -> Result<Value, S
         pss_mib.push(pss as f64 / 1024.0);
         let procs: Vec<String> = t
             .iter()
+            .filter(|p| !comm(**p).is_empty())
             .map(|p| format!("{}({}: {} KiB)", comm(*p), p, kib(*p, "status", "VmRSS:")))
             .collect();
         hosts.push(json!({"host_pid": pid, "rss_kib": rss, "pss_kib": pss, "processes": procs}));
