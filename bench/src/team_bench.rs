@@ -214,6 +214,8 @@ struct World {
     model: Option<Child>,
     sessions: Vec<String>,
     keep: bool,
+    /// Wall time of each `codex-mmo inspect --json` process.
+    inspect_ms: std::cell::RefCell<Vec<f64>>,
 }
 
 impl World {
@@ -239,6 +241,7 @@ impl World {
             model: None,
             sessions: vec![],
             keep: o.keep,
+            inspect_ms: Default::default(),
         })
     }
 
@@ -427,7 +430,9 @@ max_children_per_agent = {max_active}
     }
 
     fn inspect(&self, session: &str) -> Result<Value, String> {
+        let t = Instant::now();
         let out = self.run(&["inspect", session, "--json"])?;
+        self.inspect_ms.borrow_mut().push(ms(t.elapsed()));
         serde_json::from_str(&out).map_err(|e| format!("inspect --json: {e}"))
     }
 
@@ -1132,6 +1137,31 @@ fn table(r: &Value) -> String {
             n(&f["spawn_to_terminal_ms"]),
         );
     }
+    let f = |v: &Value| format!("{:.0} ms", v.as_f64().unwrap_or(f64::NAN));
+    row(
+        &mut rows,
+        "- `run --detach` (session start)",
+        f(&r["session_start_ms"]),
+        String::new(),
+    );
+    row(
+        &mut rows,
+        "- `agent-mcp` start -> initialize answered",
+        f(&r["operator_start_ms"]),
+        String::new(),
+    );
+    row(
+        &mut rows,
+        "- `inspect --json` process",
+        p5090(&r["inspect_cli_ms"], "ms", 0),
+        n(&r["inspect_cli_ms"]),
+    );
+    row(
+        &mut rows,
+        "- `stop` of the session at the end",
+        f(&r["session_stop_ms"]),
+        String::new(),
+    );
     let w0 = rows.iter().map(|r| r[0].len()).max().unwrap_or(0);
     let w1 = rows.iter().map(|r| r[1].len()).max().unwrap_or(0);
     let mut s = String::new();
@@ -1202,12 +1232,15 @@ fn bench(o: &Opts) -> Result<Value, String> {
     let t = Instant::now();
     let session = w.start_session(&pack)?;
     let session_start_ms = ms(t.elapsed());
+    let t = Instant::now();
     let mut op = w.operator(&session)?;
+    let operator_start_ms = ms(t.elapsed());
     let mut r = json!({
         "machine": {"cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
                     "loadavg_at_start": std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()},
         "codex_js": codex_js.to_string_lossy(),
         "session_start_ms": session_start_ms,
+        "operator_start_ms": operator_start_ms,
     });
     let on = |n: u32| o.only.contains(&n);
     if on(2) {
@@ -1237,6 +1270,7 @@ fn bench(o: &Opts) -> Result<Value, String> {
     let t = Instant::now();
     w.stop(&session)?;
     r["session_stop_ms"] = json!(ms(t.elapsed()));
+    r["inspect_cli_ms"] = summary(&w.inspect_ms.borrow());
     let reqs = w.model_requests();
     r["model_requests"] = json!(reqs.len());
     r["model_exhausted_or_error"] = json!(
