@@ -48,23 +48,63 @@ impl Paths {
         let db = self.db();
         std::fs::create_dir_all(db.parent().unwrap_or(Path::new(".")))
             .map_err(|e| format!("{}: {e}", db.display()))?;
-        Store::open(&db, &runtime_digest()).map_err(|e| e.to_string())
+        let digest = runtime_digest(db.parent().unwrap_or(Path::new(".")));
+        Store::open(&db, &digest).map_err(|e| e.to_string())
     }
 }
 
-/// The SHA-256 of the running binary (computed once): which runner wrote a record.
-pub fn runtime_digest() -> String {
+/// The SHA-256 of the running binary: which runner wrote a record. Hashing the binary costs
+/// hundreds of milliseconds (it is tens of MiB), so the digest is cached in `cache_dir`, keyed
+/// by the binary's path, device, inode, size and modification time; a rebuilt or replaced
+/// binary changes the key and is hashed again.
+pub fn runtime_digest(cache_dir: &Path) -> String {
     static DIGEST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     DIGEST
         .get_or_init(|| {
+            let Ok(exe) = std::env::current_exe() else {
+                return "unknown".into();
+            };
+            let key = exe_key(&exe);
+            let cache = cache_dir.join("runner-digest.json");
+            if let Some(k) = &key
+                && let Ok(text) = std::fs::read_to_string(&cache)
+                && let Ok(v) = serde_json::from_str::<Value>(&text)
+                && v["key"] == *k
+                && let Some(d) = v["sha256"].as_str()
+            {
+                return d.to_string();
+            }
             use sha2::{Digest, Sha256};
-            std::env::current_exe()
-                .ok()
-                .and_then(|p| std::fs::read(p).ok())
-                .map(|b| crate::jobs::hex(&Sha256::digest(&b)))
-                .unwrap_or_else(|| "unknown".into())
+            let Ok(bytes) = std::fs::read(&exe) else {
+                return "unknown".into();
+            };
+            let digest = crate::jobs::hex(&Sha256::digest(&bytes));
+            if let Some(k) = key {
+                // Written whole, then renamed: a reader sees the old cache or the new one.
+                let tmp = cache_dir.join(format!(".runner-digest.{}", std::process::id()));
+                let body = json!({"key": k, "sha256": digest}).to_string();
+                if std::fs::write(&tmp, body).is_ok() {
+                    let _ = std::fs::rename(&tmp, &cache);
+                }
+            }
+            digest
         })
         .clone()
+}
+
+/// What identifies one build of the binary on disk.
+fn exe_key(exe: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(exe).ok()?;
+    Some(format!(
+        "{}:{}:{}:{}:{}.{}",
+        exe.display(),
+        m.dev(),
+        m.ino(),
+        m.len(),
+        m.mtime(),
+        m.mtime_nsec()
+    ))
 }
 
 /// The parent pid of `pid`, from /proc.
@@ -509,7 +549,7 @@ pub fn inspect_value(store: &Store, session: &Session, live: Option<&Team>) -> V
             None => crate::team::view_of(store, r, None),
         })
         .collect();
-    let digest = runtime_digest();
+    let digest = store.runtime_digest();
     json!({
         "session": session.id,
         "profile": session.profile_id,
