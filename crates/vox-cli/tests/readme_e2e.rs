@@ -425,6 +425,14 @@ fn every_readme_command_block_runs() {
         std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
         std::fs::copy(root.join(f), &dest).unwrap();
     }
+    // The copy is a checkout of its own, as a user's is: the workspace a block's `vox` finds
+    // is the copy, never a `.vox/` or `.git` that happens to sit above it in /tmp.
+    let init = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&repo)
+        .status()
+        .unwrap();
+    assert!(init.success(), "git init of the scratch copy");
     let bin = scratch.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let built = Path::new(VOX).parent().unwrap();
