@@ -301,7 +301,6 @@ fn admission_refusals_name_the_limit() {
             "host {pid} outlived its session"
         );
     }
-    let _: Value = w.inspect(&session);
 }
 
 fn runs_of(v: &Value, role: &str) -> Vec<Value> {

@@ -389,7 +389,7 @@ async fn pump(
 }
 
 /// What a worker is told: its task, its boundaries and, when it has one, its output contract.
-fn worker_prompt(team: &Team, run: &Run, contract: Option<&Value>) -> String {
+fn worker_prompt(run: &Run, contract: Option<&Value>) -> String {
     let mut p = String::new();
     if run.literal.is_none() {
         p.push_str(&format!(
@@ -412,7 +412,6 @@ fn worker_prompt(team: &Team, run: &Run, contract: Option<&Value>) -> String {
         p.push_str(&serde_json::to_string_pretty(c).unwrap_or_default());
         p.push_str("\n```\n");
     }
-    let _ = team;
     p
 }
 
@@ -473,7 +472,7 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
     }
     team.notify();
     let mut commands = Vec::new();
-    let mut prompt = worker_prompt(team, run, contract_value.as_ref());
+    let mut prompt = worker_prompt(run, contract_value.as_ref());
     let mut repaired = false;
     let outcome = loop {
         let end = run_turn(team, run, &mut host, &prompt, schema.clone(), &mut commands).await;

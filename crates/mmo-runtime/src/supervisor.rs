@@ -225,8 +225,9 @@ fn last_message(store: &Store, run: &str) -> Option<String> {
     v.get("text").and_then(Value::as_str).map(str::to_string)
 }
 
+/// A process that is running (not gone, not a zombie).
 fn alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
+    codex_app_server::tree::is_alive(pid as i32)
 }
 
 fn cmdline(pid: u32) -> String {

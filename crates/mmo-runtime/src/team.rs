@@ -191,16 +191,6 @@ impl Team {
         ))
     }
 
-    /// The session's active runs (holding admission slots).
-    pub fn active_runs(&self) -> MeshResult<Vec<Run>> {
-        Ok(self
-            .store
-            .runs(&self.session)?
-            .into_iter()
-            .filter(Run::is_active)
-            .collect())
-    }
-
     /// Records an audit line (failures to audit are failures of the call).
     pub fn audit(&self, actor: &Run, action: &str, target: &str, detail: Value) -> MeshResult<()> {
         self.store
