@@ -448,6 +448,24 @@ impl AppServer {
         string_at(&r, "/thread/id", "thread/start")
     }
 
+    /// `thread/read` without turns: the thread's metadata (`Thread`: `parentThreadId`,
+    /// `agentRole`, `agentNickname`, ...), e.g. of a sub-agent thread Codex spawned.
+    pub async fn thread_read(&self, thread_id: &str) -> Result<Value, Error> {
+        let r = self
+            .request(
+                "thread/read",
+                json!({"threadId": thread_id, "includeTurns": false}),
+            )
+            .await?;
+        r.get("thread")
+            .filter(|t| t.is_object())
+            .cloned()
+            .ok_or_else(|| Error::Unexpected {
+                method: "thread/read".into(),
+                detail: "no `thread` object".into(),
+            })
+    }
+
     /// `turn/start` with one text input; returns the turn's id (`turn.id`).
     pub async fn turn_start(
         &self,

@@ -180,45 +180,77 @@ fn run_task(
             if profile["agents"][role]["execution_mode"] == "goal" {
                 task.push_str(GOAL_COMPLETION);
             }
-            let (session, _) = start(target, &[], workspace, Some(task))?;
-            let mut state = String::new();
-            while Instant::now() < deadline {
-                state = load(store, &session.id)?.state;
-                if is_terminal_session(&state) || state == "suspended" {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(200));
-            }
-            let timed_out = !is_terminal_session(&state);
-            if timed_out {
-                // The wall limit: the harness detaches (it never attached) and then stops the
-                // session through the normal lifecycle; partial evidence is kept.
-                let _ = call(&paths.socket(&session.id), "session/stop", json!({}));
-                state = wait_terminal(store, &session.id)?;
-            }
-            let root = store
-                .runs(&session.id)?
-                .into_iter()
-                .find(|r| r.parent.is_none())
-                .ok_or_else(|| Fail("the session has no root run".into()))?;
-            let tools = required_tools(store, &root.run_ref, &required);
-            let tools_ok = tools
-                .as_object()
-                .is_none_or(|m| m.values().all(|v| *v == json!(true)));
-            let passed = state == "completed" && tools_ok;
-            let reason = if timed_out {
-                format!(
-                    "the wall timeout of {} s passed; the session was stopped",
-                    wall.as_secs()
-                )
-            } else if !tools_ok {
+            let ended = root_session(paths, store, target, workspace, task, deadline)?;
+            let tools = required_tools(store, &ended.root, &required);
+            let passed = ended.state == "completed" && all_true(&tools);
+            let reason = if ended.timed_out {
+                timeout_reason(wall)
+            } else if !all_true(&tools) {
                 format!("a required MCP tool had no successful direct call: {tools}")
             } else {
-                format!("the root session ended {state}")
+                format!("the root session ended {}", ended.state)
             };
             Ok(
-                json!({"passed": passed, "reason": reason, "session": session.id, "required_mcp_tools": tools}),
+                json!({"passed": passed, "reason": reason, "session": ended.session, "required_mcp_tools": tools}),
             )
+        }
+        "native" => {
+            // A native role runs only as a Codex custom agent inside the root's host: the root
+            // is asked to delegate the task to it. The behavioural marker is the runtime's
+            // observation of that delegation (native.rs): a native run of this role under the
+            // root whose turn completed.
+            let role = t["agent"].as_str().unwrap_or("");
+            let native_name = profile["agents"][role]["native_name"]
+                .as_str()
+                .ok_or_else(|| Fail(format!("role `{role}` has no native_name")))?;
+            let root_role = profile["root"].as_str().unwrap_or("");
+            let mut task = format!(
+                "Smoke task for the native role `{role}`: delegate it to the Codex custom agent `{native_name}` with spawn_agent (agent_type = \"{native_name}\"), wait for its answer with wait_agent, and report that answer. Do not do the task yourself.\n\nTask: {}",
+                t["task"].as_str().unwrap_or("")
+            );
+            if profile["agents"][root_role]["execution_mode"] == "goal" {
+                task.push_str(GOAL_COMPLETION);
+            }
+            let ended = root_session(paths, store, target, workspace, task, deadline)?;
+            let natives: Vec<_> = store
+                .runs(&ended.session)?
+                .into_iter()
+                .filter(|r| r.is_native() && r.role == role)
+                .collect();
+            let marker = natives.iter().find(|r| r.state == "completed");
+            let tools = match marker {
+                Some(r) => required_tools(store, &r.run_ref, &required),
+                None => required_tools(store, "", &required),
+            };
+            let passed = ended.state == "completed" && marker.is_some() && all_true(&tools);
+            let reason = if ended.timed_out {
+                timeout_reason(wall)
+            } else if marker.is_none() {
+                match natives.first() {
+                    Some(r) => format!(
+                        "the native run of `{role}` ({}) ended {}, not completed",
+                        r.run_ref, r.state
+                    ),
+                    None => format!(
+                        "the root never delegated to the custom agent `{native_name}`: no native run of role `{role}` was observed"
+                    ),
+                }
+            } else if !all_true(&tools) {
+                format!("a required MCP tool had no successful direct call: {tools}")
+            } else {
+                format!(
+                    "the native run {} completed; the root session ended {}",
+                    marker.map(|r| r.run_ref.as_str()).unwrap_or(""),
+                    ended.state
+                )
+            };
+            Ok(json!({
+                "passed": passed,
+                "reason": reason,
+                "session": ended.session,
+                "native_run": marker.map(|r| r.run_ref.clone()),
+                "required_mcp_tools": tools,
+            }))
         }
         "mcp" => {
             let (session, _) = start(target, &[], workspace, None)?;
@@ -258,9 +290,7 @@ fn run_task(
             if timed_out {
                 state = store.run(&run)?.state;
             }
-            let tools_ok = tools
-                .as_object()
-                .is_none_or(|m| m.values().all(|v| *v == json!(true)));
+            let tools_ok = all_true(&tools);
             let passed = state == "completed" && tools_ok && !timed_out;
             let reason = if timed_out {
                 format!(
@@ -277,9 +307,68 @@ fn run_task(
             )
         }
         other => Ok(
-            json!({"passed": false, "reason": format!("backend `{other}` smoke tasks need the native lifecycle, which this runtime does not run yet")}),
+            json!({"passed": false, "reason": format!("backend `{other}` is not a smoke backend (root, mcp or native)")}),
         ),
     }
+}
+
+/// How a smoke task's root session ended.
+struct RootEnded {
+    session: String,
+    root: String,
+    state: String,
+    timed_out: bool,
+}
+
+/// Runs a session with `task` as its root's task until it ends or `deadline` passes; at the
+/// wall limit the harness detaches (it never attached) and stops the session through the normal
+/// lifecycle, partial evidence kept.
+fn root_session(
+    paths: &mmo_runtime::supervisor::Paths,
+    store: &Store,
+    target: &str,
+    workspace: Option<PathBuf>,
+    task: String,
+    deadline: Instant,
+) -> R<RootEnded> {
+    let (session, _) = start(target, &[], workspace, Some(task))?;
+    let mut state = String::new();
+    while Instant::now() < deadline {
+        state = load(store, &session.id)?.state;
+        if is_terminal_session(&state) || state == "suspended" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let timed_out = !is_terminal_session(&state);
+    if timed_out {
+        let _ = call(&paths.socket(&session.id), "session/stop", json!({}));
+        state = wait_terminal(store, &session.id)?;
+    }
+    let root = store
+        .runs(&session.id)?
+        .into_iter()
+        .find(|r| r.parent.is_none())
+        .ok_or_else(|| Fail("the session has no root run".into()))?;
+    Ok(RootEnded {
+        session: session.id,
+        root: root.run_ref,
+        state,
+        timed_out,
+    })
+}
+
+fn all_true(tools: &Value) -> bool {
+    tools
+        .as_object()
+        .is_none_or(|m| m.values().all(|v| *v == json!(true)))
+}
+
+fn timeout_reason(wall: Duration) -> String {
+    format!(
+        "the wall timeout of {} s passed; the session was stopped",
+        wall.as_secs()
+    )
 }
 
 /// A tools/call as the operator; a tool error is a failure naming its code.

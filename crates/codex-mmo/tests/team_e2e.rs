@@ -1181,3 +1181,205 @@ task = "TASK-SLOW: think about it for a very long time."
         "{err}"
     );
 }
+
+const SCOUT_MARK: &str = "SCOUT-ROLE-4d1e";
+
+/// A root and a native-only scout (a Codex custom agent in the root's home).
+fn native_pack(w: &World, smoke: Option<&str>) -> std::path::PathBuf {
+    let profile = format!(
+        r#"schema_version = 8
+id = "native-team"
+version = "8.0.0"
+display_name = "Native team"
+description = "A root and a native scout on a scripted model."
+maturity = "lab"
+root = "lead"
+{}
+[coordination]
+orchestration = "native"
+max_active_agents = 2
+max_active_writers = 0
+
+[agents.lead]
+kind = "root"
+description = "Root"
+model = "scripted_responses__scripted_large"
+reasoning = "none"
+permissions = "workspace-write"
+can_spawn = ["scout"]
+trust = "high"
+instructions = "agents/lead.md"
+
+[agents.scout]
+description = "Native scout that maps the repository"
+model = "scripted_responses__scripted_large"
+reasoning = "none"
+permissions = "read-only"
+backends = ["native"]
+allowed_task_kinds = ["analysis"]
+native_name = "test-scout"
+instructions = "agents/scout.md"
+"#,
+        if smoke.is_some() {
+            "smoke = \"smoke.toml\"\n"
+        } else {
+            ""
+        }
+    );
+    let mut files = vec![
+        ("agents/lead.md", format!("{LEAD_MARK} You lead.")),
+        ("agents/scout.md", format!("{SCOUT_MARK} You scout.")),
+    ];
+    if let Some(s) = smoke {
+        files.push(("smoke.toml", s.to_string()));
+    }
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    w.pack("native-team", &profile, &files)
+}
+
+/// A root's steps that delegate `message` to the agent type `agent_type` and wait for it.
+fn delegate_steps(agent_type: &str, message: &str, last: &str) -> Vec<Value> {
+    let collab = |tool: &str, args: Value| json!({"call": {"name": tool, "namespace": "multi_agent_v1", "arguments": args}});
+    vec![
+        collab(
+            "spawn_agent",
+            json!({"agent_type": agent_type, "message": message}),
+        ),
+        collab(
+            "wait_agent",
+            json!({"targets": ["{{last_output/agent_id}}"], "timeout_ms": 20000}),
+        ),
+        json!([{"say": last}]),
+    ]
+}
+
+#[test]
+fn a_native_scout_runs_in_the_roots_host_and_is_observed_as_a_native_run() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
+    w.start_model(&json!({"actors": [
+        {"name": "scout", "match": SCOUT_MARK, "steps": [[{"say": "SCOUT-ANSWER src/lib.rs defines add"}]]},
+        {"name": "lead", "match": LEAD_MARK, "steps": delegate_steps("test-scout", "Map the repository.", "The scout mapped it.")},
+    ]}));
+    let pack = native_pack(&w, None);
+    let o = w.run(&[
+        "run",
+        "--profile",
+        pack.to_str().unwrap(),
+        "--task",
+        "Have the repository mapped.",
+        "--json",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(v["state"], "completed", "{v:#}");
+    let root = &runs_of(&v, "lead")[0];
+    let scout = &runs_of(&v, "scout")[0];
+    assert_eq!(root["backend"], "root");
+    assert_eq!(scout["backend"], "native", "{v:#}");
+    assert_eq!(scout["state"], "completed", "{v:#}");
+    assert_eq!(scout["parent"], root["agent_run_ref"]);
+    assert!(scout["job"].is_null());
+    // The root's turn is its own: the scout's turn ending did not end it (it went on to wait
+    // and answer), and the scout's messages are the scout's trace, not the root's.
+    assert_eq!(root["preview"], "The scout mapped it.", "{v:#}");
+    // The foreground run prints each event with its run's ref.
+    let said_by = |run: &Value| {
+        format!(
+            "{} agentMessage: SCOUT-ANSWER",
+            run["agent_run_ref"].as_str().unwrap()
+        )
+    };
+    assert!(out.contains(&said_by(scout)), "{out}");
+    assert!(!out.contains(&said_by(root)), "{out}");
+    let spawn = v["audit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["action"] == "native_spawn")
+        .unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(spawn["detail"]["agent_role"], "test-scout");
+    assert_eq!(spawn["actor"], root["agent_run_ref"]);
+    assert!(
+        !w.model_requests()
+            .iter()
+            .any(|r| r["exhausted"] == true || !r["error"].is_null()),
+        "the script ran as written"
+    );
+}
+
+#[test]
+fn smoke_passes_a_native_task_only_on_the_native_roles_marker() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
+    let smoke = r#"schema_version = 8
+
+[[tasks]]
+agent = "scout"
+backend = "native"
+task_kind = "analysis"
+mode = "read-only"
+wall_timeout_seconds = 60
+task = "TASK-NAT-OK: map the repository."
+
+[[tasks]]
+agent = "scout"
+backend = "native"
+task_kind = "analysis"
+mode = "read-only"
+wall_timeout_seconds = 60
+task = "TASK-NAT-SELF: map the repository."
+
+[[tasks]]
+agent = "scout"
+backend = "native"
+task_kind = "analysis"
+mode = "read-only"
+wall_timeout_seconds = 60
+task = "TASK-NAT-DEFAULT: map the repository."
+"#;
+    let pack = native_pack(&w, Some(smoke));
+    w.start_model(&json!({"actors": [
+        {"name": "scout", "match": SCOUT_MARK, "steps": [[{"say": "SCOUT-ANSWER src/lib.rs defines add"}]]},
+        {"name": "ok", "match": "TASK-NAT-OK", "steps": delegate_steps("test-scout", "Map the repository.", "Mapped by the scout.")},
+        // Answering without delegating is no native evidence, whatever the answer says.
+        {"name": "self", "match": "TASK-NAT-SELF", "steps": [[{"say": "The scout mapped it (it did not)."}]]},
+        // Neither is delegating to another agent type.
+        {"name": "default", "match": "TASK-NAT-DEFAULT", "steps": delegate_steps("default", "DEFAULT-SUB: map the repository.", "Mapped by a default agent.")},
+        {"name": "default-sub", "match": "DEFAULT-SUB", "steps": [[{"say": "mapped"}]]},
+    ]}));
+    let o = w.run(&["smoke", pack.to_str().unwrap(), "--json"]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let v: Value = serde_json::from_str(out.trim())
+        .unwrap_or_else(|e| panic!("{e}: {out}{}", String::from_utf8_lossy(&o.stderr)));
+    let tasks = v["tasks"].as_array().unwrap();
+    assert_eq!(tasks[0]["passed"], true, "{v:#}");
+    assert!(tasks[0]["native_run"].is_string());
+    assert_eq!(tasks[1]["passed"], false, "{v:#}");
+    assert!(
+        tasks[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("never delegated"),
+        "{v:#}"
+    );
+    assert_eq!(tasks[2]["passed"], false, "{v:#}");
+    let other = w.inspect(tasks[2]["session"].as_str().unwrap());
+    let sub = &runs_of(&other, "codex:default")[0];
+    assert_eq!(sub["backend"], "native", "{other:#}");
+    assert_eq!(sub["state"], "completed");
+    assert_eq!(o.status.code(), Some(1));
+}

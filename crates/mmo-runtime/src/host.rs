@@ -4,6 +4,7 @@
 //! events become its trace; its last agent message becomes its result, checked against the
 //! role's contract (one repair turn for a strict role), and a writer's changes become its patch.
 
+use crate::native;
 use crate::result::JobState;
 use crate::store::{Run, StoredPatch};
 use crate::team::{HostHandle, Team};
@@ -137,6 +138,8 @@ struct Host {
     server: AppServer,
     events: Events,
     thread: String,
+    /// The runs of this host's threads: its own and its native sub-agents'.
+    threads: native::Threads,
     stop: watch::Receiver<Option<(JobState, String)>>,
 }
 
@@ -194,12 +197,23 @@ async fn start_host(team: &Arc<Team>, run: &Run, cwd: &Path) -> Result<Host, Str
             &cwd.to_string_lossy(),
         )
         .map_err(|e| e.to_string())?;
+    let me = team.store.run(&run.run_ref).map_err(|e| e.to_string())?;
     Ok(Host {
         server,
         events,
+        threads: native::Threads::new(&thread, &me),
         thread,
         stop,
     })
+}
+
+impl Host {
+    /// Ends the host and every descendant; its native runs still active end with it.
+    async fn end(&mut self, team: &Team) {
+        let stopped = self.stop.borrow().is_some();
+        native::end_with_host(team, &self.threads, stopped);
+        self.server.shutdown().await;
+    }
 }
 
 /// How a turn ended.
@@ -250,47 +264,19 @@ async fn pump(
         };
         match event {
             Event::Notification { method, params } => match method.as_str() {
+                _ if native::thread_of(&params).is_some_and(|t| t != host.thread) => {
+                    let thread = native::thread_of(&params).unwrap_or_default().to_string();
+                    on_native(team, host, &thread, &method, &params).await;
+                }
                 "item/completed" => {
                     let item = params.get("item").cloned().unwrap_or(Value::Null);
-                    let kind = field(&item, "type", "item");
-                    let body = if kind == "reasoning" {
-                        // Private reasoning is never stored, so no trace can show it.
-                        json!({"type": "reasoning", "redacted": true})
-                    } else {
-                        item.clone()
-                    };
-                    let _ = team
-                        .store
-                        .event(&team.session, &run.run_ref, &kind, &body.to_string());
-                    let preview = match kind.as_str() {
-                        "agentMessage" => {
-                            let t = field(&item, "text", "");
-                            last_message = Some(t.clone());
-                            Some(t)
-                        }
-                        "commandExecution" => {
-                            let command = field(&item, "command", "");
-                            if let Some(code) = item.get("exitCode").and_then(Value::as_i64) {
-                                commands.push(CommandEvent {
-                                    command: command.clone(),
-                                    exit_code: code,
-                                });
-                            }
-                            Some(format!("$ {command}"))
-                        }
-                        "mcpToolCall" => Some(format!(
-                            "{}.{} {}",
-                            field(&item, "server", "?"),
-                            field(&item, "tool", "?"),
-                            field(&item, "status", "")
-                        )),
-                        "fileChange" => Some("file change".into()),
-                        _ => None,
-                    };
-                    if let Some(p) = preview {
-                        let p: String = p.chars().take(PREVIEW_CHARS).collect();
-                        let _ = team.store.progress(&run.run_ref, &p);
-                        team.notify();
+                    if let Some(text) = record_item(team, &run.run_ref, &item, Some(commands)) {
+                        last_message = Some(text);
+                    }
+                    let spawned = native::spawned_threads(&item);
+                    if !spawned.is_empty() {
+                        let me = host.thread.clone();
+                        register_native(team, host, &me, spawned).await;
                     }
                 }
                 "turn/completed" => {
@@ -388,6 +374,143 @@ async fn pump(
     }
 }
 
+/// Records a completed item as a trace event of `run_ref` and its preview as progress; the
+/// commands a contract correlates against are collected into `commands`. Returns an agent
+/// message's text.
+fn record_item(
+    team: &Team,
+    run_ref: &str,
+    item: &Value,
+    commands: Option<&mut Vec<CommandEvent>>,
+) -> Option<String> {
+    let kind = field(item, "type", "item");
+    let body = if kind == "reasoning" {
+        // Private reasoning is never stored, so no trace can show it.
+        json!({"type": "reasoning", "redacted": true})
+    } else {
+        item.clone()
+    };
+    let _ = team
+        .store
+        .event(&team.session, run_ref, &kind, &body.to_string());
+    let mut message = None;
+    let preview = match kind.as_str() {
+        "agentMessage" => {
+            let t = field(item, "text", "");
+            message = Some(t.clone());
+            Some(t)
+        }
+        "commandExecution" => {
+            let command = field(item, "command", "");
+            if let (Some(code), Some(commands)) =
+                (item.get("exitCode").and_then(Value::as_i64), commands)
+            {
+                commands.push(CommandEvent {
+                    command: command.clone(),
+                    exit_code: code,
+                });
+            }
+            Some(format!("$ {command}"))
+        }
+        "mcpToolCall" => Some(format!(
+            "{}.{} {}",
+            field(item, "server", "?"),
+            field(item, "tool", "?"),
+            field(item, "status", "")
+        )),
+        "fileChange" => Some("file change".into()),
+        "collabAgentToolCall" => Some(format!(
+            "agents.{} {}",
+            field(item, "tool", "?"),
+            field(item, "status", "")
+        )),
+        _ => None,
+    };
+    if let Some(p) = preview {
+        let p: String = p.chars().take(PREVIEW_CHARS).collect();
+        let _ = team.store.progress(run_ref, &p);
+        team.notify();
+    }
+    message
+}
+
+/// Records a notification of a native thread of this host (`native.rs`) under its run.
+/// Returns the threads it spawned, to be registered.
+fn native_event(team: &Team, run_ref: &str, method: &str, params: &Value) -> Vec<String> {
+    match method {
+        "item/completed" => {
+            let item = params.get("item").cloned().unwrap_or(Value::Null);
+            record_item(team, run_ref, &item, None);
+            return native::spawned_threads(&item);
+        }
+        "turn/completed" => {
+            let turn = params.get("turn").cloned().unwrap_or(Value::Null);
+            let status = field(&turn, "status", "completed");
+            let error = turn
+                .get("error")
+                .filter(|e| !e.is_null())
+                .map(|e| e.to_string());
+            let _ = team.store.event(
+                &team.session,
+                run_ref,
+                "turn",
+                &json!({"status": status, "error": error}).to_string(),
+            );
+            native::turn_ended(team, run_ref, &status, error.as_deref());
+        }
+        "thread/tokenUsage/updated" => {
+            let _ = team
+                .store
+                .event(&team.session, run_ref, "tokenUsage", &params.to_string());
+        }
+        "error" => {
+            let _ = team
+                .store
+                .event(&team.session, run_ref, "error", &params.to_string());
+        }
+        _ => {}
+    }
+    Vec::new()
+}
+
+/// A notification of another thread than the host's own: a known native thread's is recorded,
+/// an unknown thread's held until its spawn item names it.
+async fn on_native(team: &Team, host: &mut Host, thread: &str, method: &str, params: &Value) {
+    match host.threads.run(thread).map(|r| r.run_ref.clone()) {
+        Some(run_ref) => {
+            let spawned = native_event(team, &run_ref, method, params);
+            register_native(team, host, thread, spawned).await;
+        }
+        None => host.threads.hold(thread, method, params),
+    }
+}
+
+/// Makes threads that `spawner` spawned native runs (`thread/read` gives their role), then
+/// replays what was held for them (which may name further threads).
+async fn register_native(team: &Team, host: &mut Host, spawner: &str, spawned: Vec<String>) {
+    let mut work: Vec<(String, String)> = spawned
+        .into_iter()
+        .map(|t| (spawner.to_string(), t))
+        .collect();
+    while let Some((spawner, thread)) = work.pop() {
+        if host.threads.run(&thread).is_some() {
+            continue;
+        }
+        let meta = match host.server.thread_read(&thread).await {
+            Ok(m) => m,
+            Err(e) => json!({"id": thread, "readError": e.to_string()}),
+        };
+        let Some(run_ref) = host.threads.started(team, &meta, &spawner) else {
+            continue;
+        };
+        for (method, params) in host.threads.take_pending(&thread) {
+            for t in native_event(team, &run_ref, &method, &params) {
+                work.push((thread.clone(), t));
+            }
+        }
+    }
+}
+
 /// What a worker is told: its task, its boundaries and, when it has one, its output contract.
 fn worker_prompt(run: &Run, contract: Option<&Value>) -> String {
     let mut p = String::new();
@@ -464,7 +587,7 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
         .is_err()
     {
         // Stopped (or cancelled) while its host was starting: nothing to run.
-        host.server.shutdown().await;
+        host.end(team).await;
         if let Some(wt) = &worktree {
             let _ = crate::worktree::remove(&team.workspace, wt);
         }
@@ -480,13 +603,13 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
             Ok(e) => e,
             Err(reason) => {
                 keep_partial(team, &job, None);
-                host.server.shutdown().await;
+                host.end(team).await;
                 return Err(reason);
             }
         };
         if let Some((state, why)) = &end.stopped {
             keep_partial(team, &job, end.last_message.as_deref());
-            host.server.shutdown().await;
+            host.end(team).await;
             let _ = team.store.transition(&run.run_ref, *state, Some(why));
             if let Some(wt) = &worktree {
                 let _ = crate::worktree::remove(&team.workspace, wt);
@@ -495,7 +618,7 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
         }
         if end.status != "completed" {
             keep_partial(team, &job, end.last_message.as_deref());
-            host.server.shutdown().await;
+            host.end(team).await;
             return Err(format!(
                 "the worker's turn ended `{}`{}",
                 end.status,
@@ -525,7 +648,7 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
         }
         if repaired {
             keep_partial(team, &job, Some(&text));
-            host.server.shutdown().await;
+            host.end(team).await;
             return Err(format!(
                 "the result breaks the role's strict contract after its one repair turn: {}",
                 problems
@@ -551,7 +674,7 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
         team.notify();
         prompt = crate::result::repair_prompt(contract, &problems);
     };
-    host.server.shutdown().await;
+    host.end(team).await;
     let (text, checked, warnings) = outcome;
     if let Some(wt) = &worktree {
         let recorded = crate::worktree::record(wt).map_err(|e| format!("recording the patch: {e}"));
@@ -689,7 +812,7 @@ async fn drive_root(team: &Arc<Team>, run: &Run, task: &str) -> Result<String, S
     } else {
         run_turn(team, run, &mut host, task, None, &mut commands).await
     };
-    host.server.shutdown().await;
+    host.end(team).await;
     let end = end?;
     if let Some((state, why)) = &end.stopped {
         let _ = team.store.transition(&run.run_ref, *state, Some(why));

@@ -241,7 +241,7 @@ fn active_view(runs: &[Run]) -> Vec<crate::admission::ActiveRun> {
         .map(|r| (r.run_ref.as_str(), r.role.as_str()))
         .collect();
     runs.iter()
-        .filter(|r| r.is_active())
+        .filter(|r| r.is_active() && !r.is_native())
         .map(|r| {
             let mut lineage: Vec<String> = r
                 .lineage

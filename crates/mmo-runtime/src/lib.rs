@@ -10,6 +10,7 @@ pub mod host;
 pub mod jobs;
 pub mod literal;
 pub mod mesh;
+pub mod native;
 pub mod result;
 pub mod store;
 pub mod supervisor;

@@ -218,6 +218,21 @@ impl Run {
             .parse::<JobState>()
             .is_ok_and(JobState::holds_admission)
     }
+
+    /// A native run: a thread Codex started inside a host (`native.rs`). It has a parent but no
+    /// job, and holds no Agent-MCP admission slot.
+    pub fn is_native(&self) -> bool {
+        self.job.is_none() && self.parent.is_some()
+    }
+
+    /// `root`, `mcp` (an Agent-MCP job's worker) or `native`.
+    pub fn backend(&self) -> &'static str {
+        match (&self.parent, &self.job) {
+            (None, _) => "root",
+            (Some(_), Some(_)) => "mcp",
+            (Some(_), None) => "native",
+        }
+    }
 }
 
 /// A stored result.

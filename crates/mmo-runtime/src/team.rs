@@ -227,6 +227,7 @@ pub fn view_of(store: &Store, run: &Run, live_pid: Option<u32>) -> Value {
         "agent_run_ref": run.run_ref,
         "job": run.job,
         "role": run.role,
+        "backend": run.backend(),
         "state": run.state,
         "reason": run.reason,
         "parent": run.parent,
