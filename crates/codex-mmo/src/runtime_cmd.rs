@@ -245,7 +245,7 @@ pub(crate) fn start(
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let mut child = cmd.spawn()?;
     // Wait until the supervisor has taken the session (or failed to).
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + supervisor::START_WAIT;
     loop {
         let s = store.session(&session.id)?;
         if s.state != "starting" {

@@ -1283,7 +1283,10 @@ fn a_native_scout_runs_in_the_roots_host_and_is_observed_as_a_native_run() {
     let v: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
     assert_eq!(v["state"], "completed", "{v:#}");
     let root = &runs_of(&v, "lead")[0];
-    let scout = &runs_of(&v, "scout")[0];
+    let scout = &runs_of(&v, "scout")
+        .first()
+        .cloned()
+        .unwrap_or_else(|| panic!("no scout run: {v:#}"));
     assert_eq!(root["backend"], "root");
     assert_eq!(scout["backend"], "native", "{v:#}");
     assert_eq!(scout["state"], "completed", "{v:#}");
@@ -1382,4 +1385,64 @@ task = "TASK-NAT-DEFAULT: map the repository."
     assert_eq!(sub["backend"], "native", "{other:#}");
     assert_eq!(sub["state"], "completed");
     assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn max_active_holds_across_the_sessions_of_one_profile() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
+    w.start_model(&json!({"actors": [{"name": "reviewer", "match": REVIEWER_MARK, "steps": [[{"hang": true}]]}]}));
+    let files = [
+        ("agents/lead.md", format!("{LEAD_MARK} You lead.")),
+        ("agents/reviewer.md", format!("{REVIEWER_MARK} You review.")),
+        ("contracts/review.json", REVIEW_CONTRACT.to_string()),
+    ];
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    // The same profile id in two packs: one lets two roots run at once, one does not.
+    let one_root = review_profile("");
+    let two_roots = one_root.replacen(
+        "max_active = 1\ntrust = \"high\"",
+        "max_active = 2\ntrust = \"high\"",
+        1,
+    );
+    assert_ne!(one_root, two_roots);
+    let wide = w.pack("review-team", &two_roots, &files);
+    let a = w.start_session(&wide, None);
+    let b = w.start_session(&wide, None);
+    let mut op_a = w.operator(&a);
+    let mut op_b = w.operator(&b);
+    let review =
+        json!({"role": "reviewer", "task": "Review src/lib.rs please.", "task_kind": "review"});
+    op_a.ok("agents_spawn", review.clone());
+    // The reviewer (max_active = 1) runs in session A, so session B may not start another.
+    let (v, err) = op_b.call("agents_spawn", review.clone());
+    assert!(err, "{v}");
+    assert_eq!(v["error"]["code"], "admission_max_active", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("(1 in other sessions)"),
+        "{v}"
+    );
+    // A terminal session releases its slots.
+    assert!(w.run(&["stop", &a]).status.success());
+    op_b.ok("agents_spawn", review);
+    // Two roots (A stopped, B running) fit the wide pack; the narrow pack's root may not
+    // start while B's runs.
+    let narrow = w.root.path().join("packs/review-team-narrow");
+    std::fs::rename(w.pack("review-team", &one_root, &files), &narrow).unwrap();
+    let o = w.run(&["run", "--profile", narrow.to_str().unwrap(), "--detach"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr).to_string() + &String::from_utf8_lossy(&o.stdout);
+    assert!(
+        err.contains("admission_max_active") && err.contains("role `lead` (the root)"),
+        "{err}"
+    );
+    drop(op_a);
+    drop(op_b);
 }

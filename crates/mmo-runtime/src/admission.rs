@@ -392,6 +392,8 @@ pub enum AdmissionError {
         role: String,
         max: u32,
         active: u32,
+        /// How many of `active` run in other sessions of the same profile id.
+        elsewhere: u32,
     },
     MaxChildren {
         caller_run: String,
@@ -570,9 +572,23 @@ impl fmt::Display for AdmissionError {
             E::WriteScopeInvalid { role, error } => {
                 write!(f, "write_scope entry for role `{role}`: {error}")
             }
-            E::MaxActive { role, max, active } => write!(
+            E::MaxActive {
+                role,
+                max,
+                active,
+                elsewhere: 0,
+            } => write!(
                 f,
                 "role `{role}` has max_active = {max} and {active} are active"
+            ),
+            E::MaxActive {
+                role,
+                max,
+                active,
+                elsewhere,
+            } => write!(
+                f,
+                "role `{role}` has max_active = {max} across the sessions of its profile and {active} are active ({elsewhere} in other sessions)"
             ),
             E::MaxChildren {
                 caller_run,
@@ -633,7 +649,13 @@ pub struct Policy<'a> {
     pub profile: &'a Profile,
     pub ceilings: &'a Ceilings,
     pub capacities: &'a Capacities,
+    /// Active runs per role in the other live sessions of the same profile id: `max_active`
+    /// counts instances across the stable profile id, not per session.
+    pub elsewhere: &'a BTreeMap<String, u32>,
 }
+
+/// No other session runs anything.
+pub static NOWHERE_ELSE: BTreeMap<String, u32> = BTreeMap::new();
 
 /// Whether `role` is an MCP writer: a workspace-write participant with an `mcp` backend.
 pub fn is_mcp_writer(agent: &Agent) -> bool {
@@ -724,12 +746,15 @@ pub fn admit(
     }
 
     // Capacity.
-    let same_role = count(active.iter().filter(|r| r.role == role).count());
+    let elsewhere = policy.elsewhere.get(role).copied().unwrap_or(0);
+    let same_role =
+        count(active.iter().filter(|r| r.role == role).count()).saturating_add(elsewhere);
     if same_role + 1 > target.max_active {
         return Err(E::MaxActive {
             role: role.into(),
             max: target.max_active,
             active: same_role,
+            elsewhere,
         });
     }
     let children = count(

@@ -485,6 +485,23 @@ async fn on_native(team: &Team, host: &mut Host, thread: &str, method: &str, par
     }
 }
 
+/// `thread/read` of a just-spawned thread. Codex answers an error until the thread's rollout
+/// has its first line, which can lag the spawn item under load: a few short retries (at most
+/// about 1.5 s), then the thread is recorded without its role (`readError`).
+async fn read_thread(host: &Host, thread: &str) -> Value {
+    let mut delay = Duration::from_millis(25);
+    let mut last = String::new();
+    for _ in 0..10 {
+        match host.server.thread_read(thread).await {
+            Ok(m) => return m,
+            Err(e) => last = e.to_string(),
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_millis(250));
+    }
+    json!({"id": thread, "readError": last})
+}
+
 /// Makes threads that `spawner` spawned native runs (`thread/read` gives their role), then
 /// replays what was held for them (which may name further threads).
 async fn register_native(team: &Team, host: &mut Host, spawner: &str, spawned: Vec<String>) {
@@ -496,10 +513,7 @@ async fn register_native(team: &Team, host: &mut Host, spawner: &str, spawned: V
         if host.threads.run(&thread).is_some() {
             continue;
         }
-        let meta = match host.server.thread_read(&thread).await {
-            Ok(m) => m,
-            Err(e) => json!({"id": thread, "readError": e.to_string()}),
-        };
+        let meta = read_thread(host, &thread).await;
         let Some(run_ref) = host.threads.started(team, &meta, &spawner) else {
             continue;
         };

@@ -184,6 +184,11 @@ pub async fn spawn(team: &Arc<Team>, caller: &Run, a: SpawnArgs) -> MeshResult<V
             format!("role `{}` is not in profile `{}`", a.role, team.profile.id),
         )
     })?;
+    // Other supervisors decide their admissions under the same lock, so what is counted here
+    // stays true until this run is recorded.
+    let _lock = team.store.admission_lock()?;
+    let elsewhere =
+        crate::supervisor::active_elsewhere(&team.store, &team.profile.id, &team.session)?;
     let active = active_view(&team.store.runs(&team.session)?);
     let literal = a.literal_task.map(LiteralTask::from);
     let request = crate::admission::SpawnRequest {
@@ -193,7 +198,11 @@ pub async fn spawn(team: &Arc<Team>, caller: &Run, a: SpawnArgs) -> MeshResult<V
         write_scope: a.write_scope.clone(),
         literal_task: literal.clone(),
     };
-    let admitted = crate::admission::admit(&team.policy(), &active, &caller.run_ref, &request)
+    let policy = crate::admission::Policy {
+        elsewhere: &elsewhere,
+        ..team.policy()
+    };
+    let admitted = crate::admission::admit(&policy, &active, &caller.run_ref, &request)
         .map_err(|r| MeshError::new(r.code(), r.to_string()))?;
     let (prompt, literal_op) = match &literal {
         Some(lt) => {
@@ -228,6 +237,7 @@ pub async fn spawn(team: &Arc<Team>, caller: &Run, a: SpawnArgs) -> MeshResult<V
         units: admitted.resource_units,
     })?;
     team.audit(caller, "agents_spawn", &job, json!({"role": a.role, "agent_run_ref": run_ref, "task_kind": run.task_kind, "write_scope": run.write_scope}))?;
+    drop(_lock);
     drop(guard);
     crate::host::start_worker(team.clone(), run.clone());
     team.notify();

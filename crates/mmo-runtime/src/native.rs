@@ -132,7 +132,7 @@ impl Threads {
             &parent,
             "native_spawn",
             &run_ref,
-            json!({"role": role, "agent_role": agent_role, "agent_nickname": thread.get("agentNickname"), "thread_id": id}),
+            json!({"role": role, "agent_role": agent_role, "agent_nickname": thread.get("agentNickname"), "thread_id": id, "read_error": thread.get("readError")}),
         );
         self.runs.insert(id.to_string(), run);
         team.notify();

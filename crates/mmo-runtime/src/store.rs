@@ -12,7 +12,8 @@ use crate::result::{
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::Value;
-use std::path::Path;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -38,6 +39,11 @@ pub enum StoreError {
     },
     #[error("stored JSON in {0} does not parse")]
     Corrupt(String),
+    #[error("the admission lock {path}: {source}")]
+    Lock {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 impl StoreError {
@@ -49,6 +55,7 @@ impl StoreError {
             StoreError::NotFound(_) => "not_found",
             StoreError::Transition { .. } => "state_transition",
             StoreError::Corrupt(_) => "state_corrupt",
+            StoreError::Lock { .. } => "admission_lock",
         }
     }
 }
@@ -291,6 +298,20 @@ pub struct NewRun<'a> {
 pub struct Store {
     conn: Mutex<Connection>,
     digest: String,
+    lock_path: PathBuf,
+}
+
+/// Held while one admission decision is taken and recorded: every supervisor of this data
+/// directory takes it (an exclusive `flock`), because `max_active` counts a role's runs across
+/// every session of its profile. Released on drop.
+pub struct AdmissionLock(std::fs::File);
+
+impl Drop for AdmissionLock {
+    fn drop(&mut self) {
+        unsafe {
+            libc::flock(self.0.as_raw_fd(), libc::LOCK_UN);
+        }
+    }
 }
 
 fn json_text(v: &impl Serialize) -> String {
@@ -309,7 +330,68 @@ impl Store {
         Ok(Store {
             conn: Mutex::new(conn),
             digest: runtime_digest.to_string(),
+            lock_path: path.with_extension("admission.lock"),
         })
+    }
+
+    /// Takes the data directory's admission lock (blocking until it is free).
+    pub fn admission_lock(&self) -> Result<AdmissionLock> {
+        let err = |source| StoreError::Lock {
+            path: self.lock_path.display().to_string(),
+            source,
+        };
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&self.lock_path)
+            .map_err(err)?;
+        loop {
+            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(AdmissionLock(f));
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(err(e));
+            }
+        }
+    }
+
+    /// Active (admission-holding) runs per role in the sessions of `profile_id` other than
+    /// `session` that `live` accepts (given the session id and its supervisor's pid). Native runs
+    /// hold no admission slot and are not counted.
+    pub fn active_roles_elsewhere(
+        &self,
+        profile_id: &str,
+        session: &str,
+        live: impl Fn(&str, Option<i64>) -> bool,
+    ) -> Result<std::collections::BTreeMap<String, u32>> {
+        let db = self.db();
+        let mut stmt = db.prepare(
+            "SELECT s.id, s.supervisor_pid, r.role FROM runs r JOIN sessions s ON r.session = s.id
+             WHERE s.profile_id = ?1 AND s.id != ?2 AND r.state IN ('queued', 'running')
+               AND (r.job IS NOT NULL OR r.parent IS NULL)",
+        )?;
+        let rows = stmt
+            .query_map(params![profile_id, session], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, Option<i64>>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })?
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        drop(stmt);
+        drop(db);
+        let mut out = std::collections::BTreeMap::new();
+        let mut seen: std::collections::HashMap<String, bool> = Default::default();
+        for (id, pid, role) in rows {
+            let is_live = *seen.entry(id.clone()).or_insert_with(|| live(&id, pid));
+            if is_live {
+                *out.entry(role).or_insert(0u32) += 1;
+            }
+        }
+        Ok(out)
     }
 
     fn db(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -952,6 +1034,36 @@ mod tests {
             resource_group: None,
             units: 1,
         }
+    }
+
+    #[test]
+    fn active_roles_elsewhere_counts_live_sessions_of_the_profile_and_no_native_runs() {
+        let (_d, s) = store();
+        for (id, profile) in [("s1", "p"), ("s2", "p"), ("s3", "p"), ("s4", "other")] {
+            s.create_session(id, profile, "addr", "/w", "/d", None)
+                .unwrap();
+        }
+        let run = |r: &str, session: &str, job: Option<&str>, parent: Option<&str>| {
+            let mut n = new_run(r, job);
+            n.session = session;
+            n.parent = parent;
+            s.create_run(&n).unwrap();
+        };
+        run("r1", "s1", Some("j1"), Some("root1")); // counted
+        run("r2", "s2", Some("j2"), Some("root2")); // s2 is not live
+        run("r3", "s3", Some("j3"), Some("root3"));
+        s.transition("r3", JobState::Running, None).unwrap();
+        s.transition("r3", JobState::Completed, None).unwrap(); // terminal
+        run("r4", "s3", None, Some("r3")); // native: no admission slot
+        run("r5", "s4", Some("j5"), Some("root5")); // another profile
+        run("r6", "s1", None, None); // a root
+        let live = |id: &str, _: Option<i64>| id != "s2";
+        let mut got = s.active_roles_elsewhere("p", "s9", live).unwrap();
+        assert_eq!(got.remove("reviewer"), Some(2), "r1 and the root r6");
+        assert!(got.is_empty());
+        // The asking session's own runs are not "elsewhere".
+        let got = s.active_roles_elsewhere("p", "s1", live).unwrap();
+        assert!(got.is_empty(), "{got:?}");
     }
 
     #[test]

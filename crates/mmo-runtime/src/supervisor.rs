@@ -168,6 +168,9 @@ pub fn create_session(
         .map_err(|e| e.to_string())
 }
 
+/// How long `codex-mmo run` waits for a new session's supervisor to take it.
+pub const START_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// A session whose supervisor is gone while the session was live: its hosts are ended, its
 /// active runs become `suspended` with their partial evidence, and so does the session.
 pub fn recover(store: &Store, session: &Session) -> Result<bool, String> {
@@ -181,7 +184,19 @@ pub fn recover(store: &Store, session: &Session) -> Result<bool, String> {
         return Ok(false);
     }
     if session.state == "starting" && session.supervisor_pid.is_none() {
-        return Ok(false);
+        // Not taken yet; `codex-mmo run` waits at most START_WAIT for its supervisor, so one
+        // still untaken well after that never will be (its supervisor died first).
+        if crate::store::now_ms() - session.created_at < 2 * START_WAIT.as_millis() as i64 {
+            return Ok(false);
+        }
+        store
+            .set_session_state(
+                &session.id,
+                "failed",
+                Some("its supervisor never took the session (it exited while starting)"),
+            )
+            .map_err(|e| e.to_string())?;
+        return Ok(true);
     }
     for run in store.runs(&session.id).map_err(|e| e.to_string())? {
         if let Some(pid) = run.host_pid.filter(|_| run.is_active()) {
@@ -223,6 +238,19 @@ fn last_message(store: &Store, run: &str) -> Option<String> {
     let last = events.last()?;
     let v: Value = serde_json::from_str(&last.body).ok()?;
     v.get("text").and_then(Value::as_str).map(str::to_string)
+}
+
+/// Active runs per role in the other live sessions of `profile_id` (`max_active` counts across
+/// the stable profile id). A session counts while its supervisor runs; one whose supervisor is
+/// gone holds nothing (its runs are suspended when it is next looked at).
+pub fn active_elsewhere(
+    store: &Store,
+    profile_id: &str,
+    session: &str,
+) -> Result<std::collections::BTreeMap<String, u32>, crate::store::StoreError> {
+    store.active_roles_elsewhere(profile_id, session, |id, pid| {
+        pid.is_some_and(|p| alive(p as u32) && is_supervisor_of(p as u32, id))
+    })
 }
 
 /// A process that is running (not gone, not a zombie).
@@ -304,6 +332,21 @@ pub async fn serve(paths: Paths, id: String) -> Result<(), String> {
         .agents
         .get(&root_role)
         .and_then(|a| a.resource_group.clone());
+    // The root is an instance of its role too: `max_active` holds across the profile's sessions.
+    let lock = store.admission_lock().map_err(|e| fail(e.to_string()))?;
+    let elsewhere = active_elsewhere(&store, &profile.id, &id).map_err(|e| fail(e.to_string()))?;
+    let running = elsewhere.get(&root_role).copied().unwrap_or(0);
+    let root_max = profile
+        .agents
+        .get(&root_role)
+        .map(|a| a.max_active)
+        .unwrap_or(1);
+    if running >= root_max {
+        return Err(fail(format!(
+            "[admission_max_active] role `{root_role}` (the root) has max_active = {root_max} across the sessions of profile `{}` and {running} are active in other sessions; stop one, or raise the root's max_active",
+            profile.id
+        )));
+    }
     let root = store
         .create_run(&NewRun {
             run_ref: &root_ref,
@@ -322,6 +365,7 @@ pub async fn serve(paths: Paths, id: String) -> Result<(), String> {
             units: root_units,
         })
         .map_err(|e| fail(e.to_string()))?;
+    drop(lock);
     let (changed, _) = tokio::sync::watch::channel(0u64);
     let (done, mut done_rx) = tokio::sync::watch::channel(false);
     let team = Arc::new(Team {
@@ -747,6 +791,23 @@ mod tests {
         }
         let _ = host.kill();
         let _ = host.wait();
+    }
+
+    #[test]
+    fn a_session_its_supervisor_never_took_fails_after_the_start_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("state.db"), "digest").unwrap();
+        let fresh = store
+            .create_session("s1", "p", "addr", "/w", "/d", None)
+            .unwrap();
+        assert!(!recover(&store, &fresh).unwrap(), "still within the wait");
+        assert_eq!(store.session("s1").unwrap().state, "starting");
+        let mut old = fresh.clone();
+        old.created_at -= 3 * START_WAIT.as_millis() as i64;
+        assert!(recover(&store, &old).unwrap());
+        let s = store.session("s1").unwrap();
+        assert_eq!(s.state, "failed");
+        assert!(s.reason.unwrap().contains("never took"));
     }
 
     #[test]

@@ -81,6 +81,7 @@ impl Team {
             profile: &self.profile,
             ceilings: &self.ceilings,
             capacities: &self.capacities,
+            elsewhere: &crate::admission::NOWHERE_ELSE,
         }
     }
 

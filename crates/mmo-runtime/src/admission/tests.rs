@@ -14,6 +14,7 @@ struct Fx {
     profile: Profile,
     ceilings: Ceilings,
     caps: Capacities,
+    elsewhere: BTreeMap<String, u32>,
 }
 
 impl Fx {
@@ -22,6 +23,7 @@ impl Fx {
             profile: serde_json::from_str(SQUAD_PROFILE).unwrap(),
             ceilings: Ceilings::from_json(SQUAD_CEILINGS).unwrap(),
             caps: Capacities::from_catalog_json(SQUAD_CATALOG).unwrap(),
+            elsewhere: BTreeMap::new(),
         }
     }
     fn audit() -> Fx {
@@ -29,6 +31,7 @@ impl Fx {
             profile: serde_json::from_str(AUDIT_PROFILE).unwrap(),
             ceilings: Ceilings::from_json(AUDIT_CEILINGS).unwrap(),
             caps: Capacities::from_catalog_json(AUDIT_CATALOG).unwrap(),
+            elsewhere: BTreeMap::new(),
         }
     }
     fn admit(
@@ -41,6 +44,7 @@ impl Fx {
             profile: &self.profile,
             ceilings: &self.ceilings,
             capacities: &self.caps,
+            elsewhere: &self.elsewhere,
         };
         admit(&policy, active, caller, req)
     }
@@ -264,6 +268,23 @@ fn max_active() -> &'static str {
     );
     assert!(e.retryable());
     code(Err(e))
+}
+
+#[test]
+fn max_active_counts_the_roles_runs_in_other_sessions_of_the_profile() {
+    let mut fx = Fx::squad();
+    fx.elsewhere.insert("implementer".into(), 1);
+    let mut active = vec![fx.root()];
+    fx.spawn(&mut active, "run-root", "run-i1", &implement(&["src/a"]));
+    let e = fx
+        .admit(&active, "run-root", &implement(&["src/b"]))
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "[admission_max_active] role `implementer` has max_active = 2 across the sessions of its profile and 2 are active (1 in other sessions)"
+    );
+    // Other roles are not affected by another session's implementers.
+    fx.admit(&active, "run-root", &research()).unwrap();
 }
 
 fn max_children() -> &'static str {
