@@ -57,6 +57,20 @@ pub struct Skills {
     /// `active.len()`, readable without the lock: the common case (no skill active anywhere)
     /// costs one atomic load per call.
     active_count: AtomicUsize,
+    /// Sessions that ended, most recent last (bounded): a call of an ended session whose
+    /// blocking part was still running (a cancelled `vox_skill_use` on a closed WebSocket) must
+    /// not activate a skill for it after its end forgot it.
+    ended: Mutex<Ended>,
+}
+
+/// How many ended session keys are remembered. Keys are never reused (each connection makes
+/// its own), so forgetting the oldest only matters for a call still running that many ends on.
+const ENDED_KEPT: usize = 4096;
+
+#[derive(Default)]
+struct Ended {
+    keys: std::collections::HashSet<String>,
+    order: std::collections::VecDeque<String>,
 }
 
 /// One session's active skill.
@@ -84,6 +98,7 @@ impl Skills {
             writes: Mutex::new(()),
             active: Mutex::new(HashMap::new()),
             active_count: AtomicUsize::new(0),
+            ended: Mutex::new(Ended::default()),
         }
     }
 
@@ -165,6 +180,19 @@ impl Skills {
                 None
             }
             Some(id) => {
+                // Checked under the `active` lock, which `end_session` takes after marking the
+                // session ended: either it sees this activation and removes it, or this sees it.
+                if self
+                    .ended
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .keys
+                    .contains(session)
+                {
+                    return Err(ToolError::Cancelled(format!(
+                        "session `{session}` has ended; no skill can be activated for it"
+                    )));
+                }
                 let skill = self.catalog().get(id).map_err(skill_err)?.clone();
                 if !active.contains_key(session) {
                     make_room(&mut active, agent)?;
@@ -197,6 +225,17 @@ impl Skills {
 
     /// Forgets a session that ended (its connection closed).
     pub fn end_session(&self, session: &str) {
+        {
+            let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+            if ended.keys.insert(session.to_owned()) {
+                ended.order.push_back(session.to_owned());
+                if ended.order.len() > ENDED_KEPT
+                    && let Some(old) = ended.order.pop_front()
+                {
+                    ended.keys.remove(&old);
+                }
+            }
+        }
         if self.active_count.load(Ordering::Acquire) == 0 {
             return;
         }
@@ -396,6 +435,33 @@ fn log_problems(c: &Catalog) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_that_ended_cannot_activate_a_skill_afterwards() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".vox/skills/limited");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            "---\nname: limited\ndescription: d\nmetadata:\n  vox-tools: vox_memory_*\n---\nbody\n",
+        )
+        .unwrap();
+        let sk = Skills::hydrate(tmp.path());
+        // A cancelled vox_skill_use whose blocking part outlives its WebSocket: the session's
+        // end comes first, the activation after.
+        sk.end_session("ws:a:1");
+        let e = sk.activate("ws:a:1", "a", Some("limited")).unwrap_err();
+        assert_eq!(e.code(), "cancelled");
+        assert!(sk.active("ws:a:1").is_none());
+        // Other sessions are unaffected, and the memory of ended sessions is bounded.
+        sk.activate("ws:a:2", "a", Some("limited")).unwrap();
+        for i in 0..ENDED_KEPT + 10 {
+            sk.end_session(&format!("gone:{i}"));
+        }
+        let ended = sk.ended.lock().unwrap();
+        assert_eq!(ended.keys.len(), ENDED_KEPT);
+        assert_eq!(ended.order.len(), ENDED_KEPT);
+    }
 
     #[test]
     fn one_caller_cannot_fill_the_active_table_and_leaving_frees_its_slot() {
