@@ -481,7 +481,7 @@ fn mcp(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> 
             .await
         {
             Ok(server) => {
-                let input = server.watch_input(tokio::io::stdin());
+                let input = server.watch_input(vox_mcp::pipes::stdin());
                 serve_stdio(server, input).await
             }
             Err(e) => {
@@ -489,7 +489,7 @@ fn mcp(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> 
                 // the handshake with the reason, then end.
                 eprintln!("error: {e}");
                 let refusal = vox_mcp::refusal::Refusal::new(e.code(), e.to_string(), e.data());
-                let _ = serve_stdio(refusal, tokio::io::stdin()).await;
+                let _ = serve_stdio(refusal, vox_mcp::pipes::stdin()).await;
                 Ok(ExitCode::FAILURE)
             }
         }
@@ -506,7 +506,7 @@ where
     // Bound each incoming line: an oversized message is dropped and the stream recovers.
     let stdio = rmcp::transport::async_rw::AsyncRwTransport::<rmcp::RoleServer, _, _>::new(
         input,
-        tokio::io::stdout(),
+        vox_mcp::pipes::stdout(),
     )
     .with_max_line_length(vox_core::MAX_MESSAGE_BYTES);
     let service = server

@@ -5,6 +5,7 @@
 //! same server with an in-process backend.
 
 pub mod encode;
+pub mod pipes;
 pub mod refusal;
 pub mod server;
 pub mod stdio;
