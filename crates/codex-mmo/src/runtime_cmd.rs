@@ -58,6 +58,23 @@ pub enum RuntimeCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Control one agent run of a live session as its operator (the root's authority):
+    /// `inspect`, `steer --message`, `stop`. A mutating action takes `--revision` (the
+    /// control_revision you inspected); without it the command inspects first and acts on that
+    /// revision, so a change in between still fails as stale rather than being overridden.
+    Control {
+        session: String,
+        agent_run_ref: String,
+        /// inspect, steer or stop.
+        action: String,
+        #[arg(long)]
+        revision: Option<i64>,
+        /// The text of a `steer`.
+        #[arg(long)]
+        message: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Serve the session's Agent-MCP server on stdio, acting as its root (for an operator or
     /// a test driving a team without a model deciding).
     AgentMcp {
@@ -114,6 +131,14 @@ pub fn main(cmd: RuntimeCmd) -> ExitCode {
         RuntimeCmd::Attach { session } => attach(&session, false).map(|_| ExitCode::SUCCESS),
         RuntimeCmd::Stop { session, json } => stop(&session, json),
         RuntimeCmd::AgentMcp { session } => agent_mcp(&session),
+        RuntimeCmd::Control {
+            session,
+            agent_run_ref,
+            action,
+            revision,
+            message,
+            json,
+        } => control(&session, &agent_run_ref, &action, revision, message, json),
         RuntimeCmd::Smoke {
             profile,
             workspace,
@@ -167,6 +192,81 @@ pub(crate) fn call(socket: &Path, method: &str, params: Value) -> R<Value> {
         ));
     }
     Ok(v["result"].clone())
+}
+
+/// A `tools/call` of the session's `mmo_mesh` as the operator; a tool error is a failure
+/// naming its code.
+pub(crate) fn tool(socket: &Path, name: &str, args: Value) -> R<Value> {
+    let r = call(
+        socket,
+        "tools/call",
+        json!({"name": name, "arguments": args}),
+    )?;
+    if r["isError"] == json!(true) {
+        return Err(Fail(format!(
+            "{name}: {}",
+            r["content"][0]["text"].as_str().unwrap_or("failed")
+        )));
+    }
+    Ok(r["structuredContent"].clone())
+}
+
+fn control(
+    id: &str,
+    run: &str,
+    action: &str,
+    revision: Option<i64>,
+    message: Option<String>,
+    json_out: bool,
+) -> R<ExitCode> {
+    let (_, paths) = paths()?;
+    let store = paths.open()?;
+    let s = load(&store, id)?;
+    if !live(&paths, &s) {
+        return Err(Fail(format!(
+            "session {id} is `{}` and has no live supervisor to control",
+            s.state
+        )));
+    }
+    let socket = paths.socket(id);
+    let mut args = json!({"agent_run_ref": run, "action": action});
+    if action != "inspect" {
+        let rev = match revision {
+            Some(r) => r,
+            None => tool(
+                &socket,
+                "agent_control",
+                json!({"agent_run_ref": run, "action": "inspect"}),
+            )?["control_revision"]
+                .as_i64()
+                .ok_or_else(|| Fail("inspection gave no control_revision".into()))?,
+        };
+        args["control_revision"] = json!(rev);
+    }
+    if let Some(m) = message {
+        args["message"] = json!(m);
+    }
+    let v = tool(&socket, "agent_control", args)?;
+    if json_out {
+        print(&v.to_string());
+    } else {
+        print(&format!(
+            "{} [{}] {} rev {}{}",
+            v["agent_run_ref"].as_str().unwrap_or(run),
+            v["role"].as_str().unwrap_or(""),
+            v["state"].as_str().unwrap_or(""),
+            v["control_revision"],
+            v["last_control"]
+                .as_object()
+                .map(|c| format!(
+                    " · last control {} {}",
+                    c["action"].as_str().unwrap_or(""),
+                    c["status"].as_str().unwrap_or("")
+                ))
+                .unwrap_or_default()
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// A session from the store, after recovering it when its supervisor is gone.

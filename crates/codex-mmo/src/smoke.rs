@@ -2,7 +2,7 @@
 //! live provider access, so it first checks that every model a task needs is reachable and
 //! exits 2 naming the first that is not.
 
-use crate::runtime_cmd::{Fail, R, call, load, paths, print, start};
+use crate::runtime_cmd::{Fail, R, call, load, paths, print, start, tool};
 use mmo_runtime::store::{Store, is_terminal_run, is_terminal_session};
 use serde_json::{Value, json};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -369,22 +369,6 @@ fn timeout_reason(wall: Duration) -> String {
         "the wall timeout of {} s passed; the session was stopped",
         wall.as_secs()
     )
-}
-
-/// A tools/call as the operator; a tool error is a failure naming its code.
-fn tool(socket: &std::path::Path, name: &str, args: Value) -> R<Value> {
-    let r = call(
-        socket,
-        "tools/call",
-        json!({"name": name, "arguments": args}),
-    )?;
-    if r["isError"] == json!(true) {
-        return Err(Fail(format!(
-            "{name}: {}",
-            r["content"][0]["text"].as_str().unwrap_or("failed")
-        )));
-    }
-    Ok(r["structuredContent"].clone())
 }
 
 fn wait_terminal(store: &Store, id: &str) -> R<String> {

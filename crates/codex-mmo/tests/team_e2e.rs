@@ -1446,3 +1446,177 @@ fn max_active_holds_across_the_sessions_of_one_profile() {
     drop(op_a);
     drop(op_b);
 }
+
+#[test]
+fn steer_reaches_the_active_turn_and_a_lost_reply_is_delivery_unknown() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
+    let answer = verdict(&w);
+    let exec = |cmd: &str| json!({"call": {"name": "exec_command", "arguments": {"cmd": cmd}}});
+    w.start_model(&json!({"actors": [
+        {"name": "hang", "match": "TASK-HANG", "steps": [[{"hang": true}]]},
+        {"name": "reviewer", "match": REVIEWER_MARK, "steps": [exec("sleep 3"), [{"say": answer}]]},
+    ]}));
+    let profile = review_profile("").replacen(
+        r#"actions = ["inspect", "stop"]"#,
+        r#"actions = ["inspect", "steer", "stop"]"#,
+        1,
+    );
+    let pack = w.pack(
+        "review-team",
+        &profile,
+        &[
+            ("agents/lead.md", &format!("{LEAD_MARK} You lead.")),
+            (
+                "agents/reviewer.md",
+                &format!("{REVIEWER_MARK} You review."),
+            ),
+            ("contracts/review.json", REVIEW_CONTRACT),
+        ],
+    );
+    let o = w
+        .cmd()
+        .env("CODEX_MMO_CONTROL_TIMEOUT_MS", "1500")
+        .args(["run", "--profile", pack.to_str().unwrap(), "--detach"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let session = String::from_utf8(o.stdout).unwrap().trim().to_string();
+    let mut op = w.operator(&session);
+    let spawned = op.ok(
+        "agents_spawn",
+        json!({"role": "reviewer", "task": "Review src/lib.rs for correctness.", "task_kind": "review"}),
+    );
+    let run = spawned["agent_run_ref"].as_str().unwrap().to_string();
+    // Once the model has answered with its command (`sleep 3`), the turn is active: steer it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !w.model_requests().iter().any(|r| r["actor"] == "reviewer") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reviewer never reached the model"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let seen = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "inspect"}),
+    );
+    let rev = seen["control_revision"].as_i64().unwrap();
+    assert_eq!(
+        op.refused(
+            "agent_control",
+            json!({"agent_run_ref": run, "action": "steer", "control_revision": rev})
+        ),
+        "invalid_arguments",
+        "a steer needs a message"
+    );
+    let steered = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "steer", "control_revision": rev, "message": "STEER-7c1: look closely at add"}),
+    );
+    assert_eq!(steered["delivery"]["status"], "delivered", "{steered:#}");
+    assert_eq!(steered["control_revision"], rev + 1);
+    assert_eq!(steered["last_control"]["action"], "steer");
+    assert_eq!(steered["last_control"]["status"], "delivered");
+    // A second control with the revision the first one used is stale.
+    assert_eq!(
+        op.refused("agent_control", json!({"agent_run_ref": run, "action": "steer", "control_revision": rev, "message": "again"})),
+        "stale_control_revision"
+    );
+    let o = w.run(&["control", &session, &run, "inspect", "--json"]);
+    let seen: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(seen["last_control"]["status"], "delivered", "{seen:#}");
+    let o = w.run(&[
+        "control",
+        &session,
+        &run,
+        "steer",
+        "--revision",
+        "1",
+        "--message",
+        "x",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("stale"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let job = spawned["job"].as_str().unwrap();
+    assert_eq!(op.wait_terminal(job, Duration::from_secs(60)), "completed");
+    assert!(
+        w.model_requests()
+            .iter()
+            .any(|r| r["actor"] == "reviewer" && r["body"].to_string().contains("STEER-7c1")),
+        "the steer reached the model in the same turn"
+    );
+
+    // A host that stops answering mid-delivery: the reply is lost, the delivery unknown.
+    let hung = op.ok(
+        "agents_spawn",
+        json!({"role": "reviewer", "task": "TASK-HANG: review src/lib.rs slowly.", "task_kind": "review"}),
+    );
+    let hung_run = hung["agent_run_ref"].as_str().unwrap().to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !w.model_requests().iter().any(|r| r["actor"] == "hang") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hanging turn never reached the model"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let seen = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": hung_run, "action": "inspect"}),
+    );
+    let pid = seen["host_pid"].as_i64().unwrap() as i32;
+    // The host is its own process group (node and the Codex binary under it): freeze it all.
+    unsafe { libc::kill(-pid, libc::SIGSTOP) };
+    let rev = seen["control_revision"].as_i64().unwrap();
+    assert_eq!(
+        op.refused("agent_control", json!({"agent_run_ref": hung_run, "action": "steer", "control_revision": rev, "message": "hello?"})),
+        "delivery_unknown"
+    );
+    let after = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": hung_run, "action": "inspect"}),
+    );
+    assert_eq!(
+        after["last_control"]["status"], "delivery_unknown",
+        "{after:#}"
+    );
+    assert_eq!(
+        after["control_revision"],
+        rev + 1,
+        "the revision was taken before delivery"
+    );
+    // The host still answers nothing; stopping the run is not held back by the lost reply.
+    let t = std::time::Instant::now();
+    // (through the operator's CLI this time)
+    let o = w.run(&[
+        "control",
+        &session,
+        &hung_run,
+        "stop",
+        "--revision",
+        &(rev + 1).to_string(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stopped: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(stopped["state"], "stopped", "{stopped:#}");
+    assert_eq!(stopped["last_control"]["action"], "stop");
+    assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid as i64),
+        "the frozen host is gone"
+    );
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    drop(op);
+    assert!(w.run(&["stop", &session]).status.success());
+}

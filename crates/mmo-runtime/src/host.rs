@@ -133,11 +133,25 @@ fn live_home(team: &Team, run: &Run) -> Result<PathBuf, String> {
     Ok(home)
 }
 
+/// A live control for a host's event loop to deliver. `reply` answers with the app-server's
+/// answer or why delivery failed; a reply sender dropped unanswered (the host died mid-call)
+/// leaves the delivery unknown.
+pub enum Control {
+    /// `turn/steer`: more input for the active turn.
+    Steer {
+        text: String,
+        reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
+    },
+}
+
 /// A started host and its event stream.
 struct Host {
     server: AppServer,
     events: Events,
     thread: String,
+    /// The host thread's active turn, if one is running.
+    turn: Option<String>,
+    controls: tokio::sync::mpsc::UnboundedReceiver<Control>,
     /// The runs of this host's threads: its own and its native sub-agents'.
     threads: native::Threads,
     stop: watch::Receiver<Option<(JobState, String)>>,
@@ -158,11 +172,13 @@ async fn start_host(team: &Arc<Team>, run: &Run, cwd: &Path) -> Result<Host, Str
         .events()
         .ok_or("the app-server host has no event stream")?;
     let (stop_tx, stop) = watch::channel(None);
+    let (control, controls) = tokio::sync::mpsc::unbounded_channel();
     team.hosts.lock().unwrap_or_else(|p| p.into_inner()).insert(
         run.run_ref.clone(),
         HostHandle {
             pid: Some(server.pid()),
             stop: stop_tx,
+            control,
         },
     );
     team.store
@@ -203,6 +219,8 @@ async fn start_host(team: &Arc<Team>, run: &Run, cwd: &Path) -> Result<Host, Str
         events,
         threads: native::Threads::new(&thread, &me),
         thread,
+        turn: None,
+        controls,
         stop,
     })
 }
@@ -234,10 +252,12 @@ async fn run_turn(
     schema: Option<Value>,
     commands: &mut Vec<CommandEvent>,
 ) -> Result<TurnEnd, String> {
-    host.server
+    let turn = host
+        .server
         .turn_start(&host.thread, text, schema)
         .await
         .map_err(|e| format!("turn/start: {e}"))?;
+    host.turn = Some(turn);
     pump(team, run, host, commands, false).await
 }
 
@@ -252,11 +272,19 @@ async fn pump(
 ) -> Result<TurnEnd, String> {
     let mut last_message = None;
     loop {
-        let event = tokio::select! {
-            e = host.events.recv() => e,
+        let next = tokio::select! {
+            e = host.events.recv() => Ok(e),
             end = host.stop.wait_for(|s| s.is_some()) => {
                 let stopped = end.ok().and_then(|e| e.clone());
                 return Ok(TurnEnd { status: "stopped".into(), error: None, last_message, stopped });
+            }
+            Some(c) = host.controls.recv() => Err(c),
+        };
+        let event = match next {
+            Ok(e) => e,
+            Err(control) => {
+                deliver(host, control).await;
+                continue;
             }
         };
         let Some(event) = event else {
@@ -279,7 +307,14 @@ async fn pump(
                         register_native(team, host, &me, spawned).await;
                     }
                 }
+                "turn/started" => {
+                    host.turn = params
+                        .pointer("/turn/id")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                }
                 "turn/completed" => {
+                    host.turn = None;
                     let turn = params.get("turn").cloned().unwrap_or(Value::Null);
                     let status = field(&turn, "status", "completed");
                     let error = turn
@@ -369,6 +404,28 @@ async fn pump(
             }
             Event::Exited { status } => {
                 return Err(format!("the app-server host exited ({status:?})"));
+            }
+        }
+    }
+}
+
+/// Delivers one control to the host's app-server and answers its sender. The event loop waits
+/// for it, but never past a stop of the run: a host that stops answering (frozen, or the reply
+/// lost) cannot hold the run's stop back. An unanswered sender is a `delivery_unknown`.
+async fn deliver(host: &mut Host, control: Control) {
+    match control {
+        Control::Steer { text, reply } => {
+            let Some(turn) = host.turn.clone() else {
+                let _ = reply.send(Err("the run has no active turn to steer".to_string()));
+                return;
+            };
+            let params = json!({"threadId": host.thread, "expectedTurnId": turn, "input": [{"type": "text", "text": text}]});
+            let request = host.server.request("turn/steer", params);
+            tokio::select! {
+                answer = request => {
+                    let _ = reply.send(answer.map_err(|e| format!("turn/steer: {e}")));
+                }
+                _ = host.stop.wait_for(|s| s.is_some()) => {}
             }
         }
     }

@@ -139,22 +139,48 @@ pub struct TraceRecordArgs {
     pub page: Option<u32>,
 }
 
-/// `agent_control` (this generation: `inspect` and `stop`)
+/// `agent_control` (this generation: `inspect`, `steer` and `stop`)
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ControlArgs {
     pub agent_run_ref: String,
-    /// `inspect` or `stop`.
+    /// `inspect`, `steer` (more input for the run's active turn) or `stop`.
     pub action: ControlAction,
-    /// The `control_revision` from your last inspection (required for `stop`).
+    /// The `control_revision` from your last inspection (required for every action but
+    /// `inspect`).
     pub control_revision: Option<i64>,
+    /// The text `steer` adds to the active turn.
+    pub message: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "snake_case")]
 pub enum ControlAction {
     Inspect,
+    Steer,
     Stop,
+}
+
+/// Longest `steer` message.
+const MAX_STEER_CHARS: usize = 16_000;
+
+/// How a mutating control's delivery ended.
+enum Delivery {
+    Delivered(Value),
+    /// It was not delivered, and why (nothing changed in the target).
+    Failed(String),
+    /// Delivery began and no answer came: the target may or may not have it.
+    Unknown(String),
+}
+
+/// How long a control waits for its host's answer (`CODEX_MMO_CONTROL_TIMEOUT_MS`, default
+/// 30 s) before its delivery is `delivery_unknown`.
+fn control_timeout() -> Duration {
+    std::env::var("CODEX_MMO_CONTROL_TIMEOUT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(Duration::from_millis)
+        .unwrap_or(Duration::from_secs(30))
 }
 
 /// Characters of a trace record shown inline before it is truncated.
@@ -582,43 +608,155 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
             team.may_control(caller, &run, "inspect")?;
             Ok(team.view(&run))
         }
+        ControlAction::Steer => {
+            team.may_control(caller, &run, "steer")?;
+            let text = a.message.filter(|m| !m.trim().is_empty()).ok_or_else(|| {
+                MeshError::new("invalid_arguments", "steer needs a non-empty `message`")
+            })?;
+            if text.chars().count() > MAX_STEER_CHARS {
+                return Err(MeshError::new(
+                    "invalid_arguments",
+                    format!("a steer message is at most {MAX_STEER_CHARS} characters"),
+                ));
+            }
+            let target = run.run_ref.clone();
+            mutate(
+                team,
+                caller,
+                &run,
+                a.control_revision,
+                "steer",
+                || async move {
+                    let sender = team
+                        .hosts
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get(&target)
+                        .map(|h| h.control.clone());
+                    let Some(sender) = sender else {
+                        return Delivery::Failed("the run has no live host".into());
+                    };
+                    let (reply, answer) = tokio::sync::oneshot::channel();
+                    if sender
+                        .send(crate::host::Control::Steer { text, reply })
+                        .is_err()
+                    {
+                        return Delivery::Failed("the run's host has ended".into());
+                    }
+                    match tokio::time::timeout(control_timeout(), answer).await {
+                        Ok(Ok(Ok(v))) => Delivery::Delivered(v),
+                        Ok(Ok(Err(e))) => Delivery::Failed(e),
+                        Ok(Err(_)) => Delivery::Unknown("the host ended before it answered".into()),
+                        Err(_) => Delivery::Unknown(format!(
+                            "the host did not answer within {} ms",
+                            control_timeout().as_millis()
+                        )),
+                    }
+                },
+            )
+            .await
+        }
         ControlAction::Stop => {
             team.may_control(caller, &run, "stop")?;
-            let Some(rev) = a.control_revision else {
-                return Err(MeshError::new(
-                    "control_revision_required",
-                    "stop needs the control_revision from your last inspection",
-                ));
-            };
-            if is_terminal_run(&run.state) {
-                return Err(MeshError::new(
-                    "already_terminal",
-                    format!("agent run `{}` is already `{}`", run.run_ref, run.state),
-                ));
-            }
-            if !team.store.bump_control(&run.run_ref, rev)? {
-                let now = team.run(&run.run_ref)?.control_revision;
-                return Err(MeshError::new(
-                    "stale_control_revision",
-                    format!(
-                        "control_revision {rev} is stale (current: {now}); inspect again before stopping"
-                    ),
-                ));
-            }
-            team.audit(
-                caller,
-                "agent_control.stop",
-                &run.run_ref,
-                json!({"control_revision": rev}),
-            )?;
-            crate::host::stop_run(
+            let target = run.run_ref.clone();
+            mutate(
                 team,
-                &run.run_ref,
-                JobState::Stopped,
-                "stopped by its controller",
+                caller,
+                &run,
+                a.control_revision,
+                "stop",
+                || async move {
+                    crate::host::stop_run(
+                        team,
+                        &target,
+                        JobState::Stopped,
+                        "stopped by its controller",
+                    )
+                    .await;
+                    Delivery::Delivered(Value::Null)
+                },
             )
-            .await;
-            Ok(team.view(&team.run(&run.run_ref)?))
+            .await
+        }
+    }
+}
+
+/// A mutating control: serialized per target from the revision check through delivery, the
+/// revision compare-and-swapped before delivery (a stale one fails before anything is sent),
+/// and the delivery's end recorded durably (`delivered`, `failed`, `delivery_unknown`).
+async fn mutate<F, Fut>(
+    team: &Arc<Team>,
+    caller: &Run,
+    run: &Run,
+    revision: Option<i64>,
+    action: &str,
+    deliver: F,
+) -> MeshResult<Value>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Delivery>,
+{
+    let lock = team.control_lock(&run.run_ref);
+    let _serial = lock.lock().await;
+    let Some(rev) = revision else {
+        return Err(MeshError::new(
+            "control_revision_required",
+            format!("{action} needs the control_revision from your last inspection"),
+        ));
+    };
+    let now = team.run(&run.run_ref)?;
+    if is_terminal_run(&now.state) {
+        return Err(MeshError::new(
+            "already_terminal",
+            format!("agent run `{}` is already `{}`", now.run_ref, now.state),
+        ));
+    }
+    if !team.store.bump_control(&run.run_ref, rev)? {
+        let current = team.run(&run.run_ref)?.control_revision;
+        return Err(MeshError::new(
+            "stale_control_revision",
+            format!(
+                "control_revision {rev} is stale (current: {current}); inspect again before you {action}"
+            ),
+        ));
+    }
+    let seq = team.store.control_begin(
+        &team.session,
+        &run.run_ref,
+        rev + 1,
+        action,
+        &caller.run_ref,
+    )?;
+    team.audit(
+        caller,
+        &format!("agent_control.{action}"),
+        &run.run_ref,
+        json!({"control_revision": rev}),
+    )?;
+    let outcome = deliver().await;
+    let (status, detail, answer) = match outcome {
+        Delivery::Delivered(v) => ("delivered", None, Some(v)),
+        Delivery::Failed(why) => ("failed", Some(why), None),
+        Delivery::Unknown(why) => ("delivery_unknown", Some(why), None),
+    };
+    team.store.control_end(seq, status, detail.as_deref())?;
+    team.notify();
+    match status {
+        "failed" => Err(MeshError::new(
+            "control_failed",
+            format!("{action} was not delivered: {}", detail.unwrap_or_default()),
+        )),
+        "delivery_unknown" => Err(MeshError::new(
+            "delivery_unknown",
+            format!(
+                "{action} began but its delivery is unknown ({}); inspect the run before retrying",
+                detail.unwrap_or_default()
+            ),
+        )),
+        _ => {
+            let mut view = team.view(&team.run(&run.run_ref)?);
+            view["delivery"] = json!({"status": status, "answer": answer});
+            Ok(view)
         }
     }
 }

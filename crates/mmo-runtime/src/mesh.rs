@@ -87,7 +87,7 @@ const TOOLS: &[Tool] = &[
     },
     Tool {
         name: "agent_control",
-        description: "Control a run your role may control: `inspect`, or `stop` with the control_revision from inspection (a stale revision fails before delivery).",
+        description: "Control a run your role may control: `inspect`; `steer` (a `message` for its active turn) or `stop`, each with the control_revision from inspection (a stale revision fails before delivery; `delivery_unknown` means inspect before retrying).",
         needs: Needs::Control,
         schema: schema_of::<jobs::ControlArgs>,
     },

@@ -151,6 +151,21 @@ CREATE TABLE IF NOT EXISTS events (
   runtime_digest TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_run ON events(run, seq);
+CREATE TABLE IF NOT EXISTS controls (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  session TEXT NOT NULL,
+  run TEXT NOT NULL,
+  revision INTEGER NOT NULL,
+  action TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  status TEXT NOT NULL,
+  detail TEXT,
+  at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  package_version TEXT NOT NULL,
+  runtime_digest TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS controls_run ON controls(run, seq);
 CREATE TABLE IF NOT EXISTS audit (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
   session TEXT NOT NULL,
@@ -851,6 +866,79 @@ impl Store {
     }
 
     /// Appends an audit record: who did what to which target.
+    /// Records a mutating control whose delivery begins (`delivering`), under the revision it
+    /// took. Returns its sequence number for [`Self::control_end`].
+    pub fn control_begin(
+        &self,
+        session: &str,
+        run: &str,
+        revision: i64,
+        action: &str,
+        actor: &str,
+    ) -> Result<i64> {
+        let db = self.db();
+        let now = now_ms();
+        db.execute(
+            "INSERT INTO controls (session, run, revision, action, actor, status, at, updated_at, package_version, runtime_digest) VALUES (?1, ?2, ?3, ?4, ?5, 'delivering', ?6, ?6, ?7, ?8)",
+            params![session, run, revision, action, actor, now, PACKAGE_VERSION, self.digest],
+        )?;
+        Ok(db.last_insert_rowid())
+    }
+
+    /// How a control's delivery ended: `delivered`, `failed` or `delivery_unknown` (delivery
+    /// began and no reply came).
+    pub fn control_end(&self, seq: i64, status: &str, detail: Option<&str>) -> Result<()> {
+        self.db().execute(
+            "UPDATE controls SET status = ?2, detail = ?3, updated_at = ?4 WHERE seq = ?1 AND status = 'delivering'",
+            params![seq, status, detail, now_ms()],
+        )?;
+        Ok(())
+    }
+
+    /// The latest control of a run, if any.
+    pub fn last_control(&self, run: &str) -> Result<Option<Value>> {
+        let db = self.db();
+        let row = db
+            .query_row(
+                "SELECT revision, action, actor, status, detail, at, updated_at, package_version FROM controls WHERE run = ?1 ORDER BY seq DESC LIMIT 1",
+                [run],
+                |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, Option<String>>(4)?,
+                        r.get::<_, i64>(5)?,
+                        r.get::<_, i64>(6)?,
+                        r.get::<_, String>(7)?,
+                    ))
+                },
+            )
+            .optional()?;
+        let Some((revision, action, actor, status, detail, at, updated_at, version)) = row else {
+            return Ok(None);
+        };
+        if version != PACKAGE_VERSION {
+            return Err(StoreError::Generation {
+                what: format!("the last control of agent run `{run}`"),
+                found: version,
+            });
+        }
+        Ok(Some(serde_json::json!({
+            "control_revision": revision, "action": action, "actor": actor, "status": status,
+            "detail": detail, "at": at, "updated_at": updated_at,
+        })))
+    }
+
+    /// After a supervisor restart: a control still `delivering` lost its reply.
+    pub fn controls_unknown(&self, session: &str) -> Result<usize> {
+        Ok(self.db().execute(
+            "UPDATE controls SET status = 'delivery_unknown', detail = 'the supervisor stopped while delivering it', updated_at = ?2 WHERE session = ?1 AND status = 'delivering'",
+            params![session, now_ms()],
+        )?)
+    }
+
     pub fn audit(
         &self,
         session: &str,

@@ -213,6 +213,9 @@ pub fn recover(store: &Store, session: &Session) -> Result<bool, String> {
     let suspended = store
         .suspend_active(&session.id)
         .map_err(|e| e.to_string())?;
+    store
+        .controls_unknown(&session.id)
+        .map_err(|e| e.to_string())?;
     let _ = store.audit(
         &session.id,
         "runtime",
@@ -383,6 +386,7 @@ pub async fn serve(paths: Paths, id: String) -> Result<(), String> {
         codex: codex_app_server::find_codex().map_err(|e| e.to_string()),
         hosts: Mutex::new(HashMap::new()),
         admit: tokio::sync::Mutex::new(()),
+        control_locks: Default::default(),
         changed,
         done,
     });

@@ -44,6 +44,8 @@ pub struct HostHandle {
     pub pid: Option<u32>,
     /// Set to the terminal state the run is to end in (`stopped`, `cancelled`) and why.
     pub stop: tokio::sync::watch::Sender<Option<(crate::result::JobState, String)>>,
+    /// Live controls the host's event loop delivers to its app-server (`steer`, ...).
+    pub control: tokio::sync::mpsc::UnboundedSender<crate::host::Control>,
 }
 
 /// The state of one session the supervisor runs.
@@ -68,6 +70,9 @@ pub struct Team {
     pub hosts: Mutex<HashMap<String, HostHandle>>,
     /// Serializes admission: two spawns never both take the last slot.
     pub admit: tokio::sync::Mutex<()>,
+    /// One lock per controlled run: a mutating control holds it from its revision check through
+    /// its delivery, so two controls of one target never interleave.
+    pub control_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Bumped after every durable change a waiter may care about.
     pub changed: tokio::sync::watch::Sender<u64>,
     /// Set once the session is over: the supervisor then exits.
@@ -192,6 +197,16 @@ impl Team {
         ))
     }
 
+    /// The control lock of a run (see `control_locks`).
+    pub fn control_lock(&self, run_ref: &str) -> Arc<tokio::sync::Mutex<()>> {
+        self.control_locks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(run_ref.to_string())
+            .or_default()
+            .clone()
+    }
+
     /// Records an audit line (failures to audit are failures of the call).
     pub fn audit(&self, actor: &Run, action: &str, target: &str, detail: Value) -> MeshResult<()> {
         self.store
@@ -224,6 +239,7 @@ pub fn view_of(store: &Store, run: &Run, live_pid: Option<u32>) -> Value {
         ),
         None => (None, None),
     };
+    let last_control = store.last_control(&run.run_ref).ok().flatten();
     json!({
         "agent_run_ref": run.run_ref,
         "job": run.job,
@@ -237,6 +253,7 @@ pub fn view_of(store: &Store, run: &Run, live_pid: Option<u32>) -> Value {
         "write_scope": run.write_scope,
         "progress_revision": run.progress_revision,
         "control_revision": run.control_revision,
+        "last_control": last_control,
         "preview": run.preview,
         "thread_id": run.thread_id,
         "host_pid": live_pid.map(i64::from).or(if run.is_active() { run.host_pid } else { None }),

@@ -53,9 +53,9 @@ pub fn stdin() -> Input {
     let direct = || -> io::Result<Option<Input>> {
         let (fd, kind) = classify(io::stdin().as_fd())?;
         Ok(match kind {
-            Kind::Pipe => Some(Box::pin(
-                tokio::net::unix::pipe::Receiver::from_owned_fd(fd)?,
-            )),
+            Kind::Pipe => Some(Box::pin(tokio::net::unix::pipe::Receiver::from_owned_fd(
+                fd,
+            )?)),
             Kind::Socket => Some(Box::pin(socket(fd)?)),
             Kind::Other => None,
         })
@@ -71,9 +71,7 @@ pub fn stdout() -> Output {
     let direct = || -> io::Result<Option<Output>> {
         let (fd, kind) = classify(io::stdout().as_fd())?;
         Ok(match kind {
-            Kind::Pipe => Some(Box::pin(tokio::net::unix::pipe::Sender::from_owned_fd(
-                fd,
-            )?)),
+            Kind::Pipe => Some(Box::pin(tokio::net::unix::pipe::Sender::from_owned_fd(fd)?)),
             Kind::Socket => Some(Box::pin(socket(fd)?)),
             Kind::Other => None,
         })
@@ -103,8 +101,8 @@ mod tests {
     async fn a_pipe_reads_and_writes_through_the_reactor() {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let (r, w) = std::io::pipe().unwrap();
-        let mut tx = tokio::net::unix::pipe::Sender::from_owned_fd(classify(w.as_fd()).unwrap().0)
-            .unwrap();
+        let mut tx =
+            tokio::net::unix::pipe::Sender::from_owned_fd(classify(w.as_fd()).unwrap().0).unwrap();
         let mut rx =
             tokio::net::unix::pipe::Receiver::from_owned_fd(classify(r.as_fd()).unwrap().0)
                 .unwrap();
