@@ -541,7 +541,30 @@ fn sessions(json_out: bool) -> R<ExitCode> {
             Err(e) => refused.push(e.to_string()),
         }
     }
+    // Stall warnings are the operator's to see: each live session's warned runs.
+    let stalls: Vec<Vec<(String, Value)>> = rows
+        .iter()
+        .map(|s| {
+            if is_terminal_session(&s.state) {
+                Vec::new()
+            } else {
+                store.stall_warnings(&s.id).unwrap_or_default()
+            }
+        })
+        .collect();
     if json_out {
+        let rows: Vec<Value> = rows
+            .iter()
+            .zip(&stalls)
+            .map(|(s, w)| {
+                let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
+                v["stall_warnings"] = w
+                    .iter()
+                    .map(|(run, body)| json!({"agent_run_ref": run, "warning": body}))
+                    .collect();
+                v
+            })
+            .collect();
         print(&json!({"sessions": rows, "warnings": refused}).to_string());
     } else {
         for w in &refused {
@@ -550,16 +573,27 @@ fn sessions(json_out: bool) -> R<ExitCode> {
         if rows.is_empty() {
             print("no sessions");
         }
-        for s in rows {
+        for (s, w) in rows.into_iter().zip(&stalls) {
             print(&format!(
-                "{}  {:<10} {}  {}{}",
+                "{}  {:<10} {}  {}{}{}",
                 s.id,
                 s.state,
                 s.profile_id,
                 s.workspace,
                 s.tainted
                     .map(|t| format!("  TAINTED: {t}"))
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+                if w.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "  STALL WARNING: {}",
+                        w.iter()
+                            .map(|(r, _)| r.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
             ));
         }
     }

@@ -1620,3 +1620,84 @@ fn steer_reaches_the_active_turn_and_a_lost_reply_is_delivery_unknown() {
     drop(op);
     assert!(w.run(&["stop", &session]).status.success());
 }
+
+#[test]
+fn a_silent_run_gets_a_stall_warning_and_keeps_running() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
+    w.start_model(&json!({"actors": [{"name": "reviewer", "match": REVIEWER_MARK, "steps": [[{"hang": true}]]}]}));
+    let profile = review_profile("").replacen(
+        "allowed_task_kinds = [\"review\"]",
+        "allowed_task_kinds = [\"review\"]\nstall_warning_seconds = 60",
+        1,
+    );
+    let pack = w.pack(
+        "review-team",
+        &profile,
+        &[
+            ("agents/lead.md", &format!("{LEAD_MARK} You lead.")),
+            (
+                "agents/reviewer.md",
+                &format!("{REVIEWER_MARK} You review."),
+            ),
+            ("contracts/review.json", REVIEW_CONTRACT),
+        ],
+    );
+    // One "second" of stall_warning_seconds lasts 20 ms here: 60 of them are 1.2 s.
+    let o = w
+        .cmd()
+        .env("CODEX_MMO_STALL_SECOND_MS", "20")
+        .args(["run", "--profile", pack.to_str().unwrap(), "--detach"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let session = String::from_utf8(o.stdout).unwrap().trim().to_string();
+    let mut op = w.operator(&session);
+    let spawned = op.ok(
+        "agents_spawn",
+        json!({"role": "reviewer", "task": "Review src/lib.rs for correctness.", "task_kind": "review"}),
+    );
+    let run = spawned["agent_run_ref"].as_str().unwrap().to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let warned = loop {
+        let v = op.ok(
+            "agent_control",
+            json!({"agent_run_ref": run, "action": "inspect"}),
+        );
+        if !v["stall_warning"].is_null() {
+            break v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no stall warning: {v:#}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(
+        warned["state"], "running",
+        "a warning never interrupts: {warned:#}"
+    );
+    assert_eq!(warned["stall_warning"]["stall_warning_seconds"], 60);
+    assert!(warned["stall_warning"]["silent_seconds"].as_i64().unwrap() >= 60);
+    let o = w.run(&["sessions", "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mine = v["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == session.as_str())
+        .unwrap();
+    assert_eq!(
+        mine["stall_warnings"][0]["agent_run_ref"],
+        run.as_str(),
+        "{mine:#}"
+    );
+    let o = w.run(&["sessions"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("STALL WARNING"));
+    drop(op);
+    assert!(w.run(&["stop", &session]).status.success());
+}

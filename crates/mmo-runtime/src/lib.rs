@@ -12,6 +12,7 @@ pub mod literal;
 pub mod mesh;
 pub mod native;
 pub mod result;
+pub mod stall;
 pub mod store;
 pub mod supervisor;
 pub mod team;

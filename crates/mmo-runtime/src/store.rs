@@ -17,6 +17,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// The event kind of an operator-visible stall warning (`stall.rs`).
+pub const STALL_WARNING: &str = "stallWarning";
+
 /// The package generation this build reads and writes.
 pub const PACKAGE_VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -838,6 +841,36 @@ impl Store {
                 if out.len() >= limit {
                     break;
                 }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The latest event of `kind` of a run, if any.
+    pub fn last_event(&self, run: &str, kind: &str) -> Result<Option<Event>> {
+        let db = self.db();
+        let mut stmt = db.prepare(
+            "SELECT seq, run, at, kind, body, package_version FROM events WHERE run = ?1 AND kind = ?2 ORDER BY seq DESC LIMIT 1",
+        )?;
+        let mut rows = stmt.query(params![run, kind])?;
+        match rows.next()? {
+            Some(r) => Ok(Some(event_row(r)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Runs of a session that hold a stall warning now: active, and warned after their last
+    /// progress. Each with the warning's body.
+    pub fn stall_warnings(&self, session: &str) -> Result<Vec<(String, Value)>> {
+        let mut out = Vec::new();
+        for r in self.runs(session)?.into_iter().filter(Run::is_active) {
+            if let Some(e) = self.last_event(&r.run_ref, STALL_WARNING)?
+                && e.at >= r.updated_at
+            {
+                out.push((
+                    r.run_ref,
+                    serde_json::from_str(&e.body).unwrap_or(Value::Null),
+                ));
             }
         }
         Ok(out)

@@ -409,6 +409,7 @@ pub async fn serve(paths: Paths, id: String) -> Result<(), String> {
         }
     }
     team.notify();
+    tokio::spawn(crate::stall::watch(team.clone()));
 
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| e.to_string())?;

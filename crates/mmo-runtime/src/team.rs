@@ -240,6 +240,13 @@ pub fn view_of(store: &Store, run: &Run, live_pid: Option<u32>) -> Value {
         None => (None, None),
     };
     let last_control = store.last_control(&run.run_ref).ok().flatten();
+    // A stall warning holds until the run makes progress again.
+    let stall_warning = store
+        .last_event(&run.run_ref, crate::store::STALL_WARNING)
+        .ok()
+        .flatten()
+        .filter(|e| run.is_active() && e.at >= run.updated_at)
+        .map(|e| serde_json::from_str::<Value>(&e.body).unwrap_or(Value::Null));
     json!({
         "agent_run_ref": run.run_ref,
         "job": run.job,
@@ -254,6 +261,7 @@ pub fn view_of(store: &Store, run: &Run, live_pid: Option<u32>) -> Value {
         "progress_revision": run.progress_revision,
         "control_revision": run.control_revision,
         "last_control": last_control,
+        "stall_warning": stall_warning,
         "preview": run.preview,
         "thread_id": run.thread_id,
         "host_pid": live_pid.map(i64::from).or(if run.is_active() { run.host_pid } else { None }),
