@@ -1447,6 +1447,32 @@ fn max_active_holds_across_the_sessions_of_one_profile() {
     drop(op_b);
 }
 
+/// A detached session of the review pack with this profile text, its supervisor given `env`.
+fn review_session_with(w: &World, profile: &str, env: &[(&str, &str)]) -> String {
+    let pack = w.pack(
+        "review-team",
+        profile,
+        &[
+            ("agents/lead.md", &format!("{LEAD_MARK} You lead.")),
+            (
+                "agents/reviewer.md",
+                &format!("{REVIEWER_MARK} You review."),
+            ),
+            ("contracts/review.json", REVIEW_CONTRACT),
+        ],
+    );
+    let mut cmd = w.cmd();
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let o = cmd
+        .args(["run", "--profile", pack.to_str().unwrap(), "--detach"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
+}
+
 #[test]
 fn steer_reaches_the_active_turn_and_a_lost_reply_is_delivery_unknown() {
     let Some(js) = codex_js() else { return };
@@ -1466,26 +1492,7 @@ fn steer_reaches_the_active_turn_and_a_lost_reply_is_delivery_unknown() {
         r#"actions = ["inspect", "steer", "stop"]"#,
         1,
     );
-    let pack = w.pack(
-        "review-team",
-        &profile,
-        &[
-            ("agents/lead.md", &format!("{LEAD_MARK} You lead.")),
-            (
-                "agents/reviewer.md",
-                &format!("{REVIEWER_MARK} You review."),
-            ),
-            ("contracts/review.json", REVIEW_CONTRACT),
-        ],
-    );
-    let o = w
-        .cmd()
-        .env("CODEX_MMO_CONTROL_TIMEOUT_MS", "1500")
-        .args(["run", "--profile", pack.to_str().unwrap(), "--detach"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let session = String::from_utf8(o.stdout).unwrap().trim().to_string();
+    let session = review_session_with(&w, &profile, &[("CODEX_MMO_CONTROL_TIMEOUT_MS", "1500")]);
     let mut op = w.operator(&session);
     let spawned = op.ok(
         "agents_spawn",
@@ -1635,27 +1642,8 @@ fn a_silent_run_gets_a_stall_warning_and_keeps_running() {
         "allowed_task_kinds = [\"review\"]\nstall_warning_seconds = 60",
         1,
     );
-    let pack = w.pack(
-        "review-team",
-        &profile,
-        &[
-            ("agents/lead.md", &format!("{LEAD_MARK} You lead.")),
-            (
-                "agents/reviewer.md",
-                &format!("{REVIEWER_MARK} You review."),
-            ),
-            ("contracts/review.json", REVIEW_CONTRACT),
-        ],
-    );
     // One "second" of stall_warning_seconds lasts 20 ms here: 60 of them are 1.2 s.
-    let o = w
-        .cmd()
-        .env("CODEX_MMO_STALL_SECOND_MS", "20")
-        .args(["run", "--profile", pack.to_str().unwrap(), "--detach"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let session = String::from_utf8(o.stdout).unwrap().trim().to_string();
+    let session = review_session_with(&w, &profile, &[("CODEX_MMO_STALL_SECOND_MS", "20")]);
     let mut op = w.operator(&session);
     let spawned = op.ok(
         "agents_spawn",

@@ -315,18 +315,7 @@ async fn pump(
                 }
                 "turn/completed" => {
                     host.turn = None;
-                    let turn = params.get("turn").cloned().unwrap_or(Value::Null);
-                    let status = field(&turn, "status", "completed");
-                    let error = turn
-                        .get("error")
-                        .filter(|e| !e.is_null())
-                        .map(|e| e.to_string());
-                    let _ = team.store.event(
-                        &team.session,
-                        &run.run_ref,
-                        "turn",
-                        &json!({"status": status, "error": error}).to_string(),
-                    );
+                    let (status, error) = record_turn_end(team, &run.run_ref, &params);
                     if !goal || status == "failed" {
                         return Ok(TurnEnd {
                             status,
@@ -431,6 +420,23 @@ async fn deliver(host: &mut Host, control: Control) {
     }
 }
 
+/// Records a `turn/completed` as a `turn` trace event of `run_ref`; returns its status and error.
+fn record_turn_end(team: &Team, run_ref: &str, params: &Value) -> (String, Option<String>) {
+    let turn = params.get("turn").cloned().unwrap_or(Value::Null);
+    let status = field(&turn, "status", "completed");
+    let error = turn
+        .get("error")
+        .filter(|e| !e.is_null())
+        .map(|e| e.to_string());
+    let _ = team.store.event(
+        &team.session,
+        run_ref,
+        "turn",
+        &json!({"status": status, "error": error}).to_string(),
+    );
+    (status, error)
+}
+
 /// Records a completed item as a trace event of `run_ref` and its preview as progress; the
 /// commands a contract correlates against are collected into `commands`. Returns an agent
 /// message's text.
@@ -501,18 +507,7 @@ fn native_event(team: &Team, run_ref: &str, method: &str, params: &Value) -> Vec
             return native::spawned_threads(&item);
         }
         "turn/completed" => {
-            let turn = params.get("turn").cloned().unwrap_or(Value::Null);
-            let status = field(&turn, "status", "completed");
-            let error = turn
-                .get("error")
-                .filter(|e| !e.is_null())
-                .map(|e| e.to_string());
-            let _ = team.store.event(
-                &team.session,
-                run_ref,
-                "turn",
-                &json!({"status": status, "error": error}).to_string(),
-            );
+            let (status, error) = record_turn_end(team, run_ref, params);
             native::turn_ended(team, run_ref, &status, error.as_deref());
         }
         "thread/tokenUsage/updated" => {

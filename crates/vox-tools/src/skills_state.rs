@@ -436,8 +436,8 @@ fn log_problems(c: &Catalog) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_session_that_ended_cannot_activate_a_skill_afterwards() {
+    /// Skills of a workspace with one skill, `limited`, restricted to `vox_memory_*`.
+    fn limited_skill() -> (tempfile::TempDir, Skills) {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join(".vox/skills/limited");
         std::fs::create_dir_all(&dir).unwrap();
@@ -447,6 +447,12 @@ mod tests {
         )
         .unwrap();
         let sk = Skills::hydrate(tmp.path());
+        (tmp, sk)
+    }
+
+    #[test]
+    fn a_session_that_ended_cannot_activate_a_skill_afterwards() {
+        let (_tmp, sk) = limited_skill();
         // A cancelled vox_skill_use whose blocking part outlives its WebSocket: the session's
         // end comes first, the activation after.
         sk.end_session("ws:a:1");
@@ -465,15 +471,7 @@ mod tests {
 
     #[test]
     fn one_caller_cannot_fill_the_active_table_and_leaving_frees_its_slot() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join(".vox/skills/limited");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("SKILL.md"),
-            "---\nname: limited\ndescription: d\nmetadata:\n  vox-tools: vox_memory_*\n---\nbody\n",
-        )
-        .unwrap();
-        let sk = Skills::hydrate(tmp.path());
+        let (_tmp, sk) = limited_skill();
         for i in 0..MAX_ACTIVE_PER_AGENT {
             sk.activate(&format!("s{i}"), "greedy", Some("limited"))
                 .unwrap();
