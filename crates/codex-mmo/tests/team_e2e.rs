@@ -1689,3 +1689,143 @@ fn a_silent_run_gets_a_stall_warning_and_keeps_running() {
     drop(op);
     assert!(w.run(&["stop", &session]).status.success());
 }
+
+#[test]
+fn pause_retires_the_host_and_continue_resumes_the_same_thread_after_admission_again() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
+    let answer = verdict(&w);
+    w.start_model(&json!({"actors": [
+        {"name": "other", "match": "TASK-OTHER", "steps": [[{"hang": true}]]},
+        {"name": "reviewer", "match": REVIEWER_MARK, "steps": [[{"say": "looking"}, {"hang": true}], [{"say": answer}]]},
+    ]}));
+    let profile = review_profile("").replacen(
+        r#"actions = ["inspect", "stop"]"#,
+        r#"actions = ["inspect", "interrupt", "pause", "continue", "stop"]"#,
+        1,
+    );
+    let session = review_session_with(&w, &profile, &[]);
+    let mut op = w.operator(&session);
+    let spawned = op.ok(
+        "agents_spawn",
+        json!({"role": "reviewer", "task": "Review src/lib.rs for correctness.", "task_kind": "review"}),
+    );
+    let run = spawned["agent_run_ref"].as_str().unwrap().to_string();
+    let job = spawned["job"].as_str().unwrap().to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !w.model_requests().iter().any(|r| r["actor"] == "reviewer") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reviewer never reached the model"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let seen = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "inspect"}),
+    );
+    let thread = seen["thread_id"].as_str().unwrap().to_string();
+    let pid = seen["host_pid"].as_i64().unwrap();
+    let rev = seen["control_revision"].as_i64().unwrap();
+    let paused = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "pause", "control_revision": rev}),
+    );
+    assert_eq!(paused["state"], "paused", "{paused:#}");
+    assert_eq!(
+        paused["result"]["final"], false,
+        "partial evidence is kept: {paused:#}"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid),
+        "a cold pause retires the host"
+    );
+    // The paused job released its slot: another reviewer (max_active = 1) may run now, and
+    // while it does the paused one may not continue.
+    let other = op.ok(
+        "agents_spawn",
+        json!({"role": "reviewer", "task": "TASK-OTHER: review src/lib.rs too.", "task_kind": "review"}),
+    );
+    let (v, err) = op.call(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "continue", "control_revision": rev + 1}),
+    );
+    assert!(err, "{v}");
+    assert_eq!(v["error"]["code"], "control_failed", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_active"),
+        "{v}"
+    );
+    // The other one's turn is interrupted through the app-server: it pauses on its thread.
+    let other_run = other["agent_run_ref"].as_str().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !w.model_requests().iter().any(|r| r["actor"] == "other") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the other reviewer never reached the model"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": other_run, "action": "inspect"}),
+    );
+    let interrupted = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": other_run, "action": "interrupt", "control_revision": o["control_revision"]}),
+    );
+    assert_eq!(interrupted["state"], "paused", "{interrupted:#}");
+    assert!(
+        interrupted["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("interrupted"),
+        "{interrupted:#}"
+    );
+    // Now it continues, on the same thread, and completes with its verdict.
+    let continued = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "continue", "control_revision": rev + 2}),
+    );
+    assert_eq!(continued["state"], "running", "{continued:#}");
+    assert_eq!(op.wait_terminal(&job, Duration::from_secs(60)), "completed");
+    let done = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "inspect"}),
+    );
+    assert_eq!(
+        done["thread_id"],
+        thread.as_str(),
+        "the same durable thread: {done:#}"
+    );
+    assert_eq!(done["result"]["final"], true);
+    assert_eq!(done["last_control"]["action"], "continue");
+    let r = op.ok("agent_result", json!({"job": job}));
+    assert_eq!(r["value"]["verdict"], "approve", "{r:#}");
+    // The resumed turn carried the earlier conversation (the same thread), and a terminal job
+    // cannot be paused.
+    let last = w
+        .model_requests()
+        .into_iter()
+        .rfind(|r| r["actor"] == "reviewer")
+        .unwrap();
+    let body = last["body"].to_string();
+    assert!(
+        body.contains("Continue your task") && body.contains("Review src/lib.rs for correctness."),
+        "the resumed turn's request holds the original task from the thread's history"
+    );
+    assert_eq!(
+        op.refused("agent_control", json!({"agent_run_ref": run, "action": "pause", "control_revision": done["control_revision"]})),
+        "already_terminal"
+    );
+    drop(op);
+    assert!(w.run(&["stop", &session]).status.success());
+}

@@ -33,9 +33,20 @@ const PREVIEW_CHARS: usize = 200;
 
 /// Starts a job's worker in the background.
 pub fn start_worker(team: Arc<Team>, run: Run) {
+    spawn_worker(team, run, None);
+}
+
+/// Continues a paused (or suspended) job's worker on its own thread, in its own home and
+/// worktree, with `message` as the next turn's input. The run is already `running` (its
+/// admission was taken again by the caller).
+pub fn continue_worker(team: Arc<Team>, run: Run, message: String) {
+    spawn_worker(team, run, Some(message));
+}
+
+fn spawn_worker(team: Arc<Team>, run: Run, resume: Option<String>) {
     tokio::spawn(async move {
         let run_ref = run.run_ref.clone();
-        let outcome = drive_worker(&team, &run).await;
+        let outcome = drive_worker(&team, &run, resume).await;
         if let Err(reason) = outcome {
             fail(&team, &run_ref, &reason);
         }
@@ -75,10 +86,11 @@ pub async fn stop_run(team: &Arc<Team>, run_ref: &str, end: JobState, reason: &s
             let mut rx = team.changed.subscribe();
             let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
             loop {
+                // Ended, or paused: either way no longer active.
                 let done = team
                     .store
                     .run(run_ref)
-                    .map(|r| crate::store::is_terminal_run(&r.state))
+                    .map(|r| !r.is_active())
                     .unwrap_or(true);
                 if done {
                     break;
@@ -90,13 +102,23 @@ pub async fn stop_run(team: &Arc<Team>, run_ref: &str, end: JobState, reason: &s
             }
         }
         None => {
-            // No host yet (or any more): the run ends here, with what evidence it has.
+            // No host yet (or any more, e.g. paused): the run ends here, with what evidence it
+            // has, and a paused writer's kept worktree goes.
             if team.store.transition(run_ref, end, Some(reason)).is_ok()
                 && let Ok(run) = team.store.run(run_ref)
                 && let Some(job) = &run.job
-                && team.store.result(job).ok().flatten().is_none()
             {
-                keep_partial(team, job, None);
+                if team.store.result(job).ok().flatten().is_none() {
+                    keep_partial(team, job, None);
+                }
+                if run.is_writer && !run.is_active() {
+                    let record = team.dir.join("worktrees").join(format!("{job}.json"));
+                    if let Ok(wt) = read_json(&record)
+                        .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
+                    {
+                        let _ = crate::worktree::remove(&team.workspace, &wt);
+                    }
+                }
             }
         }
     }
@@ -142,6 +164,10 @@ pub enum Control {
         text: String,
         reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
     },
+    /// `turn/interrupt`: the active turn ends `interrupted`, which pauses the job.
+    Interrupt {
+        reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
+    },
 }
 
 /// A started host and its event stream.
@@ -157,14 +183,40 @@ struct Host {
     stop: watch::Receiver<Option<(JobState, String)>>,
 }
 
-async fn start_host(team: &Arc<Team>, run: &Run, cwd: &Path) -> Result<Host, String> {
+/// How a host starts its thread.
+#[derive(Clone, Copy, PartialEq)]
+enum Thread<'a> {
+    /// A new thread in a fresh copy of the role's home.
+    Fresh,
+    /// The run's own persisted thread (`thread/resume`) in its existing home.
+    Resume(&'a str),
+}
+
+async fn start_host(
+    team: &Arc<Team>,
+    run: &Run,
+    cwd: &Path,
+    thread: Thread<'_>,
+) -> Result<Host, String> {
     let codex = team.codex.clone()?;
-    let home = live_home(team, run)?;
+    let (home, log) = match thread {
+        Thread::Fresh => (live_home(team, run)?, format!("{}.log", run.run_ref)),
+        Thread::Resume(_) => {
+            let home = run
+                .home
+                .as_deref()
+                .map(PathBuf::from)
+                .filter(|h| h.is_dir())
+                .ok_or("the run's Codex home is gone, so its thread cannot be resumed")?;
+            let log = format!("{}-resumed-{}.log", run.run_ref, crate::store::now_ms());
+            (home, log)
+        }
+    };
     let logs = team.dir.join("logs");
     std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
     let opts = SpawnOptions::new(codex, &home)
         .cwd(cwd)
-        .stderr_log(logs.join(format!("{}.log", run.run_ref)))
+        .stderr_log(logs.join(log))
         .request_timeout(Duration::from_secs(120));
     let server =
         AppServer::spawn(opts).map_err(|e| format!("starting the app-server host: {e}"))?;
@@ -197,13 +249,29 @@ async fn start_host(team: &Arc<Team>, run: &Run, cwd: &Path) -> Result<Host, Str
         )
         .await
         .map_err(|e| format!("initialize: {e}"))?;
-    let thread = server
-        .thread_start(&ThreadStartParams {
-            cwd: Some(cwd.to_string_lossy().into_owned()),
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| format!("thread/start: {e}"))?;
+    let thread = match thread {
+        Thread::Fresh => server
+            .thread_start(&ThreadStartParams {
+                cwd: Some(cwd.to_string_lossy().into_owned()),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| format!("thread/start: {e}"))?,
+        Thread::Resume(id) => {
+            let r = server
+                .request(
+                    "thread/resume",
+                    json!({"threadId": id, "cwd": cwd.to_string_lossy()}),
+                )
+                .await
+                .map_err(|e| format!("thread/resume: {e}"))?;
+            let resumed = r.pointer("/thread/id").and_then(Value::as_str);
+            if resumed != Some(id) {
+                return Err(format!("thread/resume of {id} answered thread {resumed:?}"));
+            }
+            id.to_string()
+        }
+    };
     team.store
         .set_host(
             &run.run_ref,
@@ -417,6 +485,19 @@ async fn deliver(host: &mut Host, control: Control) {
                 _ = host.stop.wait_for(|s| s.is_some()) => {}
             }
         }
+        Control::Interrupt { reply } => {
+            let Some(turn) = host.turn.clone() else {
+                let _ = reply.send(Err("the run has no active turn to interrupt".to_string()));
+                return;
+            };
+            let request = host.server.turn_interrupt(&host.thread, &turn);
+            tokio::select! {
+                answer = request => {
+                    let _ = reply.send(answer.map(|()| Value::Null).map_err(|e| format!("turn/interrupt: {e}")));
+                }
+                _ = host.stop.wait_for(|s| s.is_some()) => {}
+            }
+        }
     }
 }
 
@@ -609,13 +690,25 @@ fn read_json(path: &Path) -> Result<Value, String> {
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
+async fn drive_worker(team: &Arc<Team>, run: &Run, resume: Option<String>) -> Result<(), String> {
     let job = run.job.clone().ok_or("a worker run has a job")?;
     let role = team.role(&run.role).map_err(|e| e.message)?.clone();
     let worktree = if run.is_writer {
-        let dest = team.dir.join("worktrees").join(&job);
-        std::fs::create_dir_all(team.dir.join("worktrees")).map_err(|e| e.to_string())?;
-        Some(crate::worktree::create(&team.workspace, &dest, &job).map_err(|e| e.to_string())?)
+        let dir = team.dir.join("worktrees");
+        let dest = dir.join(&job);
+        // The worktree's record outlives a pause, so a continued writer works in it again.
+        let record = dir.join(format!("{job}.json"));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        Some(if resume.is_some() {
+            serde_json::from_value(read_json(&record)?)
+                .map_err(|e| format!("{}: {e}", record.display()))?
+        } else {
+            let wt =
+                crate::worktree::create(&team.workspace, &dest, &job).map_err(|e| e.to_string())?;
+            std::fs::write(&record, serde_json::to_vec(&wt).unwrap_or_default())
+                .map_err(|e| format!("{}: {e}", record.display()))?;
+            wt
+        })
     } else {
         None
     };
@@ -646,11 +739,20 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
     };
     let strict = role.contract_enforcement == "strict";
 
-    let mut host = start_host(team, run, &cwd).await?;
-    if team
-        .store
-        .transition(&run.run_ref, JobState::Running, None)
-        .is_err()
+    let thread = match &resume {
+        Some(_) => Thread::Resume(
+            run.thread_id
+                .as_deref()
+                .ok_or("the run never had a thread to resume")?,
+        ),
+        None => Thread::Fresh,
+    };
+    let mut host = start_host(team, run, &cwd, thread).await?;
+    if resume.is_none()
+        && team
+            .store
+            .transition(&run.run_ref, JobState::Running, None)
+            .is_err()
     {
         // Stopped (or cancelled) while its host was starting: nothing to run.
         host.end(team).await;
@@ -660,9 +762,17 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
         return Ok(());
     }
     team.notify();
-    let mut commands = Vec::new();
-    let mut prompt = worker_prompt(run, contract_value.as_ref());
-    let mut repaired = false;
+    // A continued run's earlier commands still count for its contract's correlation.
+    let mut commands = if resume.is_some() {
+        recorded_commands(team, &run.run_ref)
+    } else {
+        Vec::new()
+    };
+    let mut prompt = match resume {
+        Some(m) => m,
+        None => worker_prompt(run, contract_value.as_ref()),
+    };
+    let mut repaired = run.repairs > 0;
     let outcome = loop {
         let end = run_turn(team, run, &mut host, &prompt, schema.clone(), &mut commands).await;
         let end = match end {
@@ -677,9 +787,24 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
             keep_partial(team, &job, end.last_message.as_deref());
             host.end(team).await;
             let _ = team.store.transition(&run.run_ref, *state, Some(why));
-            if let Some(wt) = &worktree {
+            // A paused writer keeps its worktree for its continuation.
+            if *state != JobState::Paused
+                && let Some(wt) = &worktree
+            {
                 let _ = crate::worktree::remove(&team.workspace, wt);
             }
+            return Ok(());
+        }
+        if end.status == "interrupted" {
+            // Only a controller interrupts a worker's turn: the job pauses on its thread, its
+            // partial evidence kept, and may continue.
+            keep_partial(team, &job, end.last_message.as_deref());
+            host.end(team).await;
+            let _ = team.store.transition(
+                &run.run_ref,
+                JobState::Paused,
+                Some("its turn was interrupted by its controller"),
+            );
             return Ok(());
         }
         if end.status != "completed" {
@@ -821,6 +946,23 @@ async fn drive_worker(team: &Arc<Team>, run: &Run) -> Result<(), String> {
     Ok(())
 }
 
+/// The commands a run's trace recorded (command and exit code), oldest first.
+fn recorded_commands(team: &Team, run_ref: &str) -> Vec<CommandEvent> {
+    let kinds = ["commandExecution".to_string()];
+    team.store
+        .events(run_ref, 0, usize::MAX, Some(&kinds))
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|e| {
+            let item: Value = serde_json::from_str(&e.body).ok()?;
+            Some(CommandEvent {
+                command: field(&item, "command", ""),
+                exit_code: item.get("exitCode")?.as_i64()?,
+            })
+        })
+        .collect()
+}
+
 /// Keeps a job's partial evidence (never final, never acceptable).
 fn keep_partial(team: &Team, job: &str, text: Option<&str>) {
     let _ = team.store.put_result(job, text.unwrap_or(""), false, false);
@@ -851,7 +993,7 @@ pub fn start_root(team: Arc<Team>, run: Run, task: String) {
 }
 
 async fn drive_root(team: &Arc<Team>, run: &Run, task: &str) -> Result<String, String> {
-    let mut host = start_host(team, run, &team.workspace.clone()).await?;
+    let mut host = start_host(team, run, &team.workspace.clone(), Thread::Fresh).await?;
     team.store
         .transition(&run.run_ref, JobState::Running, None)
         .map_err(|e| e.to_string())?;

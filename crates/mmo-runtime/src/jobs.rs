@@ -144,12 +144,15 @@ pub struct TraceRecordArgs {
 #[serde(deny_unknown_fields)]
 pub struct ControlArgs {
     pub agent_run_ref: String,
-    /// `inspect`, `steer` (more input for the run's active turn) or `stop`.
+    /// `inspect`; `steer` (more input for the run's active turn); `interrupt` (its active turn
+    /// ends through the app-server and the job pauses on its thread); `pause` (cold: its partial
+    /// evidence kept, its host retired, its admission slots released); `continue` (a paused
+    /// job on its own thread, after admission again); `stop`.
     pub action: ControlAction,
     /// The `control_revision` from your last inspection (required for every action but
     /// `inspect`).
     pub control_revision: Option<i64>,
-    /// The text `steer` adds to the active turn.
+    /// The text `steer` adds to the active turn, or the input `continue` resumes with.
     pub message: Option<String>,
 }
 
@@ -158,6 +161,9 @@ pub struct ControlArgs {
 pub enum ControlAction {
     Inspect,
     Steer,
+    Interrupt,
+    Pause,
+    Continue,
     Stop,
 }
 
@@ -627,30 +633,127 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
                 a.control_revision,
                 "steer",
                 || async move {
-                    let sender = team
-                        .hosts
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get(&target)
-                        .map(|h| h.control.clone());
-                    let Some(sender) = sender else {
-                        return Delivery::Failed("the run has no live host".into());
-                    };
-                    let (reply, answer) = tokio::sync::oneshot::channel();
-                    if sender
-                        .send(crate::host::Control::Steer { text, reply })
-                        .is_err()
-                    {
-                        return Delivery::Failed("the run's host has ended".into());
+                    ask_host(team, &target, |reply| crate::host::Control::Steer {
+                        text,
+                        reply,
+                    })
+                    .await
+                },
+            )
+            .await
+        }
+        ControlAction::Interrupt => {
+            team.may_control(caller, &run, "interrupt")?;
+            if run.job.is_none() {
+                return Err(MeshError::new(
+                    "control_unsupported",
+                    format!(
+                        "interrupt is served for Agent-MCP jobs; agent run `{}` is a {} run",
+                        run.run_ref,
+                        run.backend()
+                    ),
+                ));
+            }
+            let target = run.run_ref.clone();
+            mutate(team, caller, &run, a.control_revision, "interrupt", || async move {
+                let mut changed = team.changed.subscribe();
+                let asked =
+                    ask_host(team, &target, |reply| crate::host::Control::Interrupt { reply })
+                        .await;
+                if !matches!(asked, Delivery::Delivered(_)) {
+                    return asked;
+                }
+                // Delivered: the turn ends `interrupted` and the worker pauses (bounded wait).
+                let deadline = tokio::time::Instant::now() + control_timeout();
+                loop {
+                    match team.store.run(&target).map(|r| r.state) {
+                        Ok(s) if s != "running" => return Delivery::Delivered(json!({"state": s})),
+                        Err(e) => return Delivery::Unknown(e.to_string()),
+                        Ok(_) => {}
                     }
-                    match tokio::time::timeout(control_timeout(), answer).await {
-                        Ok(Ok(Ok(v))) => Delivery::Delivered(v),
-                        Ok(Ok(Err(e))) => Delivery::Failed(e),
-                        Ok(Err(_)) => Delivery::Unknown("the host ended before it answered".into()),
-                        Err(_) => Delivery::Unknown(format!(
-                            "the host did not answer within {} ms",
-                            control_timeout().as_millis()
-                        )),
+                    tokio::select! {
+                        _ = changed.changed() => {}
+                        _ = tokio::time::sleep_until(deadline) => {
+                            return Delivery::Unknown("the interrupted turn did not end in time".into());
+                        }
+                    }
+                }
+            })
+            .await
+        }
+        ControlAction::Pause => {
+            team.may_control(caller, &run, "pause")?;
+            if run.job.is_none() {
+                return Err(MeshError::new(
+                    "control_unsupported",
+                    format!(
+                        "pause is served for Agent-MCP jobs; agent run `{}` is a {} run",
+                        run.run_ref,
+                        run.backend()
+                    ),
+                ));
+            }
+            let target = run.run_ref.clone();
+            mutate(
+                team,
+                caller,
+                &run,
+                a.control_revision,
+                "pause",
+                || async move {
+                    match team.store.run(&target).map(|r| r.state) {
+                        Ok(s) if s == "running" => {}
+                        Ok(s) => {
+                            return Delivery::Failed(format!(
+                                "only a running job can be paused; it is `{s}`"
+                            ));
+                        }
+                        Err(e) => return Delivery::Failed(e.to_string()),
+                    }
+                    crate::host::stop_run(
+                        team,
+                        &target,
+                        JobState::Paused,
+                        "paused by its controller",
+                    )
+                    .await;
+                    match team.store.run(&target).map(|r| r.state) {
+                        Ok(s) if s == "paused" => Delivery::Delivered(Value::Null),
+                        Ok(s) => {
+                            Delivery::Failed(format!("the job ended `{s}` before it could pause"))
+                        }
+                        Err(e) => Delivery::Unknown(e.to_string()),
+                    }
+                },
+            )
+            .await
+        }
+        ControlAction::Continue => {
+            team.may_control(caller, &run, "continue")?;
+            let message = a
+                .message
+                .filter(|m| !m.trim().is_empty())
+                .unwrap_or_else(|| CONTINUE_MESSAGE.to_string());
+            if message.chars().count() > MAX_STEER_CHARS {
+                return Err(MeshError::new(
+                    "invalid_arguments",
+                    format!("a continue message is at most {MAX_STEER_CHARS} characters"),
+                ));
+            }
+            let target = run.run_ref.clone();
+            mutate(
+                team,
+                caller,
+                &run,
+                a.control_revision,
+                "continue",
+                || async move {
+                    match readmit(team, &target).await {
+                        Ok(run) => {
+                            crate::host::continue_worker(team.clone(), run, message);
+                            Delivery::Delivered(Value::Null)
+                        }
+                        Err(why) => Delivery::Failed(why),
                     }
                 },
             )
@@ -679,6 +782,85 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
             .await
         }
     }
+}
+
+/// Hands a control to the target's live host and waits (bounded) for its answer: no live host
+/// or a refused control is `Failed`; a host that took it and never answered is `Unknown`.
+async fn ask_host(
+    team: &Arc<Team>,
+    target: &str,
+    make: impl FnOnce(tokio::sync::oneshot::Sender<Result<Value, String>>) -> crate::host::Control,
+) -> Delivery {
+    let sender = team
+        .hosts
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(target)
+        .map(|h| h.control.clone());
+    let Some(sender) = sender else {
+        return Delivery::Failed("the run has no live host".into());
+    };
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    if sender.send(make(reply)).is_err() {
+        return Delivery::Failed("the run's host has ended".into());
+    }
+    match tokio::time::timeout(control_timeout(), answer).await {
+        Ok(Ok(Ok(v))) => Delivery::Delivered(v),
+        Ok(Ok(Err(e))) => Delivery::Failed(e),
+        Ok(Err(_)) => Delivery::Unknown("the host ended before it answered".into()),
+        Err(_) => Delivery::Unknown(format!(
+            "the host did not answer within {} ms",
+            control_timeout().as_millis()
+        )),
+    }
+}
+
+/// What a continued job is told when its controller says nothing more.
+const CONTINUE_MESSAGE: &str = "Continue your task from where you left off. Your final message is your result, as the task said.";
+
+/// Admission again for a paused or suspended job about to continue (the spec: continuation
+/// performs current admission before restoring the same thread), decided under the same locks
+/// as a spawn and with its parent as the caller; on success the job is `running` again.
+async fn readmit(team: &Arc<Team>, run_ref: &str) -> Result<Run, String> {
+    let _guard = team.admit.lock().await;
+    let _lock = team.store.admission_lock().map_err(|e| e.to_string())?;
+    let run = team.store.run(run_ref).map_err(|e| e.to_string())?;
+    if !matches!(run.state.as_str(), "paused" | "suspended") {
+        return Err(format!(
+            "only a paused or suspended job can continue; it is `{}`",
+            run.state
+        ));
+    }
+    if run.literal.is_some() {
+        return Err("a low-trust literal job cannot be continued; spawn its task again".into());
+    }
+    let parent = run
+        .parent
+        .clone()
+        .ok_or("the job has no parent to be admitted under")?;
+    let elsewhere =
+        crate::supervisor::active_elsewhere(&team.store, &team.profile.id, &team.session)
+            .map_err(|e| e.to_string())?;
+    let active = active_view(&team.store.runs(&team.session).map_err(|e| e.to_string())?);
+    let request = crate::admission::SpawnRequest {
+        role: run.role.clone(),
+        task: run.task.clone(),
+        task_kind: run.task_kind.clone(),
+        write_scope: run.is_writer.then(|| run.write_scope.clone()),
+        literal_task: None,
+    };
+    let policy = crate::admission::Policy {
+        elsewhere: &elsewhere,
+        ..team.policy()
+    };
+    crate::admission::admit(&policy, &active, &parent, &request).map_err(|r| r.to_string())?;
+    team.store
+        .transition(
+            run_ref,
+            JobState::Running,
+            Some("continued by its controller"),
+        )
+        .map_err(|e| e.to_string())
 }
 
 /// A mutating control: serialized per target from the revision check through delivery, the

@@ -449,7 +449,7 @@ pub async fn stop_session(team: &Arc<Team>, end: JobState, reason: &str) {
     let mut stops = Vec::new();
     for r in runs
         .into_iter()
-        .filter(|r| r.is_active() || r.state == "suspended")
+        .filter(|r| r.is_active() || matches!(r.state.as_str(), "suspended" | "paused"))
     {
         let team = team.clone();
         let reason = reason.to_string();
@@ -469,7 +469,10 @@ pub async fn stop_session(team: &Arc<Team>, end: JobState, reason: &str) {
 /// Ends the supervisor once the session is terminal: workers still active are stopped first.
 pub async fn finish(team: &Arc<Team>) {
     let runs = team.store.runs(&team.session).unwrap_or_default();
-    for r in runs.into_iter().filter(Run::is_active) {
+    for r in runs
+        .into_iter()
+        .filter(|r| r.is_active() || r.state == "paused")
+    {
         crate::host::stop_run(team, &r.run_ref, JobState::Cancelled, "the session ended").await;
     }
     team.notify();
