@@ -1643,7 +1643,7 @@ fn a_silent_run_gets_a_stall_warning_and_keeps_running() {
         1,
     );
     // One "second" of stall_warning_seconds lasts 20 ms here: 60 of them are 1.2 s.
-    let session = review_session_with(&w, &profile, &[("CODEX_MMO_STALL_SECOND_MS", "20")]);
+    let session = review_session_with(&w, &profile, &[("CODEX_MMO_SECOND_MS", "20")]);
     let mut op = w.operator(&session);
     let spawned = op.ok(
         "agents_spawn",
@@ -1826,6 +1826,118 @@ fn pause_retires_the_host_and_continue_resumes_the_same_thread_after_admission_a
         op.refused("agent_control", json!({"agent_run_ref": run, "action": "pause", "control_revision": done["control_revision"]})),
         "already_terminal"
     );
+    drop(op);
+    assert!(w.run(&["stop", &session]).status.success());
+}
+
+#[test]
+fn finalize_asks_for_the_final_result_and_stops_a_job_past_its_grace() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
+    let answer = verdict(&w);
+    let exec = |cmd: &str| json!({"call": {"name": "exec_command", "arguments": {"cmd": cmd}}});
+    w.start_model(&json!({"actors": [
+        // Codex may send the steered turn's request again: every request of it hangs.
+        {"name": "hang", "match": "TASK-HANG", "steps": [[{"hang": true}], [{"hang": true}], [{"hang": true}]]},
+        {"name": "reviewer", "match": REVIEWER_MARK, "steps": [exec("sleep 1"), [{"say": answer}]]},
+    ]}));
+    let profile = review_profile("")
+        .replacen(
+            r#"actions = ["inspect", "stop"]"#,
+            r#"actions = ["inspect", "finalize", "stop"]"#,
+            1,
+        )
+        .replacen(
+            "allowed_task_kinds = [\"review\"]",
+            "allowed_task_kinds = [\"review\"]\nfinalization_grace_seconds = 30",
+            1,
+        );
+    // One "second" lasts 200 ms here: the grace of 30 is 6 s.
+    let session = review_session_with(&w, &profile, &[("CODEX_MMO_SECOND_MS", "200")]);
+    let mut op = w.operator(&session);
+    let spawned = op.ok(
+        "agents_spawn",
+        json!({"role": "reviewer", "task": "Review src/lib.rs for correctness.", "task_kind": "review"}),
+    );
+    let run = spawned["agent_run_ref"].as_str().unwrap().to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !w.model_requests().iter().any(|r| r["actor"] == "reviewer") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reviewer never reached the model"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let seen = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "inspect"}),
+    );
+    let f = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "finalize", "control_revision": seen["control_revision"]}),
+    );
+    assert_eq!(
+        f["delivery"]["answer"]["finalization_grace_seconds"], 30,
+        "{f:#}"
+    );
+    let job = spawned["job"].as_str().unwrap();
+    assert_eq!(op.wait_terminal(job, Duration::from_secs(30)), "completed");
+    assert!(
+        w.model_requests()
+            .iter()
+            .any(|r| r["actor"] == "reviewer" && r["body"].to_string().contains("Finish now")),
+        "the finalize request reached the model in the active turn"
+    );
+    // A job that never answers is stopped once its grace has passed, its evidence kept.
+    let hung = op.ok(
+        "agents_spawn",
+        json!({"role": "reviewer", "task": "TASK-HANG: review src/lib.rs slowly.", "task_kind": "review"}),
+    );
+    let hung_run = hung["agent_run_ref"].as_str().unwrap().to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !w.model_requests().iter().any(|r| r["actor"] == "hang") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hanging turn never reached the model"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let seen = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": hung_run, "action": "inspect"}),
+    );
+    let t = std::time::Instant::now();
+    op.ok(
+        "agent_control",
+        json!({"agent_run_ref": hung_run, "action": "finalize", "control_revision": seen["control_revision"]}),
+    );
+    let hung_job = hung["job"].as_str().unwrap();
+    assert_eq!(
+        op.wait_terminal(hung_job, Duration::from_secs(30)),
+        "stopped"
+    );
+    assert!(
+        t.elapsed() >= Duration::from_secs(5),
+        "not before its grace: {:?}",
+        t.elapsed()
+    );
+    let after = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": hung_run, "action": "inspect"}),
+    );
+    assert!(
+        after["reason"]
+            .as_str()
+            .unwrap()
+            .contains("finalization_grace_seconds"),
+        "{after:#}"
+    );
+    assert_eq!(after["result"]["final"], false);
     drop(op);
     assert!(w.run(&["stop", &session]).status.success());
 }

@@ -147,7 +147,9 @@ pub struct ControlArgs {
     /// `inspect`; `steer` (more input for the run's active turn); `interrupt` (its active turn
     /// ends through the app-server and the job pauses on its thread); `pause` (cold: its partial
     /// evidence kept, its host retired, its admission slots released); `continue` (a paused
-    /// job on its own thread, after admission again); `stop`.
+    /// job on its own thread, after admission again); `finalize` (the job is asked for its
+    /// final result from the evidence it has, within its role's finalization_grace_seconds,
+    /// then stopped if it has not finished); `stop`.
     pub action: ControlAction,
     /// The `control_revision` from your last inspection (required for every action but
     /// `inspect`).
@@ -164,6 +166,7 @@ pub enum ControlAction {
     Interrupt,
     Pause,
     Continue,
+    Finalize,
     Stop,
 }
 
@@ -759,6 +762,71 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
             )
             .await
         }
+        ControlAction::Finalize => {
+            team.may_control(caller, &run, "finalize")?;
+            if run.job.is_none() {
+                return Err(MeshError::new(
+                    "control_unsupported",
+                    format!(
+                        "finalize is served for Agent-MCP jobs; agent run `{}` is a {} run",
+                        run.run_ref,
+                        run.backend()
+                    ),
+                ));
+            }
+            let grace_seconds = team.role(&run.role)?.finalization_grace_seconds;
+            let target = run.run_ref.clone();
+            mutate(team, caller, &run, a.control_revision, "finalize", || async move {
+                let (state, revision) = match team.store.run(&target) {
+                    Ok(r) => (r.state, r.control_revision),
+                    Err(e) => return Delivery::Failed(e.to_string()),
+                };
+                let asked = if state == "running" {
+                    ask_host(team, &target, |reply| crate::host::Control::Steer {
+                        text: FINALIZE_MESSAGE.to_string(),
+                        reply,
+                    })
+                    .await
+                } else {
+                    match readmit(team, &target).await {
+                        Ok(run) => {
+                            crate::host::continue_worker(team.clone(), run, FINALIZE_MESSAGE.into());
+                            Delivery::Delivered(Value::Null)
+                        }
+                        Err(why) => Delivery::Failed(why),
+                    }
+                };
+                if !matches!(asked, Delivery::Delivered(_)) {
+                    return asked;
+                }
+                // The grace is the host's boundary: past it the job is stopped with its
+                // partial evidence (the model is never told about the clock).
+                let grace = Duration::from_millis(
+                    (i64::from(grace_seconds) * crate::stall::second_ms()) as u64,
+                );
+                let (team2, target2) = (team.clone(), target.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(grace).await;
+                    // Only this finalization's: a later control (a pause, a continue) of the
+                    // job takes the boundary away.
+                    if team2
+                        .store
+                        .run(&target2)
+                        .is_ok_and(|r| r.is_active() && r.control_revision == revision)
+                    {
+                        crate::host::stop_run(
+                            &team2,
+                            &target2,
+                            JobState::Stopped,
+                            &format!("finalization_grace_seconds ({grace_seconds}) passed before its final result"),
+                        )
+                        .await;
+                    }
+                });
+                Delivery::Delivered(json!({"finalization_grace_seconds": grace_seconds}))
+            })
+            .await
+        }
         ControlAction::Stop => {
             team.may_control(caller, &run, "stop")?;
             let target = run.run_ref.clone();
@@ -814,6 +882,10 @@ async fn ask_host(
         )),
     }
 }
+
+/// What a job is told when its controller finalizes it.
+const FINALIZE_MESSAGE: &str =
+    "Finish now: give your final result from the evidence you already have, and start no new work.";
 
 /// What a continued job is told when its controller says nothing more.
 const CONTINUE_MESSAGE: &str = "Continue your task from where you left off. Your final message is your result, as the task said.";

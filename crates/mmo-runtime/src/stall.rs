@@ -9,10 +9,11 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Milliseconds one "second" of `stall_warning_seconds` lasts: 1,000, or
-/// `CODEX_MMO_STALL_SECOND_MS` (tests shorten the spec's 60-second minimum with it).
-fn second_ms() -> i64 {
-    std::env::var("CODEX_MMO_STALL_SECOND_MS")
+/// Milliseconds one "second" of a role's lifecycle seconds (`stall_warning_seconds`,
+/// `finalization_grace_seconds`) lasts: 1,000, or `CODEX_MMO_SECOND_MS` (tests shorten the
+/// spec's minimums of 60 and 30 seconds with it).
+pub fn second_ms() -> i64 {
+    std::env::var("CODEX_MMO_SECOND_MS")
         .ok()
         .and_then(|v| v.parse::<i64>().ok())
         .filter(|v| *v > 0)
