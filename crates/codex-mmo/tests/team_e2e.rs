@@ -1703,11 +1703,17 @@ fn pause_retires_the_host_and_continue_resumes_the_same_thread_after_admission_a
         {"name": "other", "match": "TASK-OTHER", "steps": [[{"hang": true}]]},
         {"name": "reviewer", "match": REVIEWER_MARK, "steps": [[{"say": "looking"}, {"hang": true}], [{"say": answer}]]},
     ]}));
-    let profile = review_profile("").replacen(
-        r#"actions = ["inspect", "stop"]"#,
-        r#"actions = ["inspect", "interrupt", "pause", "continue", "stop"]"#,
-        1,
-    );
+    let profile = review_profile("")
+        .replacen(
+            r#"actions = ["inspect", "stop"]"#,
+            r#"actions = ["inspect", "interrupt", "pause", "continue", "set_effort", "stop"]"#,
+            1,
+        )
+        .replacen(
+            "allowed_task_kinds = [\"review\"]",
+            "allowed_task_kinds = [\"review\"]\nallowed_reasoning_efforts = [\"none\", \"low\"]",
+            1,
+        );
     let session = review_session_with(&w, &profile, &[]);
     let mut op = w.operator(&session);
     let spawned = op.ok(
@@ -1790,10 +1796,20 @@ fn pause_retires_the_host_and_continue_resumes_the_same_thread_after_admission_a
             .contains("interrupted"),
         "{interrupted:#}"
     );
+    // Its next turn runs at another effort its role allows (and not at one it does not).
+    assert_eq!(
+        op.refused("agent_control", json!({"agent_run_ref": run, "action": "set_effort", "control_revision": rev + 2, "effort": "high"})),
+        "effort_not_allowed"
+    );
+    let set = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "set_effort", "control_revision": rev + 2, "effort": "low"}),
+    );
+    assert_eq!(set["last_control"]["detail"], "low", "{set:#}");
     // Now it continues, on the same thread, and completes with its verdict.
     let continued = op.ok(
         "agent_control",
-        json!({"agent_run_ref": run, "action": "continue", "control_revision": rev + 2}),
+        json!({"agent_run_ref": run, "action": "continue", "control_revision": rev + 3}),
     );
     assert_eq!(continued["state"], "running", "{continued:#}");
     assert_eq!(op.wait_terminal(&job, Duration::from_secs(60)), "completed");
@@ -1821,6 +1837,11 @@ fn pause_retires_the_host_and_continue_resumes_the_same_thread_after_admission_a
     assert!(
         body.contains("Continue your task") && body.contains("Review src/lib.rs for correctness."),
         "the resumed turn's request holds the original task from the thread's history"
+    );
+    assert_eq!(
+        last["body"]["reasoning"]["effort"], "low",
+        "{}",
+        last["body"]["reasoning"]
     );
     assert_eq!(
         op.refused("agent_control", json!({"agent_run_ref": run, "action": "pause", "control_revision": done["control_revision"]})),

@@ -320,9 +320,13 @@ async fn run_turn(
     schema: Option<Value>,
     commands: &mut Vec<CommandEvent>,
 ) -> Result<TurnEnd, String> {
+    let mut params = codex_app_server::TurnStartParams::text(&host.thread, text);
+    params.output_schema = schema;
+    // A controller's set_effort takes effect from the next turn.
+    params.effort = team.store.effort(&run.run_ref).ok().flatten();
     let turn = host
         .server
-        .turn_start(&host.thread, text, schema)
+        .turn_start_with(&params)
         .await
         .map_err(|e| format!("turn/start: {e}"))?;
     host.turn = Some(turn);

@@ -149,13 +149,16 @@ pub struct ControlArgs {
     /// evidence kept, its host retired, its admission slots released); `continue` (a paused
     /// job on its own thread, after admission again); `finalize` (the job is asked for its
     /// final result from the evidence it has, within its role's finalization_grace_seconds,
-    /// then stopped if it has not finished); `stop`.
+    /// then stopped if it has not finished); `set_effort` (`effort` for its next turns, within
+    /// its role's allowed_reasoning_efforts and its model's); `stop`.
     pub action: ControlAction,
     /// The `control_revision` from your last inspection (required for every action but
     /// `inspect`).
     pub control_revision: Option<i64>,
     /// The text `steer` adds to the active turn, or the input `continue` resumes with.
     pub message: Option<String>,
+    /// The reasoning effort `set_effort` chooses.
+    pub effort: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq)]
@@ -167,6 +170,7 @@ pub enum ControlAction {
     Pause,
     Continue,
     Finalize,
+    SetEffort,
     Stop,
 }
 
@@ -827,6 +831,48 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
             })
             .await
         }
+        ControlAction::SetEffort => {
+            team.may_control(caller, &run, "set_effort")?;
+            let effort = a.effort.ok_or_else(|| {
+                MeshError::new("invalid_arguments", "set_effort needs an `effort`")
+            })?;
+            let role = team.role(&run.role)?;
+            if !role.allowed_reasoning_efforts.contains(&effort) {
+                return Err(MeshError::new(
+                    "effort_not_allowed",
+                    format!(
+                        "role `{}` allows the reasoning efforts {:?}, not `{effort}`",
+                        run.role, role.allowed_reasoning_efforts
+                    ),
+                ));
+            }
+            let supported = team.model_efforts(&role.model);
+            if !supported.is_empty() && !supported.contains(&effort) {
+                return Err(MeshError::new(
+                    "effort_not_supported",
+                    format!(
+                        "model `{}` supports the reasoning efforts {supported:?}, not `{effort}`",
+                        role.model
+                    ),
+                ));
+            }
+            // Recorded, and taken by the job's next turn (a turn's effort is fixed once it
+            // has started).
+            let recorded = effort.clone();
+            mutate(
+                team,
+                caller,
+                &run,
+                a.control_revision,
+                "set_effort",
+                || async move {
+                    Delivery::Delivered(
+                        json!({"effort": recorded, "applies": "from the job's next turn"}),
+                    )
+                },
+            )
+            .await
+        }
         ControlAction::Stop => {
             team.may_control(caller, &run, "stop")?;
             let target = run.run_ref.clone();
@@ -989,6 +1035,12 @@ where
     )?;
     let outcome = deliver().await;
     let (status, detail, answer) = match outcome {
+        // A set_effort's detail is the effort itself: the next turn reads it from there.
+        Delivery::Delivered(v) if action == "set_effort" => (
+            "delivered",
+            v.get("effort").and_then(Value::as_str).map(str::to_string),
+            Some(v),
+        ),
         Delivery::Delivered(v) => ("delivered", None, Some(v)),
         Delivery::Failed(why) => ("failed", Some(why), None),
         Delivery::Unknown(why) => ("delivery_unknown", Some(why), None),

@@ -964,6 +964,19 @@ impl Store {
         })))
     }
 
+    /// The reasoning effort the latest delivered `set_effort` of a run chose, if any.
+    pub fn effort(&self, run: &str) -> Result<Option<String>> {
+        Ok(self
+            .db()
+            .query_row(
+                "SELECT detail FROM controls WHERE run = ?1 AND action = 'set_effort' AND status = 'delivered' ORDER BY seq DESC LIMIT 1",
+                [run],
+                |r| r.get::<_, Option<String>>(0),
+            )
+            .optional()?
+            .flatten())
+    }
+
     /// After a supervisor restart: a control still `delivering` lost its reply.
     pub fn controls_unknown(&self, session: &str) -> Result<usize> {
         Ok(self.db().execute(

@@ -197,6 +197,15 @@ impl Team {
         ))
     }
 
+    /// The reasoning efforts the snapshot's catalog lists for a model (empty when it lists none).
+    pub fn model_efforts(&self, model: &str) -> Vec<String> {
+        std::fs::read_to_string(self.snapshot.join("catalog.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .and_then(|c| serde_json::from_value(c["models"][model]["reasoning"].clone()).ok())
+            .unwrap_or_default()
+    }
+
     /// The control lock of a run (see `control_locks`).
     pub fn control_lock(&self, run_ref: &str) -> Arc<tokio::sync::Mutex<()>> {
         self.control_locks
