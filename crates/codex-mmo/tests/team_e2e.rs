@@ -1489,7 +1489,7 @@ fn steer_reaches_the_active_turn_and_a_lost_reply_is_delivery_unknown() {
     ]}));
     let profile = review_profile("").replacen(
         r#"actions = ["inspect", "stop"]"#,
-        r#"actions = ["inspect", "steer", "stop"]"#,
+        r#"actions = ["inspect", "trace", "steer", "stop"]"#,
         1,
     );
     let session = review_session_with(&w, &profile, &[("CODEX_MMO_CONTROL_TIMEOUT_MS", "1500")]);
@@ -1538,6 +1538,18 @@ fn steer_reaches_the_active_turn_and_a_lost_reply_is_delivery_unknown() {
     let o = w.run(&["control", &session, &run, "inspect", "--json"]);
     let seen: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(seen["last_control"]["status"], "delivered", "{seen:#}");
+    let t = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "trace", "filter": ["commandExecution"]}),
+    );
+    assert!(
+        t["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["kind"] == "commandExecution"),
+        "{t:#}"
+    );
     let o = w.run(&[
         "control",
         &session,

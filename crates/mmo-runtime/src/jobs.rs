@@ -144,7 +144,8 @@ pub struct TraceRecordArgs {
 #[serde(deny_unknown_fields)]
 pub struct ControlArgs {
     pub agent_run_ref: String,
-    /// `inspect`; `steer` (more input for the run's active turn); `interrupt` (its active turn
+    /// `inspect`; `trace` (its trace, filtered and paginated as `agent_trace`); `steer` (more
+    /// input for the run's active turn); `interrupt` (its active turn
     /// ends through the app-server and the job pauses on its thread); `pause` (cold: its partial
     /// evidence kept, its host retired, its admission slots released); `continue` (a paused
     /// job on its own thread, after admission again); `finalize` (the job is asked for its
@@ -159,12 +160,17 @@ pub struct ControlArgs {
     pub message: Option<String>,
     /// The reasoning effort `set_effort` chooses.
     pub effort: Option<String>,
+    /// `trace`: the `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// `trace`: only these event kinds.
+    pub filter: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "snake_case")]
 pub enum ControlAction {
     Inspect,
+    Trace,
     Steer,
     Interrupt,
     Pause,
@@ -621,6 +627,15 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
             team.may_control(caller, &run, "inspect")?;
             Ok(team.view(&run))
         }
+        ControlAction::Trace => trace(
+            team,
+            caller,
+            TraceArgs {
+                agent_run_ref: a.agent_run_ref,
+                cursor: a.cursor,
+                filter: a.filter,
+            },
+        ),
         ControlAction::Steer => {
             team.may_control(caller, &run, "steer")?;
             let text = a.message.filter(|m| !m.trim().is_empty()).ok_or_else(|| {
