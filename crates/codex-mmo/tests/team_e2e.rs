@@ -1974,3 +1974,91 @@ fn finalize_asks_for_the_final_result_and_stops_a_job_past_its_grace() {
     drop(op);
     assert!(w.run(&["stop", &session]).status.success());
 }
+
+#[test]
+fn an_approval_waits_as_pending_input_until_its_controller_responds() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
+    let answer = verdict(&w);
+    let marker = w.root.path().join("approved.txt");
+    let escalated = json!({"call": {"name": "exec_command", "arguments": {
+        "cmd": format!("touch {}", marker.display()),
+        "sandbox_permissions": "require_escalated",
+        // Not a login shell: hosts inherit the operator's HOME, whose profile may be slow.
+        "login": false,
+        "yield_time_ms": 5000,
+        "justification": "APPROVE-ME: write outside the read-only sandbox",
+    }}});
+    w.start_model(&json!({"actors": [
+        {"name": "reviewer", "match": REVIEWER_MARK, "steps": [escalated, [{"say": answer}]]},
+    ]}));
+    let profile = review_profile("")
+        .replacen(
+            r#"actions = ["inspect", "stop"]"#,
+            r#"actions = ["inspect", "respond", "stop"]"#,
+            1,
+        )
+        .replacen(
+            "allowed_task_kinds = [\"review\"]",
+            "allowed_task_kinds = [\"review\"]\napproval_policy = \"on-request\"",
+            1,
+        );
+    let session = review_session_with(&w, &profile, &[]);
+    let mut op = w.operator(&session);
+    let spawned = op.ok(
+        "agents_spawn",
+        json!({"role": "reviewer", "task": "Review src/lib.rs for correctness.", "task_kind": "review"}),
+    );
+    let run = spawned["agent_run_ref"].as_str().unwrap().to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let seen = loop {
+        let v = op.ok(
+            "agent_control",
+            json!({"agent_run_ref": run, "action": "inspect"}),
+        );
+        if v["pending_inputs"]
+            .as_array()
+            .is_some_and(|p| !p.is_empty())
+        {
+            break v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no pending input: {v:#}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let pending = &seen["pending_inputs"][0];
+    assert_eq!(
+        pending["method"], "item/commandExecution/requestApproval",
+        "{seen:#}"
+    );
+    assert!(pending["params"].to_string().contains("APPROVE-ME"));
+    assert_eq!(seen["state"], "running");
+    assert!(!marker.exists(), "nothing runs before the answer");
+    let rev = seen["control_revision"].as_i64().unwrap();
+    assert_eq!(
+        op.refused("agent_control", json!({"agent_run_ref": run, "action": "respond", "control_revision": rev, "request_id": "nope", "response": {"decision": "accept"}})),
+        "control_failed"
+    );
+    let answered = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "respond", "control_revision": rev + 1, "request_id": pending["request_id"], "response": {"decision": "accept"}}),
+    );
+    assert_eq!(answered["delivery"]["status"], "delivered", "{answered:#}");
+    let job = spawned["job"].as_str().unwrap();
+    assert_eq!(op.wait_terminal(job, Duration::from_secs(60)), "completed");
+    let t = op.ok("agent_trace", json!({"agent_run_ref": run}));
+    assert!(marker.exists(), "the approved escalation ran: {t:#}");
+    let done = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "inspect"}),
+    );
+    assert_eq!(done["pending_inputs"], json!([]), "{done:#}");
+    drop(op);
+    assert!(w.run(&["stop", &session]).status.success());
+}

@@ -483,6 +483,16 @@ fn parse_agent(a: &Tbl, co: &Coordination, d: &mut Diags) -> Agent {
             "agent_approval_policy",
         )
         .unwrap_or_else(|| "never".into());
+    if approval_policy == "untrusted" {
+        // The spec lists it, but Codex 0.169 refuses to start with it ("approval_policy =
+        // \"untrusted\" is no longer supported"): a role that cannot start is no role.
+        a.err(
+            d,
+            "approval_policy",
+            "agent_approval_policy_unsupported",
+            "approval_policy = \"untrusted\" is not supported by Codex 0.169 (its app-server refuses to start with it); use \"on-request\" or \"never\"",
+        );
+    }
     let backends_declared = a.has("backends");
     let mut backends = a
         .enum_list(d, "backends", &["mcp", "native"], "agent_backend")

@@ -1234,6 +1234,14 @@ profile_rule!(
     }
 );
 profile_rule!(
+    agent_approval_policy_untrusted_is_refused_as_codex_no_longer_runs_it,
+    "agents.writer.approval_policy",
+    "agent_approval_policy_unsupported",
+    |t| {
+        set(t, "agents.writer.approval_policy", "untrusted");
+    }
+);
+profile_rule!(
     agent_contract_enforcement_is_an_enum,
     "agents.writer.contract_enforcement",
     "agent_contract_enforcement",

@@ -168,6 +168,13 @@ pub enum Control {
     Interrupt {
         reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
     },
+    /// The answer to a pending server→client request (an approval, an elicitation, user
+    /// input), named by its `request_id` as `pending_inputs` shows it.
+    Respond {
+        request_id: String,
+        result: Value,
+        reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
+    },
 }
 
 /// A started host and its event stream.
@@ -177,6 +184,8 @@ struct Host {
     thread: String,
     /// The host thread's active turn, if one is running.
     turn: Option<String>,
+    /// Server→client requests waiting for a controller's `respond`, by their request id.
+    pending: std::collections::HashMap<String, codex_app_server::RequestId>,
     controls: tokio::sync::mpsc::UnboundedReceiver<Control>,
     /// The runs of this host's threads: its own and its native sub-agents'.
     threads: native::Threads,
@@ -288,6 +297,7 @@ async fn start_host(
         threads: native::Threads::new(&thread, &me),
         thread,
         turn: None,
+        pending: Default::default(),
         controls,
         stop,
     })
@@ -296,6 +306,17 @@ async fn start_host(
 impl Host {
     /// Ends the host and every descendant; its native runs still active end with it.
     async fn end(&mut self, team: &Team) {
+        // Requests still pending die with the host: no later respond can reach them.
+        if let Some(run) = self.threads.run(&self.thread).map(|r| r.run_ref.clone()) {
+            for request_id in self.pending.drain().map(|(k, _)| k) {
+                let _ = team.store.event(
+                    &team.session,
+                    &run,
+                    "serverResponse",
+                    &json!({"request_id": request_id, "response": null, "dropped": "its host ended"}).to_string(),
+                );
+            }
+        }
         let stopped = self.stop.borrow().is_some();
         native::end_with_host(team, &self.threads, stopped);
         self.server.shutdown().await;
@@ -438,22 +459,36 @@ async fn pump(
                 _ => {}
             },
             Event::ServerRequest { id, method, params } => {
-                // Roles run with approval_policy "never" in this generation: nothing asks. A
+                let request_id = id.to_string();
+                // Under approval_policy "never" nothing should ask, and nothing is escalated: a
                 // request that arrives anyway is refused (and traced), never left hanging.
+                // Otherwise it waits, as pending input, for a controller's `respond`.
+                let never = team
+                    .role(&run.role)
+                    .map(|r| r.approval_policy == "never")
+                    .unwrap_or(true);
                 let _ = team.store.event(
                     &team.session,
                     &run.run_ref,
                     "serverRequest",
-                    &json!({"method": method, "params": params}).to_string(),
+                    &json!({"request_id": request_id, "method": method, "params": params, "pending": !never}).to_string(),
                 );
-                let _ = host
-                    .server
-                    .respond_error(
-                        &id,
-                        -32601,
-                        "codex-mmo answers no server requests in this generation",
-                    )
-                    .await;
+                if never {
+                    let _ = host
+                        .server
+                        .respond_error(
+                            &id,
+                            -32601,
+                            "this role's approval_policy is never: nothing is escalated",
+                        )
+                        .await;
+                } else {
+                    host.pending.insert(request_id, id);
+                    let _ = team
+                        .store
+                        .progress(&run.run_ref, &format!("waiting for a respond to {method}"));
+                    team.notify();
+                }
             }
             Event::Malformed { error } => {
                 let _ = team.store.event(
@@ -488,6 +523,28 @@ async fn deliver(host: &mut Host, control: Control) {
                 }
                 _ = host.stop.wait_for(|s| s.is_some()) => {}
             }
+        }
+        Control::Respond {
+            request_id,
+            result,
+            reply,
+        } => {
+            let Some(id) = host.pending.get(&request_id).cloned() else {
+                let _ = reply.send(Err(format!(
+                    "no server request {request_id} is pending on this run"
+                )));
+                return;
+            };
+            let answer = host
+                .server
+                .respond(&id, result.clone())
+                .await
+                .map(|()| json!({"request_id": request_id}))
+                .map_err(|e| format!("answering {request_id}: {e}"));
+            if answer.is_ok() {
+                host.pending.remove(&request_id);
+            }
+            let _ = reply.send(answer);
         }
         Control::Interrupt { reply } => {
             let Some(turn) = host.turn.clone() else {

@@ -151,7 +151,8 @@ pub struct ControlArgs {
     /// job on its own thread, after admission again); `finalize` (the job is asked for its
     /// final result from the evidence it has, within its role's finalization_grace_seconds,
     /// then stopped if it has not finished); `set_effort` (`effort` for its next turns, within
-    /// its role's allowed_reasoning_efforts and its model's); `stop`.
+    /// its role's allowed_reasoning_efforts and its model's); `respond` (`response` to a pending
+    /// input named by `request_id`, as inspection's `pending_inputs` lists them); `stop`.
     pub action: ControlAction,
     /// The `control_revision` from your last inspection (required for every action but
     /// `inspect`).
@@ -160,6 +161,11 @@ pub struct ControlArgs {
     pub message: Option<String>,
     /// The reasoning effort `set_effort` chooses.
     pub effort: Option<String>,
+    /// `respond`: the pending input answered (its `request_id` from `pending_inputs`).
+    pub request_id: Option<String>,
+    /// `respond`: the answer, as the request's method defines it (for a command approval,
+    /// `{"decision": "accept"}` or `"decline"`, one of its `availableDecisions`).
+    pub response: Option<Value>,
     /// `trace`: the `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// `trace`: only these event kinds.
@@ -177,8 +183,12 @@ pub enum ControlAction {
     Continue,
     Finalize,
     SetEffort,
+    Respond,
     Stop,
 }
+
+/// Largest `respond` answer.
+const MAX_RESPONSE_BYTES: usize = 64 * 1024;
 
 /// Longest `steer` message.
 const MAX_STEER_CHARS: usize = 16_000;
@@ -884,6 +894,48 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
                     Delivery::Delivered(
                         json!({"effort": recorded, "applies": "from the job's next turn"}),
                     )
+                },
+            )
+            .await
+        }
+        ControlAction::Respond => {
+            team.may_control(caller, &run, "respond")?;
+            let (Some(request_id), Some(result)) = (a.request_id, a.response) else {
+                return Err(MeshError::new(
+                    "invalid_arguments",
+                    "respond needs a `request_id` (from pending_inputs) and a `response` object",
+                ));
+            };
+            if !result.is_object() || result.to_string().len() > MAX_RESPONSE_BYTES {
+                return Err(MeshError::new(
+                    "invalid_arguments",
+                    format!("a response is a JSON object of at most {MAX_RESPONSE_BYTES} bytes"),
+                ));
+            }
+            let target = run.run_ref.clone();
+            let session = team.session.clone();
+            mutate(
+                team,
+                caller,
+                &run,
+                a.control_revision,
+                "respond",
+                || async move {
+                    let answered = ask_host(team, &target, |reply| crate::host::Control::Respond {
+                        request_id: request_id.clone(),
+                        result: result.clone(),
+                        reply,
+                    })
+                    .await;
+                    if matches!(answered, Delivery::Delivered(_)) {
+                        let _ = team.store.event(
+                            &session,
+                            &target,
+                            "serverResponse",
+                            &json!({"request_id": request_id, "response": result}).to_string(),
+                        );
+                    }
+                    answered
                 },
             )
             .await

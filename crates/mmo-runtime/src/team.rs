@@ -235,6 +235,29 @@ impl Team {
     }
 }
 
+/// The server→client requests of a run that wait for a controller's `respond`: traced as
+/// pending and not answered since.
+fn pending_inputs(store: &Store, run_ref: &str) -> Vec<Value> {
+    let kinds = ["serverRequest".to_string(), "serverResponse".to_string()];
+    let events = store
+        .events(run_ref, 0, usize::MAX, Some(&kinds))
+        .unwrap_or_default();
+    let mut pending: Vec<Value> = Vec::new();
+    for e in events {
+        let body: Value = serde_json::from_str(&e.body).unwrap_or(Value::Null);
+        if e.kind == "serverRequest" && body["pending"] == json!(true) {
+            pending.push(json!({
+                "request_id": body["request_id"],
+                "method": body["method"],
+                "params": body["params"],
+            }));
+        } else if e.kind == "serverResponse" {
+            pending.retain(|p| p["request_id"] != body["request_id"]);
+        }
+    }
+    pending
+}
+
 /// A run as inspection shows it: state, revisions, scope, and its result's and patch's status.
 pub fn view_of(store: &Store, run: &Run, live_pid: Option<u32>) -> Value {
     let (result, patch) = match &run.job {
@@ -249,6 +272,11 @@ pub fn view_of(store: &Store, run: &Run, live_pid: Option<u32>) -> Value {
         None => (None, None),
     };
     let last_control = store.last_control(&run.run_ref).ok().flatten();
+    let pending_inputs = if run.is_active() {
+        pending_inputs(store, &run.run_ref)
+    } else {
+        Vec::new()
+    };
     // A stall warning holds until the run makes progress again.
     let stall_warning = store
         .last_event(&run.run_ref, crate::store::STALL_WARNING)
@@ -271,6 +299,7 @@ pub fn view_of(store: &Store, run: &Run, live_pid: Option<u32>) -> Value {
         "control_revision": run.control_revision,
         "last_control": last_control,
         "stall_warning": stall_warning,
+        "pending_inputs": pending_inputs,
         "preview": run.preview,
         "thread_id": run.thread_id,
         "host_pid": live_pid.map(i64::from).or(if run.is_active() { run.host_pid } else { None }),
