@@ -1447,6 +1447,18 @@ fn max_active_holds_across_the_sessions_of_one_profile() {
     drop(op_b);
 }
 
+/// Waits until the scripted model has been asked by `actor`.
+fn wait_for_actor(w: &World, actor: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !w.model_requests().iter().any(|r| r["actor"] == actor) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "`{actor}` never reached the model"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// A detached session of the review pack with this profile text, its supervisor given `env`.
 fn review_session_with(w: &World, profile: &str, env: &[(&str, &str)]) -> String {
     let pack = w.pack(
@@ -1500,14 +1512,7 @@ fn steer_reaches_the_active_turn_and_a_lost_reply_is_delivery_unknown() {
     );
     let run = spawned["agent_run_ref"].as_str().unwrap().to_string();
     // Once the model has answered with its command (`sleep 3`), the turn is active: steer it.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !w.model_requests().iter().any(|r| r["actor"] == "reviewer") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the reviewer never reached the model"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_actor(&w, "reviewer");
     std::thread::sleep(Duration::from_millis(300));
     let seen = op.ok(
         "agent_control",
@@ -1581,14 +1586,7 @@ fn steer_reaches_the_active_turn_and_a_lost_reply_is_delivery_unknown() {
         json!({"role": "reviewer", "task": "TASK-HANG: review src/lib.rs slowly.", "task_kind": "review"}),
     );
     let hung_run = hung["agent_run_ref"].as_str().unwrap().to_string();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !w.model_requests().iter().any(|r| r["actor"] == "hang") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the hanging turn never reached the model"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_actor(&w, "hang");
     let seen = op.ok(
         "agent_control",
         json!({"agent_run_ref": hung_run, "action": "inspect"}),
@@ -1734,14 +1732,7 @@ fn pause_retires_the_host_and_continue_resumes_the_same_thread_after_admission_a
     );
     let run = spawned["agent_run_ref"].as_str().unwrap().to_string();
     let job = spawned["job"].as_str().unwrap().to_string();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !w.model_requests().iter().any(|r| r["actor"] == "reviewer") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the reviewer never reached the model"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_actor(&w, "reviewer");
     let seen = op.ok(
         "agent_control",
         json!({"agent_run_ref": run, "action": "inspect"}),
@@ -1784,14 +1775,7 @@ fn pause_retires_the_host_and_continue_resumes_the_same_thread_after_admission_a
     );
     // The other one's turn is interrupted through the app-server: it pauses on its thread.
     let other_run = other["agent_run_ref"].as_str().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !w.model_requests().iter().any(|r| r["actor"] == "other") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the other reviewer never reached the model"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_actor(&w, "other");
     let o = op.ok(
         "agent_control",
         json!({"agent_run_ref": other_run, "action": "inspect"}),
@@ -1897,14 +1881,7 @@ fn finalize_asks_for_the_final_result_and_stops_a_job_past_its_grace() {
         json!({"role": "reviewer", "task": "Review src/lib.rs for correctness.", "task_kind": "review"}),
     );
     let run = spawned["agent_run_ref"].as_str().unwrap().to_string();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !w.model_requests().iter().any(|r| r["actor"] == "reviewer") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the reviewer never reached the model"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_actor(&w, "reviewer");
     std::thread::sleep(Duration::from_millis(200));
     let seen = op.ok(
         "agent_control",
@@ -1932,14 +1909,7 @@ fn finalize_asks_for_the_final_result_and_stops_a_job_past_its_grace() {
         json!({"role": "reviewer", "task": "TASK-HANG: review src/lib.rs slowly.", "task_kind": "review"}),
     );
     let hung_run = hung["agent_run_ref"].as_str().unwrap().to_string();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !w.model_requests().iter().any(|r| r["actor"] == "hang") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the hanging turn never reached the model"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_actor(&w, "hang");
     let seen = op.ok(
         "agent_control",
         json!({"agent_run_ref": hung_run, "action": "inspect"}),

@@ -676,16 +676,7 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
         }
         ControlAction::Interrupt => {
             team.may_control(caller, &run, "interrupt")?;
-            if run.job.is_none() {
-                return Err(MeshError::new(
-                    "control_unsupported",
-                    format!(
-                        "interrupt is served for Agent-MCP jobs; agent run `{}` is a {} run",
-                        run.run_ref,
-                        run.backend()
-                    ),
-                ));
-            }
+            jobs_only(&run, "interrupt")?;
             let target = run.run_ref.clone();
             mutate(team, caller, &run, a.control_revision, "interrupt", || async move {
                 let mut changed = team.changed.subscribe();
@@ -715,16 +706,7 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
         }
         ControlAction::Pause => {
             team.may_control(caller, &run, "pause")?;
-            if run.job.is_none() {
-                return Err(MeshError::new(
-                    "control_unsupported",
-                    format!(
-                        "pause is served for Agent-MCP jobs; agent run `{}` is a {} run",
-                        run.run_ref,
-                        run.backend()
-                    ),
-                ));
-            }
+            jobs_only(&run, "pause")?;
             let target = run.run_ref.clone();
             mutate(
                 team,
@@ -793,16 +775,7 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
         }
         ControlAction::Finalize => {
             team.may_control(caller, &run, "finalize")?;
-            if run.job.is_none() {
-                return Err(MeshError::new(
-                    "control_unsupported",
-                    format!(
-                        "finalize is served for Agent-MCP jobs; agent run `{}` is a {} run",
-                        run.run_ref,
-                        run.backend()
-                    ),
-                ));
-            }
+            jobs_only(&run, "finalize")?;
             let grace_seconds = team.role(&run.role)?.finalization_grace_seconds;
             let target = run.run_ref.clone();
             mutate(team, caller, &run, a.control_revision, "finalize", || async move {
@@ -963,6 +936,21 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
             .await
         }
     }
+}
+
+/// Refuses an action served only for Agent-MCP jobs when the target is the root or a native run.
+fn jobs_only(run: &Run, action: &str) -> MeshResult<()> {
+    if run.job.is_some() {
+        return Ok(());
+    }
+    Err(MeshError::new(
+        "control_unsupported",
+        format!(
+            "{action} is served for Agent-MCP jobs; agent run `{}` is a {} run",
+            run.run_ref,
+            run.backend()
+        ),
+    ))
 }
 
 /// Hands a control to the target's live host and waits (bounded) for its answer: no live host
