@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! team-bench [--codex-mmo PATH] [--scripted-model PATH] [--runs N] [--refusals N]
-//!            [--wakeups N] [--wake-delay-ms MS] [--idle K] [--swarm N] [--only LIST]
+//!            [--wakeups N] [--wake-delay-ms MS] [--idle K] [--swarm N] [--controls N]
+//!            [--only LIST]
 //!            [--keep] [--json]
 //! ```
 //!
@@ -34,6 +35,11 @@
 //! 5. concurrent workers: `--swarm` (default 8) spawns written at once (pipelined on one
 //!    operator connection), each model answering a valid result at once: wall time from the
 //!    first spawn sent until all are completed, and per job spawn → completed p50/p90.
+//! 6. live control: one worker whose every model request hangs, `--controls` rounds (default
+//!    10) of `agent_control` `steer` (command → answer: revision swapped, delivered to the
+//!    host, answered, recorded), `pause` (→ answer: host retired, `paused`), `continue`
+//!    (→ answer: admission again, `running`) and continue → the resumed thread's first model
+//!    request (a new host started and `thread/resume`d).
 //!
 //! The table goes to stdout (to stderr with `--json`, which prints the figures as JSON).
 
@@ -46,7 +52,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const USAGE: &str = "usage: team-bench [--codex-mmo PATH] [--scripted-model PATH] [--runs N] \
-[--refusals N] [--wakeups N] [--wake-delay-ms MS] [--idle K] [--swarm N] [--only 1,2,3,4,5] \
+[--refusals N] [--wakeups N] [--wake-delay-ms MS] [--idle K] [--swarm N] [--controls N] [--only 1,2,3,4,5,6] \
 [--keep] [--json]   (CODEX_MMO_CODEX_JS must name codex.js)";
 
 /// How long one job may take before the bench gives up on it.
@@ -87,6 +93,7 @@ struct Opts {
     wake_delay_ms: u64,
     idle: usize,
     swarm: usize,
+    controls: usize,
     only: Vec<u32>,
     keep: bool,
     json: bool,
@@ -115,7 +122,8 @@ fn parse_opts() -> Result<Opts, String> {
         wake_delay_ms: 500,
         idle: 4,
         swarm: 8,
-        only: vec![1, 2, 3, 4, 5],
+        controls: 10,
+        only: vec![1, 2, 3, 4, 5, 6],
         keep: false,
         json: false,
     };
@@ -131,6 +139,7 @@ fn parse_opts() -> Result<Opts, String> {
             "--wake-delay-ms" => o.wake_delay_ms = number(&a, val()?)?,
             "--idle" => o.idle = number(&a, val()?)?,
             "--swarm" => o.swarm = number(&a, val()?)?,
+            "--controls" => o.controls = number(&a, val()?)?,
             "--only" => {
                 o.only = val()?
                     .split(',')
@@ -157,8 +166,8 @@ fn parse_opts() -> Result<Opts, String> {
             ));
         }
     }
-    if o.only.iter().any(|n| !(1..=5).contains(n)) {
-        return Err("--only takes figure numbers 1 to 5".into());
+    if o.only.iter().any(|n| !(1..=6).contains(n)) {
+        return Err("--only takes figure numbers 1 to 6".into());
     }
     if o.swarm == 0 || o.swarm > 63 {
         return Err("--swarm must be 1 to 63".into());
@@ -312,7 +321,7 @@ trust = "high"
 instructions = "agents/lead.md"
 
 [agents.lead.controls.reviewer]
-actions = ["inspect", "stop"]
+actions = ["inspect", "steer", "pause", "continue", "stop"]
 
 [agents.reviewer]
 description = "Strict reviewer"
@@ -753,6 +762,75 @@ fn admission_refusals(op: &mut Mcp, n: usize) -> Result<Value, String> {
     Ok(json!({"round_trip_us": summary(&us), "codes": codes}))
 }
 
+/// Waits until the model has had more than `seen` requests of `actor`.
+fn wait_requests(w: &World, actor: &str, seen: usize) -> Result<usize, String> {
+    let deadline = Instant::now() + JOB_TIMEOUT;
+    loop {
+        let n = w
+            .model_requests()
+            .iter()
+            .filter(|r| r["actor"] == actor)
+            .count();
+        if n > seen {
+            return Ok(n);
+        }
+        if Instant::now() > deadline {
+            return Err(format!("no new request of `{actor}` in {JOB_TIMEOUT:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Figure 6: steer, pause and continue of one worker whose model requests hang.
+fn control(w: &World, op: &mut Mcp, n: usize) -> Result<Value, String> {
+    let args =
+        json!({"role": "reviewer", "task": "TB-CTL: review src/lib.rs.", "task_kind": "review"});
+    let (v, _) = op.ok("agents_spawn", args)?;
+    let run = v["agent_run_ref"].as_str().unwrap_or("").to_string();
+    let mut seen = wait_requests(w, "ctl", 0)?;
+    let (mut steer, mut pause, mut cont, mut resumed) = (vec![], vec![], vec![], vec![]);
+    for i in 0..n {
+        let (insp, _) = op.ok(
+            "agent_control",
+            json!({"agent_run_ref": run, "action": "inspect"}),
+        )?;
+        let mut rev = insp["control_revision"].as_i64().unwrap_or(0);
+        let t = Instant::now();
+        let (_, f) = op.ok("agent_control", json!({"agent_run_ref": run, "action": "steer", "control_revision": rev, "message": format!("steer {i}")}))?;
+        steer.push(ms(f.at - t));
+        rev += 1;
+        let t = Instant::now();
+        let (p, f) = op.ok(
+            "agent_control",
+            json!({"agent_run_ref": run, "action": "pause", "control_revision": rev}),
+        )?;
+        pause.push(ms(f.at - t));
+        if p["state"] != "paused" {
+            return Err(format!("pause answered state {}", p["state"]));
+        }
+        rev += 1;
+        let t = Instant::now();
+        let (_, f) = op.ok(
+            "agent_control",
+            json!({"agent_run_ref": run, "action": "continue", "control_revision": rev}),
+        )?;
+        cont.push(ms(f.at - t));
+        seen = wait_requests(w, "ctl", seen)?;
+        resumed.push(ms(t.elapsed()));
+    }
+    let (insp, _) = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "inspect"}),
+    )?;
+    op.ok("agent_control", json!({"agent_run_ref": run, "action": "stop", "control_revision": insp["control_revision"]}))?;
+    Ok(json!({
+        "steer_ms": summary(&steer),
+        "pause_ms": summary(&pause),
+        "continue_ms": summary(&cont),
+        "continue_to_model_ms": summary(&resumed),
+    }))
+}
+
 /// Figure 3: a worker that says a line every `delay` ms; block in agents_wait before each.
 fn wait_wakeup(op: &mut Mcp, n: usize, delay: u64) -> Result<Value, String> {
     let args = json!({"role": "reviewer", "task": "TB-WAKE: review src/lib.rs and report as you go.", "task_kind": "review"});
@@ -1026,11 +1104,15 @@ fn script(o: &Opts, verdict: &str) -> Value {
         .map(|_| json!([{"say": verdict}]))
         .collect();
     let idle: Vec<Value> = (0..o.idle + 4).map(|_| json!([{"hang": true}])).collect();
+    let ctl: Vec<Value> = (0..2 * o.controls + 4)
+        .map(|_| json!([{"hang": true}]))
+        .collect();
     json!({"actors": [
         {"name": "first", "match": "TB-FIRST-", "steps": first},
         {"name": "wake", "match": "TB-WAKE:", "steps": [wake]},
         {"name": "swarm", "match": "TB-SWARM-", "steps": swarm},
         {"name": "idle", "match": "TB-IDLE-", "steps": idle},
+        {"name": "ctl", "match": "TB-CTL", "steps": ctl},
     ]})
 }
 
@@ -1123,6 +1205,19 @@ fn table(r: &Value) -> String {
             String::new(),
         );
     }
+    if let Some(f) = r.get("control") {
+        for (key, what) in [
+            ("steer_ms", "6 steer: command -> delivered answer"),
+            ("pause_ms", "6 pause: command -> paused (host retired)"),
+            ("continue_ms", "6 continue: command -> running (admitted)"),
+            (
+                "continue_to_model_ms",
+                "6 continue -> resumed thread's model request",
+            ),
+        ] {
+            row(&mut rows, what, p5090(&f[key], "ms", 1), n(&f[key]));
+        }
+    }
     if let Some(f) = r.get("concurrent") {
         row(
             &mut rows,
@@ -1191,6 +1286,8 @@ timestamped by a reader thread as they arrive).
 4: hanging workers (their model request never finishes), measured once all run and their
    requests reached the model, plus 2 s; VmRSS and PSS summed over each host pid's tree (/proc).
 5: N agents_spawn written at once on one connection; a terminal state observed via agents_wait.
+6: one worker whose model requests hang; per round: steer, pause and continue, each timed from
+   the agent_control call to its answer, and continue -> the resumed thread's next model request.
 ";
 
 fn main() {
@@ -1261,6 +1358,10 @@ fn bench(o: &Opts) -> Result<Value, String> {
     if on(5) {
         eprintln!("[5] {} concurrent workers", o.swarm);
         r["concurrent"] = concurrent(&mut op, o.swarm)?;
+    }
+    if on(6) {
+        eprintln!("[6] live control, {} rounds", o.controls);
+        r["control"] = control(&w, &mut op, o.controls)?;
     }
     if on(4) {
         eprintln!("[4] RSS of {} idle hosts", o.idle);
