@@ -40,7 +40,11 @@ fn check(team: &Team, unit: i64) {
         return;
     };
     let now = now_ms();
-    for run in runs.iter().filter(|r| r.state == "running") {
+    // An operator-driven root has no host and no trace of its own: the operator is its voice.
+    for run in runs
+        .iter()
+        .filter(|r| r.state == "running" && !(r.parent.is_none() && r.host_pid.is_none()))
+    {
         let Some(role) = team.profile.agents.get(&run.role) else {
             continue;
         };
