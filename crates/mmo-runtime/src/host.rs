@@ -463,10 +463,13 @@ async fn pump(
                 // Under approval_policy "never" nothing should ask, and nothing is escalated: a
                 // request that arrives anyway is refused (and traced), never left hanging.
                 // Otherwise it waits, as pending input, for a controller's `respond`.
-                let never = team
-                    .role(&run.role)
-                    .map(|r| r.approval_policy == "never")
-                    .unwrap_or(true);
+                // The root's requests are refused too: no controller may answer for the root
+                // (a root answering its own escalation would approve itself).
+                let never = run.job.is_none()
+                    || team
+                        .role(&run.role)
+                        .map(|r| r.approval_policy == "never")
+                        .unwrap_or(true);
                 let _ = team.store.event(
                     &team.session,
                     &run.run_ref,
@@ -479,7 +482,7 @@ async fn pump(
                         .respond_error(
                             &id,
                             -32601,
-                            "this role's approval_policy is never: nothing is escalated",
+                            "nothing answers this request: the role's approval_policy is never, or the run is the root",
                         )
                         .await;
                 } else {
