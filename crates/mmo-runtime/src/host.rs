@@ -111,13 +111,12 @@ pub async fn stop_run(team: &Arc<Team>, run_ref: &str, end: JobState, reason: &s
                 if team.store.result(job).ok().flatten().is_none() {
                     keep_partial(team, job, None);
                 }
-                if run.is_writer && !run.is_active() {
-                    let record = team.dir.join("worktrees").join(format!("{job}.json"));
-                    if let Ok(wt) = read_json(&record)
+                if run.is_writer
+                    && !run.is_active()
+                    && let Ok(wt) = read_json(&worktree_record(team, job))
                         .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
-                    {
-                        let _ = crate::worktree::remove(&team.workspace, &wt);
-                    }
+                {
+                    let _ = crate::worktree::remove(&team.workspace, &wt);
                 }
             }
         }
@@ -749,6 +748,11 @@ fn worker_prompt(run: &Run, contract: Option<&Value>) -> String {
     p
 }
 
+/// Where a writer job's worktree is described (`worktree::Worktree` as JSON).
+fn worktree_record(team: &Team, job: &str) -> PathBuf {
+    team.dir.join("worktrees").join(format!("{job}.json"))
+}
+
 fn read_json(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
@@ -761,7 +765,7 @@ async fn drive_worker(team: &Arc<Team>, run: &Run, resume: Option<String>) -> Re
         let dir = team.dir.join("worktrees");
         let dest = dir.join(&job);
         // The worktree's record outlives a pause, so a continued writer works in it again.
-        let record = dir.join(format!("{job}.json"));
+        let record = worktree_record(team, &job);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         Some(if resume.is_some() {
             serde_json::from_value(read_json(&record)?)

@@ -242,9 +242,6 @@ pub async fn spawn(team: &Arc<Team>, caller: &Run, a: SpawnArgs) -> MeshResult<V
     // Other supervisors decide their admissions under the same lock, so what is counted here
     // stays true until this run is recorded.
     let _lock = team.store.admission_lock()?;
-    let elsewhere =
-        crate::supervisor::active_elsewhere(&team.store, &team.profile.id, &team.session)?;
-    let active = active_view(&team.store.runs(&team.session)?);
     let literal = a.literal_task.map(LiteralTask::from);
     let request = crate::admission::SpawnRequest {
         role: a.role.clone(),
@@ -253,12 +250,7 @@ pub async fn spawn(team: &Arc<Team>, caller: &Run, a: SpawnArgs) -> MeshResult<V
         write_scope: a.write_scope.clone(),
         literal_task: literal.clone(),
     };
-    let policy = crate::admission::Policy {
-        elsewhere: &elsewhere,
-        ..team.policy()
-    };
-    let admitted = crate::admission::admit(&policy, &active, &caller.run_ref, &request)
-        .map_err(|r| MeshError::new(r.code(), r.to_string()))?;
+    let admitted = decide(team, &caller.run_ref, &request)?;
     let (prompt, literal_op) = match &literal {
         Some(lt) => {
             let prepared =
@@ -297,6 +289,25 @@ pub async fn spawn(team: &Arc<Team>, caller: &Run, a: SpawnArgs) -> MeshResult<V
     crate::host::start_worker(team.clone(), run.clone());
     team.notify();
     Ok(json!({"job": job, "agent_run_ref": run_ref, "progress_revision": run.progress_revision}))
+}
+
+/// One admission decision against the current state: this session's active runs and the
+/// role's runs in the profile's other live sessions. The caller holds `team.admit` and the
+/// store's admission lock until it has recorded what it admits.
+fn decide(
+    team: &Team,
+    caller: &str,
+    request: &crate::admission::SpawnRequest,
+) -> MeshResult<crate::admission::Admitted> {
+    let elsewhere =
+        crate::supervisor::active_elsewhere(&team.store, &team.profile.id, &team.session)?;
+    let active = active_view(&team.store.runs(&team.session)?);
+    let policy = crate::admission::Policy {
+        elsewhere: &elsewhere,
+        ..team.policy()
+    };
+    crate::admission::admit(&policy, &active, caller, request)
+        .map_err(|r| MeshError::new(r.code(), r.to_string()))
 }
 
 /// The session's admission-holding runs, each with the roles of its lineage (root first).
@@ -648,15 +659,9 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
         ),
         ControlAction::Steer => {
             team.may_control(caller, &run, "steer")?;
-            let text = a.message.filter(|m| !m.trim().is_empty()).ok_or_else(|| {
+            let text = message(a.message, "steer")?.ok_or_else(|| {
                 MeshError::new("invalid_arguments", "steer needs a non-empty `message`")
             })?;
-            if text.chars().count() > MAX_STEER_CHARS {
-                return Err(MeshError::new(
-                    "invalid_arguments",
-                    format!("a steer message is at most {MAX_STEER_CHARS} characters"),
-                ));
-            }
             let target = run.run_ref.clone();
             mutate(
                 team,
@@ -744,16 +749,8 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
         }
         ControlAction::Continue => {
             team.may_control(caller, &run, "continue")?;
-            let message = a
-                .message
-                .filter(|m| !m.trim().is_empty())
-                .unwrap_or_else(|| CONTINUE_MESSAGE.to_string());
-            if message.chars().count() > MAX_STEER_CHARS {
-                return Err(MeshError::new(
-                    "invalid_arguments",
-                    format!("a continue message is at most {MAX_STEER_CHARS} characters"),
-                ));
-            }
+            let message =
+                message(a.message, "continue")?.unwrap_or_else(|| CONTINUE_MESSAGE.to_string());
             let target = run.run_ref.clone();
             mutate(
                 team,
@@ -761,15 +758,7 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
                 &run,
                 a.control_revision,
                 "continue",
-                || async move {
-                    match readmit(team, &target).await {
-                        Ok(run) => {
-                            crate::host::continue_worker(team.clone(), run, message);
-                            Delivery::Delivered(Value::Null)
-                        }
-                        Err(why) => Delivery::Failed(why),
-                    }
-                },
+                || async move { resume(team, &target, message).await },
             )
             .await
         }
@@ -790,13 +779,7 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
                     })
                     .await
                 } else {
-                    match readmit(team, &target).await {
-                        Ok(run) => {
-                            crate::host::continue_worker(team.clone(), run, FINALIZE_MESSAGE.into());
-                            Delivery::Delivered(Value::Null)
-                        }
-                        Err(why) => Delivery::Failed(why),
-                    }
+                    resume(team, &target, FINALIZE_MESSAGE.into()).await
                 };
                 if !matches!(asked, Delivery::Delivered(_)) {
                     return asked;
@@ -938,6 +921,21 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
     }
 }
 
+/// A control's `message`: `None` when absent or blank, refused when longer than
+/// `MAX_STEER_CHARS`.
+fn message(m: Option<String>, action: &str) -> MeshResult<Option<String>> {
+    let m = m.filter(|m| !m.trim().is_empty());
+    if m.as_ref()
+        .is_some_and(|m| m.chars().count() > MAX_STEER_CHARS)
+    {
+        return Err(MeshError::new(
+            "invalid_arguments",
+            format!("a {action} message is at most {MAX_STEER_CHARS} characters"),
+        ));
+    }
+    Ok(m)
+}
+
 /// Refuses an action served only for Agent-MCP jobs when the target is the root or a native run.
 fn jobs_only(run: &Run, action: &str) -> MeshResult<()> {
     if run.job.is_some() {
@@ -991,6 +989,17 @@ const FINALIZE_MESSAGE: &str =
 /// What a continued job is told when its controller says nothing more.
 const CONTINUE_MESSAGE: &str = "Continue your task from where you left off. Your final message is your result, as the task said.";
 
+/// Continues a paused or suspended job with `message` once it is admitted again.
+async fn resume(team: &Arc<Team>, target: &str, message: String) -> Delivery {
+    match readmit(team, target).await {
+        Ok(run) => {
+            crate::host::continue_worker(team.clone(), run, message);
+            Delivery::Delivered(Value::Null)
+        }
+        Err(why) => Delivery::Failed(why),
+    }
+}
+
 /// Admission again for a paused or suspended job about to continue (the spec: continuation
 /// performs current admission before restoring the same thread), decided under the same locks
 /// as a spawn and with its parent as the caller; on success the job is `running` again.
@@ -1011,10 +1020,6 @@ async fn readmit(team: &Arc<Team>, run_ref: &str) -> Result<Run, String> {
         .parent
         .clone()
         .ok_or("the job has no parent to be admitted under")?;
-    let elsewhere =
-        crate::supervisor::active_elsewhere(&team.store, &team.profile.id, &team.session)
-            .map_err(|e| e.to_string())?;
-    let active = active_view(&team.store.runs(&team.session).map_err(|e| e.to_string())?);
     let request = crate::admission::SpawnRequest {
         role: run.role.clone(),
         task: run.task.clone(),
@@ -1022,11 +1027,7 @@ async fn readmit(team: &Arc<Team>, run_ref: &str) -> Result<Run, String> {
         write_scope: run.is_writer.then(|| run.write_scope.clone()),
         literal_task: None,
     };
-    let policy = crate::admission::Policy {
-        elsewhere: &elsewhere,
-        ..team.policy()
-    };
-    crate::admission::admit(&policy, &active, &parent, &request).map_err(|r| r.to_string())?;
+    decide(team, &parent, &request).map_err(|e| e.to_string())?;
     team.store
         .transition(
             run_ref,

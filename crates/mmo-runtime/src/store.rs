@@ -863,17 +863,24 @@ impl Store {
     /// progress. Each with the warning's body.
     pub fn stall_warnings(&self, session: &str) -> Result<Vec<(String, Value)>> {
         let mut out = Vec::new();
-        for r in self.runs(session)?.into_iter().filter(Run::is_active) {
-            if let Some(e) = self.last_event(&r.run_ref, STALL_WARNING)?
-                && e.at >= r.updated_at
-            {
-                out.push((
-                    r.run_ref,
-                    serde_json::from_str(&e.body).unwrap_or(Value::Null),
-                ));
+        for r in self.runs(session)? {
+            if let Some(w) = self.stall_warning(&r)? {
+                out.push((r.run_ref, w));
             }
         }
         Ok(out)
+    }
+
+    /// The stall warning a run holds now, if any: it is active and was warned after its last
+    /// progress.
+    pub fn stall_warning(&self, run: &Run) -> Result<Option<Value>> {
+        if !run.is_active() {
+            return Ok(None);
+        }
+        Ok(self
+            .last_event(&run.run_ref, STALL_WARNING)?
+            .filter(|e| e.at >= run.updated_at)
+            .map(|e| serde_json::from_str(&e.body).unwrap_or(Value::Null)))
     }
 
     /// One event by its sequence number.

@@ -278,12 +278,7 @@ pub fn view_of(store: &Store, run: &Run, live_pid: Option<u32>) -> Value {
         Vec::new()
     };
     // A stall warning holds until the run makes progress again.
-    let stall_warning = store
-        .last_event(&run.run_ref, crate::store::STALL_WARNING)
-        .ok()
-        .flatten()
-        .filter(|e| run.is_active() && e.at >= run.updated_at)
-        .map(|e| serde_json::from_str::<Value>(&e.body).unwrap_or(Value::Null));
+    let stall_warning = store.stall_warning(run).ok().flatten();
     json!({
         "agent_run_ref": run.run_ref,
         "job": run.job,
