@@ -472,6 +472,9 @@ pub struct OpaqueItem {
     pub name: Option<Name>,
     /// Whole item.
     pub span: Span,
+    /// A subset declaration with errors (a syntax error in it, or one found when lowering
+    /// it), kept so that its name resolves: using it fails at run time, nothing else breaks.
+    pub broken: bool,
 }
 
 /// `{ stmts }`.

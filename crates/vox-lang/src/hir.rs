@@ -185,6 +185,9 @@ pub struct OpaqueDef {
     pub name: Option<String>,
     /// 1-based line.
     pub line: usize,
+    /// A subset declaration left out because it has errors (not a section 5 declaration).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub broken: bool,
 }
 
 /// Executable code for one function, closure or constant initializer.

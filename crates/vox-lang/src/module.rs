@@ -56,6 +56,8 @@ pub struct Analysis {
     ast: crate::ast::File,
     imported: Vec<ImportedFile>,
     imports: Vec<ImportInfo>,
+    /// Whether `program` runs: every error is confined to a declaration that was left out.
+    runnable: bool,
 }
 
 /// A file loaded through an import, with where its spans start in the program.
@@ -104,36 +106,23 @@ pub fn analyze_with(name: &str, bytes: &[u8], loader: &dyn ModuleLoader) -> Anal
             ast: crate::ast::File::default(),
             imported: Vec::new(),
             imports: Vec::new(),
+            runnable: false,
         };
     }
     let mut unit = Unit::default();
     unit.add(loader.key(name), name, bytes);
     unit.visit(0, loader);
-    let files: Vec<lower::UnitFile<'_>> = unit
-        .files
-        .iter()
-        .map(|f| lower::UnitFile {
-            ast: &f.ast,
-            src: &f.source,
-            base: f.base,
-            imports: f
-                .edges
-                .iter()
-                .map(|e| match e {
-                    Edge::File(i) => Some(*i),
-                    _ => None,
-                })
-                .collect(),
-        })
-        .collect();
+    let files = unit_files(&unit);
     let mut lowered = lower::lower_unit(&files, &unit.order);
     drop(files);
+    let mut reported: Vec<Vec<Diagnostic>> = std::mem::take(&mut lowered.diags);
+    let runnable = unit.demote_broken(&mut lowered, &mut reported);
     // Each file's own findings, then what its imports say; dependencies come first in `order`,
     // so whether a dependency has errors is known when its importer is reached.
     let mut has_errors = vec![false; unit.files.len()];
     for &i in &unit.order {
         let mut diags = std::mem::take(&mut unit.files[i].diags);
-        diags.append(&mut lowered.diags[i]);
+        diags.append(&mut reported[i]);
         unit.import_diags(i, &has_errors, &mut diags);
         diags.sort_by_key(|d| (d.span.start, d.span.end));
         has_errors[i] = diags.iter().any(|d| d.severity() == Severity::Error);
@@ -154,7 +143,46 @@ pub fn analyze_with(name: &str, bytes: &[u8], loader: &dyn ModuleLoader) -> Anal
             })
             .collect(),
         imports,
+        runnable,
     }
+}
+
+/// Rounds of [`Unit::demote_broken`] before a unit whose errors keep spreading is given up.
+const MAX_DEMOTION_ROUNDS: usize = 4;
+
+/// A file's declaration that holds an error span, with the name it declares.
+fn broken_at(item: &crate::ast::Item, errors: &[Span]) -> Option<(crate::ast::Name, &'static str)> {
+    use crate::ast::Item;
+    let (name, span, kind) = match item {
+        Item::Fn(d) => (d.name, d.span, "fn"),
+        Item::Type(d) => (d.name, d.span, "type"),
+        Item::Const(d) => (d.name, d.span, "let"),
+        Item::Import(_) | Item::Opaque(_) => return None,
+    };
+    errors
+        .iter()
+        .any(|e| e.start >= span.start && e.start < span.end.max(span.start + 1))
+        .then_some((name, kind))
+}
+
+/// A compilation's files, as lowering needs them.
+fn unit_files(unit: &Unit) -> Vec<lower::UnitFile<'_>> {
+    unit.files
+        .iter()
+        .map(|f| lower::UnitFile {
+            ast: &f.ast,
+            src: &f.source,
+            base: f.base,
+            imports: f
+                .edges
+                .iter()
+                .map(|e| match e {
+                    Edge::File(i) => Some(*i),
+                    _ => None,
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 /// A remembered module lookup.
@@ -337,6 +365,77 @@ impl Unit {
         Edge::File(j)
     }
 
+    /// Leaves out every declaration that has an error, so that the rest of each file runs: a
+    /// broken `fn`, `type` or `let` becomes a placeholder whose name still resolves (using it
+    /// fails at run time) and the unit is lowered again. `reported` holds each file's lowering
+    /// diagnostics from the first lowering; an error that only appears once a declaration is
+    /// left out is added to it. Returns whether the result is free of errors (a program
+    /// safe to run), which fails only when errors keep spreading for
+    /// [`MAX_DEMOTION_ROUNDS`] rounds.
+    fn demote_broken(
+        &mut self,
+        lowered: &mut lower::LoweredUnit,
+        reported: &mut [Vec<Diagnostic>],
+    ) -> bool {
+        let mut current: Vec<Vec<Diagnostic>> = reported.to_vec();
+        for round in 0..=MAX_DEMOTION_ROUNDS {
+            let mut demoted = false;
+            for (i, file) in self.files.iter_mut().enumerate() {
+                let errors: Vec<Span> = file
+                    .diags
+                    .iter()
+                    .chain(&current[i])
+                    .filter(|d| d.severity() == Severity::Error)
+                    .map(|d| d.span)
+                    .collect();
+                if errors.is_empty() {
+                    continue;
+                }
+                for item in file.ast.items.iter_mut() {
+                    if let Some((name, kind)) = broken_at(item, &errors) {
+                        let span = match item {
+                            crate::ast::Item::Fn(d) => d.span,
+                            crate::ast::Item::Type(d) => d.span,
+                            crate::ast::Item::Const(d) => d.span,
+                            _ => continue,
+                        };
+                        *item = crate::ast::Item::Opaque(crate::ast::OpaqueItem {
+                            kind: kind.to_string(),
+                            name: Some(name),
+                            span,
+                            broken: true,
+                        });
+                        demoted = true;
+                    }
+                }
+            }
+            if !demoted {
+                // Lowering errors outside any declaration are none; parse errors outside any
+                // declaration (between items) cost nothing else.
+                return current
+                    .iter()
+                    .flatten()
+                    .all(|d| d.severity() != Severity::Error);
+            }
+            if round == MAX_DEMOTION_ROUNDS {
+                return false;
+            }
+            let files = unit_files(self);
+            *lowered = lower::lower_unit(&files, &self.order);
+            current = std::mem::take(&mut lowered.diags);
+            for (seen, now) in reported.iter_mut().zip(&current) {
+                for d in now {
+                    if d.severity() == Severity::Error
+                        && !seen.iter().any(|s| s.span == d.span && s.code == d.code)
+                    {
+                        seen.push(d.clone());
+                    }
+                }
+            }
+        }
+        false
+    }
+
     /// File `i`'s `import` declarations, in item order.
     fn decls(&self, i: usize) -> impl Iterator<Item = &crate::ast::ImportDecl> {
         self.files[i].ast.items.iter().filter_map(|it| match it {
@@ -481,6 +580,20 @@ impl Analysis {
     /// The module, or the errors that prevent running it.
     pub fn into_module(self) -> Result<Module, CompileError> {
         if self.has_errors() {
+            return Err(CompileError {
+                file: self.source,
+                diagnostics: self.diagnostics,
+            });
+        }
+        self.into_partial_module()
+    }
+
+    /// The module made of the declarations that have no error: each declaration with an error
+    /// is left out (using it fails at run time), so one mistake costs only the declaration it
+    /// is in. Its [`Module::diagnostics`] keep every error. Fails only when the errors could
+    /// not be confined to declarations.
+    pub fn into_partial_module(self) -> Result<Module, CompileError> {
+        if !self.runnable {
             return Err(CompileError {
                 file: self.source,
                 diagnostics: self.diagnostics,
@@ -657,6 +770,16 @@ impl Module {
         loader: &dyn ModuleLoader,
     ) -> Result<Module, CompileError> {
         analyze_with(name, bytes, loader).into_module()
+    }
+
+    /// Like [`Module::compile_with`], leaving out the declarations that have errors
+    /// ([`Analysis::into_partial_module`]): what workspace federation serves.
+    pub fn compile_partial_with(
+        name: &str,
+        bytes: &[u8],
+        loader: &dyn ModuleLoader,
+    ) -> Result<Module, CompileError> {
+        analyze_with(name, bytes, loader).into_partial_module()
     }
 
     /// The file's `import` declarations and what each loaded.

@@ -24,6 +24,12 @@ pub const OPAQUE_KEYWORDS: &[&str] = &[
     "http",
 ];
 
+/// The kind of the skipped declaration top-level statements make (script mode).
+pub const SCRIPT_KIND: &str = "top-level statements";
+
+/// Decorators whose arguments the interpreter reads (the others' are skipped, whatever they are).
+pub const ROLE_DECORATORS: &[&str] = &["tool", "mcp.tool", "mcp.resource", "test"];
+
 /// Decorators that make a function (or type) opaque.
 pub const OPAQUE_DECORATORS: &[&str] = &["endpoint", "server", "query", "mutation", "table"];
 
@@ -79,7 +85,7 @@ pub fn parse(src: &str) -> Parsed {
         .items
         .iter()
         .filter_map(|i| match i {
-            Item::Opaque(o) => Some(o.span),
+            Item::Opaque(o) if !o.broken => Some(o.span),
             _ => None,
         })
         .collect();
@@ -513,14 +519,51 @@ impl<'a> Parser<'a> {
             self.deep_reported = false;
             let before = self.pos;
             match self.item() {
+                // A statement that continued the previous run of top-level statements.
+                Ok(Item::Opaque(o)) if o.kind.is_empty() => {}
                 Ok(item) => self.f.items.push(item),
-                Err(Fail) => self.recover_item(),
+                Err(Fail) => {
+                    self.recover_item();
+                    if let Some(item) = self.broken_item(before) {
+                        self.f.items.push(item);
+                    }
+                }
             }
             if self.pos == before {
                 // Guarantees progress on any input.
                 self.bump();
             }
         }
+    }
+
+    /// A placeholder for a declaration that failed to parse (tokens `from..pos`), when its name
+    /// can be found (`fn name`, `type Name`, `let NAME`): the name then still resolves, so code
+    /// that uses it is not wrong too, and calling it fails at run time.
+    fn broken_item(&mut self, from: usize) -> Option<Item> {
+        let toks = &self.toks[from..self.pos];
+        let at = toks
+            .iter()
+            .position(|t| matches!(t.kind, Tok::Fn | Tok::Type | Tok::Let))?;
+        let name = toks
+            .get(at + 1)
+            .filter(|t| matches!(t.kind, Tok::Ident | Tok::TypeIdent))?;
+        let kind = match toks[at].kind {
+            Tok::Fn => "fn",
+            Tok::Type => "type",
+            _ => "let",
+        };
+        let (name_span, first, last) = (name.span, toks[0].span, self.prev_span());
+        let text = &self.src[name_span.start as usize..name_span.end as usize];
+        let sym = self.intern(text);
+        Some(Item::Opaque(OpaqueItem {
+            kind: kind.to_string(),
+            name: Some(Name {
+                sym,
+                span: name_span,
+            }),
+            span: first.to(last),
+            broken: true,
+        }))
     }
 
     fn item(&mut self) -> PResult<Item> {
@@ -551,8 +594,37 @@ impl<'a> Parser<'a> {
             }
             Tok::Lt if decorators.is_empty() => Ok(self.opaque("jsx".to_string(), start)),
             _ if !decorators.is_empty() => Err(self.unexpected("`fn` after decorators")),
+            t if decorators.is_empty() && starts_expr(t) => self.script_stmt(start),
             _ => Err(self.unexpected("an item (`fn`, `type`, `let` or `import`)")),
         }
+    }
+
+    /// A statement at the top level: real Vox runs a file's top-level statements as a script
+    /// (a synthetic `main`). They are checked as statements and skipped as one declaration per
+    /// run of consecutive statements.
+    fn script_stmt(&mut self, start: Span) -> PResult<Item> {
+        let _ = self.stmt()?;
+        let span = start.to(self.prev_span());
+        if let Some(Item::Opaque(prev)) = self.f.items.last_mut()
+            && prev.kind == SCRIPT_KIND
+            && self.src[prev.span.end as usize..span.start as usize]
+                .bytes()
+                .all(|b| b.is_ascii_whitespace() || b == b';')
+        {
+            prev.span = prev.span.to(span);
+            return Ok(Item::Opaque(OpaqueItem {
+                kind: String::new(),
+                name: None,
+                span,
+                broken: false,
+            }));
+        }
+        Ok(Item::Opaque(OpaqueItem {
+            kind: SCRIPT_KIND.to_string(),
+            name: None,
+            span,
+            broken: false,
+        }))
     }
 
     fn decorator(&mut self) -> PResult<Decorator> {
@@ -578,7 +650,34 @@ impl<'a> Parser<'a> {
         };
         let span = at.to(self.prev_span());
         let mut args = Vec::new();
-        if self.at(Tok::LParen) {
+        if self.at(Tok::LParen) && !ROLE_DECORATORS.contains(&self.f.str(path)) {
+            // Another decorator's arguments mean nothing to the interpreter, whatever their
+            // form (`@endpoint(kind: server)`, `@require(x > 0)`): skipped, balanced.
+            let open = self.span();
+            let mut nest = 0u32;
+            loop {
+                match self.peek() {
+                    Tok::Eof => {
+                        self.error(
+                            Code::UnexpectedToken,
+                            open,
+                            "this `(` of decorator arguments is never closed",
+                        );
+                        return Err(Fail);
+                    }
+                    Tok::LParen | Tok::LBracket | Tok::LBrace => nest += 1,
+                    Tok::RParen | Tok::RBracket | Tok::RBrace => {
+                        nest -= 1;
+                        if nest == 0 {
+                            self.bump();
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                self.bump();
+            }
+        } else if self.at(Tok::LParen) {
             self.bump();
             self.skip_newlines();
             while !self.at(Tok::RParen) {
@@ -708,6 +807,7 @@ impl<'a> Parser<'a> {
             kind,
             name,
             span: start.to(self.prev_span()),
+            broken: false,
         })
     }
 
@@ -723,13 +823,9 @@ impl<'a> Parser<'a> {
             self.bump();
         }
         self.expect(Tok::Fn, "`fn`")?;
+        // Real Vox names functions with a capital too (actor handlers such as
+        // `InventoryActor_MergeRequest`).
         let name = if self.at(Tok::TypeIdent) {
-            let span = self.span();
-            self.error(
-                Code::UnexpectedToken,
-                span,
-                "function names start with a lowercase letter or `_`",
-            );
             self.name()
         } else {
             self.ident("a function name")?
@@ -1932,4 +2028,32 @@ fn is_place(f: &File, e: ExprId) -> bool {
         ExprKind::Field(inner, _) | ExprKind::Index(inner, _) => is_place(f, inner),
         _ => false,
     }
+}
+
+/// Whether a token can start a statement that is not a declaration (a top-level statement).
+fn starts_expr(t: Tok) -> bool {
+    matches!(
+        t,
+        Tok::Int
+            | Tok::Float
+            | Tok::Str
+            | Tok::SStr
+            | Tok::RawStr(_)
+            | Tok::True
+            | Tok::False
+            | Tok::Ident
+            | Tok::TypeIdent
+            | Tok::LParen
+            | Tok::LBracket
+            | Tok::If
+            | Tok::Match
+            | Tok::While
+            | Tok::Loop
+            | Tok::For
+            | Tok::Return
+            | Tok::Ret
+            | Tok::Minus
+            | Tok::Bang
+            | Tok::Not
+    )
 }
