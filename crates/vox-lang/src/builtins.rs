@@ -5,6 +5,7 @@
 use crate::diag::Span;
 use crate::hir::{Builtin, Ctor, Method};
 use crate::interp::{Interp, R, rt};
+use crate::stdlib;
 use crate::value::{self, Value};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -126,6 +127,92 @@ pub(crate) fn call_builtin(interp: &mut Interp<'_>, b: Builtin, args: Vec<Value>
             interp.charge((n as usize).saturating_mul(24), span)?;
             let items = (lo..hi.max(lo)).map(Value::Int).collect();
             interp.fresh(Value::list(items), span)
+        }
+        Builtin::PathJoin => {
+            let a = want_str(&args[0], "path.join's first argument", span)?;
+            let b = want_str(&args[1], "path.join's second argument", span)?;
+            let joined = stdlib::path_join(a, b);
+            interp.string(joined, span)
+        }
+        Builtin::PathJoinMany => {
+            let Value::List(l) = &args[0] else {
+                return Err(rt("path.join_many needs a list of str", span));
+            };
+            let mut out = String::new();
+            for (i, part) in l.items.iter().enumerate() {
+                let part = want_str(part, "each part of path.join_many", span)?;
+                out = if i == 0 {
+                    part.to_string()
+                } else {
+                    stdlib::path_join(&out, part)
+                };
+            }
+            interp.string(if out.is_empty() { ".".into() } else { out }, span)
+        }
+        Builtin::PathBasename | Builtin::PathDirname | Builtin::PathExtension => {
+            let p = want_str(&args[0], b.name(), span)?;
+            let part = match b {
+                Builtin::PathBasename => stdlib::basename(p),
+                Builtin::PathDirname => stdlib::dirname(p),
+                _ => stdlib::extension(p),
+            };
+            interp.string(part.to_string(), span)
+        }
+        Builtin::JsonParse => {
+            // Real Vox's interpreter: the value itself, `null` (None) when the text is not JSON.
+            let s = want_str(&args[0], "json.parse's argument", span)?;
+            interp.charge(s.len() * 4, span)?;
+            match serde_json::from_str::<serde_json::Value>(s) {
+                Ok(j) => interp.fresh(crate::json::json_to_value(&j), span),
+                Err(_) => Ok(Value::None),
+            }
+        }
+        Builtin::JsonQuote => {
+            let s = want_str(&args[0], "json.quote's argument", span)?;
+            let q = serde_json::Value::String(s.to_string()).to_string();
+            interp.string(q, span)
+        }
+        Builtin::NowMs => Ok(Value::Int(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as i64)
+                .unwrap_or(0),
+        )),
+        Builtin::FsRead => {
+            let p = want_str(&args[0], "fs.read's path", span)?;
+            match stdlib::fs_read(interp.workspace, p) {
+                Ok(text) => {
+                    let v = interp.string(text, span)?;
+                    interp.fresh(Value::ok(v), span)
+                }
+                Err(why) => Ok(Value::error(&why)),
+            }
+        }
+        Builtin::FsExists | Builtin::FsIsFile | Builtin::FsIsDir => {
+            let p = want_str(&args[0], b.name(), span)?;
+            stdlib::fs_test(interp.workspace, p, b.name())
+                .map(Value::Bool)
+                .map_err(|why| rt(why, span))
+        }
+        Builtin::FsListDir | Builtin::FsGlob => {
+            let arg = match args.first() {
+                Some(a) => want_str(a, b.name(), span)?,
+                None => ".",
+            };
+            let found = if b == Builtin::FsGlob {
+                stdlib::fs_glob(interp.workspace, arg)
+            } else {
+                stdlib::fs_list_dir(interp.workspace, arg)
+            };
+            match found {
+                Ok(names) => {
+                    interp.charge(names.iter().map(|n| n.len() + 40).sum(), span)?;
+                    let items = names.iter().map(|n| Value::str(n)).collect();
+                    let list = interp.fresh(Value::list(items), span)?;
+                    interp.fresh(Value::ok(list), span)
+                }
+                Err(why) => Ok(Value::error(&why)),
+            }
         }
         Builtin::Now => interp.string(rfc3339_now(), span),
         Builtin::Uuid => interp.string(uuid_v4(), span),

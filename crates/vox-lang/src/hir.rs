@@ -319,6 +319,34 @@ pub enum Builtin {
     Max,
     /// `abs(x)`
     Abs,
+    /// `path.join(a, b)`
+    PathJoin,
+    /// `path.join_many(parts)`
+    PathJoinMany,
+    /// `path.basename(p)`
+    PathBasename,
+    /// `path.dirname(p)`
+    PathDirname,
+    /// `path.extension(p)`
+    PathExtension,
+    /// `json.parse(s)`: the value, or `None` when `s` is not JSON.
+    JsonParse,
+    /// `json.quote(s)`
+    JsonQuote,
+    /// `time.now_ms()`
+    NowMs,
+    /// `fs.read(p)`: `Ok(text)` or `Error(why)`.
+    FsRead,
+    /// `fs.exists(p)`
+    FsExists,
+    /// `fs.is_file(p)`
+    FsIsFile,
+    /// `fs.is_dir(p)`
+    FsIsDir,
+    /// `fs.list_dir(p)`: `Ok(names)` or `Error(why)`.
+    FsListDir,
+    /// `fs.glob(pattern)`: `Ok(paths)` or `Error(why)`.
+    FsGlob,
 }
 
 impl Builtin {
@@ -338,6 +366,21 @@ impl Builtin {
         (Builtin::Min, "min", 1, 2),
         (Builtin::Max, "max", 1, 2),
         (Builtin::Abs, "abs", 1, 1),
+        // Namespace members (`crate::stdlib`): found by their dotted path, never as a name.
+        (Builtin::PathJoin, "path.join", 2, 2),
+        (Builtin::PathJoinMany, "path.join_many", 1, 1),
+        (Builtin::PathBasename, "path.basename", 1, 1),
+        (Builtin::PathDirname, "path.dirname", 1, 1),
+        (Builtin::PathExtension, "path.extension", 1, 1),
+        (Builtin::JsonParse, "json.parse", 1, 1),
+        (Builtin::JsonQuote, "json.quote", 1, 1),
+        (Builtin::NowMs, "time.now_ms", 0, 0),
+        (Builtin::FsRead, "fs.read", 1, 1),
+        (Builtin::FsExists, "fs.exists", 1, 1),
+        (Builtin::FsIsFile, "fs.is_file", 1, 1),
+        (Builtin::FsIsDir, "fs.is_dir", 1, 1),
+        (Builtin::FsListDir, "fs.list_dir", 0, 1),
+        (Builtin::FsGlob, "fs.glob", 1, 1),
     ];
 
     /// Looks a built-in up by name.

@@ -132,6 +132,31 @@ impl FsLoader {
         }
     }
 
+    /// The real path of `name` (relative to the root) when it exists and, after links are
+    /// resolved, lies inside the root: what workspace tools may look at.
+    pub fn confined(&self, name: &str) -> Result<PathBuf, LoadError> {
+        let real = self
+            .root
+            .join(name)
+            .canonicalize()
+            .map_err(|e| LoadError::Refused(format!("cannot resolve `{name}`: {e}")))?;
+        let root_real = self.root.canonicalize().map_err(|e| {
+            LoadError::Refused(format!("cannot resolve {}: {e}", self.root.display()))
+        })?;
+        if !real.starts_with(&root_real) {
+            return Err(LoadError::Refused(format!(
+                "`{name}` leads outside {}",
+                self.root.display()
+            )));
+        }
+        Ok(real)
+    }
+
+    /// The root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     /// Reads the file `name` (relative to the root) with the loader's checks: inside the root
     /// after links are resolved, a regular file, at most the size limit. For callers that
     /// re-read what a module loaded, to see whether it changed.

@@ -213,6 +213,8 @@ pub(crate) struct Interp<'p> {
     consts: Vec<ConstState>,
     pub(crate) logs: Vec<String>,
     sink: Option<LogSink<'p>>,
+    /// The workspace `fs.*` reads from, when the call has one.
+    pub(crate) workspace: Option<&'p crate::import::FsLoader>,
     /// The value of a `return` (or `?`) while `Flow::Return` unwinds to the call.
     pub(crate) ret_val: Option<Value>,
     /// A non-int result of the int path ([`Slow::Value`]).
@@ -231,6 +233,7 @@ impl<'p> Interp<'p> {
         budget: Budget,
         sink: Option<LogSink<'p>>,
         cancel: Option<&'p std::sync::atomic::AtomicBool>,
+        workspace: Option<&'p crate::import::FsLoader>,
     ) -> Self {
         // Nothing should be left over from an earlier call, but a stale error must never be
         // reported for this one.
@@ -254,6 +257,7 @@ impl<'p> Interp<'p> {
             consts: p.consts.iter().map(|_| ConstState::Unset).collect(),
             logs: Vec::new(),
             sink,
+            workspace,
             ret_val: None,
             acc: Value::Unit,
         }

@@ -48,6 +48,7 @@ pub mod lexer;
 mod lower;
 mod module;
 pub mod parser;
+pub mod stdlib;
 pub mod tools;
 pub mod value;
 

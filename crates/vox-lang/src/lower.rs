@@ -95,6 +95,7 @@ pub fn lower_unit(files: &[UnitFile<'_>], order: &[usize]) -> LoweredUnit {
             import_help: vec![None; files.len()],
             unknown_imports: 0,
             unavailable_msgs: std::collections::HashMap::new(),
+            blocked: None,
         };
         l.run();
         // The root is imported by no file (an import back to it is a cycle, left unresolved).
@@ -169,6 +170,9 @@ struct Lowerer<'a> {
     unknown_imports: usize,
     /// The run-time message for each unavailable name, stored once.
     unavailable_msgs: std::collections::HashMap<Sym, StrRef>,
+    /// The first namespace member the function being lowered uses that the interpreter does
+    /// not run (where, and why): the function is then skipped.
+    blocked: Option<(Span, String)>,
 }
 
 /// Per predefined symbol: the built-in, method and built-in constructor of that name.
@@ -926,7 +930,29 @@ impl<'a> Lowerer<'a> {
             }
             _ => {}
         }
+        self.blocked = None;
         let (body, _) = self.lower_fn_body(self.sym_ref(fd.name.sym), fd.params, &fd.body, false);
+        if let Some((at, why)) = self.blocked.take() {
+            let fname = self.name(fd.name.sym).to_string();
+            self.diags.push(
+                Diagnostic::new(
+                    Code::NotExecutable,
+                    at,
+                    format!(
+                        "`fn {fname}` is not executable by the tool interpreter and is skipped: {why}"
+                    ),
+                )
+                .with_help(format!(
+                    "the file's other functions still load; calling `{fname}` fails at run time"
+                )),
+            );
+            let msg = StrRef::push(
+                &mut self.program.strings,
+                &format!("`{fname}` is not run by the tool interpreter: {why}"),
+            );
+            let expr = self.push(ExprKind::Unavailable(msg), fd.name.span);
+            self.program.bodies[body as usize].expr = expr;
+        }
         let sig = &mut self.program.functions[id];
         sig.role = role;
         sig.params = params;
@@ -1099,6 +1125,54 @@ impl<'a> Lowerer<'a> {
             );
         }
         ExprKind::Unit
+    }
+
+    /// The dotted path of a namespace expression (`std.fs` of `std.fs.read(p)`), when its root
+    /// is a namespace name ([`crate::stdlib::ROOTS`]) that no local or top-level item shadows
+    /// (an `import fs` that loaded no file does not).
+    fn ns_path(&self, e: ast::ExprId) -> Option<String> {
+        match self.f.expr(e).kind {
+            A::Var(sym) | A::Upper(sym) => {
+                let text = self.name(sym);
+                let shadowed = self
+                    .fns
+                    .iter()
+                    .any(|c| c.locals.iter().any(|l| l.name == sym))
+                    || !matches!(self.globals[sym.0 as usize], None | Some(Global::Import(_)));
+                (crate::stdlib::ROOTS.contains(&text) && !shadowed).then(|| text.to_string())
+            }
+            A::Field(recv, name) => {
+                Some(format!("{}.{}", self.ns_path(recv)?, self.name(name.sym)))
+            }
+            _ => None,
+        }
+    }
+
+    /// A call of namespace member `path`: a built-in when the interpreter runs it, else a
+    /// use that fails at run time and makes the enclosing function skipped.
+    fn ns_member(&mut self, path: String, args: Seq<ast::ExprId>, span: Span) -> ExprKind {
+        match crate::stdlib::member(&path) {
+            crate::stdlib::Member::Runs(b) => {
+                let (lo, hi) = b.arity();
+                self.arity(span, || format!("`{path}`"), lo, hi, args.len());
+                ExprKind::CallBuiltin(b, self.exprs(args))
+            }
+            crate::stdlib::Member::Effect(why) => self.not_run(format!("`{path}` {why}"), span),
+            crate::stdlib::Member::Unknown => self.not_run(
+                format!("`{path}` is not a standard-library member the tool interpreter provides"),
+                span,
+            ),
+        }
+    }
+
+    /// A use of something the interpreter does not run: fails at run time with `why`, and the
+    /// function it is in is skipped.
+    fn not_run(&mut self, why: String, span: Span) -> ExprKind {
+        let msg = StrRef::push(&mut self.program.strings, &why);
+        if self.blocked.is_none() {
+            self.blocked = Some((span, why));
+        }
+        ExprKind::Unavailable(msg)
     }
 
     fn unavailable(&mut self, sym: Sym, g: Global) -> StrRef {
@@ -1421,6 +1495,25 @@ impl<'a> Lowerer<'a> {
                     return self.call(callee, Some(lhs), args, span);
                 }
                 return self.call(rhs, Some(lhs), Seq::EMPTY, span);
+            }
+            A::Method(recv, name, args) if self.ns_path(recv).is_some() => {
+                let path = format!(
+                    "{}.{}",
+                    self.ns_path(recv).unwrap_or_default(),
+                    self.name(name.sym)
+                );
+                self.ns_member(path, args, span)
+            }
+            A::Field(recv, name) if self.ns_path(recv).is_some() => {
+                let path = format!(
+                    "{}.{}",
+                    self.ns_path(recv).unwrap_or_default(),
+                    self.name(name.sym)
+                );
+                self.not_run(
+                    format!("`{path}` is not a value the tool interpreter provides"),
+                    span,
+                )
             }
             A::Method(recv, name, args) => match self.method(name.sym) {
                 Some((m, lo, hi, mutates)) => {

@@ -635,6 +635,9 @@ pub struct CallOptions<'a> {
     pub log: Option<LogSink<'a>>,
     /// When it turns true the call stops within 1,024 steps with [`BudgetKind::Cancelled`].
     pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
+    /// The workspace whose files `fs.read`, `fs.exists`, `fs.list_dir` and `fs.glob` see
+    /// (with the loader's confinement); without one they fail at run time.
+    pub workspace: Option<&'a crate::import::FsLoader>,
 }
 
 /// A successful call.
@@ -930,7 +933,13 @@ impl Module {
         args: Vec<Option<Value>>,
         opts: &CallOptions<'_>,
     ) -> Result<CallOutput, CallError> {
-        let mut interp = Interp::new(&self.program, opts.budget, opts.log, opts.cancel);
+        let mut interp = Interp::new(
+            &self.program,
+            opts.budget,
+            opts.log,
+            opts.cancel,
+            opts.workspace,
+        );
         let r = match interp.call_fn_optional(id, args) {
             Err(Flow::Return) => Ok(interp.ret_val.take().unwrap_or(Value::Unit)),
             other => other,
