@@ -197,7 +197,7 @@ fn builtin_ctor(name: &str) -> Option<Ctor> {
         "Some" => Some(Ctor::Some),
         "None" => Some(Ctor::None),
         "Ok" => Some(Ctor::Ok),
-        "Error" => Some(Ctor::Error),
+        "Error" | "Err" => Some(Ctor::Error),
         _ => None,
     }
 }

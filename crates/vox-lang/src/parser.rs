@@ -22,6 +22,9 @@ pub const OPAQUE_KEYWORDS: &[&str] = &[
     "activity",
     "table",
     "http",
+    "extern",
+    "style",
+    "environment",
 ];
 
 /// The kind of the skipped declaration top-level statements make (script mode).
@@ -593,6 +596,15 @@ impl<'a> Parser<'a> {
                 Ok(self.opaque(kind, start))
             }
             Tok::Lt if decorators.is_empty() => Ok(self.opaque("jsx".to_string(), start)),
+            // Real Vox's decorator-headed declarations (`@form Name { … }`, `@push { … }`,
+            // `@back_button { … }`).
+            Tok::Ident | Tok::TypeIdent | Tok::LBrace
+                if decorators.len() == 1
+                    && !ROLE_DECORATORS.contains(&self.f.str(decorators[0].path)) =>
+            {
+                let kind = format!("@{}", self.f.str(decorators[0].path));
+                Ok(self.opaque(kind, start))
+            }
             _ if !decorators.is_empty() => Err(self.unexpected("`fn` after decorators")),
             t if decorators.is_empty() && starts_expr(t) => self.script_stmt(start),
             _ => Err(self.unexpected("an item (`fn`, `type`, `let` or `import`)")),
