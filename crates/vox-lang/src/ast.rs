@@ -594,6 +594,8 @@ pub enum ExprKind {
     Int(i64),
     /// Float literal.
     Float(f64),
+    /// `dec` literal: its digits (`0.1` of `0.1dec`).
+    Dec(StrRef),
     /// String literal, possibly interpolating.
     Str(Seq<StrPart>),
     /// `true` / `false`.

@@ -75,6 +75,10 @@ pub(crate) fn call_builtin(interp: &mut Interp<'_>, b: Builtin, args: Vec<Value>
                 }
             }
             Value::Bool(b) => Ok(Value::Int(*b as i64)),
+            Value::Dec(d) => d
+                .to_i64()
+                .map(Value::Int)
+                .ok_or_else(|| rt(format!("{d} does not fit in an int"), span)),
             Value::Str(s) => s
                 .trim()
                 .parse::<i64>()
@@ -88,6 +92,7 @@ pub(crate) fn call_builtin(interp: &mut Interp<'_>, b: Builtin, args: Vec<Value>
         Builtin::Float => match &args[0] {
             Value::Int(i) => Ok(Value::Float(*i as f64)),
             Value::Float(f) => Ok(Value::Float(*f)),
+            Value::Dec(d) => Ok(Value::Float(d.to_f64())),
             Value::Str(s) => s
                 .trim()
                 .parse::<f64>()

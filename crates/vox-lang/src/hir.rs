@@ -23,6 +23,8 @@ pub enum Ty {
     Int,
     /// `float`
     Float,
+    /// `dec`
+    Dec,
     /// `str`
     Str,
     /// `bool`
@@ -224,6 +226,8 @@ pub struct BodyParam {
 pub struct Program {
     /// Top-level functions, in source order.
     pub functions: Vec<FnSig>,
+    /// `dec` literals.
+    pub decs: Vec<crate::decimal::Dec>,
     /// All bodies (functions, closures, constants).
     pub bodies: Vec<Body>,
     /// User types.
@@ -648,6 +652,8 @@ pub enum ExprKind {
     Int(i64),
     /// Float literal.
     Float(f64),
+    /// `dec` literal: an index into [`Program::decs`].
+    Dec(u32),
     /// String literal.
     Str(StrRef),
     /// Interpolated string.

@@ -1103,6 +1103,7 @@ impl<'p> Interp<'p> {
             ExprKind::Bool(b) => Ok(Value::Bool(*b)),
             ExprKind::Int(i) => Ok(Value::Int(*i)),
             ExprKind::Float(f) => Ok(Value::Float(*f)),
+            ExprKind::Dec(i) => Ok(Value::Dec(Rc::new(self.p.decs[*i as usize]))),
             ExprKind::Str(s) => {
                 let s = self.p.str(*s);
                 self.charge(16 + s.len(), span)?;
@@ -1453,6 +1454,30 @@ impl<'p> Interp<'p> {
                     _ => x % y,
                 }))
             }
+            (Dec(_), Dec(_) | Int(_)) | (Int(_), Dec(_)) => {
+                let d = |v: &Value| match v {
+                    Dec(d) => **d,
+                    Int(i) => crate::decimal::Dec::from_int(*i),
+                    _ => crate::decimal::Dec::from_int(0),
+                };
+                let (x, y) = (d(a), d(b));
+                if matches!(op, BinOp::Div | BinOp::Rem) && y.mantissa == 0 {
+                    return Err(rt("division by zero", span));
+                }
+                let r = match op {
+                    BinOp::Add => x.add(y),
+                    BinOp::Sub => x.sub(y),
+                    BinOp::Mul => x.mul(y),
+                    BinOp::Div => x.div(y),
+                    _ => x.rem(y),
+                };
+                r.map(|r| Dec(Rc::new(r))).ok_or_else(|| {
+                    rt(
+                        format!("`dec` overflow in `{}` (38 digits at most)", op.as_str()),
+                        span,
+                    )
+                })
+            }
             (Str(x), Str(y)) if op == BinOp::Add => {
                 let mut s = String::with_capacity(x.len() + y.len());
                 s.push_str(x);
@@ -1715,6 +1740,9 @@ impl<'p> Interp<'p> {
                 let _ = write!(out, "{i}");
             }
             Value::Float(f) => format_float(*f, out),
+            Value::Dec(d) => {
+                let _ = write!(out, "{d}");
+            }
             Value::Str(s) => {
                 if top {
                     out.push_str(s);

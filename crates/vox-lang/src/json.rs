@@ -15,6 +15,8 @@ pub fn value_to_json(p: &Program, v: &Value) -> Result<J, String> {
         Value::Unit | Value::None => J::Null,
         Value::Bool(b) => J::Bool(*b),
         Value::Int(i) => J::from(*i),
+        // Exact: a JSON number would round it (real Vox sends `dec` as a string too).
+        Value::Dec(d) => J::String(d.to_string()),
         Value::Float(f) => match serde_json::Number::from_f64(*f) {
             Some(n) => J::Number(n),
             None => {
@@ -121,6 +123,18 @@ pub fn json_to_typed(p: &Program, j: &J, ty: &Ty, path: &str) -> Result<Value, S
             J::Number(n) => Ok(Value::Float(n.as_f64().unwrap_or(f64::NAN))),
             _ => Err(mismatch("a number")),
         },
+        Ty::Dec => {
+            let text = match j {
+                J::String(s) => s.clone(),
+                J::Number(n) => n.to_string(),
+                _ => return Err(mismatch("a decimal number or a string of one")),
+            };
+            crate::decimal::Dec::parse(&text)
+                .map(|d| Value::Dec(std::rc::Rc::new(d)))
+                .ok_or_else(|| {
+                    format!("`{path}` must be a decimal such as \"12.50\", got `{text}`")
+                })
+        }
         Ty::Str => match j {
             J::String(s) => Ok(Value::str(s)),
             _ => Err(mismatch("a string")),
@@ -204,6 +218,7 @@ pub fn ty_schema(ty: &Ty) -> J {
     match ty {
         Ty::Int => json!({"type": "integer"}),
         Ty::Float => json!({"type": "number"}),
+        Ty::Dec => json!({"type": ["string", "number"], "pattern": "^-?[0-9]+(\\.[0-9]+)?$"}),
         Ty::Str => json!({"type": "string"}),
         Ty::Bool => json!({"type": "boolean"}),
         Ty::Unit => json!({"type": "null"}),

@@ -148,6 +148,9 @@ pub enum Tok {
     Int,
     #[regex(r"[0-9][0-9_]*\.[0-9][0-9_]*([eE][+-]?[0-9]+)?")]
     Float,
+    /// `0.1dec`, `100dec`: an exact decimal.
+    #[regex(r"[0-9][0-9_]*(\.[0-9][0-9_]*)?dec")]
+    Dec,
     /// `"…"` (may interpolate).
     #[regex(r#""([^"\\\n]|\\[^\n])*""#)]
     Str,

@@ -246,7 +246,7 @@ fn describe(t: Tok) -> &'static str {
         Tok::Eof => "end of file",
         Tok::Ident => "identifier",
         Tok::TypeIdent => "type name",
-        Tok::Int | Tok::Float => "number",
+        Tok::Int | Tok::Float | Tok::Dec => "number",
         Tok::Str | Tok::SStr | Tok::RawStr(_) | Tok::Unterminated => "string",
         Tok::LParen => "`(`",
         Tok::RParen => "`)`",
@@ -1665,6 +1665,17 @@ impl<'a> Parser<'a> {
                 }
                 Ok(self.mk(ExprKind::Float(v), span, 1))
             }
+            Tok::Dec => {
+                let text = self.text();
+                let start = self.f.strings.len();
+                self.f.strings.push_str(&text[..text.len() - 3]);
+                let digits = StrRef {
+                    start: start as u32,
+                    len: (self.f.strings.len() - start) as u32,
+                };
+                self.bump();
+                Ok(self.mk(ExprKind::Dec(digits), span, 1))
+            }
             Tok::Str | Tok::SStr | Tok::RawStr(_) => Ok(self.string()),
             Tok::Unterminated => {
                 self.bump();
@@ -2048,6 +2059,7 @@ fn starts_expr(t: Tok) -> bool {
         t,
         Tok::Int
             | Tok::Float
+            | Tok::Dec
             | Tok::Str
             | Tok::SStr
             | Tok::RawStr(_)

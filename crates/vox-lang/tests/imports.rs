@@ -140,6 +140,7 @@ fn a_runaway_imported_function_spends_the_callers_budget_and_names_its_file() {
         },
         log: None,
         cancel: None,
+        workspace: None,
     };
     match m.call_json("f", &J::Null, &opts) {
         Err(CallError::Budget {

@@ -242,6 +242,7 @@ fn step_budget_stops_an_infinite_loop() {
         },
         log: None,
         cancel: None,
+        workspace: None,
     };
     match m.call_json("spin", &J::Null, &opts) {
         Err(CallError::Budget { kind, .. }) => assert_eq!(kind, BudgetKind::Steps),
@@ -260,6 +261,7 @@ fn wall_clock_budget_stops_a_long_call() {
         },
         log: None,
         cancel: None,
+        workspace: None,
     };
     match m.call_json("spin", &J::Null, &opts) {
         Err(CallError::Budget { kind, .. }) => assert_eq!(kind, BudgetKind::Time),
@@ -279,6 +281,7 @@ fn a_cancel_flag_stops_a_loop_that_no_budget_would_stop_soon() {
         },
         log: None,
         cancel: Some(&cancel),
+        workspace: None,
     };
     let started = std::time::Instant::now();
     let result = std::thread::scope(|s| {
@@ -546,6 +549,7 @@ fn deep_expression_nesting_is_guarded_on_a_small_stack() {
                 },
                 log: None,
                 cancel: None,
+                workspace: None,
             };
             m.call_json("f", &J::Null, &opts)
         })
