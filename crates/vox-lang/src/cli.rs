@@ -89,6 +89,7 @@ pub fn check(paths: &[PathBuf], json: bool, out: &mut dyn Write, err: &mut dyn W
         return 1;
     };
     let (mut errors, mut warnings, mut infos) = (0usize, 0usize, 0usize);
+    let (mut declared, mut loaded, mut runnable) = (0usize, 0usize, 0usize);
     let mut failed = false;
     let mut reports = Vec::new();
     for f in &files {
@@ -110,7 +111,26 @@ pub fn check(paths: &[PathBuf], json: bool, out: &mut dyn Write, err: &mut dyn W
             }
         }
         if json {
-            reports.push(json!({"file": display(f), "diagnostics": a.diagnostics_json()}));
+            // What federation would serve: tools declared, those that load (a declaration
+            // with an error is left out) and those the interpreter runs.
+            let text = String::from_utf8_lossy(&bytes);
+            let file_declared = crate::parser::declared_tools(&text);
+            let diagnostics = a.diagnostics_json();
+            let (file_loaded, file_runnable) = match a.into_partial_module() {
+                Ok(m) => (
+                    m.tools().count(),
+                    m.tools().filter(|t| t.not_executable.is_none()).count(),
+                ),
+                Err(_) => (0, 0),
+            };
+            declared += file_declared;
+            loaded += file_loaded;
+            runnable += file_runnable;
+            reports.push(json!({
+                "file": display(f),
+                "diagnostics": diagnostics,
+                "tools": {"declared": file_declared, "loaded": file_loaded, "runnable": file_runnable},
+            }));
         } else {
             let _ = write!(out, "{}", a.render());
         }
@@ -121,6 +141,7 @@ pub fn check(paths: &[PathBuf], json: bool, out: &mut dyn Write, err: &mut dyn W
             "errors": errors,
             "warnings": warnings,
             "infos": infos,
+            "tools": {"declared": declared, "loaded": loaded, "runnable": runnable},
         });
         let _ = writeln!(out, "{doc}");
     } else {
@@ -202,7 +223,7 @@ pub fn test(paths: &[PathBuf], out: &mut dyn Write, err: &mut dyn Write) -> i32 
     let Some(files) = files_or_current_dir(paths, err) else {
         return 1;
     };
-    let (mut passed, mut failed) = (0usize, 0usize);
+    let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
     for f in &files {
         let bytes = match std::fs::read(f) {
             Ok(b) => b,
@@ -233,7 +254,16 @@ pub fn test(paths: &[PathBuf], out: &mut dyn Write, err: &mut dyn Write) -> i32 
                 .as_ref()
                 .map(|l| format!(" ({l})"))
                 .unwrap_or_default();
-            if t.passed {
+            if t.skipped {
+                skipped += 1;
+                let _ = writeln!(
+                    out,
+                    "test {}::{}{label} ... skipped: {}",
+                    display(f),
+                    t.name,
+                    t.message.as_deref().unwrap_or("")
+                );
+            } else if t.passed {
                 passed += 1;
                 let _ = writeln!(out, "test {}::{}{label} ... ok", display(f), t.name);
             } else {
@@ -251,7 +281,11 @@ pub fn test(paths: &[PathBuf], out: &mut dyn Write, err: &mut dyn Write) -> i32 
             }
         }
     }
-    let _ = writeln!(out, "{passed} passed, {failed} failed");
+    if skipped > 0 {
+        let _ = writeln!(out, "{passed} passed, {failed} failed, {skipped} skipped");
+    } else {
+        let _ = writeln!(out, "{passed} passed, {failed} failed");
+    }
     if failed > 0 { 1 } else { 0 }
 }
 

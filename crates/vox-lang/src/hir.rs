@@ -124,6 +124,10 @@ pub struct FnSig {
     pub decorators: Vec<String>,
     /// 1-based line of the declaration.
     pub line: usize,
+    /// Why the interpreter does not run it (it uses a namespace member with an effect, say);
+    /// calling it fails at run time with this message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_executable: Option<String>,
     /// Body to run.
     #[serde(skip)]
     pub body: BodyId,

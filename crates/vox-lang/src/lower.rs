@@ -343,6 +343,7 @@ impl<'a> Lowerer<'a> {
                             .map(|d| f.str(d.path).to_string())
                             .collect(),
                         line: self.line(fd.span),
+                        not_executable: None,
                         body: 0,
                         span: self.hir_span(fd.span),
                     });
@@ -376,6 +377,9 @@ impl<'a> Lowerer<'a> {
                     }
                     let what = match &o.name {
                         Some(n) => format!("`{} {}`", o.kind, self.name(n.sym)),
+                        None if o.kind == crate::parser::SCRIPT_KIND => {
+                            "this run of top-level statements (script mode)".to_string()
+                        }
                         None => format!("this `{}` declaration", o.kind),
                     };
                     let start = o.span.start as usize;
@@ -851,6 +855,8 @@ impl<'a> Lowerer<'a> {
                         label: strings.first().cloned().flatten(),
                     })
                 }
+                // Real Vox's other decorators mean nothing to the interpreter.
+                other if crate::parser::VOX_DECORATORS.contains(&other) => None,
                 other => {
                     self.diags.push(
                         Diagnostic::new(
@@ -959,6 +965,7 @@ impl<'a> Lowerer<'a> {
             );
             let expr = self.push(ExprKind::Unavailable(msg), fd.name.span);
             self.program.bodies[body as usize].expr = expr;
+            self.program.functions[id].not_executable = Some(why);
         }
         let sig = &mut self.program.functions[id];
         sig.role = role;

@@ -33,6 +33,48 @@ pub const SCRIPT_KIND: &str = "top-level statements";
 /// Decorators whose arguments the interpreter reads (the others' are skipped, whatever they are).
 pub const ROLE_DECORATORS: &[&str] = &["tool", "mcp.tool", "mcp.resource", "test"];
 
+/// Real Vox's decorators that change nothing for the interpreter (effect and contract
+/// annotations, AI and UI metadata): accepted without a warning, whatever their arguments.
+pub const VOX_DECORATORS: &[&str] = &[
+    "uses",
+    "ai",
+    "prompt",
+    "subagent",
+    "search",
+    "hole",
+    "require",
+    "ensure",
+    "invariant",
+    "pure",
+    "deprecated",
+    "remote",
+    "scheduled",
+    "loading",
+    "cancellable",
+    "durable",
+    "traced",
+    "native",
+    "mobile.native",
+    "inference",
+    "distributed_train",
+    "layer",
+    "embed",
+    "pii",
+    "cors",
+    "rate_limit",
+    "webhook",
+    "index",
+    "forall",
+    "v0",
+    "tokens",
+    "deep_link",
+    "form",
+    "push",
+    "back_button",
+    "island",
+    "resource",
+];
+
 /// Decorators that make a function (or type) opaque.
 pub const OPAQUE_DECORATORS: &[&str] = &["endpoint", "server", "query", "mutation", "table"];
 
@@ -2080,4 +2122,19 @@ fn starts_expr(t: Tok) -> bool {
             | Tok::Bang
             | Tok::Not
     )
+}
+
+/// How many `@tool` / `@mcp.tool` decorators `src` holds, counted on tokens so that a
+/// declaration too broken to parse still counts (`vox check --json` compares it with the
+/// tools that load).
+pub fn declared_tools(src: &str) -> usize {
+    let (toks, _) = lexer::lex(src);
+    let text = |t: &Token| &src[t.span.start as usize..t.span.end as usize];
+    toks.windows(4)
+        .filter(|w| {
+            w[0].kind == Tok::At
+                && (text(&w[1]) == "tool" && w[2].kind != Tok::Dot
+                    || text(&w[1]) == "mcp" && w[2].kind == Tok::Dot && text(&w[3]) == "tool")
+        })
+        .count()
 }

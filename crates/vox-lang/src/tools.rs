@@ -247,7 +247,7 @@ fn test_report(
             };
             let results = m.run_tests(&opts);
             let passed = results.iter().filter(|t| t.passed).count();
-            let failed = results.len() - passed;
+            let failed = results.iter().filter(|t| !t.passed && !t.skipped).count();
             let file = FileTests {
                 file: name.to_owned(),
                 compiled: true,

@@ -184,3 +184,61 @@ fn json_diagnostics_carry_positions() {
         }])
     );
 }
+
+/// Real-Vox forms (fixtures/realvox, written for this project in the style of the public Vox
+/// corpus): the diagnostics, then what federation would serve from each file — every tool
+/// that loads, whether the interpreter runs it (and why not), and what calling it gives.
+#[test]
+fn realvox_fixtures_load_their_tools() {
+    use vox_lang::CallOptions;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let ws = FsLoader::new(root.clone());
+    for f in fixtures("realvox") {
+        let a = check(&f);
+        let mut out = a.render();
+        let declared = vox_lang::parser::declared_tools(
+            &String::from_utf8(std::fs::read(&f).unwrap()).unwrap(),
+        );
+        let m = a
+            .into_partial_module()
+            .expect("errors stay in their declarations");
+        out.push_str(&format!("\n-- {declared} tool(s) declared, loaded:\n"));
+        for t in m.tools() {
+            let args = match t.name.as_str() {
+                "order_total" => serde_json::json!({"prices": ["19.99", 5]}),
+                "describe" => serde_json::json!({"o": {"customer": "Ada", "total": "1"}}),
+                "config_path" => serde_json::json!({"name": "lint"}),
+                "read_config" => serde_json::json!({"file": "realvox/config.json"}),
+                _ => serde_json::json!({}),
+            };
+            let opts = CallOptions {
+                workspace: Some(&ws),
+                ..CallOptions::default()
+            };
+            let result = match m.call_json(&t.name, &args, &opts) {
+                Ok(o) => o.value.to_string(),
+                Err(e) => format!("{}: {e}", e.code()),
+            };
+            out.push_str(&format!(
+                "{} ({}) -> {result}\n",
+                t.name,
+                t.not_executable.as_deref().unwrap_or("runs")
+            ));
+        }
+        for r in m.run_tests(&CallOptions::default()) {
+            let state = if r.skipped {
+                "skipped"
+            } else if r.passed {
+                "ok"
+            } else {
+                "FAILED"
+            };
+            out.push_str(&format!(
+                "test {} ... {state}{}\n",
+                r.name,
+                r.message.map(|m| format!(": {m}")).unwrap_or_default()
+            ));
+        }
+        insta::assert_snapshot!(format!("realvox__{}", stem(&f)), out);
+    }
+}
