@@ -197,7 +197,7 @@ fn builtin_ctor(name: &str) -> Option<Ctor> {
         "Some" => Some(Ctor::Some),
         "None" => Some(Ctor::None),
         "Ok" => Some(Ctor::Ok),
-        "Error" | "Err" => Some(Ctor::Error),
+        "Error" => Some(Ctor::Error),
         _ => None,
     }
 }
@@ -1706,7 +1706,9 @@ impl<'a> Lowerer<'a> {
                     .or(match self.globals[name.sym.0 as usize] {
                         Some(Global::Ctor(c)) => Some(c),
                         _ => None,
-                    });
+                    })
+                    // Real Vox matches `Err(e)` as well as `Error(e)`.
+                    .or((self.name(name.sym) == "Err").then_some(Ctor::Error));
                 let text = self.name(name.sym);
                 let Some(c) = ctor else {
                     self.diag(
