@@ -201,6 +201,23 @@ impl Sym {
         "is_error",
         "unwrap",
         "unwrap_or",
+        // Methods of real Vox (and their second spellings).
+        "is_empty",
+        "to_string",
+        "to_str",
+        "char_at",
+        "trim_start",
+        "trim_end",
+        "repeat",
+        "floor",
+        "ceil",
+        "round",
+        "sqrt",
+        "is_err",
+        "length",
+        "to_uppercase",
+        "to_lowercase",
+        "index_of",
         // Other names the front end looks for.
         "_",
     ];

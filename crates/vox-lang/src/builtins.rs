@@ -331,7 +331,25 @@ pub(crate) fn call_method(
         let mut copy = recv;
         return mutate(interp, &mut copy, m, &args, span);
     }
+    match m {
+        Method::ToStr => {
+            interp.charge_display(&recv, span)?;
+            let mut s = String::new();
+            interp.display_into(&recv, &mut s, true);
+            return interp.string(s, span);
+        }
+        Method::IsEmpty => {
+            return match &recv {
+                Value::Str(s) => Ok(Value::Bool(s.is_empty())),
+                Value::List(l) => Ok(Value::Bool(l.items.is_empty())),
+                Value::Map(m) => Ok(Value::Bool(m.entries.is_empty())),
+                _ => Err(no_method(&recv, m, span)),
+            };
+        }
+        _ => {}
+    }
     match &recv {
+        Value::Int(_) | Value::Float(_) => num_method(&recv, m, &args, span),
         Value::Str(s) => str_method(interp, s, m, &args, span),
         Value::List(l) => {
             let l = Rc::clone(l);
@@ -346,8 +364,70 @@ pub(crate) fn call_method(
     }
 }
 
+/// Real Vox's number methods: `abs`, `min(x)`, `max(x)` keep the receiver's kind; `floor`,
+/// `ceil`, `round` and `sqrt` give a float.
+fn num_method(v: &Value, m: Method, args: &[Value], span: Span) -> R {
+    let f = match v {
+        Value::Int(i) => *i as f64,
+        Value::Float(f) => *f,
+        _ => return Err(no_method(v, m, span)),
+    };
+    match (m, v) {
+        (Method::Abs, Value::Int(i)) => i
+            .checked_abs()
+            .map(Value::Int)
+            .ok_or_else(|| rt("integer overflow in `abs`", span)),
+        (Method::Abs, _) => Ok(Value::Float(f.abs())),
+        (Method::Floor, _) => Ok(Value::Float(f.floor())),
+        (Method::Ceil, _) => Ok(Value::Float(f.ceil())),
+        (Method::Round, _) => Ok(Value::Float(f.round())),
+        (Method::Sqrt, _) => Ok(Value::Float(f.sqrt())),
+        (Method::Min | Method::Max, _) => {
+            let Some(ord) = value::compare(v, &args[0]) else {
+                return Err(rt(
+                    format!(
+                        "`{}` needs a number, found `{}`",
+                        m.name(),
+                        args[0].type_name()
+                    ),
+                    span,
+                ));
+            };
+            let take_self = (m == Method::Min) == ord.is_le();
+            Ok(if take_self {
+                v.clone()
+            } else {
+                args[0].clone()
+            })
+        }
+        _ => Err(no_method(v, m, span)),
+    }
+}
+
 fn str_method(interp: &mut Interp<'_>, s: &str, m: Method, args: &[Value], span: Span) -> R {
     match m {
+        Method::TrimStart => interp.string(s.trim_start().to_string(), span),
+        Method::TrimEnd => interp.string(s.trim_end().to_string(), span),
+        Method::CharAt => {
+            let i = want_int(&args[0], "the position", span)?;
+            let c = usize::try_from(i).ok().and_then(|i| s.chars().nth(i));
+            match c {
+                Some(c) => {
+                    let v = interp.string(c.to_string(), span)?;
+                    interp.fresh(Value::some(v), span)
+                }
+                None => Ok(Value::None),
+            }
+        }
+        Method::Repeat => {
+            let n = match args.first() {
+                Some(a) => want_int(a, "the count", span)?,
+                None => 1,
+            };
+            let n = usize::try_from(n).map_err(|_| rt("the count must not be negative", span))?;
+            interp.charge(s.len().saturating_mul(n), span)?;
+            interp.string(s.repeat(n), span)
+        }
         Method::Len => Ok(Value::Int(s.chars().count() as i64)),
         Method::Trim => interp.string(s.trim().to_string(), span),
         Method::ToUpper => interp.string(s.to_uppercase(), span),

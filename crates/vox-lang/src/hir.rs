@@ -500,6 +500,19 @@ pub enum Method {
     IsError,
     Unwrap,
     UnwrapOr,
+    IsEmpty,
+    ToStr,
+    CharAt,
+    TrimStart,
+    TrimEnd,
+    Repeat,
+    Abs,
+    Floor,
+    Ceil,
+    Round,
+    Sqrt,
+    Min,
+    Max,
 }
 
 impl Method {
@@ -546,6 +559,26 @@ impl Method {
         (Method::IsError, "is_error", 0, 0, false),
         (Method::Unwrap, "unwrap", 0, 0, false),
         (Method::UnwrapOr, "unwrap_or", 1, 1, false),
+        // Real Vox's methods; a second spelling comes after the first.
+        (Method::IsEmpty, "is_empty", 0, 0, false),
+        (Method::ToStr, "to_string", 0, 0, false),
+        (Method::ToStr, "to_str", 0, 0, false),
+        (Method::CharAt, "char_at", 1, 1, false),
+        (Method::TrimStart, "trim_start", 0, 0, false),
+        (Method::TrimEnd, "trim_end", 0, 0, false),
+        (Method::Repeat, "repeat", 0, 1, false),
+        (Method::Abs, "abs", 0, 0, false),
+        (Method::Floor, "floor", 0, 0, false),
+        (Method::Ceil, "ceil", 0, 0, false),
+        (Method::Round, "round", 0, 0, false),
+        (Method::Sqrt, "sqrt", 0, 0, false),
+        (Method::Min, "min", 1, 1, false),
+        (Method::Max, "max", 1, 1, false),
+        (Method::IsError, "is_err", 0, 0, false),
+        (Method::Len, "length", 0, 0, false),
+        (Method::ToUpper, "to_uppercase", 0, 0, false),
+        (Method::ToLower, "to_lowercase", 0, 0, false),
+        (Method::Find, "index_of", 1, 1, false),
     ];
 
     /// Looks a method up by name: (method, min arity, max arity, mutates).
