@@ -1727,6 +1727,8 @@ impl<'a> Parser<'a> {
                 let b = self.bump().kind == Tok::True;
                 Ok(self.mk(ExprKind::Bool(b), span, 1))
             }
+            Tok::Ident if self.peek_at(1) == Tok::FatArrow => self.lambda(span),
+            Tok::LParen if self.lambda_params_ahead() => self.lambda(span),
             Tok::Ident => {
                 let name = self.name();
                 Ok(self.mk(ExprKind::Var(name.sym), span, 1))
@@ -1858,6 +1860,63 @@ impl<'a> Parser<'a> {
             }
             _ => Err(self.unexpected("an expression")),
         }
+    }
+
+    /// Whether `( a, b ) =>` starts here: real Vox's lambda with a parameter list.
+    fn lambda_params_ahead(&self) -> bool {
+        let mut i = self.pos + 1;
+        let mut want_name = true;
+        loop {
+            match self.toks[i].kind {
+                Tok::RParen => return self.toks[i + 1].kind == Tok::FatArrow,
+                Tok::Ident if want_name => want_name = false,
+                Tok::Comma if !want_name => want_name = true,
+                _ => return false,
+            }
+            i += 1;
+        }
+    }
+
+    /// `x => expr` or `(a, b) => expr`: a closure whose body is the expression.
+    fn lambda(&mut self, span: Span) -> PResult<ExprId> {
+        let mut params = Vec::new();
+        if self.eat(Tok::LParen) {
+            while !self.eat(Tok::RParen) {
+                let name = self.name();
+                params.push(Param {
+                    name,
+                    ty: None,
+                    default: None,
+                });
+                self.eat(Tok::Comma);
+            }
+        } else {
+            let name = self.name();
+            params.push(Param {
+                name,
+                ty: None,
+                default: None,
+            });
+        }
+        self.expect(Tok::FatArrow, "`=>`")?;
+        self.skip_newlines();
+        let e = self.expr()?;
+        let body_span = self.e(e).span;
+        let h = self.e(e).height + 1;
+        let stmts = Seq::push_all(&mut self.f.stmts, [Stmt::Expr(e)]);
+        let body = Block {
+            stmts,
+            span: body_span,
+            height: h,
+        };
+        let params = Seq::push_all(&mut self.f.params, params);
+        let id = self.f.closures.len() as u32;
+        self.f.closures.push(Closure {
+            params,
+            ret: None,
+            body,
+        });
+        Ok(self.mk(ExprKind::Closure(id), span.to(body_span), h + 1))
     }
 
     fn looks_like_record(&self) -> bool {
