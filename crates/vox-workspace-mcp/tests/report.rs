@@ -290,3 +290,19 @@ fn an_unusable_surface_file_is_reported_against_it() {
     );
     assert_eq!(d.diagnostics[0].line, 3);
 }
+
+#[test]
+fn the_example_workspace_surface_file_is_valid_and_every_budget_key_applies() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/workspace");
+    let s = scan(&root);
+    assert!(s.report.errors.is_empty(), "{:?}", s.report.errors);
+    assert!(
+        s.report.diagnostics.is_empty(),
+        "{:?}",
+        s.report.diagnostics
+    );
+    let config = WorkspaceMcpLoader::new(root).config().unwrap();
+    assert!(!config.budgets.files.is_empty() && !config.budgets.tools.is_empty());
+    assert_eq!(s.tools["stats"].budget.budget.max_steps, 5_000_000);
+    assert_eq!(s.tools["order_total"].budget.budget.max_steps, 200_000);
+}
