@@ -3,13 +3,13 @@
 //! Boot steps fill it through `&mut Ctx`; after boot it is shared read-only.
 
 use crate::boot::BootReport;
+use crate::call::CallCtx;
 use crate::error::{ToolError, ToolOutcome};
 use crate::workspace::Workspace;
 use serde_json::{Value, json};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use vox_mcp_registry::{Denial, ProfileSet};
 
@@ -21,14 +21,9 @@ pub trait DynamicTools: Send + Sync {
     fn descriptors(&self, advertise_workspace: bool) -> Vec<Value>;
     /// Whether it serves `name` (listed or not).
     fn has_tool(&self, name: &str) -> bool;
-    /// Calls `name` (blocking work; stops when `cancel` turns true); `None` if it has no such
-    /// tool.
-    fn call(
-        &self,
-        name: &str,
-        args: &Value,
-        cancel: &AtomicBool,
-    ) -> Option<Result<Value, ToolError>>;
+    /// Calls `name` (blocking work; stops when `call.cancel` turns true, may log through
+    /// `call.log`); `None` if it has no such tool.
+    fn call(&self, name: &str, args: &Value, call: &CallCtx) -> Option<Result<Value, ToolError>>;
     /// MCP resource descriptors, in URI order.
     fn resources(&self) -> Vec<Value>;
     /// Reads a resource (blocking); `None` if it has no such URI.

@@ -453,13 +453,13 @@ impl Orchestrator {
         let args = if args.is_null() { json!({}) } else { args };
         let ctx = self.ctx.clone();
         let owned = name.to_owned();
-        let cancel = call.cancel.clone();
+        let inner = call.clone();
         let work = run_blocking(move || {
             Ok(ctx
                 .hooks()
                 .dynamic
                 .iter()
-                .find_map(|p| p.call(&owned, &args, cancel.flag())))
+                .find_map(|p| p.call(&owned, &args, &inner)))
         });
         match self.under_deadline(name, &call, work).await {
             Ok(Some(Ok(v))) => cap_result(name, v),

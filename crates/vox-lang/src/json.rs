@@ -179,38 +179,139 @@ pub fn json_to_typed(p: &Program, j: &J, ty: &Ty, path: &str) -> Result<Value, S
     }
 }
 
-/// A user ADT accepts its own JSON form `{"variant": …, "fields": {…}}`; anything else (and
-/// every record type) passes through untyped, as the schema sets no constraint.
+/// A user type's JSON form is checked against its declaration. A record is an object with
+/// exactly its fields (an `Option` field may be left out: it is `None`); an ADT value is
+/// `{"variant": "Name", "fields": {…}}` with exactly that variant's fields (`fields` may be left
+/// out when there are none, an `Option` field may be left out). Every error names the path of
+/// the offending value (`order.lines[2].qty`, `shape.fields.w`).
 fn user_from_json(p: &Program, j: &J, index: u32, path: &str) -> Result<Value, String> {
-    let TypeShape::Adt { variants } = &p.types[index as usize].shape else {
-        return json_to_value(j).map_err(too_deep);
-    };
-    let Some(name) = j.get("variant").and_then(J::as_str) else {
-        return json_to_value(j).map_err(too_deep);
-    };
-    let Some(vi) = variants.iter().position(|v| v.name == name) else {
-        return Err(format!(
-            "`{path}`: `{name}` is not a variant of `{}`",
-            p.types[index as usize].name
-        ));
-    };
-    let empty = JMap::new();
-    let fields = j.get("fields").and_then(J::as_object).unwrap_or(&empty);
-    let mut vals = Vec::new();
-    for (fname, fty) in &variants[vi].fields {
-        let Some(x) = fields.get(fname) else {
-            return Err(format!("`{path}.fields.{fname}` is missing"));
-        };
-        vals.push(json_to_typed(p, x, fty, &format!("{path}.fields.{fname}"))?);
+    let def = &p.types[index as usize];
+    match &def.shape {
+        TypeShape::Record { fields } => {
+            let J::Object(m) = j else {
+                return Err(format!(
+                    "`{path}` must be an object (a `{}` record), got {}",
+                    def.name,
+                    kind_of(j)
+                ));
+            };
+            let entries =
+                fields_from_json(p, m, fields, path, &format!("a `{}` record", def.name))?;
+            Value::map(entries).map_err(too_deep)
+        }
+        TypeShape::Adt { variants } => {
+            let names = || {
+                variants
+                    .iter()
+                    .map(|v| format!("`{}`", v.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let J::Object(m) = j else {
+                return Err(format!(
+                    "`{path}` must be a `{}` value, an object {{\"variant\": …, \"fields\": {{…}}}}, got {}",
+                    def.name,
+                    kind_of(j)
+                ));
+            };
+            if let Some(k) = m
+                .keys()
+                .find(|k| !matches!(k.as_str(), "variant" | "fields"))
+            {
+                return Err(format!(
+                    "`{path}` has an unknown key `{k}`: a `{}` value has only `variant` and `fields`",
+                    def.name
+                ));
+            }
+            let name = match m.get("variant") {
+                Some(J::String(s)) => s.as_str(),
+                Some(other) => {
+                    return Err(format!(
+                        "`{path}.variant` must be a string, got {}",
+                        kind_of(other)
+                    ));
+                }
+                None => {
+                    return Err(format!(
+                        "`{path}.variant` is missing (a variant of `{}`: {})",
+                        def.name,
+                        names()
+                    ));
+                }
+            };
+            let Some(vi) = variants.iter().position(|v| v.name == name) else {
+                return Err(format!(
+                    "`{path}`: `{name}` is not a variant of `{}` ({})",
+                    def.name,
+                    names()
+                ));
+            };
+            let empty = JMap::new();
+            let given = match m.get("fields") {
+                None => &empty,
+                Some(J::Object(f)) => f,
+                Some(other) => {
+                    return Err(format!(
+                        "`{path}.fields` must be an object, got {}",
+                        kind_of(other)
+                    ));
+                }
+            };
+            let variant = &variants[vi];
+            let mut entries = fields_from_json(
+                p,
+                given,
+                &variant.fields,
+                &format!("{path}.fields"),
+                &format!("variant `{name}`"),
+            )?;
+            // In declaration order, as the constructor takes them.
+            let vals = variant
+                .fields
+                .iter()
+                .map(|(f, _)| entries.remove(f.as_str()).unwrap_or(Value::None))
+                .collect();
+            Value::adt(
+                Ctor::User {
+                    ty: index,
+                    variant: vi as u32,
+                },
+                vals,
+            )
+            .map_err(too_deep)
+        }
     }
-    Value::adt(
-        Ctor::User {
-            ty: index,
-            variant: vi as u32,
-        },
-        vals,
-    )
-    .map_err(too_deep)
+}
+
+/// The declared fields of a record or variant from a JSON object: an unknown key, a missing
+/// field that is not an `Option`, or a value of the wrong type is an error naming its path.
+fn fields_from_json(
+    p: &Program,
+    given: &JMap<String, J>,
+    fields: &[(String, Ty)],
+    path: &str,
+    what: &str,
+) -> Result<BTreeMap<Rc<str>, Value>, String> {
+    if let Some(k) = given.keys().find(|k| !fields.iter().any(|(f, _)| f == *k)) {
+        let known: Vec<String> = fields.iter().map(|(f, _)| format!("`{f}`")).collect();
+        let known = if known.is_empty() {
+            "no fields".to_string()
+        } else {
+            format!("the fields {}", known.join(", "))
+        };
+        return Err(format!("`{path}.{k}` is not a field: {what} has {known}"));
+    }
+    let mut entries = BTreeMap::new();
+    for (f, ty) in fields {
+        let sub = format!("{path}.{f}");
+        let v = match given.get(f) {
+            Some(x) => json_to_typed(p, x, ty, &sub)?,
+            None if matches!(ty, Ty::Option { .. }) => Value::None,
+            None => return Err(format!("`{sub}` is missing ({what} requires it)")),
+        };
+        entries.insert(Rc::from(f.as_str()), v);
+    }
+    Ok(entries)
 }
 
 /// JSON Schema for a declared type.

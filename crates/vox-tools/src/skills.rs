@@ -42,7 +42,7 @@ impl vox_core::DynamicTools for SkillSurface {
         &self,
         name: &str,
         args: &Value,
-        _cancel: &std::sync::atomic::AtomicBool,
+        _call: &vox_core::CallCtx,
     ) -> Option<Result<Value, ToolError>> {
         self.macros
             .then(|| self.skills.call_macro(name, args))

@@ -54,10 +54,19 @@ fn refresh(ctx: &Ctx, call: &CallCtx, _a: NoArgs) -> Result<Refreshed, ToolError
         )
     });
     for e in &report.errors {
+        let loaded = report
+            .diagnostics
+            .iter()
+            .any(|d| d.file == e.file && d.loaded);
+        let what = if loaded {
+            "has errors (what compiled is served)"
+        } else {
+            "not loaded"
+        };
         call.log(
             LogLevel::Warning,
             "workspace",
-            format!("{} not loaded: {}", e.file, e.diagnostic),
+            format!("{} {what}: {}", e.file, e.diagnostic),
         );
     }
     if changed {

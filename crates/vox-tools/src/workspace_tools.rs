@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 use std::sync::{Arc, RwLock};
-use vox_core::ToolError;
+use vox_core::{CallCtx, LogLevel, ToolError};
 use vox_workspace_mcp::{RefreshReport, Surface, WorkspaceMcpLoader};
 
 /// The loader and the current surface (scanned on first use, then on refresh).
@@ -62,14 +62,7 @@ impl WorkspaceTools {
         let s = self
             .loader
             .scan_observed(&is_static, progress)
-            .unwrap_or_else(|e| {
-                let mut s = Surface::default();
-                s.report.errors.push(vox_workspace_mcp::FileError {
-                    file: vox_workspace_mcp::SURFACE_FILE.into(),
-                    diagnostic: e.to_string(),
-                });
-                s
-            });
+            .unwrap_or_else(|e| Surface::unusable(&e));
         for sh in &s.report.shadowed {
             tracing::warn!(
                 file = sh.file,
@@ -86,7 +79,19 @@ impl WorkspaceTools {
             tracing::warn!(file = d.file, "duplicate workspace name {} skipped", d.name);
         }
         for e in &s.report.errors {
-            tracing::warn!(file = e.file, "workspace file not loaded: {}", e.diagnostic);
+            tracing::warn!(file = e.file, "workspace file has errors: {}", e.diagnostic);
+        }
+        for f in &s.report.diagnostics {
+            for d in f.diagnostics.iter().filter(|d| d.severity == "warning") {
+                tracing::info!(
+                    file = f.file,
+                    "{}:{}: warning[{}]: {}",
+                    d.line,
+                    d.column,
+                    d.code,
+                    d.message
+                );
+            }
         }
         Scanned::new(Arc::new(s))
     }
@@ -139,47 +144,130 @@ impl WorkspaceTools {
             .collect()
     }
 
-    /// Calls a federated tool under the interpreter's default budget, stopping when `cancel`
-    /// turns true; `None` if no such tool.
+    /// Calls a federated tool under its budget (the surface file's, else the interpreter's
+    /// default), stopping when the call is cancelled; each `print`ed line goes to the caller as
+    /// an `info` log message from the logger named after the tool, and to the daemon's log.
+    /// `None` if no such tool.
     pub fn call(
         &self,
         name: &str,
         args: &Value,
-        cancel: &std::sync::atomic::AtomicBool,
+        call: &CallCtx,
     ) -> Option<Result<Value, ToolError>> {
         let surface = self.surface();
         let tool = surface.tools.get(name)?;
+        let printed = PrintRelay::new(name, &tool.file, call);
+        let sink = |line: &str| printed.line(line);
         let opts = vox_lang::CallOptions {
-            cancel: Some(cancel),
-            ..Default::default()
+            budget: tool.budget.budget,
+            cancel: Some(call.cancel.flag()),
+            log: Some(&sink),
         };
         let out = tool.module.call_json(name, args, &opts);
-        Some(out.map(|o| o.value).map_err(|e| {
-            if let vox_lang::CallError::Budget {
+        printed.finish();
+        Some(out.map(|o| o.value).map_err(|e| match &e {
+            vox_lang::CallError::Budget {
                 kind: vox_lang::BudgetKind::Cancelled,
                 ..
-            } = e
-            {
-                ToolError::Cancelled(format!("{name} was cancelled"))
-            } else if e.is_input_error() {
-                ToolError::InvalidArguments(e.to_string())
-            } else if e.code() == "tool_error" {
-                ToolError::Failed(e.to_string())
-            } else {
-                ToolError::Unavailable(format!("{name}: {e}"))
+            } => ToolError::Cancelled(format!("{name} was cancelled")),
+            vox_lang::CallError::Budget { kind, .. } => {
+                let limit = tool
+                    .budget
+                    .describe(*kind)
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default();
+                ToolError::Unavailable(format!("{name}: budget_exceeded: {e}{limit}"))
             }
+            _ if e.is_input_error() => ToolError::InvalidArguments(e.to_string()),
+            _ if e.code() == "tool_error" => ToolError::Failed(e.to_string()),
+            _ => ToolError::Unavailable(format!("{name}: {e}")),
         }))
     }
 
-    /// Reads a federated resource; `None` if no such URI.
+    /// Reads a federated resource under its file's budget; `None` if no such URI.
     pub fn read(&self, uri: &str) -> Option<Result<String, ToolError>> {
         let surface = self.surface();
         let r = surface.resources.get(uri)?;
+        let sink = |line: &str| {
+            tracing::info!(target: "vox.workspace", resource = uri, file = r.file, "print: {}", clip(line));
+        };
+        let opts = vox_lang::CallOptions {
+            budget: r.budget.budget,
+            log: Some(&sink),
+            cancel: None,
+        };
         Some(
             r.module
-                .read_resource(uri, &Default::default())
+                .read_resource(uri, &opts)
                 .map_err(|e| ToolError::Unavailable(format!("{uri}: {e}"))),
         )
+    }
+}
+
+/// Most `print`ed lines of one call sent to its caller; the rest are counted, and the count is
+/// sent once the call ends (the daemon log gets every line).
+pub const MAX_PRINTED_LINES: usize = 1_000;
+/// Longest `print`ed line sent as is; longer ones are cut (a log frame must stay well under
+/// the socket's 4 MiB line limit).
+pub const MAX_PRINTED_CHARS: usize = 8_192;
+
+/// A line cut to [`MAX_PRINTED_CHARS`] characters, saying how much was left out.
+fn clip(line: &str) -> std::borrow::Cow<'_, str> {
+    match line.char_indices().nth(MAX_PRINTED_CHARS) {
+        None => line.into(),
+        Some((at, _)) => format!(
+            "{}… ({} more bytes not shown)",
+            &line[..at],
+            line.len() - at
+        )
+        .into(),
+    }
+}
+
+/// Forwards one call's `print`s to its caller (MCP `notifications/message`, level `info`,
+/// logger = the tool's name) and to the daemon's log.
+struct PrintRelay<'a> {
+    tool: &'a str,
+    file: &'a str,
+    call: &'a CallCtx,
+    sent: std::sync::atomic::AtomicUsize,
+}
+
+impl<'a> PrintRelay<'a> {
+    fn new(tool: &'a str, file: &'a str, call: &'a CallCtx) -> Self {
+        PrintRelay {
+            tool,
+            file,
+            call,
+            sent: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    fn line(&self, line: &str) {
+        let line = clip(line);
+        tracing::info!(target: "vox.workspace", tool = self.tool, file = self.file, "print: {line}");
+        if !self.call.logs(LogLevel::Info) {
+            return;
+        }
+        let n = self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if n < MAX_PRINTED_LINES {
+            self.call.log(LogLevel::Info, self.tool, line.into_owned());
+        }
+    }
+
+    /// Says how many lines were not sent, if any.
+    fn finish(&self) {
+        let n = self.sent.load(std::sync::atomic::Ordering::Relaxed);
+        if n > MAX_PRINTED_LINES {
+            self.call.log(
+                LogLevel::Warning,
+                self.tool,
+                format!(
+                    "{} more printed lines of this call were not sent (at most {MAX_PRINTED_LINES} are); the daemon log has them all",
+                    n - MAX_PRINTED_LINES
+                ),
+            );
+        }
     }
 }
 
@@ -279,13 +367,8 @@ impl vox_core::DynamicTools for WorkspaceTools {
     fn has_tool(&self, name: &str) -> bool {
         self.surface().tools.contains_key(name)
     }
-    fn call(
-        &self,
-        name: &str,
-        args: &Value,
-        cancel: &std::sync::atomic::AtomicBool,
-    ) -> Option<Result<Value, ToolError>> {
-        WorkspaceTools::call(self, name, args, cancel)
+    fn call(&self, name: &str, args: &Value, call: &CallCtx) -> Option<Result<Value, ToolError>> {
+        WorkspaceTools::call(self, name, args, call)
     }
     fn resources(&self) -> Vec<Value> {
         WorkspaceTools::resources(self)

@@ -1,0 +1,201 @@
+//! Arguments for record- and ADT-typed parameters are checked against the declared types: a
+//! value of the wrong shape is an input error naming its path, never a run-time error.
+
+use serde_json::{Value as J, json};
+use vox_lang::{CallError, CallOptions, Module};
+
+const ORDERS: &str = r#"
+type Line { sku: str, qty: int, note: Option[str] }
+type Order { id: str, lines: list[Line], rush: bool, ship: Ship }
+type Ship = | Pickup | Courier(zone: int, express: Option[bool]) | Post(int)
+
+@tool
+fn total(order: Order) to int {
+    order.lines.fold(0, fn(acc, l) { acc + l.qty })
+}
+
+@tool
+fn notes(order: Order) to list[str] {
+    order.lines.map(fn(l) { match l.note { Some(n) => n, None => "-" } })
+}
+
+@tool
+fn zone(order: Order) to int {
+    match order.ship { Pickup => 0, Courier(z, _) => z, Post(n) => n }
+}
+
+@tool
+fn maybe(line: Option[Line] = None) to int {
+    match line { Some(l) => l.qty, None => -1 }
+}
+"#;
+
+fn module() -> Module {
+    match Module::compile("orders.vox", ORDERS.as_bytes()) {
+        Ok(m) => m,
+        Err(e) => panic!("does not compile:\n{}", e.render()),
+    }
+}
+
+fn call(f: &str, args: J) -> Result<J, CallError> {
+    module()
+        .call_json(f, &args, &CallOptions::default())
+        .map(|o| o.value)
+}
+
+fn good_order() -> J {
+    json!({
+        "id": "o-1",
+        "rush": false,
+        "ship": {"variant": "Courier", "fields": {"zone": 3}},
+        "lines": [
+            {"sku": "a", "qty": 2},
+            {"sku": "b", "qty": 5, "note": "fragile"},
+            {"sku": "c", "qty": 1, "note": null}
+        ]
+    })
+}
+
+/// The input error for `args`, asserting that it is one (not a run-time error).
+fn input_error(f: &str, args: J) -> String {
+    match call(f, args) {
+        Err(e @ CallError::Input { .. }) => {
+            assert!(e.is_input_error());
+            e.to_string()
+        }
+        other => panic!("expected an input error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_well_formed_record_argument_is_accepted_with_option_fields_left_out() {
+    assert_eq!(
+        call("total", json!({"order": good_order()})).unwrap(),
+        json!(8)
+    );
+    assert_eq!(
+        call("notes", json!({"order": good_order()})).unwrap(),
+        json!(["-", "fragile", "-"])
+    );
+    assert_eq!(
+        call("zone", json!({"order": good_order()})).unwrap(),
+        json!(3)
+    );
+    let mut o = good_order();
+    o["ship"] = json!({"variant": "Pickup"});
+    assert_eq!(call("zone", json!({"order": o})).unwrap(), json!(0));
+    o["ship"] = json!({"variant": "Post", "fields": {"_0": 9}});
+    assert_eq!(call("zone", json!({"order": o})).unwrap(), json!(9));
+    assert_eq!(call("maybe", json!({})).unwrap(), json!(-1));
+    assert_eq!(
+        call("maybe", json!({"line": {"sku": "x", "qty": 4}})).unwrap(),
+        json!(4)
+    );
+}
+
+#[test]
+fn a_wrong_type_deep_in_a_record_names_its_path() {
+    let mut o = good_order();
+    o["lines"][2]["qty"] = json!("1");
+    let e = input_error("total", json!({"order": o}));
+    assert!(
+        e.contains("`order.lines[2].qty` must be an integer, got string"),
+        "{e}"
+    );
+    let mut o = good_order();
+    o["lines"][1]["note"] = json!(7);
+    let e = input_error("notes", json!({"order": o}));
+    assert!(e.contains("`order.lines[1].note` must be a string"), "{e}");
+    let mut o = good_order();
+    o["lines"] = json!({"sku": "a"});
+    let e = input_error("total", json!({"order": o}));
+    assert!(
+        e.contains("`order.lines` must be an array, got object"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_missing_record_field_names_its_path() {
+    let mut o = good_order();
+    o["lines"][0].as_object_mut().unwrap().remove("qty");
+    let e = input_error("total", json!({"order": o}));
+    assert!(e.contains("`order.lines[0].qty` is missing"), "{e}");
+    let mut o = good_order();
+    o.as_object_mut().unwrap().remove("rush");
+    let e = input_error("total", json!({"order": o}));
+    assert!(e.contains("`order.rush` is missing"), "{e}");
+}
+
+#[test]
+fn an_unknown_record_field_names_its_path_and_the_known_fields() {
+    let mut o = good_order();
+    o["lines"][1]["quantity"] = json!(5);
+    let e = input_error("total", json!({"order": o}));
+    assert!(
+        e.contains("`order.lines[1].quantity` is not a field"),
+        "{e}"
+    );
+    assert!(e.contains("`sku`, `qty`, `note`"), "{e}");
+}
+
+#[test]
+fn a_record_argument_that_is_not_an_object_is_an_input_error() {
+    let e = input_error("total", json!({"order": [1, 2]}));
+    assert!(
+        e.contains("`order` must be an object (a `Order` record), got array"),
+        "{e}"
+    );
+    let e = input_error("maybe", json!({"line": "x"}));
+    assert!(e.contains("`line` must be an object"), "{e}");
+}
+
+#[test]
+fn adt_fields_are_checked_like_record_fields() {
+    let cases = [
+        (json!("Courier"), "`order.ship` must be a `Ship` value"),
+        (json!({"fields": {}}), "`order.ship.variant` is missing"),
+        (
+            json!({"variant": 3}),
+            "`order.ship.variant` must be a string",
+        ),
+        (
+            json!({"variant": "Drone"}),
+            "`Drone` is not a variant of `Ship`",
+        ),
+        (
+            json!({"variant": "Courier", "fields": {"zone": "3"}}),
+            "`order.ship.fields.zone` must be an integer",
+        ),
+        (
+            json!({"variant": "Courier", "fields": {}}),
+            "`order.ship.fields.zone` is missing",
+        ),
+        (
+            json!({"variant": "Courier", "fields": {"zone": 1, "speed": 2}}),
+            "`order.ship.fields.speed` is not a field: variant `Courier`",
+        ),
+        (
+            json!({"variant": "Pickup", "fields": {"zone": 1}}),
+            "variant `Pickup` has no fields",
+        ),
+        (
+            json!({"variant": "Courier", "fields": [1]}),
+            "`order.ship.fields` must be an object, got array",
+        ),
+        (
+            json!({"variant": "Courier", "fields": {"zone": 1}, "extra": 1}),
+            "`order.ship` has an unknown key `extra`",
+        ),
+    ];
+    for (ship, want) in cases {
+        let mut o = good_order();
+        o["ship"] = ship.clone();
+        let e = input_error("zone", json!({"order": o}));
+        assert!(e.contains(want), "{ship}: {e}");
+    }
+    // An `Option` field of a variant may be given or left out.
+    let mut o = good_order();
+    o["ship"] = json!({"variant": "Courier", "fields": {"zone": 4, "express": true}});
+    assert_eq!(call("zone", json!({"order": o})).unwrap(), json!(4));
+}
