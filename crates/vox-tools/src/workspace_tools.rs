@@ -28,10 +28,16 @@ impl Scanned {
             .tools
             .values()
             .map(|t| {
+                let mut meta = json!({"vox_source": "workspace", "vox_file": t.file});
+                // A tool that uses something the interpreter does not run (a process, the
+                // network, ...) is listed, and says why calling it fails.
+                if let Some(why) = t.module.function(&t.name).and_then(|f| f.not_executable.clone()) {
+                    meta["vox_not_executable"] = json!(why);
+                }
                 json!({
                     "name": t.name, "title": t.name, "description": t.description, "inputSchema": t.input_schema,
                     "annotations": {"readOnlyHint": false, "destructiveHint": false, "openWorldHint": false},
-                    "_meta": {"vox_source": "workspace", "vox_file": t.file},
+                    "_meta": meta,
                 })
             })
             .collect();
@@ -158,10 +164,12 @@ impl WorkspaceTools {
         let tool = surface.tools.get(name)?;
         let printed = PrintRelay::new(name, &tool.file, call);
         let sink = |line: &str| printed.line(line);
+        let files = self.loader.fs();
         let opts = vox_lang::CallOptions {
             budget: tool.budget.budget,
             cancel: Some(call.cancel.flag()),
             log: Some(&sink),
+            workspace: Some(&files),
         };
         let out = tool.module.call_json(name, args, &opts);
         printed.finish();
@@ -191,10 +199,12 @@ impl WorkspaceTools {
         let sink = |line: &str| {
             tracing::info!(target: "vox.workspace", resource = uri, file = r.file, "print: {}", clip(line));
         };
+        let files = self.loader.fs();
         let opts = vox_lang::CallOptions {
             budget: r.budget.budget,
             log: Some(&sink),
             cancel: None,
+            workspace: Some(&files),
         };
         Some(
             r.module

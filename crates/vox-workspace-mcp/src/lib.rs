@@ -630,7 +630,9 @@ impl WorkspaceMcpLoader {
         Ok(out)
     }
 
-    fn fs(&self) -> vox_lang::FsLoader {
+    /// The workspace's files as tools may read them (`fs.read`, imports): confined to the
+    /// root, regular files, at most [`MAX_FILE_BYTES`].
+    pub fn fs(&self) -> vox_lang::FsLoader {
         vox_lang::FsLoader::new(self.root.clone()).with_max_file_bytes(MAX_FILE_BYTES)
     }
 
@@ -672,7 +674,7 @@ impl WorkspaceMcpLoader {
             return Ok(m);
         }
         *compiled += 1;
-        let m = Module::compile_with(rel, bytes, &self.fs())
+        let m = Module::compile_partial_with(rel, bytes, &self.fs())
             .map(Arc::new)
             .map_err(NoModule::Compile)?;
         // Only modules are cached: a file that fails may fail because of a file it imports, so

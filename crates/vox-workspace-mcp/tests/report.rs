@@ -47,7 +47,10 @@ fn every_error_and_warning_of_a_file_is_reported_with_its_position() {
     assert_eq!(d.len(), 1, "{d:?}");
     let bad = &d[0];
     assert_eq!(bad.file, "tools/bad.vox");
-    assert!(!bad.loaded);
+    // Each error costs only its declaration: `two` (a warning only) is served.
+    assert!(bad.loaded);
+    assert!(s.tools.contains_key("two") && !s.tools.contains_key("one"));
+    assert!(!s.tools.contains_key("three"));
     assert!(bad.errors >= 2, "{bad:?}");
     assert_eq!(bad.warnings, 1, "{bad:?}");
     assert_eq!(bad.diagnostics.len(), bad.errors + bad.warnings);
