@@ -351,3 +351,68 @@ async fn a_record_argument_of_the_wrong_shape_is_an_input_error_naming_its_path(
     );
     c.cancel().await.unwrap();
 }
+
+/// Files written the way real Vox projects are (tables, endpoints, components, std namespaces,
+/// script statements, a declaration with a syntax error) federate their tools through
+/// `vox mcp`: what runs answers, a tool that uses an effect is listed with the reason and
+/// fails with it, a broken declaration costs only itself, `fs.read` sees the workspace.
+#[tokio::test]
+async fn real_vox_files_federate_every_tool_that_compiles() {
+    let ws = Ws::new()
+        .with_env("VOX_WORKSPACE_WATCH", "0")
+        .with_env("VOX_MCP_WORKSPACE_TOOLS", "1");
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../vox-lang/tests/fixtures/realvox");
+    for name in ["app.vox", "scripts.vox", "broken.vox", "config.json"] {
+        let text = std::fs::read_to_string(fixtures.join(name)).unwrap();
+        write(&ws, &format!("realvox/{name}"), &text);
+    }
+    let c = ws.client(&[]).await;
+    let listed = tools(&c).await;
+    let names: Vec<&str> = listed.iter().map(|t| t.name.as_ref()).collect();
+    for want in [
+        "order_total",
+        "describe",
+        "config_path",
+        "read_config",
+        "release",
+        "first",
+        "second",
+        "calls_broken",
+    ] {
+        assert!(names.contains(&want), "{want} not listed: {names:?}");
+    }
+    assert!(
+        !names.contains(&"broken"),
+        "a declaration with a syntax error is served"
+    );
+    assert_eq!(
+        ok(&c, "order_total", json!({"prices": ["19.99", 5]})).await["result"],
+        "26.9892"
+    );
+    let config = ok(&c, "read_config", json!({"file": "realvox/config.json"})).await;
+    assert_eq!(config["level"], 2, "{config}");
+    let outside = err(&c, "read_config", json!({"file": "../../etc/passwd"})).await;
+    assert!(
+        outside["message"].as_str().unwrap().contains("outside"),
+        "{outside}"
+    );
+    let release = err(&c, "release", json!({})).await;
+    assert!(
+        release["message"]
+            .as_str()
+            .unwrap()
+            .contains("`std.process.run` runs processes"),
+        "{release}"
+    );
+    let report = ok(&c, "vox_workspace_mcp_refresh", json!({})).await;
+    let broken = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["file"] == "realvox/broken.vox")
+        .expect("broken.vox reported");
+    assert_eq!(broken["loaded"], true);
+    assert_eq!(broken["errors"], 2, "{broken}");
+    c.cancel().await.unwrap();
+}
