@@ -242,3 +242,19 @@ fn realvox_fixtures_load_their_tools() {
         insta::assert_snapshot!(format!("realvox__{}", stem(&f)), out);
     }
 }
+
+/// `vox fmt` accepts real-Vox files: formatting is idempotent and keeps their tokens (the
+/// formatter refuses anything else), and a file with a syntax error is refused, not mangled.
+#[test]
+fn realvox_fixtures_format_idempotently() {
+    for f in fixtures("realvox") {
+        let src = std::fs::read_to_string(&f).unwrap();
+        match vox_lang::fmt::format(&rel(&f), &src) {
+            Ok(once) => {
+                let twice = vox_lang::fmt::format(&rel(&f), &once).unwrap();
+                assert_eq!(once, twice, "{}", rel(&f));
+            }
+            Err(e) => assert!(stem(&f) == "broken", "{}: {e}", rel(&f)),
+        }
+    }
+}
