@@ -218,6 +218,9 @@ impl Sym {
         "to_uppercase",
         "to_lowercase",
         "index_of",
+        "matches",
+        "find_all",
+        "group",
         // Other names the front end looks for.
         "_",
     ];

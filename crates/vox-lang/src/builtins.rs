@@ -219,6 +219,17 @@ pub(crate) fn call_builtin(interp: &mut Interp<'_>, b: Builtin, args: Vec<Value>
                 Err(why) => Ok(Value::error(&why)),
             }
         }
+        Builtin::RegexCompile => {
+            let p = want_str(&args[0], "regex.compile's pattern", span)?;
+            interp.charge(p.len() * 16 + 256, span)?;
+            match stdlib::regex_compile(p) {
+                Ok(re) => interp.fresh(
+                    Value::ok(Value::Regex(Rc::new(stdlib::RegexValue::Pattern(re)))),
+                    span,
+                ),
+                Err(why) => Ok(Value::error(&why)),
+            }
+        }
         Builtin::Now => interp.string(rfc3339_now(), span),
         Builtin::Uuid => interp.string(uuid_v4(), span),
         Builtin::JsonEncode => match interp
@@ -349,6 +360,7 @@ pub(crate) fn call_method(
         _ => {}
     }
     match &recv {
+        Value::Regex(r) => regex_method(interp, r, m, &args, span),
         Value::Int(_) | Value::Float(_) => num_method(&recv, m, &args, span),
         Value::Str(s) => str_method(interp, s, m, &args, span),
         Value::List(l) => {
@@ -361,6 +373,71 @@ pub(crate) fn call_method(
         }
         Value::None | Value::Adt(_) => option_method(interp, &recv, m, args, span),
         _ => Err(no_method(&recv, m, span)),
+    }
+}
+
+/// A compiled pattern's `matches(s)`, `find(s)` (an Option of a match), `find_all(s)` and
+/// `replace(s, with)` (every match; `$1` names a group); a match's `group(i)`.
+fn regex_method(
+    interp: &mut Interp<'_>,
+    r: &stdlib::RegexValue,
+    m: Method,
+    args: &[Value],
+    span: Span,
+) -> R {
+    let wrap = |g: Vec<Option<String>>| Value::Regex(Rc::new(stdlib::RegexValue::Match(g)));
+    match (r, m) {
+        (stdlib::RegexValue::Pattern(re), Method::Matches) => {
+            let s = want_str(&args[0], "the text", span)?;
+            Ok(Value::Bool(re.is_match(s)))
+        }
+        (stdlib::RegexValue::Pattern(re), Method::Find) => {
+            let s = want_str(&args[0], "the text", span)?;
+            match re.captures(s) {
+                Some(c) => {
+                    interp.charge(s.len().min(c[0].len() * 2) + 64, span)?;
+                    interp.fresh(Value::some(wrap(stdlib::groups(&c))), span)
+                }
+                None => Ok(Value::None),
+            }
+        }
+        (stdlib::RegexValue::Pattern(re), Method::FindAll) => {
+            let s = want_str(&args[0], "the text", span)?;
+            let mut items = Vec::new();
+            for c in re.captures_iter(s) {
+                interp.charge(c[0].len() * 2 + 64, span)?;
+                items.push(wrap(stdlib::groups(&c)));
+            }
+            interp.fresh(Value::list(items), span)
+        }
+        (stdlib::RegexValue::Pattern(re), Method::Replace) => {
+            let s = want_str(&args[0], "the text", span)?;
+            let with = want_str(&args[1], "the replacement", span)?;
+            let out = re.replace_all(s, with).into_owned();
+            interp.string(out, span)
+        }
+        (stdlib::RegexValue::Match(g), Method::Group) => {
+            let i = want_int(&args[0], "the group", span)?;
+            let found = usize::try_from(i)
+                .ok()
+                .and_then(|i| g.get(i))
+                .cloned()
+                .flatten();
+            match found {
+                Some(t) => {
+                    let v = interp.string(t, span)?;
+                    interp.fresh(Value::some(v), span)
+                }
+                None => Ok(Value::None),
+            }
+        }
+        _ => {
+            let kind = match r {
+                stdlib::RegexValue::Pattern(_) => "Regex",
+                stdlib::RegexValue::Match(_) => "Match",
+            };
+            Err(rt(format!("a `{kind}` has no method `{}`", m.name()), span))
+        }
     }
 }
 

@@ -89,21 +89,21 @@ impl Dec {
     }
 
     /// `self + other`.
-    pub fn add(self, other: Dec) -> Option<Dec> {
+    pub fn checked_add(self, other: Dec) -> Option<Dec> {
         let s = self.scale.max(other.scale);
         checked(self.rescale(s)?.checked_add(other.rescale(s)?)?, s)
     }
 
     /// `self - other`.
-    pub fn sub(self, other: Dec) -> Option<Dec> {
-        self.add(Dec {
+    pub fn checked_sub(self, other: Dec) -> Option<Dec> {
+        self.checked_add(Dec {
             mantissa: -other.mantissa,
             scale: other.scale,
         })
     }
 
     /// `self * other`.
-    pub fn mul(self, other: Dec) -> Option<Dec> {
+    pub fn checked_mul(self, other: Dec) -> Option<Dec> {
         let mut m = self.mantissa.checked_mul(other.mantissa)?;
         let mut s = self.scale + other.scale;
         if s > MAX_SCALE {
@@ -114,7 +114,7 @@ impl Dec {
     }
 
     /// `self / other`; `None` when `other` is zero or the quotient does not fit.
-    pub fn div(self, other: Dec) -> Option<Dec> {
+    pub fn checked_div(self, other: Dec) -> Option<Dec> {
         if other.mantissa == 0 {
             return None;
         }
@@ -135,7 +135,7 @@ impl Dec {
     }
 
     /// `self % other` (the sign of `self`), `None` when `other` is zero.
-    pub fn rem(self, other: Dec) -> Option<Dec> {
+    pub fn checked_rem(self, other: Dec) -> Option<Dec> {
         if other.mantissa == 0 {
             return None;
         }
@@ -153,7 +153,7 @@ impl Dec {
     }
 
     /// Numeric order (`1.0` equals `1.00`).
-    pub fn cmp(self, other: Dec) -> Ordering {
+    pub fn numeric_cmp(self, other: Dec) -> Ordering {
         let s = self.scale.max(other.scale);
         match (self.rescale(s), other.rescale(s)) {
             (Some(a), Some(b)) => a.cmp(&b),
@@ -198,25 +198,31 @@ mod tests {
     #[test]
     fn arithmetic_is_exact() {
         assert_eq!(
-            d("0.1").add(d("0.2")).unwrap().cmp(d("0.3")),
+            d("0.1")
+                .checked_add(d("0.2"))
+                .unwrap()
+                .numeric_cmp(d("0.3")),
             Ordering::Equal
         );
         assert_eq!(
-            d("100.00").mul(d("0.0825")).unwrap().to_string(),
+            d("100.00").checked_mul(d("0.0825")).unwrap().to_string(),
             "8.250000"
         );
         assert_eq!(
-            d("1000000000.00").add(d("0.00000001")).unwrap().to_string(),
+            d("1000000000.00")
+                .checked_add(d("0.00000001"))
+                .unwrap()
+                .to_string(),
             "1000000000.00000001"
         );
         assert_eq!(
-            d("1").div(d("3")).unwrap().to_string(),
+            d("1").checked_div(d("3")).unwrap().to_string(),
             "0.3333333333333333333333333333"
         );
-        assert_eq!(d("10").div(d("4")).unwrap().to_string(), "2.5");
-        assert_eq!(d("-7.5").rem(d("2")).unwrap().to_string(), "-1.5");
+        assert_eq!(d("10").checked_div(d("4")).unwrap().to_string(), "2.5");
+        assert_eq!(d("-7.5").checked_rem(d("2")).unwrap().to_string(), "-1.5");
         assert_eq!(d("-0.05").to_string(), "-0.05");
-        assert!(d("1").div(d("0")).is_none());
+        assert!(d("1").checked_div(d("0")).is_none());
         assert!(Dec::parse("1e5").is_none());
         assert!(Dec::parse("99999999999999999999999999999999999999999").is_none());
     }

@@ -355,6 +355,8 @@ pub enum Builtin {
     FsListDir,
     /// `fs.glob(pattern)`: `Ok(paths)` or `Error(why)`.
     FsGlob,
+    /// `regex.compile(pattern)`: `Ok(re)` or `Error(why)`.
+    RegexCompile,
 }
 
 impl Builtin {
@@ -389,6 +391,7 @@ impl Builtin {
         (Builtin::FsIsDir, "fs.is_dir", 1, 1),
         (Builtin::FsListDir, "fs.list_dir", 0, 1),
         (Builtin::FsGlob, "fs.glob", 1, 1),
+        (Builtin::RegexCompile, "regex.compile", 1, 1),
     ];
 
     /// Looks a built-in up by name.
@@ -513,6 +516,9 @@ pub enum Method {
     Sqrt,
     Min,
     Max,
+    Matches,
+    FindAll,
+    Group,
 }
 
 impl Method {
@@ -574,6 +580,9 @@ impl Method {
         (Method::Sqrt, "sqrt", 0, 0, false),
         (Method::Min, "min", 1, 1, false),
         (Method::Max, "max", 1, 1, false),
+        (Method::Matches, "matches", 1, 1, false),
+        (Method::FindAll, "find_all", 1, 1, false),
+        (Method::Group, "group", 1, 1, false),
         (Method::IsError, "is_err", 0, 0, false),
         (Method::Len, "length", 0, 0, false),
         (Method::ToUpper, "to_uppercase", 0, 0, false),

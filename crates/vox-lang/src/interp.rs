@@ -1465,11 +1465,11 @@ impl<'p> Interp<'p> {
                     return Err(rt("division by zero", span));
                 }
                 let r = match op {
-                    BinOp::Add => x.add(y),
-                    BinOp::Sub => x.sub(y),
-                    BinOp::Mul => x.mul(y),
-                    BinOp::Div => x.div(y),
-                    _ => x.rem(y),
+                    BinOp::Add => x.checked_add(y),
+                    BinOp::Sub => x.checked_sub(y),
+                    BinOp::Mul => x.checked_mul(y),
+                    BinOp::Div => x.checked_div(y),
+                    _ => x.checked_rem(y),
                 };
                 r.map(|r| Dec(Rc::new(r))).ok_or_else(|| {
                     rt(
@@ -1742,6 +1742,9 @@ impl<'p> Interp<'p> {
             Value::Float(f) => format_float(*f, out),
             Value::Dec(d) => {
                 let _ = write!(out, "{d}");
+            }
+            Value::Regex(r) => {
+                let _ = write!(out, "{r}");
             }
             Value::Str(s) => {
                 if top {

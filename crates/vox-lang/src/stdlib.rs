@@ -48,6 +48,7 @@ pub fn member(path: &str) -> Member {
         "fs.is_dir" => Some(Builtin::FsIsDir),
         "fs.list_dir" => Some(Builtin::FsListDir),
         "fs.glob" => Some(Builtin::FsGlob),
+        "regex.compile" => Some(Builtin::RegexCompile),
         _ => None,
     };
     if let Some(b) = runs {
@@ -299,4 +300,77 @@ mod tests {
         assert_eq!(member("fs.write"), Member::Effect("writes files"));
         assert_eq!(member("std.string.split"), Member::Unknown);
     }
+}
+
+// ---- regex ------------------------------------------------------------------------------
+
+/// Longest pattern `regex.compile` accepts, and the compiled program's size limit: patterns
+/// come from tool code and arguments, and the regex engine matches in linear time once built.
+pub const MAX_PATTERN_BYTES: usize = 4096;
+const MAX_REGEX_PROGRAM: usize = 1 << 20;
+
+/// A compiled pattern (`regex.compile`), or one match of it: its groups, group 0 the whole.
+#[derive(Debug)]
+pub enum RegexValue {
+    /// From `regex.compile(pattern)`.
+    Pattern(regex::Regex),
+    /// From `re.find(s)` / `re.find_all(s)`.
+    Match(Vec<Option<String>>),
+}
+
+impl PartialEq for RegexValue {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (RegexValue::Pattern(a), RegexValue::Pattern(b)) => a.as_str() == b.as_str(),
+            (RegexValue::Match(a), RegexValue::Match(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Display for RegexValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RegexValue::Pattern(r) => write!(f, "Regex({:?})", r.as_str()),
+            RegexValue::Match(g) => write!(
+                f,
+                "Match({:?})",
+                g.first().cloned().flatten().unwrap_or_default()
+            ),
+        }
+    }
+}
+
+impl RegexValue {
+    /// A pattern is its text; a match is the list of its groups (`null` for one that did not
+    /// take part).
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            RegexValue::Pattern(r) => serde_json::Value::String(r.as_str().to_string()),
+            RegexValue::Match(g) => serde_json::json!(g),
+        }
+    }
+}
+
+/// `regex.compile(pattern)`: Rust `regex` syntax, bounded in size.
+pub fn regex_compile(pattern: &str) -> Result<regex::Regex, String> {
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return Err(format!(
+            "the pattern is {} bytes; the limit is {MAX_PATTERN_BYTES}",
+            pattern.len()
+        ));
+    }
+    regex::RegexBuilder::new(pattern)
+        .size_limit(MAX_REGEX_PROGRAM)
+        .dfa_size_limit(MAX_REGEX_PROGRAM)
+        .nest_limit(64)
+        .build()
+        .map_err(|e| format!("invalid pattern: {e}"))
+}
+
+/// The groups of one match.
+pub fn groups(c: &regex::Captures<'_>) -> Vec<Option<String>> {
+    c.iter()
+        .map(|g| g.map(|m| m.as_str().to_string()))
+        .collect()
 }

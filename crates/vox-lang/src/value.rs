@@ -30,6 +30,8 @@ pub enum Value {
     Float(f64),
     /// `dec`: an exact decimal.
     Dec(Rc<crate::decimal::Dec>),
+    /// A compiled `regex.compile` pattern, or one of its matches.
+    Regex(Rc<crate::stdlib::RegexValue>),
     /// Immutable string. `Rc<String>` rather than `Rc<str>`: a thin pointer keeps `Value` at
     /// 16 bytes, so evaluation results and stack slots stay small.
     Str(Rc<String>),
@@ -197,6 +199,10 @@ impl Value {
             Value::Int(_) => "int",
             Value::Float(_) => "float",
             Value::Dec(_) => "dec",
+            Value::Regex(r) => match **r {
+                crate::stdlib::RegexValue::Pattern(_) => "Regex",
+                crate::stdlib::RegexValue::Match(_) => "Match",
+            },
             Value::Str(_) => "str",
             Value::List(_) => "list",
             Value::Map(_) => "record",
@@ -232,11 +238,12 @@ pub fn equal(a: &Value, b: &Value) -> bool {
         (Value::Int(x), Value::Int(y)) => x == y,
         (Value::Float(x), Value::Float(y)) => x == y,
         (Value::Int(x), Value::Float(y)) | (Value::Float(y), Value::Int(x)) => (*x as f64) == *y,
-        (Value::Dec(x), Value::Dec(y)) => x.cmp(**y).is_eq(),
+        (Value::Dec(x), Value::Dec(y)) => x.numeric_cmp(**y).is_eq(),
         (Value::Dec(x), Value::Int(i)) | (Value::Int(i), Value::Dec(x)) => {
-            x.cmp(crate::decimal::Dec::from_int(*i)).is_eq()
+            x.numeric_cmp(crate::decimal::Dec::from_int(*i)).is_eq()
         }
         (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::Regex(x), Value::Regex(y)) => x == y,
         (Value::List(x), Value::List(y)) => {
             x.items.len() == y.items.len() && x.items.iter().zip(&y.items).all(|(a, b)| equal(a, b))
         }
@@ -264,9 +271,9 @@ pub fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
         (Value::Float(x), Value::Float(y)) => x.partial_cmp(y),
         (Value::Int(x), Value::Float(y)) => (*x as f64).partial_cmp(y),
         (Value::Float(x), Value::Int(y)) => x.partial_cmp(&(*y as f64)),
-        (Value::Dec(x), Value::Dec(y)) => Some(x.cmp(**y)),
-        (Value::Dec(x), Value::Int(y)) => Some(x.cmp(crate::decimal::Dec::from_int(*y))),
-        (Value::Int(x), Value::Dec(y)) => Some(crate::decimal::Dec::from_int(*x).cmp(**y)),
+        (Value::Dec(x), Value::Dec(y)) => Some(x.numeric_cmp(**y)),
+        (Value::Dec(x), Value::Int(y)) => Some(x.numeric_cmp(crate::decimal::Dec::from_int(*y))),
+        (Value::Int(x), Value::Dec(y)) => Some(crate::decimal::Dec::from_int(*x).numeric_cmp(**y)),
         (Value::Str(x), Value::Str(y)) => Some(x.cmp(y)),
         (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
         _ => None,
