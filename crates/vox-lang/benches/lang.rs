@@ -63,6 +63,67 @@ fn test_area_{i}() {{
     s
 }
 
+/// Real-Vox-style declarations (the forms of the public Vox corpus: tables, endpoints with
+/// named decorator arguments, components, routes, capitalised handlers, `std.*` namespaces,
+/// `dec` literals, lambdas, script statements) around tools, with fresh names, up to `target`
+/// bytes.
+fn real_style_source(target: usize) -> String {
+    let mut s = String::from("// vox:caps fs process\nimport fs\nimport path\n\n");
+    let mut i = 0;
+    while s.len() < target {
+        s.push_str(&format!(
+            r#"@table type Order{i} {{
+    customer: str
+    total: dec
+}}
+
+@endpoint(kind: query) fn open_orders_{i}() to list[Order{i}] {{
+    return db.Order{i}.filter({{status: "open"}}).all()
+}}
+
+component OrderList{i}(orders: list[Order{i}]) {{
+    state selected: int = 0
+    view: column() {{
+        text(value = "Orders")
+    }}
+}}
+
+routes {{
+    "/orders/{i}" to OrderList{i}
+}}
+
+fn InventoryActor{i}_Merge(kind: str, count: int) to str {{
+    return kind + ":" + str(count)
+}}
+
+fn build_{i}() to int {{
+    let out = std.process.run("cargo", ["build"])
+    return 0
+}}
+
+@ai(task_category = CodeGen, tier_max = Pro)
+@uses(net, fs)
+@tool "order_total_{i}: total with tax"
+fn order_total_{i}(prices: list[dec], tax: dec = 0.08dec, cfg: str = "config") to dec {{
+    let file = path.join(cfg, "orders_{i}.json")
+    let parsed = json.parse("[1, 2]")
+    let doubled = [1, 2, 3].map(x => x * 2)
+    let mut sum = 0dec
+    for p in prices {{
+        sum = sum + p
+    }}
+    return sum + sum * tax
+}}
+
+print("loaded block {i}")
+
+"#
+        ));
+        i += 1;
+    }
+    s
+}
+
 fn front_end(c: &mut Criterion) {
     let src = generated_source(4 << 20);
     assert!(!analyze("gen.vox", src.as_bytes()).has_errors());
@@ -82,6 +143,15 @@ fn front_end(c: &mut Criterion) {
     // The same work, with freeing the resulting HIR left out of the timing (a caller keeps it).
     g.bench_function("lex_parse_lower_4MiB_result_kept", |b| {
         b.iter_with_large_drop(|| analyze("gen.vox", black_box(src.as_bytes())))
+    });
+    g.finish();
+    let real = real_style_source(4 << 20);
+    assert!(!analyze("real.vox", real.as_bytes()).has_errors());
+    let mut g = c.benchmark_group("front_end_real_style");
+    g.throughput(Throughput::Bytes(real.len() as u64));
+    g.sample_size(20);
+    g.bench_function("lex_parse_lower_4MiB_result_kept", |b| {
+        b.iter_with_large_drop(|| analyze("real.vox", black_box(real.as_bytes())))
     });
     g.finish();
 }
