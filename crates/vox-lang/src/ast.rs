@@ -642,6 +642,8 @@ pub enum ExprKind {
     Index(ExprId, ExprId),
     /// `e?`.
     Try(ExprId),
+    /// `e with { options }` (real Vox's durable-execution options; not run here).
+    With(ExprId, ExprId),
     /// `x |> f`.
     Pipe(ExprId, ExprId),
     /// `if c { } else …`.
@@ -727,6 +729,8 @@ pub enum Pattern {
     Bool(bool, Span),
     /// `Name` or `Name(p, …)`.
     Ctor(Name, Seq<Pattern>),
+    /// `(p, q, …)`: a tuple (a list of exactly that many items).
+    Tuple(Seq<Pattern>, Span),
     /// A syntax error was reported here.
     Error(Span),
 }
@@ -740,6 +744,7 @@ impl Pattern {
             | Pattern::Float(_, s)
             | Pattern::Str(_, s)
             | Pattern::Bool(_, s)
+            | Pattern::Tuple(_, s)
             | Pattern::Error(s) => *s,
             Pattern::Bind(n) => n.span,
             Pattern::Ctor(n, _) => n.span,

@@ -652,6 +652,8 @@ pub enum Pat {
     Bool(bool),
     /// Constructor with sub-patterns (in [`Program::pats`]).
     Ctor(Ctor, Seq<Pat>),
+    /// A list of exactly these items (real Vox's tuples).
+    Tuple(Seq<Pat>),
 }
 
 /// Match arm.

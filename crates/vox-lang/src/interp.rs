@@ -1706,6 +1706,13 @@ impl<'p> Interp<'p> {
                         .zip(a.fields.iter())
                         .all(|(p, f)| self.matches(p, f))
             }
+            (Pat::Tuple(subs), Value::List(l)) => {
+                subs.len() == l.items.len()
+                    && self.p.pats[*subs]
+                        .iter()
+                        .zip(l.items.iter())
+                        .all(|(p, x)| self.matches(p, x))
+            }
             _ => false,
         }
     }

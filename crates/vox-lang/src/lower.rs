@@ -1579,6 +1579,12 @@ impl<'a> Lowerer<'a> {
                 ExprKind::Index(r, i)
             }
             A::Try(x) => ExprKind::Try(self.expr(x)),
+            A::With(..) => self.not_run(
+                "`with { … }` (retries, timeouts: Vox's durable-execution options) is run by Vox's \
+                 workflow runtime, not the tool interpreter"
+                    .to_string(),
+                span,
+            ),
             A::If(c, then, otherwise) => {
                 let c = self.expr(c);
                 let t = self.block(&then);
@@ -1722,6 +1728,10 @@ impl<'a> Lowerer<'a> {
                 self.arity(name.span, || format!("pattern `{text}`"), k, k, args.len());
                 let subs: Vec<Pat> = f.patterns[args].iter().map(|a| self.pattern(a)).collect();
                 Pat::Ctor(c, Seq::push_all(&mut self.program.pats, subs))
+            }
+            ast::Pattern::Tuple(items, _) => {
+                let subs: Vec<Pat> = f.patterns[items].iter().map(|a| self.pattern(a)).collect();
+                Pat::Tuple(Seq::push_all(&mut self.program.pats, subs))
             }
         }
     }

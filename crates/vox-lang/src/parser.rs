@@ -49,7 +49,6 @@ pub const VOX_DECORATORS: &[&str] = &[
     "deprecated",
     "remote",
     "scheduled",
-    "loading",
     "cancellable",
     "durable",
     "traced",
@@ -71,12 +70,13 @@ pub const VOX_DECORATORS: &[&str] = &[
     "form",
     "push",
     "back_button",
-    "island",
     "resource",
 ];
 
 /// Decorators that make a function (or type) opaque.
-pub const OPAQUE_DECORATORS: &[&str] = &["endpoint", "server", "query", "mutation", "table"];
+pub const OPAQUE_DECORATORS: &[&str] = &[
+    "endpoint", "server", "query", "mutation", "table", "loading", "island",
+];
 
 /// A diagnostic has been reported; the caller recovers.
 struct Fail;
@@ -1607,6 +1607,15 @@ impl<'a> Parser<'a> {
                     let h = l.height + 1;
                     lhs = self.mk(ExprKind::Try(lhs), span, h);
                 }
+                // Real Vox's durable-execution options: `call() with { retries: 2 }`.
+                Tok::Ident if self.text() == "with" && self.peek_at(1) == Tok::LBrace => {
+                    self.bump();
+                    let opts = self.record()?;
+                    let l = *self.e(lhs);
+                    let span = l.span.to(self.e(opts).span);
+                    let h = l.height.max(self.e(opts).height) + 1;
+                    lhs = self.mk(ExprKind::With(lhs, opts), span, h);
+                }
                 _ => return Ok(lhs),
             }
         }
@@ -1733,6 +1742,11 @@ impl<'a> Parser<'a> {
                 let name = self.name();
                 Ok(self.mk(ExprKind::Var(name.sym), span, 1))
             }
+            // `Order { customer: "Ada" }`: a record (the type name documents it).
+            Tok::TypeIdent if self.peek_at(1) == Tok::LBrace && self.typed_record_ahead() => {
+                self.bump();
+                self.record()
+            }
             Tok::TypeIdent => {
                 let name = self.name();
                 Ok(self.mk(ExprKind::Upper(name.sym), span, 1))
@@ -1751,6 +1765,22 @@ impl<'a> Parser<'a> {
                 }
                 let e = self.expr()?;
                 self.skip_newlines();
+                if self.at(Tok::Comma) {
+                    // Real Vox's tuple `(a, b)`: a list here.
+                    let mut items = vec![e];
+                    while self.eat(Tok::Comma) {
+                        self.skip_newlines();
+                        if self.at(Tok::RParen) {
+                            break;
+                        }
+                        items.push(self.expr()?);
+                        self.skip_newlines();
+                    }
+                    let close = self.expect(Tok::RParen, "`,` or `)` in the tuple")?;
+                    let h = self.max_height(&items) + 1;
+                    let items = Seq::push_all(&mut self.f.expr_lists, items);
+                    return Ok(self.mk(ExprKind::List(items), span.to(close), h));
+                }
                 let close = self.expect(Tok::RParen, "`)`")?;
                 self.f.exprs[e.0 as usize].span = span.to(close);
                 Ok(e)
@@ -1917,6 +1947,16 @@ impl<'a> Parser<'a> {
             body,
         });
         Ok(self.mk(ExprKind::Closure(id), span.to(body_span), h + 1))
+    }
+
+    /// At `Name {`: whether a non-empty record follows (`Name { field: … }`).
+    fn typed_record_ahead(&self) -> bool {
+        let mut i = self.pos + 2;
+        while self.toks[i].kind == Tok::Newline {
+            i += 1;
+        }
+        matches!(self.toks[i].kind, Tok::Ident | Tok::Str | Tok::SStr)
+            && self.toks.get(i + 1).map(|t| t.kind) == Some(Tok::Colon)
     }
 
     fn looks_like_record(&self) -> bool {
@@ -2136,6 +2176,25 @@ impl<'a> Parser<'a> {
                 }
                 let args = Seq::push_all(&mut self.f.patterns, args);
                 Ok(Pattern::Ctor(name, args))
+            }
+            Tok::LParen => {
+                // A tuple pattern `(p, q)`: matches a list of that many items.
+                self.bump();
+                let mut items = Vec::new();
+                loop {
+                    self.skip_newlines();
+                    if self.at(Tok::RParen) {
+                        break;
+                    }
+                    items.push(self.pattern()?);
+                    self.skip_newlines();
+                    if !self.eat(Tok::Comma) {
+                        break;
+                    }
+                }
+                let close = self.expect(Tok::RParen, "`,` or `)` in the tuple pattern")?;
+                let items = Seq::push_all(&mut self.f.patterns, items);
+                Ok(Pattern::Tuple(items, span.to(close)))
             }
             Tok::Unterminated => {
                 self.bump();
