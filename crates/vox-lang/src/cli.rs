@@ -254,27 +254,28 @@ pub fn test(paths: &[PathBuf], out: &mut dyn Write, err: &mut dyn Write) -> i32 
                 .as_ref()
                 .map(|l| format!(" ({l})"))
                 .unwrap_or_default();
-            if t.skipped {
+            let verdict = if t.skipped {
                 skipped += 1;
-                let _ = writeln!(
-                    out,
-                    "test {}::{}{label} ... skipped: {}",
-                    display(f),
-                    t.name,
-                    t.message.as_deref().unwrap_or("")
-                );
+                "skipped: "
             } else if t.passed {
                 passed += 1;
-                let _ = writeln!(out, "test {}::{}{label} ... ok", display(f), t.name);
+                "ok"
             } else {
                 failed += 1;
-                let _ = writeln!(
-                    out,
-                    "test {}::{}{label} ... FAILED: {}",
-                    display(f),
-                    t.name,
-                    t.message.as_deref().unwrap_or("")
-                );
+                "FAILED: "
+            };
+            let why = if t.passed {
+                ""
+            } else {
+                t.message.as_deref().unwrap_or("")
+            };
+            let _ = writeln!(
+                out,
+                "test {}::{}{label} ... {verdict}{why}",
+                display(f),
+                t.name
+            );
+            if !t.passed && !t.skipped {
                 for line in &t.logs {
                     let _ = writeln!(out, "    | {line}");
                 }

@@ -135,6 +135,11 @@ impl FsLoader {
     /// The real path of `name` (relative to the root) when it exists and, after links are
     /// resolved, lies inside the root: what workspace tools may look at.
     pub fn confined(&self, name: &str) -> Result<PathBuf, LoadError> {
+        self.resolve(name).map(|(real, _)| real)
+    }
+
+    /// `name`'s real path and the root's, refusing a path that leads outside the root.
+    fn resolve(&self, name: &str) -> Result<(PathBuf, PathBuf), LoadError> {
         let real = self
             .root
             .join(name)
@@ -149,31 +154,14 @@ impl FsLoader {
                 self.root.display()
             )));
         }
-        Ok(real)
-    }
-
-    /// The root.
-    pub fn root(&self) -> &Path {
-        &self.root
+        Ok((real, root_real))
     }
 
     /// Reads the file `name` (relative to the root) with the loader's checks: inside the root
     /// after links are resolved, a regular file, at most the size limit. For callers that
     /// re-read what a module loaded, to see whether it changed.
     pub fn read_file(&self, name: &str) -> Result<Vec<u8>, LoadError> {
-        let path = self.root.join(name);
-        let real = path
-            .canonicalize()
-            .map_err(|e| LoadError::Refused(format!("cannot resolve `{name}`: {e}")))?;
-        let root_real = self.root.canonicalize().map_err(|e| {
-            LoadError::Refused(format!("cannot resolve {}: {e}", self.root.display()))
-        })?;
-        if !real.starts_with(&root_real) {
-            return Err(LoadError::Refused(format!(
-                "`{name}` leads outside {}",
-                self.root.display()
-            )));
-        }
+        let (real, root_real) = self.resolve(name)?;
         self.read(&real, name, &root_real)
     }
 
