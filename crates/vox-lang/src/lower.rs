@@ -1148,12 +1148,16 @@ impl<'a> Lowerer<'a> {
         match self.f.expr(e).kind {
             A::Var(sym) | A::Upper(sym) => {
                 let text = self.name(sym);
-                let shadowed = self
-                    .fns
-                    .iter()
-                    .any(|c| c.locals.iter().any(|l| l.name == sym))
-                    || !matches!(self.globals[sym.0 as usize], None | Some(Global::Import(_)));
-                (crate::stdlib::ROOTS.contains(&text) && !shadowed).then(|| text.to_string())
+                if !crate::stdlib::ROOTS.contains(&text)
+                    || !matches!(self.globals[sym.0 as usize], None | Some(Global::Import(_)))
+                    || self
+                        .fns
+                        .iter()
+                        .any(|c| c.locals.iter().any(|l| l.name == sym))
+                {
+                    return None;
+                }
+                Some(text.to_string())
             }
             A::Field(recv, name) => {
                 Some(format!("{}.{}", self.ns_path(recv)?, self.name(name.sym)))
@@ -1527,24 +1531,17 @@ impl<'a> Lowerer<'a> {
                 }
                 return self.call(rhs, Some(lhs), Seq::EMPTY, span);
             }
-            A::Method(recv, name, args) if self.ns_path(recv).is_some() => {
-                let path = format!(
-                    "{}.{}",
-                    self.ns_path(recv).unwrap_or_default(),
-                    self.name(name.sym)
-                );
-                self.ns_member(path, args, span)
-            }
-            A::Field(recv, name) if self.ns_path(recv).is_some() => {
-                let path = format!(
-                    "{}.{}",
-                    self.ns_path(recv).unwrap_or_default(),
-                    self.name(name.sym)
-                );
-                self.not_run(
-                    format!("`{path}` is not a value the tool interpreter provides"),
-                    span,
-                )
+            A::Method(recv, name, _) | A::Field(recv, name)
+                if let Some(ns) = self.ns_path(recv) =>
+            {
+                let path = format!("{ns}.{}", self.name(name.sym));
+                match e.kind {
+                    A::Method(_, _, args) => self.ns_member(path, args, span),
+                    _ => self.not_run(
+                        format!("`{path}` is not a value the tool interpreter provides"),
+                        span,
+                    ),
+                }
             }
             A::Method(recv, name, args) => match self.method(name.sym) {
                 Some((m, lo, hi, mutates)) => {
@@ -1714,7 +1711,7 @@ impl<'a> Lowerer<'a> {
                         _ => None,
                     })
                     // Real Vox matches `Err(e)` as well as `Error(e)`.
-                    .or((self.name(name.sym) == "Err").then_some(Ctor::Error));
+                    .or_else(|| (self.name(name.sym) == "Err").then_some(Ctor::Error));
                 let text = self.name(name.sym);
                 let Some(c) = ctor else {
                     self.diag(

@@ -150,8 +150,8 @@ pub fn analyze_with(name: &str, bytes: &[u8], loader: &dyn ModuleLoader) -> Anal
 /// Rounds of [`Unit::demote_broken`] before a unit whose errors keep spreading is given up.
 const MAX_DEMOTION_ROUNDS: usize = 4;
 
-/// A file's declaration that holds an error span, with the name it declares.
-fn broken_at(item: &crate::ast::Item, errors: &[Span]) -> Option<(crate::ast::Name, &'static str)> {
+/// The placeholder for a `fn`, `type` or `let` that holds one of the `errors` spans.
+fn broken_placeholder(item: &crate::ast::Item, errors: &[Span]) -> Option<crate::ast::Item> {
     use crate::ast::Item;
     let (name, span, kind) = match item {
         Item::Fn(d) => (d.name, d.span, "fn"),
@@ -162,7 +162,21 @@ fn broken_at(item: &crate::ast::Item, errors: &[Span]) -> Option<(crate::ast::Na
     errors
         .iter()
         .any(|e| e.start >= span.start && e.start < span.end.max(span.start + 1))
-        .then_some((name, kind))
+        .then(|| {
+            Item::Opaque(crate::ast::OpaqueItem {
+                kind: kind.to_string(),
+                name: Some(name),
+                span,
+                broken: true,
+            })
+        })
+}
+
+fn error_spans<'d>(diags: impl Iterator<Item = &'d Diagnostic>) -> Vec<Span> {
+    diags
+        .filter(|d| d.severity() == Severity::Error)
+        .map(|d| d.span)
+        .collect()
 }
 
 /// A compilation's files, as lowering needs them.
@@ -377,58 +391,54 @@ impl Unit {
         lowered: &mut lower::LoweredUnit,
         reported: &mut [Vec<Diagnostic>],
     ) -> bool {
-        let mut current: Vec<Vec<Diagnostic>> = reported.to_vec();
+        // Per file, the lowering errors of the latest lowering (the first one's are `reported`).
+        let mut lowering_errors: Vec<Vec<Span>> =
+            reported.iter().map(|d| error_spans(d.iter())).collect();
         for round in 0..=MAX_DEMOTION_ROUNDS {
             let mut demoted = false;
-            for (i, file) in self.files.iter_mut().enumerate() {
-                let errors: Vec<Span> = file
-                    .diags
-                    .iter()
-                    .chain(&current[i])
-                    .filter(|d| d.severity() == Severity::Error)
-                    .map(|d| d.span)
-                    .collect();
+            for (file, lowering) in self.files.iter_mut().zip(&lowering_errors) {
+                let mut errors = error_spans(file.diags.iter());
+                errors.extend_from_slice(lowering);
                 if errors.is_empty() {
                     continue;
                 }
                 for item in file.ast.items.iter_mut() {
-                    if let Some((name, kind)) = broken_at(item, &errors) {
-                        let span = match item {
-                            crate::ast::Item::Fn(d) => d.span,
-                            crate::ast::Item::Type(d) => d.span,
-                            crate::ast::Item::Const(d) => d.span,
-                            _ => continue,
-                        };
-                        *item = crate::ast::Item::Opaque(crate::ast::OpaqueItem {
-                            kind: kind.to_string(),
-                            name: Some(name),
-                            span,
-                            broken: true,
-                        });
+                    if let Some(placeholder) = broken_placeholder(item, &errors) {
+                        *item = placeholder;
                         demoted = true;
                     }
                 }
             }
             if !demoted {
-                // Lowering errors outside any declaration are none; parse errors outside any
-                // declaration (between items) cost nothing else.
-                return current
+                // What is left lies outside declarations: parse errors between them cost
+                // nothing else, and an import's errors (a name its file lacks) leave that name
+                // failing at run time.
+                return self
+                    .files
                     .iter()
-                    .flatten()
-                    .all(|d| d.severity() != Severity::Error);
+                    .zip(&lowering_errors)
+                    .all(|(file, errors)| {
+                        errors.iter().all(|e| {
+                            file.ast.items.iter().any(|it| {
+                                matches!(it, crate::ast::Item::Import(d)
+                                if e.start >= d.span.start && e.start < d.span.end)
+                            })
+                        })
+                    });
             }
             if round == MAX_DEMOTION_ROUNDS {
                 return false;
             }
             let files = unit_files(self);
             *lowered = lower::lower_unit(&files, &self.order);
-            current = std::mem::take(&mut lowered.diags);
-            for (seen, now) in reported.iter_mut().zip(&current) {
+            let fresh = std::mem::take(&mut lowered.diags);
+            lowering_errors = fresh.iter().map(|d| error_spans(d.iter())).collect();
+            for (seen, now) in reported.iter_mut().zip(fresh) {
                 for d in now {
                     if d.severity() == Severity::Error
                         && !seen.iter().any(|s| s.span == d.span && s.code == d.code)
                     {
-                        seen.push(d.clone());
+                        seen.push(d);
                     }
                 }
             }

@@ -564,9 +564,7 @@ impl<'a> Parser<'a> {
             self.deep_reported = false;
             let before = self.pos;
             match self.item() {
-                // A statement that continued the previous run of top-level statements.
-                Ok(Item::Opaque(o)) if o.kind.is_empty() => {}
-                Ok(item) => self.f.items.push(item),
+                Ok(item) => self.push_item(item),
                 Err(Fail) => {
                     self.recover_item();
                     if let Some(item) = self.broken_item(before) {
@@ -658,27 +656,29 @@ impl<'a> Parser<'a> {
     /// run of consecutive statements.
     fn script_stmt(&mut self, start: Span) -> PResult<Item> {
         let _ = self.stmt()?;
-        let span = start.to(self.prev_span());
-        if let Some(Item::Opaque(prev)) = self.f.items.last_mut()
-            && prev.kind == SCRIPT_KIND
-            && self.src[prev.span.end as usize..span.start as usize]
-                .bytes()
-                .all(|b| b.is_ascii_whitespace() || b == b';')
-        {
-            prev.span = prev.span.to(span);
-            return Ok(Item::Opaque(OpaqueItem {
-                kind: String::new(),
-                name: None,
-                span,
-                broken: false,
-            }));
-        }
         Ok(Item::Opaque(OpaqueItem {
             kind: SCRIPT_KIND.to_string(),
             name: None,
-            span,
+            span: start.to(self.prev_span()),
             broken: false,
         }))
+    }
+
+    /// Adds an item; a top-level statement right after another (only blanks or `;` between)
+    /// extends its run instead, so a script is one skipped declaration.
+    fn push_item(&mut self, item: Item) {
+        if let Item::Opaque(o) = &item
+            && o.kind == SCRIPT_KIND
+            && let Some(Item::Opaque(prev)) = self.f.items.last_mut()
+            && prev.kind == SCRIPT_KIND
+            && self.src[prev.span.end as usize..o.span.start as usize]
+                .bytes()
+                .all(|b| b.is_ascii_whitespace() || b == b';')
+        {
+            prev.span = prev.span.to(o.span);
+            return;
+        }
+        self.f.items.push(item);
     }
 
     fn decorator(&mut self) -> PResult<Decorator> {

@@ -27,31 +27,34 @@ pub enum Member {
     Unknown,
 }
 
+/// Other spellings of members that run, and the built-in each is ([`Builtin::ALL`] names the
+/// namespace members by their own path, such as `path.join`).
+const ALIASES: &[(&str, &str)] = &[
+    ("json.stringify", "json_encode"),
+    ("json.encode", "json_encode"),
+    ("now_ms", "time.now_ms"),
+    ("uuid", "uuid"),
+    ("crypto.uuid", "uuid"),
+    ("log.debug", "print"),
+    ("log.info", "print"),
+    ("log.warn", "print"),
+    ("log.error", "print"),
+    ("fs.read_file", "fs.read"),
+    ("fs.read_text", "fs.read"),
+    ("fs.read_to_string", "fs.read"),
+];
+
 /// The member at `path` (`std.fs.read`, `path.join`, `db.Post.insert`, …).
 pub fn member(path: &str) -> Member {
     let p = path.strip_prefix("std.").unwrap_or(path);
-    let runs = match p {
-        "path.join" => Some(Builtin::PathJoin),
-        "path.join_many" => Some(Builtin::PathJoinMany),
-        "path.basename" => Some(Builtin::PathBasename),
-        "path.dirname" => Some(Builtin::PathDirname),
-        "path.extension" => Some(Builtin::PathExtension),
-        "json.parse" => Some(Builtin::JsonParse),
-        "json.stringify" | "json.encode" => Some(Builtin::JsonEncode),
-        "json.quote" => Some(Builtin::JsonQuote),
-        "time.now_ms" | "now_ms" => Some(Builtin::NowMs),
-        "uuid" | "crypto.uuid" => Some(Builtin::Uuid),
-        "log.debug" | "log.info" | "log.warn" | "log.error" => Some(Builtin::Print),
-        "fs.read" | "fs.read_file" | "fs.read_text" | "fs.read_to_string" => Some(Builtin::FsRead),
-        "fs.exists" => Some(Builtin::FsExists),
-        "fs.is_file" => Some(Builtin::FsIsFile),
-        "fs.is_dir" => Some(Builtin::FsIsDir),
-        "fs.list_dir" => Some(Builtin::FsListDir),
-        "fs.glob" => Some(Builtin::FsGlob),
-        "regex.compile" => Some(Builtin::RegexCompile),
-        _ => None,
+    // A bare built-in (`len`) is no namespace member unless an alias says so (`std.uuid`).
+    let (name, aliased) = match ALIASES.iter().find(|(a, _)| *a == p) {
+        Some((_, b)) => (*b, true),
+        None => (p, false),
     };
-    if let Some(b) = runs {
+    if (aliased || name.contains('.'))
+        && let Some((b, ..)) = Builtin::by_name(name)
+    {
         return Member::Runs(b);
     }
     let ns = p.split('.').next().unwrap_or(p);
@@ -299,6 +302,10 @@ mod tests {
         assert_eq!(member("db.Post.insert"), Member::Effect("uses a database"));
         assert_eq!(member("fs.write"), Member::Effect("writes files"));
         assert_eq!(member("std.string.split"), Member::Unknown);
+        assert_eq!(member("std.uuid"), Member::Runs(Builtin::Uuid));
+        assert_eq!(member("log.info"), Member::Runs(Builtin::Print));
+        assert_eq!(member("fs.read_file"), Member::Runs(Builtin::FsRead));
+        assert_eq!(member("std.len"), Member::Unknown);
     }
 }
 
