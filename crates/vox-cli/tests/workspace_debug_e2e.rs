@@ -386,6 +386,24 @@ async fn real_vox_files_federate_every_tool_that_compiles() {
         !names.contains(&"broken"),
         "a declaration with a syntax error is served"
     );
+    // A tool that itself needs an effect is listed, and says why calling it fails.
+    let git = listed
+        .iter()
+        .find(|t| t.name == "git_status")
+        .expect("listed");
+    assert_eq!(
+        git.meta.as_ref().unwrap()["vox_not_executable"],
+        "`std.process.run` runs processes"
+    );
+    let order = listed.iter().find(|t| t.name == "order_total").unwrap();
+    assert!(
+        order
+            .meta
+            .as_ref()
+            .unwrap()
+            .get("vox_not_executable")
+            .is_none()
+    );
     assert_eq!(
         ok(&c, "order_total", json!({"prices": ["19.99", 5]})).await["result"],
         "26.9892"

@@ -248,3 +248,34 @@ fn check_test_and_fmt_name_a_missing_path_and_run_nothing() {
     assert_eq!(code, 1);
     assert!(err.contains("/nonexistent/dir/: no such file"), "{err}");
 }
+
+/// `vox check --json` counts, per file and in all, the `@tool` functions declared, those that
+/// load (a declaration with an error is left out) and those the interpreter runs; `vox test`
+/// reports a test that needs an effect as skipped.
+#[test]
+fn check_json_counts_tools_and_test_reports_skips() {
+    let (code, out, _) = capture(|o, e| cli::check(&[fixture("realvox")], true, o, e));
+    assert_eq!(code, 1, "broken.vox has errors: {out}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        doc["tools"],
+        serde_json::json!({"declared": 14, "loaded": 13, "runnable": 12})
+    );
+    let broken = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["file"].as_str().unwrap().ends_with("broken.vox"))
+        .unwrap();
+    assert_eq!(
+        broken["tools"],
+        serde_json::json!({"declared": 5, "loaded": 4, "runnable": 4})
+    );
+    let (code, out, _) = capture(|o, e| cli::test(&[fixture("realvox/scripts.vox")], o, e));
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("building_needs_a_process ... skipped: `process.run` runs processes"),
+        "{out}"
+    );
+    assert!(out.ends_with("5 passed, 0 failed, 1 skipped\n"), "{out}");
+}
