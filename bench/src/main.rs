@@ -11,7 +11,9 @@
 //!    `notifications/initialized` → `tools/list`, and time spawn → the `tools/list` answer
 //!    (`--before-each` runs a shell command first, e.g. to stop a daemon and measure a cold start);
 //! 2. then one session: `--setup-tool` once, then
-//!    - `--list-runs N`: N sequential `tools/list`; median/p99 ms and the number of tools;
+//!    - `--list-runs N`: N sequential `tools/list`; median/p99 ms until each answer is read
+//!      (`tools_list_received`) and until it is also parsed (`tools_list`), and the number of
+//!      tools;
 //!    - round trip (with `--tool`): `--calls` sequential `tools/call` of `--tool` with `--args`
 //!      (default 2000); median, p99 and calls/s;
 //!    - cancellation (with `--cancel-after-ms`, instead of the round trip): `--cancel-runs` times
@@ -227,6 +229,10 @@ impl Session {
     }
     /// The next frame from the server, waiting as long as it takes.
     fn read_frame(&mut self) -> Result<Value, String> {
+        Ok(self.read_frame_timed(Instant::now())?.1)
+    }
+    /// The next frame, and the time from `since` until its last byte was read.
+    fn read_frame_timed(&mut self, since: Instant) -> Result<(Duration, Value), String> {
         self.line.clear();
         let n = (&mut self.stdout)
             .take(MAX_FRAME_BYTES)
@@ -238,7 +244,9 @@ impl Session {
         if n as u64 == MAX_FRAME_BYTES && !self.line.ends_with('\n') {
             return Err(format!("server sent a frame over {MAX_FRAME_BYTES} bytes"));
         }
-        serde_json::from_str(&self.line).map_err(|e| format!("bad frame: {e}"))
+        let at = since.elapsed();
+        let v = serde_json::from_str(&self.line).map_err(|e| format!("bad frame: {e}"))?;
+        Ok((at, v))
     }
     /// Reads frames until `until` (at least those already there), handing each to `stop`;
     /// returns true as soon as `stop` does.
@@ -282,15 +290,26 @@ impl Session {
         Ok(n > 0)
     }
     fn request(&mut self, method: &str, params: Value) -> Result<Value, String> {
+        Ok(self.request_timed(method, params, Instant::now())?.1)
+    }
+    /// A request's result, and the time from `since` until its answer's last byte was read.
+    fn request_timed(
+        &mut self,
+        method: &str,
+        params: Value,
+        since: Instant,
+    ) -> Result<(Duration, Value), String> {
         let id = self.start_request(method, params)?;
         loop {
-            let mut v = self.read_frame().map_err(|e| format!("{method}: {e}"))?;
+            let (at, mut v) = self
+                .read_frame_timed(since)
+                .map_err(|e| format!("{method}: {e}"))?;
             if response_id(&v) == Some(id) {
                 if let Some(e) = v.get("error") {
                     return Err(format!("{method}: {e}"));
                 }
                 // Taken, not cloned: a list of thousands of tools is megabytes.
-                return Ok(v["result"].take());
+                return Ok((at, v["result"].take()));
             }
         }
     }
@@ -626,13 +645,19 @@ fn run(o: &Opts) -> Result<(), String> {
         )?;
     }
     if o.list_runs > 0 {
+        // Two figures per list: until the answer's last byte is read (the server's latency),
+        // and until this harness has also parsed it (serde_json into a Value).
+        let mut received = Vec::with_capacity(o.list_runs);
         let mut times = Vec::with_capacity(o.list_runs);
         let mut listed = Value::Null;
         for _ in 0..o.list_runs {
             let t = Instant::now();
-            listed = s.request("tools/list", json!({}))?;
+            let (at, answer) = s.request_timed("tools/list", json!({}), t)?;
             times.push(ms(t.elapsed()));
+            received.push(ms(at));
+            listed = answer;
         }
+        report.push(summary_ms("tools_list_received", received));
         let tools = listed["tools"]
             .as_array()
             .ok_or("tools/list returned no tools array")?

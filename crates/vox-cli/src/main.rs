@@ -482,35 +482,44 @@ fn mcp(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> 
         {
             Ok(server) => {
                 let input = server.watch_input(vox_mcp::pipes::stdin());
-                serve_stdio(server, input).await
+                let lists = server.backend().list_cache();
+                serve_stdio(server, input, Some(lists)).await
             }
             Err(e) => {
                 // The client shows a failed handshake's error, not a closed connection: answer
                 // the handshake with the reason, then end.
                 eprintln!("error: {e}");
                 let refusal = vox_mcp::refusal::Refusal::new(e.code(), e.to_string(), e.data());
-                let _ = serve_stdio(refusal, vox_mcp::pipes::stdin()).await;
+                let _ = serve_stdio(refusal, vox_mcp::pipes::stdin(), None).await;
                 Ok(ExitCode::FAILURE)
             }
         }
     })
 }
 
-/// Serves one MCP session on stdio until the client closes its input.
-async fn serve_stdio<S, R>(server: S, input: R) -> Result<ExitCode>
+/// Serves one MCP session on stdio until the client closes its input; with `lists`,
+/// `tools/list` is answered from its encoded bytes once the list has been sent.
+async fn serve_stdio<S, R>(
+    server: S,
+    input: R,
+    lists: Option<std::sync::Arc<vox_mcp::list_cache::ToolListCache>>,
+) -> Result<ExitCode>
 where
     S: rmcp::Service<rmcp::RoleServer>,
     R: tokio::io::AsyncRead + Unpin + Send + 'static,
 {
     use rmcp::ServiceExt;
+    use vox_mcp::list_cache::{ListCacheTransport, SharedOutput};
+    let out = SharedOutput::new(vox_mcp::pipes::stdout());
     // Bound each incoming line: an oversized message is dropped and the stream recovers.
     let stdio = rmcp::transport::async_rw::AsyncRwTransport::<rmcp::RoleServer, _, _>::new(
         input,
-        vox_mcp::pipes::stdout(),
+        out.clone(),
     )
     .with_max_line_length(vox_core::MAX_MESSAGE_BYTES);
+    let lists = lists.unwrap_or_default();
     let service = server
-        .serve(stdio)
+        .serve(ListCacheTransport::new(stdio, lists, out))
         .await
         .context("MCP session failed to start")?;
     service

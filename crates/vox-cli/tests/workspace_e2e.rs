@@ -198,6 +198,53 @@ async fn a_new_vox_file_is_picked_up_by_the_watcher() {
     c.cancel().await.unwrap();
 }
 
+/// `vox mcp` answers a repeated `tools/list` from the encoded first answer (`list_cache`): the
+/// answers are the same, and a change reaches the next list once the client is told of it.
+#[tokio::test]
+async fn repeated_lists_are_answered_alike_and_a_change_reaches_the_next_one() {
+    use rmcp::ServiceExt;
+    let ws = workspace()
+        .with_env("VOX_MCP_WORKSPACE_TOOLS", "1")
+        .with_env("VOX_WORKSPACE_WATCH", "0");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let transport = rmcp::transport::TokioChildProcess::new(ws.mcp_command(&[])).unwrap();
+    let c = Watcher(tx).serve(transport).await.unwrap();
+    let first = c.list_all_tools().await.unwrap();
+    assert!(first.iter().any(|t| t.name == "add"));
+    for _ in 0..3 {
+        assert_eq!(c.list_all_tools().await.unwrap(), first);
+    }
+    std::fs::write(
+        ws.root().join("tools/new.vox"),
+        "@tool\nfn fresh() to int {\n    7\n}\n",
+    )
+    .unwrap();
+    c.call_tool(rmcp::model::CallToolRequestParams::new(
+        "vox_workspace_mcp_refresh",
+    ))
+    .await
+    .unwrap();
+    loop {
+        match tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv()).await {
+            Ok(Some("tools")) => break,
+            Ok(Some(_)) => continue,
+            other => panic!("no tools/list_changed: {other:?}"),
+        }
+    }
+    let after = c.list_all_tools().await.unwrap();
+    assert!(after.iter().any(|t| t.name == "fresh"), "{after:?}");
+    assert_eq!(after.len(), first.len() + 1);
+    assert_eq!(c.list_all_tools().await.unwrap(), after);
+    c.cancel().await.unwrap();
+
+    // The 2026-07-28 era's answers (cache hints, no legacy stripping) are kept apart and alike.
+    let m = ws.modern_client(&[]).await;
+    let modern = m.list_all_tools().await.unwrap();
+    assert!(modern.iter().any(|t| t.name == "fresh"));
+    assert_eq!(m.list_all_tools().await.unwrap(), modern);
+    m.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_file_that_loops_forever_at_load_or_call_is_a_clear_error_and_serving_goes_on() {
     let ws = workspace();

@@ -3,6 +3,7 @@
 //! daemon dies, the call that finds out reports it, and the next call adopts or respawns one.
 
 use crate::encode;
+use crate::list_cache::ToolListCache;
 use crate::server::{Backend, McpServer, ToolCall};
 use rmcp::model::Tool;
 use rmcp::service::RequestContext;
@@ -26,7 +27,7 @@ pub struct DaemonBackend {
     /// Daemon notification frames, forwarded to the MCP client.
     notes: mpsc::UnboundedSender<Value>,
     /// The last `tools/list`, until the daemon says the list changed or the connection is new.
-    tools: Arc<Mutex<Option<Arc<Vec<Tool>>>>>,
+    tools: Arc<ToolListCache>,
     /// The skill this client activated. A restarted daemon remembers no session, so the skill
     /// is activated again on the new connection before anything else is sent (fail closed: if
     /// it cannot be, calls fail until the client chooses again).
@@ -43,7 +44,7 @@ pub async fn connect(
     let (notes, rx) = mpsc::unbounded_channel();
     let (client, _ping) =
         adopt_or_spawn(&ws, &profile, &daemon_exe, Some(notes.clone()), Use::Client).await?;
-    let tools = Arc::new(Mutex::new(None));
+    let tools = Arc::new(ToolListCache::default());
     let server = McpServer::new(DaemonBackend {
         ws,
         profile,
@@ -63,7 +64,7 @@ pub async fn connect(
 async fn forward_notifications(
     mut rx: mpsc::UnboundedReceiver<Value>,
     notifier: crate::server::ChangeNotifier,
-    tools: Arc<Mutex<Option<Arc<Vec<Tool>>>>>,
+    tools: Arc<ToolListCache>,
 ) {
     while let Some(frame) = rx.recv().await {
         let is_tools = match frame.get("method").and_then(Value::as_str) {
@@ -72,7 +73,7 @@ async fn forward_notifications(
             _ => continue,
         };
         if is_tools {
-            *tools.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            tools.invalidate();
         }
         notifier.notify(is_tools).await;
     }
@@ -83,6 +84,11 @@ fn internal(e: impl std::fmt::Display) -> McpError {
 }
 
 impl DaemonBackend {
+    /// The tool list cache, which the stdio transport answers `tools/list` from.
+    pub fn list_cache(&self) -> Arc<ToolListCache> {
+        self.tools.clone()
+    }
+
     /// A failure talking to the daemon, naming its log.
     fn daemon_error(&self, e: impl std::fmt::Display) -> McpError {
         internal(format!(
@@ -126,7 +132,7 @@ impl DaemonBackend {
         )
         .await
         .map_err(internal)?;
-        *self.tools.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.tools.invalidate();
         let active = self
             .active_skill
             .lock()
@@ -184,9 +190,10 @@ impl Backend for DaemonBackend {
         _ctx: &RequestContext<RoleServer>,
     ) -> Result<Arc<Vec<Tool>>, McpError> {
         let client = self.client().await?;
-        if let Some(t) = self.tools.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+        if let Some(t) = self.tools.tools() {
             return Ok(t);
         }
+        let generation = self.tools.generation();
         let answer = match client
             .call(
                 "orch.list_tools",
@@ -205,7 +212,7 @@ impl Backend for DaemonBackend {
         let tools = Arc::new(encode::tools(
             answer.get("tools").cloned().unwrap_or(Value::Null),
         )?);
-        *self.tools.lock().unwrap_or_else(|p| p.into_inner()) = Some(tools.clone());
+        self.tools.set_tools(generation, tools.clone());
         Ok(tools)
     }
 
