@@ -227,6 +227,58 @@ async fn kb_ingest_of_500_files_reports_progress_and_logs_at_the_clients_level()
 }
 
 #[tokio::test]
+async fn a_vox_tool_reports_progress_and_logs_to_its_caller() {
+    let ws = Ws::new();
+    write(
+        &ws,
+        "tools/steps.vox",
+        "@tool \"Counts to n, telling the caller\"\nfn steps(n: int) to int {\n    for i in range(1, n + 1) {\n        progress(i, n, \"step \" + str(i))\n        log(\"warning\", \"step \" + str(i))\n    }\n    n\n}\n",
+    );
+    let (c, rec) = recording_client(&ws, &[]).await;
+    // No level chosen: progress only.
+    let r = call_rec(&c, "steps", json!({"n": 3})).await;
+    assert_eq!(r.structured_content, Some(json!({"result": 3})));
+    let progress = rec.seen(|s| std::mem::take(&mut s.progress));
+    let got: Vec<_> = progress
+        .iter()
+        .map(|p| (p.progress, p.total, p.message.clone()))
+        .collect();
+    assert_eq!(
+        got,
+        [1.0, 2.0, 3.0].map(|i| (i, Some(3.0), Some(format!("step {i}"))))
+    );
+    assert!(rec.seen(|s| s.logs.is_empty()));
+    c.set_level(rmcp::model::SetLevelRequestParams::new(
+        rmcp::model::LoggingLevel::Warning,
+    ))
+    .await
+    .unwrap();
+    call_rec(&c, "steps", json!({"n": 3})).await;
+    let logs = rec.seen(|s| std::mem::take(&mut s.logs));
+    let got: Vec<_> = logs
+        .iter()
+        .map(|l| (l.logger.clone(), l.data.clone()))
+        .collect();
+    assert_eq!(
+        got,
+        (1..=3)
+            .map(|i| (Some("steps".to_owned()), json!(format!("step {i}"))))
+            .collect::<Vec<_>>()
+    );
+    c.set_level(rmcp::model::SetLevelRequestParams::new(
+        rmcp::model::LoggingLevel::Error,
+    ))
+    .await
+    .unwrap();
+    call_rec(&c, "steps", json!({"n": 2})).await;
+    assert!(
+        rec.seen(|s| s.logs.is_empty()),
+        "a warning passed an error level"
+    );
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
 async fn workspace_refresh_reports_progress_and_warns_about_broken_files() {
     let ws = Ws::new();
     write(

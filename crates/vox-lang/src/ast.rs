@@ -147,6 +147,8 @@ impl Sym {
         "min",
         "max",
         "abs",
+        "progress",
+        "log",
         // Built-in constructors.
         "Some",
         "None",

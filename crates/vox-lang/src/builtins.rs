@@ -306,7 +306,84 @@ pub(crate) fn call_builtin(interp: &mut Interp<'_>, b: Builtin, args: Vec<Value>
                 span,
             )),
         },
+        Builtin::Log => log(interp, &args, span),
+        Builtin::Progress => progress(interp, &args, span),
     }
+}
+
+/// `log(level, message)`: a log message for the caller; a message that is not a str is shown
+/// as `print` shows it.
+fn log(interp: &mut Interp<'_>, args: &[Value], span: Span) -> R {
+    let level = want_str(&args[0], "the log level", span)?;
+    let Some(level) = crate::interp::LOG_LEVELS.iter().find(|l| **l == level) else {
+        return Err(rt(
+            format!(
+                "unknown log level {level:?}: use one of {}",
+                crate::interp::LOG_LEVELS.join(", ")
+            ),
+            span,
+        ));
+    };
+    let message = match &args[1] {
+        Value::Str(s) => s.to_string(),
+        other => {
+            interp.charge_display(other, span)?;
+            interp.display(other)
+        }
+    };
+    match interp.events {
+        Some(ev) => {
+            interp.charge(message.len(), span)?;
+            ev.log(level, &message);
+        }
+        None => interp.log(format!("{level}: {message}"), span)?,
+    }
+    Ok(Value::Unit)
+}
+
+fn number(v: &Value, what: &str, span: Span) -> R<f64> {
+    let n = match v {
+        Value::Int(i) => *i as f64,
+        Value::Float(f) => *f,
+        Value::Dec(d) => d.to_f64(),
+        other => {
+            return Err(rt(
+                format!("{what} must be a number, found `{}`", other.type_name()),
+                span,
+            ));
+        }
+    };
+    if !n.is_finite() {
+        return Err(rt(format!("{what} must be finite, found {n}"), span));
+    }
+    Ok(n)
+}
+
+/// `progress(done[, total[, message]])`: a progress notification for the caller (sent only
+/// when the caller asked for progress). `done` must grow from call to call, as MCP requires.
+fn progress(interp: &mut Interp<'_>, args: &[Value], span: Span) -> R {
+    let done = number(&args[0], "progress's `done`", span)?;
+    let total = match args.get(1) {
+        None | Some(Value::Unit | Value::None) => None,
+        Some(t) => Some(number(t, "progress's `total`", span)?),
+    };
+    let message = match args.get(2) {
+        None => None,
+        Some(m) => Some(want_str(m, "progress's `message`", span)?.to_owned()),
+    };
+    if let Some(last) = interp.last_progress
+        && done <= last
+    {
+        return Err(rt(
+            format!("progress must increase from call to call: {done} after {last}"),
+            span,
+        ));
+    }
+    interp.last_progress = Some(done);
+    if let Some(ev) = interp.events {
+        ev.progress(done, total, message.as_deref());
+    }
+    Ok(Value::Unit)
 }
 
 fn len(v: &Value, span: Span) -> R {

@@ -327,6 +327,10 @@ pub enum Builtin {
     Max,
     /// `abs(x)`
     Abs,
+    /// `progress(done[, total[, message]])`: an MCP progress notification for the caller.
+    Progress,
+    /// `log(level, message)`: an MCP log message for the caller.
+    Log,
     /// `path.join(a, b)`
     PathJoin,
     /// `path.join_many(parts)`
@@ -376,6 +380,8 @@ impl Builtin {
         (Builtin::Min, "min", 1, 2),
         (Builtin::Max, "max", 1, 2),
         (Builtin::Abs, "abs", 1, 1),
+        (Builtin::Progress, "progress", 1, 3),
+        (Builtin::Log, "log", 2, 2),
         // Namespace members (`crate::stdlib`): found by their dotted path, never as a name.
         (Builtin::PathJoin, "path.join", 2, 2),
         (Builtin::PathJoinMany, "path.join_many", 1, 1),

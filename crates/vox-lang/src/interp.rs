@@ -187,6 +187,28 @@ enum ConstState {
 /// Sink for `print`: receives each printed line.
 pub type LogSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
 
+/// The log levels `log(level, message)` takes (MCP's, from RFC 5424), least severe first.
+pub const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// Where a tool call's `log` and `progress` go while it runs: the MCP caller
+/// (`notifications/message`, `notifications/progress`). Without one, `log` lines go to the
+/// `print` sink as `level: message` and `progress` is dropped.
+pub trait ToolEvents: Sync {
+    /// `level` is one of [`LOG_LEVELS`].
+    fn log(&self, level: &str, message: &str);
+    /// `done` is finite and larger than every earlier `done` of the call.
+    fn progress(&self, done: f64, total: Option<f64>, message: Option<&str>);
+}
+
 /// One call's interpreter state.
 pub(crate) struct Interp<'p> {
     pub(crate) p: &'p Program,
@@ -213,6 +235,10 @@ pub(crate) struct Interp<'p> {
     consts: Vec<ConstState>,
     pub(crate) logs: Vec<String>,
     sink: Option<LogSink<'p>>,
+    /// Where `log` and `progress` go, when the call has a caller to tell.
+    pub(crate) events: Option<&'p dyn ToolEvents>,
+    /// The last `progress(done, …)`: each must be larger (MCP).
+    pub(crate) last_progress: Option<f64>,
     /// The workspace `fs.*` reads from, when the call has one.
     pub(crate) workspace: Option<&'p crate::import::FsLoader>,
     /// The value of a `return` (or `?`) while `Flow::Return` unwinds to the call.
@@ -232,6 +258,7 @@ impl<'p> Interp<'p> {
         p: &'p Program,
         budget: Budget,
         sink: Option<LogSink<'p>>,
+        events: Option<&'p dyn ToolEvents>,
         cancel: Option<&'p std::sync::atomic::AtomicBool>,
         workspace: Option<&'p crate::import::FsLoader>,
     ) -> Self {
@@ -257,6 +284,8 @@ impl<'p> Interp<'p> {
             consts: p.consts.iter().map(|_| ConstState::Unset).collect(),
             logs: Vec::new(),
             sink,
+            events,
+            last_progress: None,
             workspace,
             ret_val: None,
             acc: Value::Unit,

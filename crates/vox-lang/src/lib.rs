@@ -56,7 +56,7 @@ pub mod value;
 pub use builtins::{rfc3339, uuid_v4};
 pub use diag::{Code, Diagnostic, DiagnosticJson, Severity, SourceFile, Span};
 pub use import::{FsLoader, MemoryLoader, ModuleLoader, NoImports};
-pub use interp::{Budget, BudgetKind, LogSink, RunError};
+pub use interp::{Budget, BudgetKind, LOG_LEVELS, LogSink, RunError, ToolEvents};
 pub use module::{
     Analysis, CallError, CallOptions, CallOutput, CompileError, HirSummary, ImportInfo,
     ImportedFile, MAX_SOURCE_BYTES, Module, TestOutcome, analyze, analyze_with, decode_source,

@@ -651,6 +651,8 @@ pub struct CallOptions<'a> {
     pub budget: Budget,
     /// Receives each `print`ed line as it happens (they are also returned in the output).
     pub log: Option<LogSink<'a>>,
+    /// Receives `log(level, message)` and `progress(done, total, message)`.
+    pub events: Option<&'a dyn crate::interp::ToolEvents>,
     /// When it turns true the call stops within 1,024 steps with [`BudgetKind::Cancelled`].
     pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
     /// The workspace whose files `fs.read`, `fs.exists`, `fs.list_dir` and `fs.glob` see
@@ -957,6 +959,7 @@ impl Module {
             &self.program,
             opts.budget,
             opts.log,
+            opts.events,
             opts.cancel,
             opts.workspace,
         );

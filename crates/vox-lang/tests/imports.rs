@@ -139,6 +139,7 @@ fn a_runaway_imported_function_spends_the_callers_budget_and_names_its_file() {
             ..Budget::default()
         },
         log: None,
+        events: None,
         cancel: None,
         workspace: None,
     };

@@ -241,6 +241,7 @@ fn step_budget_stops_an_infinite_loop() {
             ..Budget::default()
         },
         log: None,
+        events: None,
         cancel: None,
         workspace: None,
     };
@@ -260,6 +261,7 @@ fn wall_clock_budget_stops_a_long_call() {
             ..Budget::default()
         },
         log: None,
+        events: None,
         cancel: None,
         workspace: None,
     };
@@ -280,6 +282,7 @@ fn a_cancel_flag_stops_a_loop_that_no_budget_would_stop_soon() {
             ..Budget::default()
         },
         log: None,
+        events: None,
         cancel: Some(&cancel),
         workspace: None,
     };
@@ -548,6 +551,7 @@ fn deep_expression_nesting_is_guarded_on_a_small_stack() {
                     ..Budget::default()
                 },
                 log: None,
+                events: None,
                 cancel: None,
                 workspace: None,
             };
@@ -560,4 +564,67 @@ fn deep_expression_nesting_is_guarded_on_a_small_stack() {
         Err(CallError::Budget { kind, .. }) => assert_eq!(kind, BudgetKind::Depth),
         other => panic!("{other:?}"),
     }
+}
+
+/// Records what a call's `log` and `progress` send.
+#[derive(Default)]
+struct Events(std::sync::Mutex<Vec<String>>);
+
+impl vox_lang::ToolEvents for Events {
+    fn log(&self, level: &str, message: &str) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("log {level} {message}"));
+    }
+    fn progress(&self, done: f64, total: Option<f64>, message: Option<&str>) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("progress {done} {total:?} {message:?}"));
+    }
+}
+
+#[test]
+fn log_and_progress_reach_the_callers_events_and_bad_uses_are_clear_errors() {
+    let src = "@tool\nfn work(n: int) to int {\n    for i in range(1, n + 1) {\n        progress(i, n, \"step \" + str(i))\n        log(\"debug\", {\"step\": i})\n    }\n    progress(n + 1)\n    n\n}\n\n@tool\nfn loud() {\n    log(\"shout\", \"x\")\n}\n\n@tool\nfn backwards() {\n    progress(2, 3)\n    progress(1, 3)\n}\n";
+    let m = module(src);
+    let events = Events::default();
+    let opts = CallOptions {
+        events: Some(&events),
+        ..CallOptions::default()
+    };
+    let out = m.call_json("work", &json!({"n": 2}), &opts).unwrap();
+    assert_eq!(out.value, json!(2));
+    assert_eq!(
+        *events.0.lock().unwrap(),
+        [
+            "progress 1 Some(2.0) Some(\"step 1\")",
+            "log debug {step: 1}",
+            "progress 2 Some(2.0) Some(\"step 2\")",
+            "log debug {step: 2}",
+            "progress 3 None None",
+        ]
+    );
+    let e = m
+        .call_json("loud", &J::Null, &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("unknown log level \"shout\"") && e.contains("warning"),
+        "{e}"
+    );
+    let e = m
+        .call_json("backwards", &J::Null, &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("progress must increase") && e.contains("1 after 2"),
+        "{e}"
+    );
+    // Without a caller to tell, `log` is printed and `progress` is dropped.
+    let out = m
+        .call_json("work", &json!({"n": 1}), &CallOptions::default())
+        .unwrap();
+    assert_eq!(out.logs, ["debug: {step: 1}"]);
 }

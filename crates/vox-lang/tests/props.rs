@@ -52,7 +52,7 @@ proptest! {
         let a = analyze("soup.vox", src.as_bytes());
         let _ = a.render();
         if let Ok(m) = a.into_module() {
-            let opts = CallOptions { budget: vox_lang::Budget { max_steps: 5_000, ..Default::default() }, log: None, cancel: None, workspace: None };
+            let opts = CallOptions { budget: vox_lang::Budget { max_steps: 5_000, ..Default::default() }, log: None, events: None, cancel: None, workspace: None };
             for f in m.functions() {
                 let _ = m.call_json(&f.name, &J::Null, &opts);
             }

@@ -162,13 +162,14 @@ impl WorkspaceTools {
     ) -> Option<Result<Value, ToolError>> {
         let surface = self.surface();
         let tool = surface.tools.get(name)?;
-        let printed = PrintRelay::new(name, &tool.file, call);
+        let printed = EventRelay::new(name, &tool.file, call);
         let sink = |line: &str| printed.line(line);
         let files = self.loader.fs();
         let opts = vox_lang::CallOptions {
             budget: tool.budget.budget,
             cancel: Some(call.cancel.flag()),
             log: Some(&sink),
+            events: Some(&printed),
             workspace: Some(&files),
         };
         let out = tool.module.call_json(name, args, &opts);
@@ -203,6 +204,7 @@ impl WorkspaceTools {
         let opts = vox_lang::CallOptions {
             budget: r.budget.budget,
             log: Some(&sink),
+            events: None,
             cancel: None,
             workspace: Some(&files),
         };
@@ -214,7 +216,7 @@ impl WorkspaceTools {
     }
 }
 
-/// Most `print`ed lines of one call sent to its caller; the rest are counted, and the count is
+/// Most `print`ed and `log`ged lines of one call sent to its caller; the rest are counted, and the count is
 /// sent once the call ends (the daemon log gets every line).
 pub const MAX_PRINTED_LINES: usize = 1_000;
 /// Longest `print`ed line sent as is; longer ones are cut (a log frame must stay well under
@@ -234,22 +236,52 @@ fn clip(line: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// Forwards one call's `print`s to its caller (MCP `notifications/message`, level `info`,
-/// logger = the tool's name) and to the daemon's log.
-struct PrintRelay<'a> {
+/// Forwards one call's `print`s and `log`s to its caller (MCP `notifications/message`, `print`
+/// at level `info`, logger = the tool's name) and to the daemon's log, and its `progress` to
+/// the caller when it asked for progress. At most [`MAX_PRINTED_LINES`] messages and as many
+/// progress notifications are sent per call.
+struct EventRelay<'a> {
     tool: &'a str,
     file: &'a str,
     call: &'a CallCtx,
     sent: std::sync::atomic::AtomicUsize,
+    progressed: std::sync::atomic::AtomicUsize,
 }
 
-impl<'a> PrintRelay<'a> {
+impl vox_lang::ToolEvents for EventRelay<'_> {
+    fn log(&self, level: &str, message: &str) {
+        let message = clip(message);
+        tracing::info!(target: "vox.workspace", tool = self.tool, file = self.file, "log {level}: {message}");
+        let Ok(level) = serde_json::from_value::<LogLevel>(json!(level)) else {
+            return;
+        };
+        if self.call.logs(level)
+            && self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < MAX_PRINTED_LINES
+        {
+            self.call.log(level, self.tool, message.into_owned());
+        }
+    }
+
+    fn progress(&self, done: f64, total: Option<f64>, message: Option<&str>) {
+        if self
+            .progressed
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            < MAX_PRINTED_LINES
+        {
+            self.call
+                .progress(done, total, message.map(|m| clip(m).into_owned()));
+        }
+    }
+}
+
+impl<'a> EventRelay<'a> {
     fn new(tool: &'a str, file: &'a str, call: &'a CallCtx) -> Self {
-        PrintRelay {
+        EventRelay {
             tool,
             file,
             call,
             sent: std::sync::atomic::AtomicUsize::new(0),
+            progressed: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -273,7 +305,7 @@ impl<'a> PrintRelay<'a> {
                 LogLevel::Warning,
                 self.tool,
                 format!(
-                    "{} more printed lines of this call were not sent (at most {MAX_PRINTED_LINES} are); the daemon log has them all",
+                    "{} more printed or logged lines of this call were not sent (at most {MAX_PRINTED_LINES} are); the daemon log has them all",
                     n - MAX_PRINTED_LINES
                 ),
             );
