@@ -35,6 +35,7 @@ impl Server {
             "VOX_MCP_HTTP_BEARER_TOKEN",
             "VOX_MCP_HTTP_READ_BEARER_TOKEN",
             "VOX_MCP_HTTP_ALLOWED_TOOLS",
+            "VOX_MCP_HTTP_WORKSPACE_TOOLS",
         ] {
             cmd.env_remove(k);
         }
@@ -1190,4 +1191,120 @@ async fn vox_skill_use_without_a_session_is_authorized_before_the_session_is_ask
         "{}",
         r.body
     );
+}
+
+/// The text of an `/mcp` reply (an SSE stream arrives as a string).
+fn sse(r: &Reply) -> String {
+    r.body
+        .as_str()
+        .map_or_else(|| r.body.to_string(), str::to_owned)
+}
+
+/// The start and the end of a reply, for failure messages.
+fn clip(r: &Reply) -> String {
+    let t = sse(r);
+    let c: Vec<char> = t.chars().collect();
+    if c.len() <= 600 {
+        return t;
+    }
+    let head: String = c[..300].iter().collect();
+    let tail: String = c[c.len() - 300..].iter().collect();
+    format!("{head} … {tail}")
+}
+
+/// `VOX_MCP_HTTP_WORKSPACE_TOOLS=1`: `/mcp` serves the workspace's `.vox` tools and resources
+/// to the write role under dev; never to the read token, never without the opt-in, and a named
+/// profile refuses the setting at start.
+#[tokio::test]
+async fn mcp_serves_workspace_tools_to_the_write_role_when_the_operator_opts_in() {
+    let ws = Ws::new();
+    std::fs::create_dir_all(ws.root().join("tools")).unwrap();
+    std::fs::write(
+        ws.root().join("tools/t.vox"),
+        "@tool \"Twice\"\nfn twice(x: int) to int {\n    log(\"info\", \"doubling\")\n    x * 2\n}\n\n@mcp.resource(\"docs://hello\", \"A greeting\")\nfn hello() to str {\n    \"hi\"\n}\n",
+    )
+    .unwrap();
+    let e = Server::start(
+        Ws::new(),
+        "knowledge",
+        &[
+            ("VOX_MCP_HTTP_BEARER_TOKEN", WRITE),
+            ("VOX_MCP_HTTP_WORKSPACE_TOOLS", "1"),
+        ],
+    )
+    .err()
+    .expect("a named profile refuses workspace tools over HTTP");
+    assert!(
+        e.contains("VOX_MCP_HTTP_WORKSPACE_TOOLS=1") && e.contains("knowledge"),
+        "{e}"
+    );
+
+    let s = Server::start(
+        ws,
+        "dev",
+        &[
+            ("VOX_MCP_HTTP_BEARER_TOKEN", WRITE),
+            ("VOX_MCP_HTTP_READ_BEARER_TOKEN", READ),
+            ("VOX_MCP_HTTP_WORKSPACE_TOOLS", "1"),
+        ],
+    )
+    .unwrap();
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "twice", "arguments": {"x": 21}}});
+    let resources = json!({"jsonrpc": "2.0", "id": 4, "method": "resources/list"});
+    let read = json!({"jsonrpc": "2.0", "id": 5, "method": "resources/read",
+        "params": {"uri": "docs://hello"}});
+    let id = mcp_session(&s, "127.0.0.1", Some(WRITE)).await;
+    let level = json!({"jsonrpc": "2.0", "id": 6, "method": "logging/setLevel", "params": {"level": "info"}});
+    mcp(
+        &s,
+        "127.0.0.1",
+        "POST",
+        Some(WRITE),
+        Some(&id),
+        Some(&level),
+    )
+    .await;
+    let r = mcp(&s, "127.0.0.1", "POST", Some(WRITE), Some(&id), Some(&list)).await;
+    assert!(sse(&r).contains("\"twice\""), "{}", clip(&r));
+    let r = mcp(&s, "127.0.0.1", "POST", Some(WRITE), Some(&id), Some(&call)).await;
+    assert!(sse(&r).contains("\"result\":42"), "{}", clip(&r));
+    let r = mcp(
+        &s,
+        "127.0.0.1",
+        "POST",
+        Some(WRITE),
+        Some(&id),
+        Some(&resources),
+    )
+    .await;
+    assert!(sse(&r).contains("docs://hello"), "{}", clip(&r));
+    let r = mcp(&s, "127.0.0.1", "POST", Some(WRITE), Some(&id), Some(&read)).await;
+    assert!(sse(&r).contains("\"hi\""), "{}", clip(&r));
+
+    // The read token sees and reaches none of it.
+    let id = mcp_session(&s, "127.0.0.1", Some(READ)).await;
+    let r = mcp(&s, "127.0.0.1", "POST", Some(READ), Some(&id), Some(&list)).await;
+    assert!(!sse(&r).contains("\"twice\""), "{}", clip(&r));
+    let r = mcp(&s, "127.0.0.1", "POST", Some(READ), Some(&id), Some(&call)).await;
+    assert!(!sse(&r).contains("\"result\":42"), "{}", clip(&r));
+    let r = mcp(&s, "127.0.0.1", "POST", Some(READ), Some(&id), Some(&read)).await;
+    assert!(!sse(&r).contains("\"hi\""), "{}", clip(&r));
+    drop(s);
+
+    // Without the opt-in, `/mcp` under dev serves the catalog only.
+    let ws = Ws::new();
+    std::fs::create_dir_all(ws.root().join("tools")).unwrap();
+    std::fs::write(
+        ws.root().join("tools/t.vox"),
+        "@tool\nfn twice(x: int) to int {\n    x * 2\n}\n",
+    )
+    .unwrap();
+    let s = Server::start(ws, "dev", &[("VOX_MCP_HTTP_BEARER_TOKEN", WRITE)]).unwrap();
+    let id = mcp_session(&s, "127.0.0.1", Some(WRITE)).await;
+    let r = mcp(&s, "127.0.0.1", "POST", Some(WRITE), Some(&id), Some(&list)).await;
+    assert!(!sse(&r).contains("\"twice\""), "{}", clip(&r));
+    let r = mcp(&s, "127.0.0.1", "POST", Some(WRITE), Some(&id), Some(&call)).await;
+    assert!(!sse(&r).contains("\"result\":42"), "{}", clip(&r));
 }

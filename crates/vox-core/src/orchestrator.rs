@@ -297,6 +297,19 @@ impl Orchestrator {
         self.narrowed(name, outcome)
     }
 
+    /// [`Self::call_as`] that also serves the workspace's tools (under `dev`, a name outside
+    /// the static catalog), for a gateway whose operator opted in.
+    pub async fn call_as_with_workspace(
+        &self,
+        surface: &ProfileSet,
+        name: &str,
+        args: Value,
+        call: CallCtx,
+    ) -> ToolOutcome {
+        let outcome = self.call_inner(surface, name, args, call, true).await;
+        self.narrowed(name, outcome)
+    }
+
     /// The authorization [`Self::call_as`] starts with, on its own: `Err` holds the denial it
     /// would answer. For a transport's own check that must not run before authorization.
     pub fn authorize_as(

@@ -25,6 +25,10 @@ pub enum ConfigError {
     SameTokens,
     #[error("{var} names unknown tool(s): {names}")]
     UnknownTools { var: &'static str, names: String },
+    #[error(
+        "VOX_MCP_HTTP_WORKSPACE_TOOLS=1 serves a workspace's .vox tools and resources only under the dev profile; this daemon serves `{0}` (a named profile is a fixed slice of the catalog)"
+    )]
+    WorkspaceToolsNeedDev(String),
 }
 
 /// The gateway's settings.
@@ -35,6 +39,9 @@ pub struct GatewayConfig {
     pub write_token: Option<String>,
     pub read_token: Option<String>,
     pub allow_unauthenticated: bool,
+    /// `VOX_MCP_HTTP_WORKSPACE_TOOLS=1`: `/mcp` also serves the workspace's `.vox` tools and
+    /// resources to write-role callers (dev only; off by default).
+    pub workspace_tools: bool,
     pub allowed_tools: Option<Vec<String>>,
     pub read_role_allowed_tools: Option<Vec<String>>,
     pub rate_per_sec: NonZeroU32,
@@ -82,16 +89,16 @@ impl GatewayConfig {
         };
         let write_token = token("VOX_MCP_HTTP_BEARER_TOKEN")?;
         let read_token = token("VOX_MCP_HTTP_READ_BEARER_TOKEN")?;
-        let allow_unauthenticated = match get("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED").as_deref() {
-            None | Some("0") | Some("") => false,
-            Some("1") => true,
-            Some(other) => {
-                return Err(ConfigError::Invalid {
-                    var: "VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED",
-                    message: format!("expected 1 or 0, got `{other}`"),
-                });
-            }
+        let flag = |var: &'static str| match get(var).as_deref() {
+            None | Some("0") | Some("") => Ok(false),
+            Some("1") => Ok(true),
+            Some(other) => Err(ConfigError::Invalid {
+                var,
+                message: format!("expected 1 or 0, got `{other}`"),
+            }),
         };
+        let allow_unauthenticated = flag("VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED")?;
+        let workspace_tools = flag("VOX_MCP_HTTP_WORKSPACE_TOOLS")?;
         // Only these two addresses count as loopback for trust decisions
         // (`trusted_loopback`): on another 127/8 bind, peers would be remote by the gateway's
         // own rule and yet get the write role without a token.
@@ -138,6 +145,7 @@ impl GatewayConfig {
             write_token,
             read_token,
             allow_unauthenticated,
+            workspace_tools,
             allowed_tools: get("VOX_MCP_HTTP_ALLOWED_TOOLS").map(|v| list(&v)),
             read_role_allowed_tools: get("VOX_MCP_HTTP_READ_ROLE_ALLOWED_TOOLS").map(|v| list(&v)),
             rate_per_sec: rate("VOX_MCP_HTTP_RATE_PER_SEC", 50_000)?,
@@ -180,6 +188,11 @@ impl GatewayConfig {
     /// documented default (every public tool: operator and internal tools need an explicit
     /// allowlist over HTTP) and a named profile serves its own tools.
     pub fn surface(&self, profile: &ProfileSet) -> Result<ProfileSet, ConfigError> {
+        if self.workspace_tools && !profile.is_dev() {
+            return Err(ConfigError::WorkspaceToolsNeedDev(
+                profile.canonical().to_owned(),
+            ));
+        }
         let mut surface = match &self.allowed_tools {
             Some(names) => {
                 let set = Self::tool_set("VOX_MCP_HTTP_ALLOWED_TOOLS", names)?;

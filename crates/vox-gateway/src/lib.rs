@@ -103,6 +103,22 @@ impl Shared {
     fn tools_json(&self, who: &Who) -> Value {
         serde_json::to_value(self.orch.list_tools_as(&self.surface, who.caller)).unwrap_or_default()
     }
+    /// Whether `/mcp` serves this caller the workspace's `.vox` tools and resources (and skill
+    /// macro tools): only with `VOX_MCP_HTTP_WORKSPACE_TOOLS=1` (dev only, checked at start)
+    /// and only to the write role.
+    fn serves_workspace(&self, who: &Who) -> bool {
+        self.config.workspace_tools && who.caller.role == Role::Write
+    }
+    /// `/mcp`'s tool list: [`Self::tools_json`], then the workspace's when served.
+    fn mcp_tools_json(&self, who: &Who) -> Value {
+        let mut tools = self.tools_json(who);
+        if self.serves_workspace(who)
+            && let Value::Array(list) = &mut tools
+        {
+            list.extend(self.orch.dynamic_tool_descriptors(true));
+        }
+        tools
+    }
     /// Skill resources are served to callers who may list skills here.
     fn serves_skill_resources(&self, who: &Who) -> bool {
         vox_mcp_registry::authorize_tool(
@@ -112,6 +128,24 @@ impl Shared {
             self.orch.boot_report().booted_mask,
         )
         .is_ok()
+    }
+    /// `/mcp`'s resources: every provider's when the workspace is served, else `skill://`
+    /// ones to callers who may list skills.
+    fn mcp_resources(&self, who: &Who) -> Vec<Value> {
+        if self.serves_workspace(who) {
+            return self.orch.resources();
+        }
+        self.skill_resources(who)
+    }
+    fn read_mcp_resource(
+        &self,
+        who: &Who,
+        uri: &str,
+    ) -> Option<Result<String, vox_core::ToolError>> {
+        if self.serves_workspace(who) {
+            return Some(self.orch.read_resource(uri));
+        }
+        self.read_skill_resource(who, uri)
     }
     fn skill_resources(&self, who: &Who) -> Vec<Value> {
         if self.serves_skill_resources(who) {
@@ -149,6 +183,22 @@ impl Shared {
             ));
         }
         self.orch.call_as(&self.surface, name, args, call).await
+    }
+    /// `/mcp`'s call: [`Self::call`], with workspace tools when they are served to `who`.
+    async fn mcp_call(
+        &self,
+        who: &Who,
+        name: &str,
+        args: Value,
+        call: vox_core::CallCtx,
+    ) -> ToolOutcome {
+        if self.serves_workspace(who) && name != "vox_skill_use" {
+            return self
+                .orch
+                .call_as_with_workspace(&self.surface, name, args, call)
+                .await;
+        }
+        self.call(who, name, args, call).await
     }
 }
 

@@ -93,7 +93,8 @@ impl vox_mcp::Backend for HttpMcp {
         )
     }
 
-    /// The gateway serves the static catalog only: its lists do not change while connected.
+    /// Not advertised even with workspace tools: `/mcp` sends no `list_changed` (a client
+    /// lists again to see a refresh).
     fn lists_change(&self) -> bool {
         false
     }
@@ -103,7 +104,9 @@ impl vox_mcp::Backend for HttpMcp {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<Arc<Vec<rmcp::model::Tool>>, McpError> {
         let who = self.who(ctx)?;
-        Ok(Arc::new(vox_mcp::encode::tools(self.0.tools_json(&who))?))
+        Ok(Arc::new(vox_mcp::encode::tools(
+            self.0.mcp_tools_json(&who),
+        )?))
     }
 
     async fn call_tool(
@@ -117,7 +120,7 @@ impl vox_mcp::Backend for HttpMcp {
             call.progress,
             call.log_level,
         );
-        Ok(self.0.call(&who, &call.name, call.arguments, cx).await)
+        Ok(self.0.mcp_call(&who, &call.name, call.arguments, cx).await)
     }
 
     async fn list_resources(
@@ -125,7 +128,7 @@ impl vox_mcp::Backend for HttpMcp {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<Vec<rmcp::model::Resource>, McpError> {
         let who = self.who(ctx)?;
-        vox_mcp::encode::resources(Value::Array(self.0.skill_resources(&who)))
+        vox_mcp::encode::resources(Value::Array(self.0.mcp_resources(&who)))
     }
 
     async fn read_resource(
@@ -134,7 +137,7 @@ impl vox_mcp::Backend for HttpMcp {
         uri: &str,
     ) -> Result<String, McpError> {
         let who = self.who(ctx)?;
-        match self.0.read_skill_resource(&who, uri) {
+        match self.0.read_mcp_resource(&who, uri) {
             Some(Ok(text)) => Ok(text),
             Some(Err(e)) => Err(McpError::resource_not_found(
                 e.to_string(),
