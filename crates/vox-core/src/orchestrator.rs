@@ -285,28 +285,17 @@ impl Orchestrator {
     }
 
     /// [`Self::call`] for a surface narrower than the daemon's profile (the HTTP gateway's);
-    /// workspace tools are never served there.
+    /// `workspace`: a name outside the static catalog may be a workspace or skill tool (under
+    /// `dev`, for a gateway whose operator opted in).
     pub async fn call_as(
         &self,
         surface: &ProfileSet,
         name: &str,
         args: Value,
         call: CallCtx,
+        workspace: bool,
     ) -> ToolOutcome {
-        let outcome = self.call_inner(surface, name, args, call, false).await;
-        self.narrowed(name, outcome)
-    }
-
-    /// [`Self::call_as`] that also serves the workspace's tools (under `dev`, a name outside
-    /// the static catalog), for a gateway whose operator opted in.
-    pub async fn call_as_with_workspace(
-        &self,
-        surface: &ProfileSet,
-        name: &str,
-        args: Value,
-        call: CallCtx,
-    ) -> ToolOutcome {
-        let outcome = self.call_inner(surface, name, args, call, true).await;
+        let outcome = self.call_inner(surface, name, args, call, workspace).await;
         self.narrowed(name, outcome)
     }
 

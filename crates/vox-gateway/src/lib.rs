@@ -171,6 +171,17 @@ impl Shared {
         args: Value,
         call: vox_core::CallCtx,
     ) -> ToolOutcome {
+        self.call_with(who, name, args, call, false).await
+    }
+    /// A call on this gateway's surface; `workspace`: also the workspace's tools.
+    async fn call_with(
+        &self,
+        who: &Who,
+        name: &str,
+        args: Value,
+        call: vox_core::CallCtx,
+        workspace: bool,
+    ) -> ToolOutcome {
         // Without a named session every request of this token would share one active skill,
         // so one client could restrict (or release) all the others. Authorization comes first:
         // a caller who may not use the tool hears that, not what the call would need.
@@ -182,7 +193,9 @@ impl Shared {
                 "vox_skill_use over HTTP needs a session: send an X-Vox-Session header (REST), use one WebSocket connection, or a 2025-era /mcp session".into(),
             ));
         }
-        self.orch.call_as(&self.surface, name, args, call).await
+        self.orch
+            .call_as(&self.surface, name, args, call, workspace)
+            .await
     }
     /// `/mcp`'s call: [`Self::call`], with workspace tools when they are served to `who`.
     async fn mcp_call(
@@ -192,13 +205,8 @@ impl Shared {
         args: Value,
         call: vox_core::CallCtx,
     ) -> ToolOutcome {
-        if self.serves_workspace(who) && name != "vox_skill_use" {
-            return self
-                .orch
-                .call_as_with_workspace(&self.surface, name, args, call)
-                .await;
-        }
-        self.call(who, name, args, call).await
+        let workspace = self.serves_workspace(who);
+        self.call_with(who, name, args, call, workspace).await
     }
 }
 
