@@ -128,7 +128,7 @@ async fn print_in_a_workspace_tool_reaches_the_client_as_info_log_messages_and_t
             .data
             .as_str()
             .unwrap()
-            .starts_with("101 more printed lines"),
+            .starts_with("101 more printed or logged lines"),
         "{:?}",
         got[1000]
     );

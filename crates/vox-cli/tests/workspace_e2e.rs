@@ -245,6 +245,77 @@ async fn repeated_lists_are_answered_alike_and_a_change_reaches_the_next_one() {
     m.cancel().await.unwrap();
 }
 
+/// `content.*` values: a tool answers with MCP content blocks (image, audio, embedded text and
+/// binary resources, a resource link, mixed lists) instead of a JSON value.
+#[tokio::test]
+async fn a_vox_tool_answers_with_content_blocks() {
+    let ws = workspace();
+    std::fs::write(
+        ws.root().join("tools/media.vox"),
+        r#"let PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+@tool "An image"
+fn picture() {
+    content.image(PNG, "image/png")
+}
+
+@tool "Several kinds"
+fn mixed() {
+    [
+        content.text("Here:"),
+        content.image(PNG, "image/png"),
+        content.audio("UklGRiQAAABXQVZF", "audio/wav"),
+        content.resource("test://data", "{\"a\":1}", "application/json"),
+        content.blob("test://bin", "AAEC", "application/octet-stream"),
+        content.link("file:///README.md", "README", "text/markdown"),
+    ]
+}
+
+@tool "A bad MIME type"
+fn bad() {
+    content.image(PNG, "png")
+}
+"#,
+    )
+    .unwrap();
+    let c = ws.client(&[]).await;
+    let call = |name: &'static str| c.call_tool(rmcp::model::CallToolRequestParams::new(name));
+    let r = call("picture").await.unwrap();
+    assert_ne!(r.is_error, Some(true));
+    let v = serde_json::to_value(&r.content).unwrap();
+    assert_eq!(v[0]["type"], "image");
+    assert_eq!(v[0]["mimeType"], "image/png");
+    assert!(v[0]["data"].as_str().unwrap().starts_with("iVBOR"));
+    assert_eq!(r.structured_content, None);
+    let r = call("mixed").await.unwrap();
+    let v = serde_json::to_value(&r.content).unwrap();
+    let kinds: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "text",
+            "image",
+            "audio",
+            "resource",
+            "resource",
+            "resource_link"
+        ]
+    );
+    assert_eq!(v[3]["resource"]["text"], "{\"a\":1}");
+    assert_eq!(v[4]["resource"]["blob"], "AAEC");
+    assert_eq!(v[5]["uri"], "file:///README.md");
+    let r = call("bad").await.unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let text = serde_json::to_string(&r.content).unwrap();
+    assert!(text.contains("not a MIME type"), "{text}");
+    c.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_file_that_loops_forever_at_load_or_call_is_a_clear_error_and_serving_goes_on() {
     let ws = workspace();

@@ -22,8 +22,9 @@ pub trait DynamicTools: Send + Sync {
     /// Whether it serves `name` (listed or not).
     fn has_tool(&self, name: &str) -> bool;
     /// Calls `name` (blocking work; stops when `call.cancel` turns true, may log through
-    /// `call.log`); `None` if it has no such tool.
-    fn call(&self, name: &str, args: &Value, call: &CallCtx) -> Option<Result<Value, ToolError>>;
+    /// `call.log`): a value, content blocks or a failure (never a denial); `None` if it has no
+    /// such tool.
+    fn call(&self, name: &str, args: &Value, call: &CallCtx) -> Option<ToolOutcome>;
     /// MCP resource descriptors, in URI order.
     fn resources(&self) -> Vec<Value>;
     /// Reads a resource (blocking); `None` if it has no such URI.

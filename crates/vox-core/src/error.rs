@@ -82,6 +82,9 @@ impl ToolError {
 #[serde(into = "WireOutcome", try_from = "WireOutcome")]
 pub enum ToolOutcome {
     Ok(Value),
+    /// MCP content blocks (text, image, audio, embedded resource, resource link), as a
+    /// workspace tool made them with `content.*`; its answer is these, not a JSON value.
+    Content(Vec<Value>),
     Denied(Denial),
     Failed(ToolError),
 }
@@ -90,22 +93,29 @@ impl ToolOutcome {
     /// `ok`, the denial code, or the tool error code.
     pub fn label(&self) -> &'static str {
         match self {
-            ToolOutcome::Ok(_) => "ok",
+            ToolOutcome::Ok(_) | ToolOutcome::Content(_) => "ok",
             ToolOutcome::Denied(d) => d.code.as_str(),
             ToolOutcome::Failed(e) => e.code(),
         }
     }
-    /// The structured content: the value, or the one error shape.
+    /// The structured content: the value, `{"content": blocks}`, or the one error shape.
     pub fn to_json(&self) -> Value {
         match self {
             ToolOutcome::Ok(v) => v.clone(),
+            ToolOutcome::Content(blocks) => json!({ "content": blocks }),
             ToolOutcome::Denied(d) => d.to_json(),
             ToolOutcome::Failed(e) => e.to_json(),
         }
     }
     /// Whether a client should see `isError: true`.
     pub fn is_error(&self) -> bool {
-        !matches!(self, ToolOutcome::Ok(_))
+        !matches!(self, ToolOutcome::Ok(_) | ToolOutcome::Content(_))
+    }
+}
+
+impl From<Result<Value, ToolError>> for ToolOutcome {
+    fn from(r: Result<Value, ToolError>) -> Self {
+        r.map_or_else(ToolOutcome::Failed, ToolOutcome::Ok)
     }
 }
 
@@ -115,6 +125,9 @@ impl ToolOutcome {
 enum WireOutcome {
     Ok {
         value: Value,
+    },
+    Content {
+        blocks: Vec<Value>,
     },
     Denied {
         code: String,
@@ -134,6 +147,7 @@ impl From<ToolOutcome> for WireOutcome {
     fn from(o: ToolOutcome) -> Self {
         match o {
             ToolOutcome::Ok(value) => WireOutcome::Ok { value },
+            ToolOutcome::Content(blocks) => WireOutcome::Content { blocks },
             ToolOutcome::Denied(d) => WireOutcome::Denied {
                 code: d.code.as_str().to_owned(),
                 message: d.message,
@@ -153,6 +167,7 @@ impl TryFrom<WireOutcome> for ToolOutcome {
     fn try_from(w: WireOutcome) -> Result<Self, String> {
         Ok(match w {
             WireOutcome::Ok { value } => ToolOutcome::Ok(value),
+            WireOutcome::Content { blocks } => ToolOutcome::Content(blocks),
             WireOutcome::Denied {
                 code,
                 message,

@@ -464,8 +464,15 @@ impl Orchestrator {
                 .find_map(|p| p.call(&owned, &args, &inner)))
         });
         match self.under_deadline(name, &call, work).await {
-            Ok(Some(Ok(v))) => cap_result(name, v),
-            Ok(Some(Err(e))) | Err(e) => ToolOutcome::Failed(e),
+            Ok(Some(ToolOutcome::Ok(v))) => cap_result(name, v),
+            Ok(Some(ToolOutcome::Content(blocks))) => {
+                match cap_result(name, Value::Array(blocks)) {
+                    ToolOutcome::Ok(Value::Array(blocks)) => ToolOutcome::Content(blocks),
+                    other => other,
+                }
+            }
+            Ok(Some(other)) => other,
+            Err(e) => ToolOutcome::Failed(e),
             Ok(None) => ToolOutcome::Denied(unknown),
         }
     }

@@ -307,8 +307,61 @@ pub(crate) fn call_builtin(interp: &mut Interp<'_>, b: Builtin, args: Vec<Value>
             )),
         },
         Builtin::Log => log(interp, &args, span),
+        Builtin::ContentText
+        | Builtin::ContentImage
+        | Builtin::ContentAudio
+        | Builtin::ContentResource
+        | Builtin::ContentBlob
+        | Builtin::ContentLink => content(interp, b, &args, span),
         Builtin::Progress => progress(interp, &args, span),
     }
+}
+
+/// `content.*(…)`: an MCP content block.
+fn content(interp: &mut Interp<'_>, b: Builtin, args: &[Value], span: Span) -> R {
+    use crate::content as c;
+    let s = |i: usize, what: &str| -> R<&str> { want_str(&args[i], what, span) };
+    for a in args {
+        interp.charge_display(a, span)?;
+    }
+    let made = match b {
+        Builtin::ContentText => Ok(c::text(s(0, "content.text's text")?)),
+        Builtin::ContentImage => c::media(
+            "image",
+            s(0, "content.image's data")?,
+            s(1, "content.image's MIME type")?,
+        ),
+        Builtin::ContentAudio => c::media(
+            "audio",
+            s(0, "content.audio's data")?,
+            s(1, "content.audio's MIME type")?,
+        ),
+        Builtin::ContentResource => c::resource(
+            s(0, "content.resource's URI")?,
+            s(1, "content.resource's text")?,
+            if args.len() > 2 {
+                s(2, "content.resource's MIME type")?
+            } else {
+                "text/plain"
+            },
+        ),
+        Builtin::ContentBlob => c::blob(
+            s(0, "content.blob's URI")?,
+            s(1, "content.blob's data")?,
+            s(2, "content.blob's MIME type")?,
+        ),
+        _ => c::link(
+            s(0, "content.link's URI")?,
+            s(1, "content.link's name")?,
+            if args.len() > 2 {
+                Some(s(2, "content.link's MIME type")?)
+            } else {
+                None
+            },
+        ),
+    };
+    made.map(|x| Value::Content(Rc::new(x)))
+        .map_err(|e| rt(e, span))
 }
 
 /// `log(level, message)`: a log message for the caller; a message that is not a str is shown

@@ -361,6 +361,18 @@ pub enum Builtin {
     FsGlob,
     /// `regex.compile(pattern)`: `Ok(re)` or `Error(why)`.
     RegexCompile,
+    /// `content.text(text)`
+    ContentText,
+    /// `content.image(data, mime)`
+    ContentImage,
+    /// `content.audio(data, mime)`
+    ContentAudio,
+    /// `content.resource(uri, text[, mime])`
+    ContentResource,
+    /// `content.blob(uri, data, mime)`
+    ContentBlob,
+    /// `content.link(uri, name[, mime])`
+    ContentLink,
 }
 
 impl Builtin {
@@ -398,6 +410,12 @@ impl Builtin {
         (Builtin::FsListDir, "fs.list_dir", 0, 1),
         (Builtin::FsGlob, "fs.glob", 1, 1),
         (Builtin::RegexCompile, "regex.compile", 1, 1),
+        (Builtin::ContentText, "content.text", 1, 1),
+        (Builtin::ContentImage, "content.image", 2, 2),
+        (Builtin::ContentAudio, "content.audio", 2, 2),
+        (Builtin::ContentResource, "content.resource", 2, 3),
+        (Builtin::ContentBlob, "content.blob", 3, 3),
+        (Builtin::ContentLink, "content.link", 2, 3),
     ];
 
     /// Looks a built-in up by name.

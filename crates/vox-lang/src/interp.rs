@@ -1782,6 +1782,9 @@ impl<'p> Interp<'p> {
             Value::Regex(r) => {
                 let _ = write!(out, "{r}");
             }
+            Value::Content(c) => {
+                let _ = write!(out, "{c}");
+            }
             Value::Str(s) => {
                 if top {
                     out.push_str(s);

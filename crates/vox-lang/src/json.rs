@@ -18,6 +18,7 @@ pub fn value_to_json(p: &Program, v: &Value) -> Result<J, String> {
         // Exact: a JSON number would round it (real Vox sends `dec` as a string too).
         Value::Dec(d) => J::String(d.to_string()),
         Value::Regex(r) => r.to_json(),
+        Value::Content(c) => c.0.clone(),
         Value::Float(f) => match serde_json::Number::from_f64(*f) {
             Some(n) => J::Number(n),
             None => {

@@ -38,6 +38,7 @@
 pub mod ast;
 mod builtins;
 pub mod cli;
+pub mod content;
 pub mod decimal;
 pub mod diag;
 pub mod fmt;

@@ -663,8 +663,11 @@ pub struct CallOptions<'a> {
 /// A successful call.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CallOutput {
-    /// The result as JSON (`Ok(v)` unwrapped).
+    /// The result as JSON (`Ok(v)` unwrapped); with `content`, the array of MCP content blocks.
     pub value: J,
+    /// The tool returned content blocks (`content.*`: one, or a non-empty list of them): its
+    /// MCP answer is those blocks, not a JSON value.
+    pub content: bool,
     /// Lines printed with `print`.
     pub logs: Vec<String>,
     /// Steps used.
@@ -987,15 +990,29 @@ impl Module {
                         "the result is larger than the {cap}-byte memory budget"
                     )));
                 }
-                let value = json::value_to_json(&self.program, &v).map_err(CallError::Output)?;
+                let content = match &v {
+                    Value::Content(_) => true,
+                    Value::List(l) => {
+                        !l.items.is_empty()
+                            && l.items.iter().all(|x| matches!(x, Value::Content(_)))
+                    }
+                    _ => false,
+                };
+                let mut value =
+                    json::value_to_json(&self.program, &v).map_err(CallError::Output)?;
+                if content && !value.is_array() {
+                    value = J::Array(vec![value]);
+                }
                 Ok(CallOutput {
                     value,
+                    content,
                     logs,
                     steps: interp.steps,
                 })
             }
             Err(Flow::Break | Flow::Continue | Flow::Return) => Ok(CallOutput {
                 value: J::Null,
+                content: false,
                 logs,
                 steps: interp.steps,
             }),

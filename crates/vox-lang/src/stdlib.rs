@@ -13,7 +13,7 @@ use crate::hir::Builtin;
 pub const ROOTS: &[&str] = &[
     "std", "fs", "path", "json", "process", "env", "secrets", "regex", "time", "crypto", "io",
     "csv", "toml", "yaml", "log", "http", "db", "mobile", "HTTP", "Claude", "Speech", "OpenClaw",
-    "Browser",
+    "Browser", "content",
 ];
 
 /// What a namespace member is to the interpreter.

@@ -45,6 +45,8 @@ pub enum Value {
     Adt(Rc<Adt>),
     /// A function value.
     Func(Rc<Func>),
+    /// An MCP content block (`content.image(…)`, …).
+    Content(Rc<crate::content::Content>),
 }
 
 /// List contents.
@@ -213,6 +215,7 @@ impl Value {
                 Ctor::User { .. } => "variant",
             },
             Value::Func(_) => "function",
+            Value::Content(_) => "Content",
         }
     }
 
@@ -244,6 +247,7 @@ pub fn equal(a: &Value, b: &Value) -> bool {
         }
         (Value::Str(x), Value::Str(y)) => x == y,
         (Value::Regex(x), Value::Regex(y)) => x == y,
+        (Value::Content(x), Value::Content(y)) => x == y,
         (Value::List(x), Value::List(y)) => {
             x.items.len() == y.items.len() && x.items.iter().zip(&y.items).all(|(a, b)| equal(a, b))
         }

@@ -10,7 +10,7 @@ use vox_mcp_registry::DenialCode;
 /// The HTTP status of an outcome: denials carry their spec status, tool errors their code's.
 pub fn http_status(o: &ToolOutcome) -> u16 {
     match o {
-        ToolOutcome::Ok(_) => 200,
+        ToolOutcome::Ok(_) | ToolOutcome::Content(_) => 200,
         ToolOutcome::Denied(d) => d.code.http_status(),
         ToolOutcome::Failed(e) => e.http_status(),
     }
@@ -26,6 +26,15 @@ pub fn call_result(outcome: ToolOutcome) -> Result<CallToolResult, McpError> {
             d.message.clone(),
             Some(d.to_json()),
         ));
+    }
+    if let ToolOutcome::Content(blocks) = outcome {
+        // Made by `content.*`, so well formed; a block rmcp cannot read is our bug, said so.
+        let content = blocks
+            .into_iter()
+            .map(serde_json::from_value::<rmcp::model::ContentBlock>)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| McpError::internal_error(format!("a content block: {e}"), None))?;
+        return Ok(CallToolResult::success(content));
     }
     let is_error = outcome.is_error();
     let structured = match outcome {
@@ -54,6 +63,7 @@ pub fn rest(outcome: ToolOutcome) -> (u16, Value) {
     let status = http_status(&outcome);
     let body = match outcome {
         ToolOutcome::Ok(v) => json!({"result": v}),
+        ToolOutcome::Content(_) => json!({"result": outcome.to_json()}),
         other => other.to_json(),
     };
     (status, body)
@@ -63,6 +73,9 @@ pub fn rest(outcome: ToolOutcome) -> (u16, Value) {
 pub fn ws(id: Value, outcome: ToolOutcome) -> Value {
     let status = http_status(&outcome);
     match outcome {
+        ToolOutcome::Content(_) => {
+            json!({"id": id, "type": "call_tool_result", "is_error": false, "result": outcome.to_json()})
+        }
         ToolOutcome::Ok(v) => {
             json!({"id": id, "type": "call_tool_result", "is_error": false, "result": v})
         }

@@ -43,10 +43,11 @@ impl vox_core::DynamicTools for SkillSurface {
         name: &str,
         args: &Value,
         _call: &vox_core::CallCtx,
-    ) -> Option<Result<Value, ToolError>> {
+    ) -> Option<vox_core::ToolOutcome> {
         self.macros
             .then(|| self.skills.call_macro(name, args))
             .flatten()
+            .map(Into::into)
     }
     fn resources(&self) -> Vec<Value> {
         self.skills.resources()

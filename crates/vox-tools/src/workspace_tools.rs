@@ -154,12 +154,7 @@ impl WorkspaceTools {
     /// default), stopping when the call is cancelled; each `print`ed line goes to the caller as
     /// an `info` log message from the logger named after the tool, and to the daemon's log.
     /// `None` if no such tool.
-    pub fn call(
-        &self,
-        name: &str,
-        args: &Value,
-        call: &CallCtx,
-    ) -> Option<Result<Value, ToolError>> {
+    pub fn call(&self, name: &str, args: &Value, call: &CallCtx) -> Option<vox_core::ToolOutcome> {
         let surface = self.surface();
         let tool = surface.tools.get(name)?;
         let printed = EventRelay::new(name, &tool.file, call);
@@ -174,22 +169,28 @@ impl WorkspaceTools {
         };
         let out = tool.module.call_json(name, args, &opts);
         printed.finish();
-        Some(out.map(|o| o.value).map_err(|e| match &e {
-            vox_lang::CallError::Budget {
-                kind: vox_lang::BudgetKind::Cancelled,
-                ..
-            } => ToolError::Cancelled(format!("{name} was cancelled")),
-            vox_lang::CallError::Budget { kind, .. } => {
-                let limit = tool
-                    .budget
-                    .describe(*kind)
-                    .map(|d| format!(" ({d})"))
-                    .unwrap_or_default();
-                ToolError::Unavailable(format!("{name}: budget_exceeded: {e}{limit}"))
-            }
-            _ if e.is_input_error() => ToolError::InvalidArguments(e.to_string()),
-            _ if e.code() == "tool_error" => ToolError::Failed(e.to_string()),
-            _ => ToolError::Unavailable(format!("{name}: {e}")),
+        let out = out.map(|o| match o.value {
+            Value::Array(blocks) if o.content => vox_core::ToolOutcome::Content(blocks),
+            v => vox_core::ToolOutcome::Ok(v),
+        });
+        Some(out.unwrap_or_else(|e| {
+            vox_core::ToolOutcome::Failed(match &e {
+                vox_lang::CallError::Budget {
+                    kind: vox_lang::BudgetKind::Cancelled,
+                    ..
+                } => ToolError::Cancelled(format!("{name} was cancelled")),
+                vox_lang::CallError::Budget { kind, .. } => {
+                    let limit = tool
+                        .budget
+                        .describe(*kind)
+                        .map(|d| format!(" ({d})"))
+                        .unwrap_or_default();
+                    ToolError::Unavailable(format!("{name}: budget_exceeded: {e}{limit}"))
+                }
+                _ if e.is_input_error() => ToolError::InvalidArguments(e.to_string()),
+                _ if e.code() == "tool_error" => ToolError::Failed(e.to_string()),
+                _ => ToolError::Unavailable(format!("{name}: {e}")),
+            })
         }))
     }
 
@@ -409,7 +410,7 @@ impl vox_core::DynamicTools for WorkspaceTools {
     fn has_tool(&self, name: &str) -> bool {
         self.surface().tools.contains_key(name)
     }
-    fn call(&self, name: &str, args: &Value, call: &CallCtx) -> Option<Result<Value, ToolError>> {
+    fn call(&self, name: &str, args: &Value, call: &CallCtx) -> Option<vox_core::ToolOutcome> {
         WorkspaceTools::call(self, name, args, call)
     }
     fn resources(&self) -> Vec<Value> {
