@@ -248,7 +248,7 @@ fn run_parity(workspace: &Path, fx: &Fixtures) -> Result<(String, Vec<String>)> 
     }
     for r in &fx.resources {
         match orch.read_resource(&r.uri) {
-            Ok(body) if body == r.expect => {}
+            Ok(body) if body.text.as_deref() == Some(r.expect.as_str()) => {}
             Ok(body) => problems.push(format!(
                 "resource {}: expected {:?}, got {body:?}",
                 r.uri, r.expect

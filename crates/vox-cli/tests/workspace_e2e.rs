@@ -275,6 +275,11 @@ fn mixed() {
 fn bad() {
     content.image(PNG, "png")
 }
+
+@mcp.resource("test://pixel", "One red pixel")
+fn pixel() to Content {
+    content.blob("test://pixel", PNG, "image/png")
+}
 "#,
     )
     .unwrap();
@@ -313,6 +318,22 @@ fn bad() {
     assert_eq!(r.is_error, Some(true));
     let text = serde_json::to_string(&r.content).unwrap();
     assert!(text.contains("not a MIME type"), "{text}");
+    let read = c
+        .read_resource(ReadResourceRequestParams::new("test://pixel"))
+        .await
+        .unwrap();
+    let v = serde_json::to_value(&read.contents).unwrap();
+    assert_eq!(v[0]["mimeType"], "image/png");
+    assert!(v[0]["blob"].as_str().unwrap().starts_with("iVBOR"), "{v}");
+    let read = c
+        .read_resource(ReadResourceRequestParams::new("docs://team"))
+        .await
+        .unwrap();
+    let v = serde_json::to_value(&read.contents).unwrap();
+    assert_eq!(
+        (v[0]["mimeType"].as_str(), v[0]["text"].as_str()),
+        (Some("text/plain"), Some("Ada, Grace"))
+    );
     c.cancel().await.unwrap();
 }
 

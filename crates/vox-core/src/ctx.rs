@@ -28,7 +28,7 @@ pub trait DynamicTools: Send + Sync {
     /// MCP resource descriptors, in URI order.
     fn resources(&self) -> Vec<Value>;
     /// Reads a resource (blocking); `None` if it has no such URI.
-    fn read(&self, uri: &str) -> Option<Result<String, ToolError>>;
+    fn read(&self, uri: &str) -> Option<Result<crate::ResourceBody, ToolError>>;
 }
 
 /// A check of every call against what its session chose (the active skill's allowlist).

@@ -14,6 +14,7 @@ pub mod ctx;
 pub mod error;
 pub mod family;
 mod orchestrator;
+pub mod resource;
 pub mod workspace;
 
 pub use boot::{BootReport, StepReport};
@@ -24,6 +25,7 @@ pub use ctx::{CallObserver, Ctx, DynamicTools, Hooks, SessionGuard};
 pub use error::{ToolError, ToolOutcome};
 pub use family::{Family, HandlerEntry, HandlerFuture, HandlerResult, StepDone, StepFn};
 pub use orchestrator::{Assembled, Orchestrator, ToolDescriptor, assemble, json_len};
+pub use resource::ResourceBody;
 pub use workspace::{Found, Workspace};
 
 /// Largest message accepted on the daemon socket. A tool result is capped at half of it

@@ -261,7 +261,7 @@ impl Orchestrator {
     }
 
     /// Reads a resource from the first provider that has it (blocking).
-    pub fn read_resource(&self, uri: &str) -> Result<String, ToolError> {
+    pub fn read_resource(&self, uri: &str) -> Result<crate::ResourceBody, ToolError> {
         self.ctx
             .hooks()
             .dynamic

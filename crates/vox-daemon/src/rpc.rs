@@ -446,7 +446,7 @@ async fn handle(
                 let u = uri.clone();
                 let text = tokio::task::spawn_blocking(move || o.read_resource(&u)).await;
                 match text {
-                    Ok(Ok(t)) => Ok(json!({"uri": uri, "text": t})),
+                    Ok(Ok(body)) => Ok(json!({"uri": uri, "contents": body})),
                     Ok(Err(e)) => Ok(json!({"error": e.to_json()["error"]})),
                     Err(e) => Err((
                         codes::INVALID_REQUEST,

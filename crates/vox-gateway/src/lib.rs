@@ -141,7 +141,7 @@ impl Shared {
         &self,
         who: &Who,
         uri: &str,
-    ) -> Option<Result<String, vox_core::ToolError>> {
+    ) -> Option<Result<vox_core::ResourceBody, vox_core::ToolError>> {
         if self.serves_workspace(who) {
             return Some(self.orch.read_resource(uri));
         }
@@ -160,7 +160,7 @@ impl Shared {
         &self,
         who: &Who,
         uri: &str,
-    ) -> Option<Result<String, vox_core::ToolError>> {
+    ) -> Option<Result<vox_core::ResourceBody, vox_core::ToolError>> {
         (uri.starts_with("skill://") && self.serves_skill_resources(who))
             .then(|| self.orch.read_resource(uri))
     }

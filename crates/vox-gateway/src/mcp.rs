@@ -135,7 +135,7 @@ impl vox_mcp::Backend for HttpMcp {
         &self,
         ctx: &RequestContext<RoleServer>,
         uri: &str,
-    ) -> Result<String, McpError> {
+    ) -> Result<vox_core::ResourceBody, McpError> {
         let who = self.who(ctx)?;
         match self.0.read_mcp_resource(&who, uri) {
             Some(Ok(text)) => Ok(text),

@@ -60,5 +60,6 @@ pub use import::{FsLoader, MemoryLoader, ModuleLoader, NoImports};
 pub use interp::{Budget, BudgetKind, LOG_LEVELS, LogSink, RunError, ToolEvents};
 pub use module::{
     Analysis, CallError, CallOptions, CallOutput, CompileError, HirSummary, ImportInfo,
-    ImportedFile, MAX_SOURCE_BYTES, Module, TestOutcome, analyze, analyze_with, decode_source,
+    ImportedFile, MAX_SOURCE_BYTES, Module, ResourceRead, TestOutcome, analyze, analyze_with,
+    decode_source,
 };

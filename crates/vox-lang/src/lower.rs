@@ -683,6 +683,8 @@ impl<'a> Lowerer<'a> {
                     "Id" => (0..=1, Ty::Int),
                     // A UI element (in skipped declarations' signatures).
                     "Element" => (0..=0, Ty::Any),
+                    // An MCP content block (`content.*`); its JSON is the block.
+                    "Content" => (0..=0, Ty::Any),
                     "str" => (0..=0, Ty::Str),
                     "bool" => (0..=0, Ty::Bool),
                     "Unit" => (0..=0, Ty::Unit),
@@ -919,16 +921,19 @@ impl<'a> Lowerer<'a> {
                         ),
                     );
                 }
-                if ret != Ty::Str {
+                let content = fd.ret.is_some_and(|t| {
+                    matches!(f.ty(t), ast::TypeExpr::Named { name, .. } if self.name(name.sym) == "Content")
+                });
+                if ret != Ty::Str && !content {
                     let span = fd.ret.map(|t| f.ty(t).span()).unwrap_or(fd.name.span);
                     let msg = if fd.ret.is_none() {
-                        format!("resource function `{fname}` must declare `to str`")
+                        format!("resource function `{fname}` must declare `to str` or `to Content`")
                     } else {
-                        format!("resource function `{fname}` must return `str`")
+                        format!("resource function `{fname}` must return `str` or `Content`")
                     };
                     self.diags.push(
                         Diagnostic::new(Code::ResourceReturn, span, msg)
-                            .with_help("a resource's body is text: declare `to str`"),
+                            .with_help("a resource's body is text (`to str`), or typed text or bytes (`to Content`, made by `content.resource` or `content.blob`)"),
                     );
                 }
             }

@@ -660,6 +660,14 @@ pub struct CallOptions<'a> {
     pub workspace: Option<&'a crate::import::FsLoader>,
 }
 
+/// A resource's contents: `text`, or `blob` (base64), of `mime_type`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ResourceRead {
+    pub mime_type: String,
+    pub text: Option<String>,
+    pub blob: Option<String>,
+}
+
 /// A successful call.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CallOutput {
@@ -1040,18 +1048,46 @@ impl Module {
     }
 
     /// Reads a resource by URI: calls its function and returns the string.
-    pub fn read_resource(&self, uri: &str, opts: &CallOptions<'_>) -> Result<String, CallError> {
+    /// Reads `@mcp.resource` `uri`: a `str` is `text/plain` text; `content.resource(uri, text,
+    /// mime)` is text of that type and `content.blob(uri, data, mime)` base64 bytes (either
+    /// for this resource's URI).
+    pub fn read_resource(
+        &self,
+        uri: &str,
+        opts: &CallOptions<'_>,
+    ) -> Result<ResourceRead, CallError> {
         let f = self
             .resources()
             .find(|f| matches!(&f.role, FnRole::Resource { uri: u, .. } if u == uri))
             .ok_or_else(|| CallError::UnknownResource(uri.to_string()))?;
         let out = self.call_json(&f.name.clone(), &J::Null, opts)?;
-        match out.value {
-            J::String(s) => Ok(s),
-            other => Err(CallError::Output(format!(
-                "resource `{uri}` returned {other} instead of a string"
-            ))),
+        let block = match (out.content, &out.value) {
+            (true, J::Array(b)) if b.len() == 1 => &b[0]["resource"],
+            (false, J::String(s)) => {
+                return Ok(ResourceRead {
+                    mime_type: "text/plain".into(),
+                    text: Some(s.clone()),
+                    blob: None,
+                });
+            }
+            (_, other) => {
+                return Err(CallError::Output(format!(
+                    "resource `{uri}` returned {other} instead of a string, a content.resource or a content.blob"
+                )));
+            }
+        };
+        if block["uri"].as_str() != Some(uri) {
+            return Err(CallError::Output(format!(
+                "resource `{uri}` returned content for {} (give its own URI)",
+                block["uri"]
+            )));
         }
+        let s = |k: &str| block[k].as_str().map(str::to_owned);
+        Ok(ResourceRead {
+            mime_type: s("mimeType").unwrap_or_else(|| "text/plain".into()),
+            text: s("text"),
+            blob: s("blob"),
+        })
     }
 
     /// Runs every `@test` function, each under its own budget.

@@ -417,8 +417,10 @@ fn resources_return_their_string() {
     let m = module(src);
     assert_eq!(
         m.read_resource("docs://readme", &CallOptions::default())
-            .unwrap(),
-        "# Hi"
+            .unwrap()
+            .text
+            .as_deref(),
+        Some("# Hi")
     );
     assert!(matches!(
         m.read_resource("docs://nope", &CallOptions::default()),
@@ -627,4 +629,23 @@ fn log_and_progress_reach_the_callers_events_and_bad_uses_are_clear_errors() {
         .call_json("work", &json!({"n": 1}), &CallOptions::default())
         .unwrap();
     assert_eq!(out.logs, ["debug: {step: 1}"]);
+}
+
+#[test]
+fn resources_may_be_typed_text_or_base64_bytes_of_their_own_uri() {
+    let src = "@mcp.resource(\"test://bin\", \"bytes\")\nfn bin() to Content {\n    content.blob(\"test://bin\", \"AAEC\", \"application/octet-stream\")\n}\n\n@mcp.resource(\"test://json\", \"json\")\nfn js() to Content {\n    content.resource(\"test://json\", \"{}\", \"application/json\")\n}\n\n@mcp.resource(\"test://other\", \"wrong\")\nfn other() to Content {\n    content.resource(\"test://elsewhere\", \"x\")\n}\n";
+    let m = module(src);
+    let o = CallOptions::default();
+    let b = m.read_resource("test://bin", &o).unwrap();
+    assert_eq!(
+        (b.mime_type.as_str(), b.blob.as_deref(), b.text),
+        ("application/octet-stream", Some("AAEC"), None)
+    );
+    let j = m.read_resource("test://json", &o).unwrap();
+    assert_eq!(
+        (j.mime_type.as_str(), j.text.as_deref()),
+        ("application/json", Some("{}"))
+    );
+    let e = m.read_resource("test://other", &o).unwrap_err().to_string();
+    assert!(e.contains("test://elsewhere"), "{e}");
 }

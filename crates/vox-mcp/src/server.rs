@@ -55,12 +55,12 @@ pub trait Backend: Send + Sync + 'static {
         &self,
         ctx: &RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<Vec<rmcp::model::Resource>, McpError>> + Send;
-    /// The text of a resource; a missing one is `resource_not_found`.
+    /// The contents of a resource; a missing one is `resource_not_found`.
     fn read_resource(
         &self,
         ctx: &RequestContext<RoleServer>,
         uri: &str,
-    ) -> impl Future<Output = Result<String, McpError>> + Send;
+    ) -> impl Future<Output = Result<vox_core::ResourceBody, McpError>> + Send;
 }
 
 /// The MCP server: one per stdio client, one per `/mcp` session.
@@ -431,14 +431,15 @@ impl<B: Backend> ServerHandler for McpServer<B> {
         request: rmcp::model::ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
-        let text = self.backend.read_resource(&context, &request.uri).await?;
-        Ok(
-            rmcp::model::ReadResourceResult::new(vec![rmcp::model::ResourceContents::text(
-                text,
-                request.uri,
-            )])
-            .into(),
-        )
+        let body = self.backend.read_resource(&context, &request.uri).await?;
+        let contents = match (body.text, body.blob) {
+            (_, Some(blob)) => rmcp::model::ResourceContents::blob(blob, request.uri),
+            (text, None) => {
+                rmcp::model::ResourceContents::text(text.unwrap_or_default(), request.uri)
+            }
+        }
+        .with_mime_type(body.mime_type);
+        Ok(rmcp::model::ReadResourceResult::new(vec![contents]).into())
     }
 
     async fn list_tools(

@@ -300,15 +300,15 @@ impl Backend for DaemonBackend {
         &self,
         _ctx: &RequestContext<RoleServer>,
         uri: &str,
-    ) -> Result<String, McpError> {
+    ) -> Result<vox_core::ResourceBody, McpError> {
         let client = self.client().await?;
-        let answer = client
+        let mut answer = client
             .call("orch.read_resource", json!({"uri": uri}))
             .await
             .map_err(|e| self.daemon_error(e))?;
-        match answer.get("text").and_then(Value::as_str) {
-            Some(text) => Ok(text.to_owned()),
-            None => Err(McpError::resource_not_found(
+        match serde_json::from_value::<vox_core::ResourceBody>(answer["contents"].take()) {
+            Ok(body) => Ok(body),
+            Err(_) => Err(McpError::resource_not_found(
                 answer["error"]["message"]
                     .as_str()
                     .unwrap_or("resource not found")

@@ -52,7 +52,7 @@ impl vox_core::DynamicTools for SkillSurface {
     fn resources(&self) -> Vec<Value> {
         self.skills.resources()
     }
-    fn read(&self, uri: &str) -> Option<Result<String, ToolError>> {
+    fn read(&self, uri: &str) -> Option<Result<vox_core::ResourceBody, ToolError>> {
         self.skills.read(uri)
     }
 }

@@ -348,7 +348,7 @@ impl Skills {
     }
 
     /// Reads a `skill://` resource; `None` if the URI is not one.
-    pub fn read(&self, uri: &str) -> Option<Result<String, ToolError>> {
+    pub fn read(&self, uri: &str) -> Option<Result<vox_core::ResourceBody, ToolError>> {
         let catalog = self.catalog();
         if uri == INDEX_URI {
             let index: Vec<Value> = catalog
@@ -356,14 +356,17 @@ impl Skills {
                 .values()
                 .map(|s| json!({"id": s.id, "name": s.manifest.name, "description": s.manifest.description, "tools": s.manifest.tools}))
                 .collect();
-            return Some(Ok(json!({"skills": index}).to_string()));
+            return Some(Ok(vox_core::ResourceBody::typed_text(
+                json!({"skills": index}).to_string(),
+                "application/json",
+            )));
         }
         let id = uri.strip_prefix("skill://")?.strip_suffix("/SKILL.md")?;
         Some(
             catalog
                 .skills
                 .get(id)
-                .map(|s| s.source.clone())
+                .map(|s| vox_core::ResourceBody::typed_text(s.source.clone(), "text/markdown"))
                 .ok_or_else(|| ToolError::NotFound(format!("no resource {uri}"))),
         )
     }

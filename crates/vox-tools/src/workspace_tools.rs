@@ -195,7 +195,7 @@ impl WorkspaceTools {
     }
 
     /// Reads a federated resource under its file's budget; `None` if no such URI.
-    pub fn read(&self, uri: &str) -> Option<Result<String, ToolError>> {
+    pub fn read(&self, uri: &str) -> Option<Result<vox_core::ResourceBody, ToolError>> {
         let surface = self.surface();
         let r = surface.resources.get(uri)?;
         let sink = |line: &str| {
@@ -212,6 +212,12 @@ impl WorkspaceTools {
         Some(
             r.module
                 .read_resource(uri, &opts)
+                .map(|r| match (r.text, r.blob) {
+                    (_, Some(blob)) => vox_core::ResourceBody::blob(blob, r.mime_type),
+                    (text, None) => {
+                        vox_core::ResourceBody::typed_text(text.unwrap_or_default(), r.mime_type)
+                    }
+                })
                 .map_err(|e| ToolError::Unavailable(format!("{uri}: {e}"))),
         )
     }
@@ -416,7 +422,7 @@ impl vox_core::DynamicTools for WorkspaceTools {
     fn resources(&self) -> Vec<Value> {
         WorkspaceTools::resources(self)
     }
-    fn read(&self, uri: &str) -> Option<Result<String, ToolError>> {
+    fn read(&self, uri: &str) -> Option<Result<vox_core::ResourceBody, ToolError>> {
         WorkspaceTools::read(self, uri)
     }
 }

@@ -37,8 +37,10 @@ fn tools_and_resources_are_federated_with_schemas() {
     assert_eq!(
         r.module
             .read_resource("docs://readme", &Default::default())
-            .unwrap(),
-        "# readme"
+            .unwrap()
+            .text
+            .as_deref(),
+        Some("# readme")
     );
     assert_eq!((s.report.tool_count, s.report.resource_count), (1, 1));
 }
