@@ -663,8 +663,11 @@ pub struct CallOptions<'a> {
 /// A resource's contents: `text`, or `blob` (base64), of `mime_type`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ResourceRead {
+    /// `text/plain` for a `str`, else the content block's.
     pub mime_type: String,
+    /// The text, for a text resource.
     pub text: Option<String>,
+    /// Base64 bytes, for a `content.blob`.
     pub blob: Option<String>,
 }
 
