@@ -3,7 +3,7 @@
 mod common;
 use common::*;
 use rmcp::model::ReadResourceRequestParams;
-use serde_json::json;
+use serde_json::{Value, json};
 
 const TOOLS: &str = "@tool \"Add two numbers\"\nfn add(a: int, b: int = 1) to int {\n    a + b\n}\n\n@tool\nfn vox_memory_store() to str {\n    \"shadowed\"\n}\n\n@mcp.resource(\"docs://team\", \"Who is on the team\")\nfn team() to str {\n    \"Ada, Grace\"\n}\n";
 
@@ -333,6 +333,68 @@ fn pixel() to Content {
     assert_eq!(
         (v[0]["mimeType"].as_str(), v[0]["text"].as_str()),
         (Some("text/plain"), Some("Ada, Grace"))
+    );
+    c.cancel().await.unwrap();
+}
+
+/// `@mcp.prompt` functions are MCP prompts: arguments from the signature, a string or content
+/// blocks as messages, first file wins.
+#[tokio::test]
+async fn vox_prompts_are_listed_and_got_with_their_arguments() {
+    let ws = workspace();
+    std::fs::write(
+        ws.root().join("tools/prompts.vox"),
+        "@mcp.prompt \"Review a file\"\nfn review(path: str, focus: Option[str]) to str {\n    match focus {\n        Some(f) => \"Review {path} for {f}\"\n        None => \"Review {path}\"\n    }\n}\n\n@mcp.prompt\nfn two() to list[Content] {\n    [content.text(\"one\"), content.resource(\"test://r\", \"two\")]\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.root().join("tools/zz_prompts.vox"),
+        "@mcp.prompt \"A second review\"\nfn review() to str {\n    \"shadowed\"\n}\n",
+    )
+    .unwrap();
+    let c = ws.client(&[]).await;
+    let listed = c.list_all_prompts().await.unwrap();
+    let v = serde_json::to_value(&listed).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 2, "{v}");
+    let review = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "review")
+        .unwrap();
+    assert_eq!(review["description"], "Review a file");
+    assert_eq!(
+        review["arguments"],
+        json!([{"name": "path", "required": true}, {"name": "focus", "required": false}])
+    );
+    let get = |name: &str, args: Value| {
+        let mut p = rmcp::model::GetPromptRequestParams::new(name);
+        if let Value::Object(o) = args {
+            p = p.with_arguments(o);
+        }
+        c.get_prompt(p)
+    };
+    let r = serde_json::to_value(get("review", json!({"path": "a.rs"})).await.unwrap()).unwrap();
+    assert_eq!(r["messages"][0]["role"], "user");
+    assert_eq!(r["messages"][0]["content"]["text"], "Review a.rs");
+    let r = serde_json::to_value(
+        get("review", json!({"path": "a.rs", "focus": "bugs"}))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(r["messages"][0]["content"]["text"], "Review a.rs for bugs");
+    let r = serde_json::to_value(get("two", json!({})).await.unwrap()).unwrap();
+    assert_eq!(r["messages"][1]["content"]["resource"]["text"], "two");
+    let e = get("review", json!({})).await.unwrap_err().to_string();
+    assert!(e.contains("path"), "{e}");
+    let e = get("nope", json!({})).await.unwrap_err().to_string();
+    assert!(e.contains("no prompt nope"), "{e}");
+    let report = ok(&c, "vox_workspace_mcp_refresh", json!({})).await;
+    assert_eq!(report["prompt_count"], 2, "{report}");
+    assert_eq!(
+        report["duplicate_prompts"][0]["file"],
+        "tools/zz_prompts.vox"
     );
     c.cancel().await.unwrap();
 }

@@ -29,6 +29,15 @@ pub trait DynamicTools: Send + Sync {
     fn resources(&self) -> Vec<Value>;
     /// Reads a resource (blocking); `None` if it has no such URI.
     fn read(&self, uri: &str) -> Option<Result<crate::ResourceBody, ToolError>>;
+    /// MCP prompt descriptors (`name`, `description`, `arguments`), in name order.
+    fn prompts(&self) -> Vec<Value> {
+        Vec::new()
+    }
+    /// Gets a prompt (blocking): `{"description", "messages"}`; `None` if it has no such
+    /// prompt.
+    fn get_prompt(&self, _name: &str, _args: &Value) -> Option<Result<Value, ToolError>> {
+        None
+    }
 }
 
 /// A check of every call against what its session chose (the active skill's allowlist).

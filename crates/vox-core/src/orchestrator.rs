@@ -270,6 +270,26 @@ impl Orchestrator {
             .unwrap_or_else(|| Err(ToolError::NotFound(format!("no resource {uri}"))))
     }
 
+    /// Every provider's prompts (workspace `@mcp.prompt` functions).
+    pub fn prompts(&self) -> Vec<Value> {
+        self.ctx
+            .hooks()
+            .dynamic
+            .iter()
+            .flat_map(|p| p.prompts())
+            .collect()
+    }
+
+    /// Gets a prompt from the first provider that has it (blocking).
+    pub fn get_prompt(&self, name: &str, args: &Value) -> Result<Value, ToolError> {
+        self.ctx
+            .hooks()
+            .dynamic
+            .iter()
+            .find_map(|p| p.get_prompt(name, args))
+            .unwrap_or_else(|| Err(ToolError::NotFound(format!("no prompt {name}"))))
+    }
+
     /// Forgets what was scoped to a session that ended (its active skill).
     pub fn end_session(&self, session: &str) {
         for g in &self.ctx.hooks().guards {

@@ -395,6 +395,15 @@ async fn connection(
     orch.end_session(&session);
 }
 
+/// `orch.get_prompt`'s parameters.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GetPromptParams {
+    name: String,
+    #[serde(default)]
+    arguments: Value,
+}
+
 /// Answers one request; `None` for notifications.
 async fn handle(
     orch: &Arc<Orchestrator>,
@@ -432,6 +441,20 @@ async fn handle(
             Err(e) => Err(e),
         },
         "orch.list_resources" => Ok(json!({"resources": orch.resources()})),
+        "orch.list_prompts" => Ok(json!({"prompts": orch.prompts()})),
+        "orch.get_prompt" => match serde_json::from_str::<GetPromptParams>(params) {
+            Err(e) => Err((codes::INVALID_PARAMS, format!("orch.get_prompt: {e}"))),
+            Ok(p) => {
+                // A prompt runs Vox code: off the async worker.
+                let o = orch.clone();
+                match tokio::task::spawn_blocking(move || o.get_prompt(&p.name, &p.arguments)).await
+                {
+                    Ok(Ok(v)) => Ok(v),
+                    Ok(Err(e)) => Ok(json!({"error": e.to_json()["error"]})),
+                    Err(e) => Err((codes::INVALID_REQUEST, format!("a prompt panicked: {e}"))),
+                }
+            }
+        },
         "orch.read_resource" => match serde_json::from_str::<Value>(params)
             .ok()
             .and_then(|p| p.get("uri").and_then(Value::as_str).map(str::to_owned))

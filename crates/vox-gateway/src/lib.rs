@@ -137,6 +137,26 @@ impl Shared {
         }
         self.skill_resources(who)
     }
+    /// `/mcp`'s prompts: the workspace's, when it is served to `who`.
+    fn mcp_prompts(&self, who: &Who) -> Vec<Value> {
+        if self.serves_workspace(who) {
+            self.orch.prompts()
+        } else {
+            vec![]
+        }
+    }
+    fn get_mcp_prompt(
+        &self,
+        who: &Who,
+        name: &str,
+        args: &Value,
+    ) -> Result<Value, vox_core::ToolError> {
+        if self.serves_workspace(who) {
+            self.orch.get_prompt(name, args)
+        } else {
+            Err(vox_core::ToolError::NotFound(format!("no prompt {name}")))
+        }
+    }
     fn read_mcp_resource(
         &self,
         who: &Who,

@@ -131,6 +131,27 @@ impl vox_mcp::Backend for HttpMcp {
         vox_mcp::encode::resources(Value::Array(self.0.mcp_resources(&who)))
     }
 
+    async fn list_prompts(&self, ctx: &RequestContext<RoleServer>) -> Result<Vec<Value>, McpError> {
+        let who = self.who(ctx)?;
+        Ok(self.0.mcp_prompts(&who))
+    }
+
+    async fn get_prompt(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Value, McpError> {
+        let who = self.who(ctx)?;
+        let shared = self.0.clone();
+        let name = name.to_owned();
+        let got =
+            tokio::task::spawn_blocking(move || shared.get_mcp_prompt(&who, &name, &arguments))
+                .await
+                .map_err(|e| McpError::internal_error(format!("a prompt panicked: {e}"), None))?;
+        got.map_err(|e| vox_mcp::encode::prompt_error(&e.to_json()["error"]))
+    }
+
     async fn read_resource(
         &self,
         ctx: &RequestContext<RoleServer>,

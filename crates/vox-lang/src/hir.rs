@@ -91,6 +91,12 @@ pub enum FnRole {
         /// Description, if given.
         description: Option<String>,
     },
+    /// `@mcp.prompt ["description"]`: an MCP prompt; its parameters are the prompt's
+    /// arguments (strings).
+    Prompt {
+        /// Description string, if given.
+        description: Option<String>,
+    },
     /// `@test ["label"]`.
     Test {
         /// Label, if given.

@@ -845,6 +845,18 @@ impl<'a> Lowerer<'a> {
                         })
                     }
                 },
+                "mcp.prompt" => {
+                    if args.len() > 1 {
+                        self.diag(
+                            Code::DecoratorArgs,
+                            args[1].span,
+                            "`@mcp.prompt` takes at most one description string",
+                        );
+                    }
+                    Some(FnRole::Prompt {
+                        description: strings.first().cloned().flatten(),
+                    })
+                }
                 "test" => {
                     if args.len() > 1 {
                         self.diag(
@@ -866,7 +878,7 @@ impl<'a> Lowerer<'a> {
                             d.span,
                             format!("unknown decorator `@{other}` is ignored"),
                         )
-                        .with_help("known decorators: @tool, @mcp.resource, @test"),
+                        .with_help("known decorators: @tool, @mcp.resource, @mcp.prompt, @test"),
                     );
                     None
                 }
@@ -877,7 +889,7 @@ impl<'a> Lowerer<'a> {
                         Diagnostic::new(
                             Code::ConflictingDecorators,
                             d.span,
-                            "a function can have only one of @tool, @mcp.resource and @test",
+                            "a function can have only one of @tool, @mcp.resource, @mcp.prompt and @test",
                         )
                         .with_help(format!(
                             "another role decorator is on line {}",

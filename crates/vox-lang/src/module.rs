@@ -883,6 +883,41 @@ impl Module {
             .filter(|f| matches!(f.role, FnRole::Resource { .. }))
     }
 
+    /// `@mcp.prompt` functions.
+    pub fn prompts(&self) -> impl Iterator<Item = &FnSig> {
+        self.functions()
+            .iter()
+            .filter(|f| matches!(f.role, FnRole::Prompt { .. }))
+    }
+
+    /// Gets `@mcp.prompt` `name` with its (string) arguments: its MCP messages. A `str` is one
+    /// user message; a content block (`content.*`) or a list of them, one user message each; a
+    /// list of strings, one each.
+    pub fn get_prompt(
+        &self,
+        name: &str,
+        args: &J,
+        opts: &CallOptions<'_>,
+    ) -> Result<Vec<J>, CallError> {
+        if !self.prompts().any(|f| f.name == name) {
+            return Err(CallError::UnknownFunction(name.to_string()));
+        }
+        let out = self.call_json(name, args, opts)?;
+        let user = |content: J| serde_json::json!({"role": "user", "content": content});
+        let text = |s: &str| serde_json::json!({"type": "text", "text": s});
+        match out.value {
+            J::String(s) => Ok(vec![user(text(&s))]),
+            J::Array(items) if out.content => Ok(items.into_iter().map(user).collect()),
+            J::Array(items) if !items.is_empty() && items.iter().all(J::is_string) => Ok(items
+                .iter()
+                .map(|s| user(text(s.as_str().unwrap_or_default())))
+                .collect()),
+            other => Err(CallError::Output(format!(
+                "prompt `{name}` returned {other} instead of a string, content blocks or a list of strings"
+            ))),
+        }
+    }
+
     /// `@test` functions.
     pub fn tests(&self) -> impl Iterator<Item = &FnSig> {
         self.functions()

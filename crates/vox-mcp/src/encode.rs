@@ -58,6 +58,18 @@ pub fn call_result(outcome: ToolOutcome) -> Result<CallToolResult, McpError> {
     Ok(result)
 }
 
+/// A failed prompt get (`{"code", "message"}` of a [`vox_core::ToolError`]) as MCP says:
+/// an unknown prompt or bad arguments are invalid params, anything else an internal error.
+pub fn prompt_error(e: &Value) -> McpError {
+    let message = e["message"].as_str().unwrap_or("prompt failed").to_owned();
+    match e["code"].as_str() {
+        Some("not_found" | "invalid_arguments") => {
+            McpError::invalid_params(message, Some(json!({"error": e})))
+        }
+        _ => McpError::internal_error(message, Some(json!({"error": e}))),
+    }
+}
+
 /// `POST /v1/tools/call`: the status and `{"result": v}` or the one error shape.
 pub fn rest(outcome: ToolOutcome) -> (u16, Value) {
     let status = http_status(&outcome);

@@ -55,6 +55,19 @@ pub trait Backend: Send + Sync + 'static {
         &self,
         ctx: &RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<Vec<rmcp::model::Resource>, McpError>> + Send;
+    /// Prompt descriptors (`name`, `description`, `arguments`), in name order.
+    fn list_prompts(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<Vec<Value>, McpError>> + Send;
+    /// A prompt's `{"description", "messages"}` for these (string) arguments; a missing prompt
+    /// is `invalid_params`.
+    fn get_prompt(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        name: &str,
+        arguments: Value,
+    ) -> impl Future<Output = Result<Value, McpError>> + Send;
     /// The contents of a resource; a missing one is `resource_not_found`.
     fn read_resource(
         &self,
@@ -332,7 +345,8 @@ impl<B: Backend> ServerHandler for McpServer<B> {
         let builder = ServerCapabilities::builder()
             .enable_tools()
             .enable_logging()
-            .enable_resources();
+            .enable_resources()
+            .enable_prompts();
         let caps = if self.backend.lists_change() {
             builder
                 .enable_tool_list_changed()
@@ -440,6 +454,32 @@ impl<B: Backend> ServerHandler for McpServer<B> {
         }
         .with_mime_type(body.mime_type);
         Ok(rmcp::model::ReadResourceResult::new(vec![contents]).into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        let prompts = self.backend.list_prompts(&context).await?;
+        let prompts = serde_json::from_value(Value::Array(prompts))
+            .map_err(|e| McpError::internal_error(format!("a prompt descriptor: {e}"), None))?;
+        Ok(rmcp::model::ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let got = self
+            .backend
+            .get_prompt(&context, &request.name, args)
+            .await?;
+        let result: rmcp::model::GetPromptResult = serde_json::from_value(got)
+            .map_err(|e| McpError::internal_error(format!("prompt {}: {e}", request.name), None))?;
+        Ok(result.into())
     }
 
     async fn list_tools(

@@ -296,6 +296,41 @@ impl Backend for DaemonBackend {
         encode::resources(answer.get("resources").cloned().unwrap_or(Value::Null))
     }
 
+    async fn list_prompts(
+        &self,
+        _ctx: &RequestContext<RoleServer>,
+    ) -> Result<Vec<Value>, McpError> {
+        let client = self.client().await?;
+        let mut answer = client
+            .call("orch.list_prompts", json!({}))
+            .await
+            .map_err(|e| self.daemon_error(e))?;
+        Ok(match answer["prompts"].take() {
+            Value::Array(p) => p,
+            _ => vec![],
+        })
+    }
+
+    async fn get_prompt(
+        &self,
+        _ctx: &RequestContext<RoleServer>,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Value, McpError> {
+        let client = self.client().await?;
+        let answer = client
+            .call(
+                "orch.get_prompt",
+                json!({"name": name, "arguments": arguments}),
+            )
+            .await
+            .map_err(|e| self.daemon_error(e))?;
+        match answer.get("error") {
+            Some(e) => Err(crate::encode::prompt_error(e)),
+            None => Ok(answer),
+        }
+    }
+
     async fn read_resource(
         &self,
         _ctx: &RequestContext<RoleServer>,

@@ -425,4 +425,41 @@ impl vox_core::DynamicTools for WorkspaceTools {
     fn read(&self, uri: &str) -> Option<Result<vox_core::ResourceBody, ToolError>> {
         WorkspaceTools::read(self, uri)
     }
+    fn prompts(&self) -> Vec<Value> {
+        self.surface()
+            .prompts
+            .values()
+            .map(|p| {
+                let arguments: Vec<Value> = p
+                    .arguments
+                    .iter()
+                    .map(|(name, required)| json!({"name": name, "required": required}))
+                    .collect();
+                json!({"name": p.name, "description": p.description, "arguments": arguments,
+                       "_meta": {"vox_source": "workspace", "vox_file": p.file}})
+            })
+            .collect()
+    }
+    fn get_prompt(&self, name: &str, args: &Value) -> Option<Result<Value, ToolError>> {
+        let surface = self.surface();
+        let p = surface.prompts.get(name)?;
+        let files = self.loader.fs();
+        let opts = vox_lang::CallOptions {
+            budget: p.budget.budget,
+            workspace: Some(&files),
+            ..Default::default()
+        };
+        Some(
+            p.module
+                .get_prompt(name, args, &opts)
+                .map(|messages| json!({"description": p.description, "messages": messages}))
+                .map_err(|e| {
+                    if e.is_input_error() {
+                        ToolError::InvalidArguments(format!("prompt {name}: {e}"))
+                    } else {
+                        ToolError::Unavailable(format!("prompt {name}: {e}"))
+                    }
+                }),
+        )
+    }
 }

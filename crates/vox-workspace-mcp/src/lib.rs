@@ -249,6 +249,20 @@ pub struct WorkspaceResource {
     pub budget: ToolBudget,
 }
 
+/// A federated `@mcp.prompt` function.
+#[derive(Clone)]
+pub struct WorkspacePrompt {
+    pub name: String,
+    pub description: String,
+    /// Its arguments (the function's parameters): name, and whether it is required (no
+    /// default, not an `Option`).
+    pub arguments: Vec<(String, bool)>,
+    pub file: String,
+    pub module: Arc<Module>,
+    /// The budget its gets run under (its file's, else the default).
+    pub budget: ToolBudget,
+}
+
 /// A name (or URI) that was not federated, and why.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Skipped {
@@ -405,9 +419,11 @@ impl FileDiagnostics {
 pub struct RefreshReport {
     pub tool_count: usize,
     pub resource_count: usize,
+    pub prompt_count: usize,
     pub shadowed: Vec<Skipped>,
     pub duplicate_tools: Vec<Skipped>,
     pub duplicate_resources: Vec<Skipped>,
+    pub duplicate_prompts: Vec<Skipped>,
     /// One entry per file with an error (its first error), whether or not it loaded.
     pub errors: Vec<FileError>,
     /// Every scanned file (and the surface file) with any diagnostic, in path order.
@@ -421,6 +437,7 @@ pub struct RefreshReport {
 pub struct Surface {
     pub tools: BTreeMap<String, WorkspaceTool>,
     pub resources: BTreeMap<String, WorkspaceResource>,
+    pub prompts: BTreeMap<String, WorkspacePrompt>,
     pub report: RefreshReport,
 }
 
@@ -434,6 +451,9 @@ impl Surface {
         fn resource(r: &WorkspaceResource) -> (&str, &str, &str, &str) {
             (&r.uri, &r.name, &r.description, &r.file)
         }
+        fn prompt(p: &WorkspacePrompt) -> (&str, &str, &[(String, bool)], &str) {
+            (&p.name, &p.description, &p.arguments, &p.file)
+        }
         self.tools
             .values()
             .map(tool)
@@ -443,6 +463,11 @@ impl Surface {
                 .values()
                 .map(resource)
                 .eq(other.resources.values().map(resource))
+            && self
+                .prompts
+                .values()
+                .map(prompt)
+                .eq(other.prompts.values().map(prompt))
     }
 }
 
@@ -856,6 +881,43 @@ impl WorkspaceMcpLoader {
                     },
                 );
             }
+            for f in module.prompts() {
+                let name = f.name.clone();
+                if let Some(first) = s.prompts.get(&name) {
+                    s.report.duplicate_prompts.push(Skipped {
+                        name,
+                        file: rel.clone(),
+                        kept_from: Some(first.file.clone()),
+                    });
+                    continue;
+                }
+                let description = match &f.role {
+                    FnRole::Prompt {
+                        description: Some(d),
+                    } => d.clone(),
+                    _ => format!("{name} (from {rel})"),
+                };
+                let arguments = f
+                    .params
+                    .iter()
+                    .map(|p| {
+                        let optional =
+                            p.has_default || matches!(p.ty, vox_lang::hir::Ty::Option { .. });
+                        (p.name.clone(), !optional)
+                    })
+                    .collect();
+                s.prompts.insert(
+                    name.clone(),
+                    WorkspacePrompt {
+                        budget: budget(rel, Some(&name)),
+                        name,
+                        description,
+                        arguments,
+                        file: rel.clone(),
+                        module: module.clone(),
+                    },
+                );
+            }
         }
         // Forget files that are gone so the cache does not grow with renames.
         self.cache
@@ -864,6 +926,7 @@ impl WorkspaceMcpLoader {
             .retain(|k, _| files.binary_search(k).is_ok());
         s.report.tool_count = s.tools.len();
         s.report.resource_count = s.resources.len();
+        s.report.prompt_count = s.prompts.len();
         if let Some(d) = self.unused_budgets(&config, &files, &s) {
             let at = s
                 .report
