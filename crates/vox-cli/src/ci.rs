@@ -176,7 +176,7 @@ fn run_parity(workspace: &Path, fx: &Fixtures) -> Result<(String, Vec<String>)> 
         .get::<std::sync::Arc<vox_tools::workspace_tools::WorkspaceTools>>()
         .context("the dev profile serves no workspace tools")?;
     let mut problems = Vec::new();
-    let (report, _) = wt.refresh(&|_, _| {});
+    let report = wt.refresh(&|_, _| {}).report;
     for e in &report.errors {
         problems.push(format!("{} does not compile: {}", e.file, e.diagnostic));
     }

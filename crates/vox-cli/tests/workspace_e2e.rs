@@ -399,6 +399,62 @@ async fn vox_prompts_are_listed_and_got_with_their_arguments() {
     c.cancel().await.unwrap();
 }
 
+/// Records `notifications/resources/updated`.
+#[derive(Clone)]
+struct Updates(tokio::sync::mpsc::UnboundedSender<String>);
+
+impl rmcp::ClientHandler for Updates {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send(params.uri);
+    }
+}
+
+/// `resources/subscribe`: a change to the resource's file sends `resources/updated` to the
+/// clients that subscribed, until they unsubscribe; an unknown URI is refused.
+#[tokio::test]
+#[allow(deprecated)] // the 2025 era's resources/subscribe (2026-07-28 subscribes on listen streams)
+async fn a_subscribed_resource_is_announced_when_its_file_changes() {
+    use rmcp::ServiceExt;
+    let ws = workspace().with_env("VOX_WORKSPACE_WATCH", "0");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let transport = rmcp::transport::TokioChildProcess::new(ws.mcp_command(&[])).unwrap();
+    let c = Updates(tx).serve(transport).await.unwrap();
+    let refresh = || {
+        c.call_tool(rmcp::model::CallToolRequestParams::new(
+            "vox_workspace_mcp_refresh",
+        ))
+    };
+    refresh().await.unwrap();
+    let sub = |uri: &str| c.subscribe(rmcp::model::SubscribeRequestParams::new(uri));
+    assert!(sub("docs://nope").await.is_err());
+    sub("docs://team").await.unwrap();
+    std::fs::write(
+        ws.root().join("tools/math.vox"),
+        TOOLS.replace("Ada, Grace", "Ada, Grace, Linus"),
+    )
+    .unwrap();
+    refresh().await.unwrap();
+    let uri = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv())
+        .await
+        .expect("resources/updated")
+        .unwrap();
+    assert_eq!(uri, "docs://team");
+    // An unchanged refresh announces nothing; after unsubscribing, a change neither.
+    refresh().await.unwrap();
+    c.unsubscribe(rmcp::model::UnsubscribeRequestParams::new("docs://team"))
+        .await
+        .unwrap();
+    std::fs::write(ws.root().join("tools/math.vox"), TOOLS).unwrap();
+    refresh().await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(rx.try_recv().is_err());
+    c.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_file_that_loops_forever_at_load_or_call_is_a_clear_error_and_serving_goes_on() {
     let ws = workspace();

@@ -129,4 +129,10 @@ impl Ctx {
                 .send(json!({"jsonrpc": "2.0", "method": method}));
         }
     }
+    /// Tells every connected client that resource `uri` changed (clients forward it to the
+    /// peers that subscribed to it).
+    pub fn notify_resource_updated(&self, uri: &str) {
+        let _ = self.notifier.send(json!({"jsonrpc": "2.0",
+            "method": "notifications/resources/updated", "params": {"uri": uri}}));
+    }
 }

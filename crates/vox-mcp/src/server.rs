@@ -250,6 +250,8 @@ async fn relay(
 /// notifications).
 struct Listeners {
     legacy: Mutex<Option<rmcp::Peer<RoleServer>>>,
+    /// The resource URIs this client subscribed to (`resources/subscribe`).
+    subscribed: Mutex<std::collections::BTreeSet<String>>,
     streams: Mutex<Vec<rmcp::service::SubscriptionSink>>,
     /// Turns true when the client's input ends: open listen streams then end at once.
     input_closed: tokio::sync::watch::Sender<bool>,
@@ -259,6 +261,7 @@ impl Default for Listeners {
     fn default() -> Self {
         Listeners {
             legacy: Default::default(),
+            subscribed: Default::default(),
             streams: Default::default(),
             input_closed: tokio::sync::watch::channel(false).0,
         }
@@ -267,12 +270,37 @@ impl Default for Listeners {
 
 /// Most `subscriptions/listen` streams one client may hold open.
 const MAX_LISTEN_STREAMS: usize = 64;
+/// Most resources one client may subscribe to.
+const MAX_SUBSCRIPTIONS: usize = 1_000;
 
 /// Sends `notifications/{tools,resources}/list_changed` to one server's client.
 #[derive(Clone)]
 pub struct ChangeNotifier(Arc<Listeners>);
 
 impl ChangeNotifier {
+    /// Tells the client that resource `uri` changed, if it subscribed to it.
+    pub async fn resource_updated(&self, uri: &str) {
+        let subscribed = self
+            .0
+            .subscribed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(uri);
+        let legacy = self
+            .0
+            .legacy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let (true, Some(peer)) = (subscribed, legacy)
+            && let Err(e) = peer
+                .notify_resource_updated(rmcp::model::ResourceUpdatedNotificationParam::new(uri))
+                .await
+        {
+            tracing::debug!("resource update not delivered: {e}");
+        }
+    }
+
     /// Tells the client that the tool list (`tools`) or the resource list changed.
     pub async fn notify(&self, tools: bool) {
         let legacy = self
@@ -346,6 +374,7 @@ impl<B: Backend> ServerHandler for McpServer<B> {
             .enable_tools()
             .enable_logging()
             .enable_resources()
+            .enable_resources_subscribe()
             .enable_prompts();
         let caps = if self.backend.lists_change() {
             builder
@@ -454,6 +483,50 @@ impl<B: Backend> ServerHandler for McpServer<B> {
         }
         .with_mime_type(body.mime_type);
         Ok(rmcp::model::ReadResourceResult::new(vec![contents]).into())
+    }
+
+    /// Remembers `uri` (one this client can list): `notifications/resources/updated` follows
+    /// when its source changes.
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let listed = self.backend.list_resources(&context).await?;
+        if !listed.iter().any(|r| r.uri == request.uri) {
+            return Err(McpError::resource_not_found(
+                format!("no resource {}", request.uri),
+                None,
+            ));
+        }
+        let mut subscribed = self
+            .listeners
+            .subscribed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if subscribed.len() >= MAX_SUBSCRIPTIONS && !subscribed.contains(&request.uri) {
+            return Err(McpError::invalid_request(
+                format!(
+                    "{MAX_SUBSCRIPTIONS} resources are already subscribed to; unsubscribe first"
+                ),
+                None,
+            ));
+        }
+        subscribed.insert(request.uri);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.listeners
+            .subscribed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&request.uri);
+        Ok(())
     }
 
     async fn list_prompts(

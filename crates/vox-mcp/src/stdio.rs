@@ -70,6 +70,12 @@ async fn forward_notifications(
         let is_tools = match frame.get("method").and_then(Value::as_str) {
             Some("notifications/tools/list_changed") => true,
             Some("notifications/resources/list_changed") => false,
+            Some("notifications/resources/updated") => {
+                if let Some(uri) = frame["params"]["uri"].as_str() {
+                    notifier.resource_updated(uri).await;
+                }
+                continue;
+            }
             _ => continue,
         };
         if is_tools {

@@ -46,13 +46,15 @@ fn refresh(ctx: &Ctx, call: &CallCtx, _a: NoArgs) -> Result<Refreshed, ToolError
     let wt = ctx.get::<Arc<WorkspaceTools>>().ok_or_else(|| {
         ToolError::Unavailable("workspace tools are served under the dev profile only".into())
     })?;
-    let (report, changed) = wt.refresh(&|done, total| {
+    let r = wt.refresh(&|done, total| {
         call.progress(
             done as f64,
             Some(total as f64),
             Some(format!("compiled {done} of {total} .vox files")),
         )
     });
+    WorkspaceTools::announce(ctx, &r);
+    let report = r.report;
     for e in &report.errors {
         let loaded = report
             .diagnostics
@@ -69,10 +71,10 @@ fn refresh(ctx: &Ctx, call: &CallCtx, _a: NoArgs) -> Result<Refreshed, ToolError
             format!("{} {what}: {}", e.file, e.diagnostic),
         );
     }
-    if changed {
-        ctx.notify_list_changed();
-    }
-    Ok(Refreshed { report, changed })
+    Ok(Refreshed {
+        report,
+        changed: r.changed,
+    })
 }
 
 pub fn family() -> vox_core::Family {

@@ -120,17 +120,49 @@ impl WorkspaceTools {
         self.scanned().surface
     }
 
-    /// Rescans, calling `progress(done, total)` per file; returns the report and whether
-    /// what clients see changed (a name, a description, a schema, a file).
-    pub fn refresh(&self, progress: &dyn Fn(usize, usize)) -> (RefreshReport, bool) {
+    /// Rescans, calling `progress(done, total)` per file; returns the report, whether what
+    /// clients see changed (a name, a description, a schema, a file), and the resources whose
+    /// file changed (their contents may read differently; new and removed ones are list
+    /// changes).
+    pub fn refresh(&self, progress: &dyn Fn(usize, usize)) -> Refreshed {
         let fresh = self.scan(progress);
         let mut slot = self.surface.write().unwrap_or_else(|p| p.into_inner());
         let changed = slot
             .as_ref()
             .is_none_or(|old| !old.surface.same_listing(&fresh.surface));
+        // An unchanged file keeps its compiled module (the scan's cache): a new module means
+        // its text changed.
+        let updated = slot.as_ref().map_or_else(Vec::new, |old| {
+            fresh
+                .surface
+                .resources
+                .values()
+                .filter(|r| {
+                    old.surface
+                        .resources
+                        .get(&r.uri)
+                        .is_some_and(|o| !Arc::ptr_eq(&o.module, &r.module))
+                })
+                .map(|r| r.uri.clone())
+                .collect()
+        });
         let report = fresh.surface.report.clone();
         *slot = Some(fresh);
-        (report, changed)
+        Refreshed {
+            report,
+            changed,
+            updated,
+        }
+    }
+
+    /// Tells clients what a refresh changed.
+    pub fn announce(ctx: &vox_core::Ctx, r: &Refreshed) {
+        if r.changed {
+            ctx.notify_list_changed();
+        }
+        for uri in &r.updated {
+            ctx.notify_resource_updated(uri);
+        }
     }
 
     /// MCP tool descriptors of the federated tools, in name order (built once per scan).
@@ -221,6 +253,15 @@ impl WorkspaceTools {
                 .map_err(|e| ToolError::Unavailable(format!("{uri}: {e}"))),
         )
     }
+}
+
+/// What a refresh found.
+pub struct Refreshed {
+    pub report: RefreshReport,
+    /// What clients list changed.
+    pub changed: bool,
+    /// Resources whose source file changed.
+    pub updated: Vec<String>,
 }
 
 /// Most `print`ed and `log`ged lines of one call sent to its caller; the rest are counted, and the count is
@@ -391,16 +432,14 @@ pub fn watch(ctx: Arc<vox_core::Ctx>) {
             let Some(wt) = ctx.get::<Arc<WorkspaceTools>>() else {
                 return;
             };
-            let (report, changed) = wt.refresh(&|_, _| {});
+            let r = wt.refresh(&|_, _| {});
             tracing::info!(
-                tools = report.tool_count,
-                resources = report.resource_count,
-                changed,
+                tools = r.report.tool_count,
+                resources = r.report.resource_count,
+                changed = r.changed,
                 "workspace tools refreshed"
             );
-            if changed {
-                ctx.notify_list_changed();
-            }
+            WorkspaceTools::announce(&ctx, &r);
         }
     });
 }
