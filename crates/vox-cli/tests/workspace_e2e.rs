@@ -455,6 +455,39 @@ async fn a_subscribed_resource_is_announced_when_its_file_changes() {
     c.cancel().await.unwrap();
 }
 
+/// `@mcp.resource("notes://{id}")` with parameters is a resource template: listed by
+/// `resources/templates/list`, read for every URI it matches.
+#[tokio::test]
+async fn a_resource_template_is_listed_and_reads_the_uris_it_matches() {
+    let ws = workspace();
+    std::fs::write(
+        ws.root().join("tools/notes.vox"),
+        "@mcp.resource(\"notes://{id}\", \"A note by id\")\nfn note(id: str) to str {\n    \"Note {id}\"\n}\n",
+    )
+    .unwrap();
+    let c = ws.client(&[]).await;
+    let t = c.list_all_resource_templates().await.unwrap();
+    let v = serde_json::to_value(&t).unwrap();
+    assert_eq!(v[0]["uriTemplate"], "notes://{id}", "{v}");
+    assert_eq!(v[0]["description"], "A note by id");
+    let listed = c.list_all_resources().await.unwrap();
+    assert!(
+        listed.iter().all(|r| r.uri != "notes://{id}"),
+        "a template is not a resource"
+    );
+    let read = c
+        .read_resource(ReadResourceRequestParams::new("notes://42"))
+        .await
+        .unwrap();
+    assert!(format!("{read:?}").contains("Note 42"), "{read:?}");
+    assert!(
+        c.read_resource(ReadResourceRequestParams::new("notes://4/2"))
+            .await
+            .is_err()
+    );
+    c.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_file_that_loops_forever_at_load_or_call_is_a_clear_error_and_serving_goes_on() {
     let ws = workspace();

@@ -29,6 +29,10 @@ pub trait DynamicTools: Send + Sync {
     fn resources(&self) -> Vec<Value>;
     /// Reads a resource (blocking); `None` if it has no such URI.
     fn read(&self, uri: &str) -> Option<Result<crate::ResourceBody, ToolError>>;
+    /// MCP resource template descriptors (`uriTemplate`, `name`, `description`), in order.
+    fn resource_templates(&self) -> Vec<Value> {
+        Vec::new()
+    }
     /// MCP prompt descriptors (`name`, `description`, `arguments`), in name order.
     fn prompts(&self) -> Vec<Value> {
         Vec::new()

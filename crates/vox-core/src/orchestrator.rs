@@ -270,6 +270,16 @@ impl Orchestrator {
             .unwrap_or_else(|| Err(ToolError::NotFound(format!("no resource {uri}"))))
     }
 
+    /// Every provider's resource templates.
+    pub fn resource_templates(&self) -> Vec<Value> {
+        self.ctx
+            .hooks()
+            .dynamic
+            .iter()
+            .flat_map(|p| p.resource_templates())
+            .collect()
+    }
+
     /// Every provider's prompts (workspace `@mcp.prompt` functions).
     pub fn prompts(&self) -> Vec<Value> {
         self.ctx

@@ -442,6 +442,9 @@ async fn handle(
         },
         "orch.list_resources" => Ok(json!({"resources": orch.resources()})),
         "orch.list_prompts" => Ok(json!({"prompts": orch.prompts()})),
+        "orch.list_resource_templates" => {
+            Ok(json!({"resourceTemplates": orch.resource_templates()}))
+        }
         "orch.get_prompt" => match serde_json::from_str::<GetPromptParams>(params) {
             Err(e) => Err((codes::INVALID_PARAMS, format!("orch.get_prompt: {e}"))),
             Ok(p) => {

@@ -131,6 +131,14 @@ impl vox_mcp::Backend for HttpMcp {
         vox_mcp::encode::resources(Value::Array(self.0.mcp_resources(&who)))
     }
 
+    async fn list_resource_templates(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<Vec<Value>, McpError> {
+        let who = self.who(ctx)?;
+        Ok(self.0.mcp_resource_templates(&who))
+    }
+
     async fn list_prompts(&self, ctx: &RequestContext<RoleServer>) -> Result<Vec<Value>, McpError> {
         let who = self.who(ctx)?;
         Ok(self.0.mcp_prompts(&who))

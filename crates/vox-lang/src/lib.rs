@@ -51,6 +51,7 @@ mod lower;
 mod module;
 pub mod parser;
 pub mod stdlib;
+pub mod template;
 pub mod tools;
 pub mod value;
 

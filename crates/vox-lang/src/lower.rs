@@ -775,6 +775,26 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// A resource returns `str`, or `Content` (`content.resource` / `content.blob`).
+    fn resource_return(&mut self, fd: &'a ast::FnDecl, ret: &Ty, fname: &str) {
+        let f = self.f;
+        let content = fd.ret.is_some_and(|t| {
+            matches!(f.ty(t), ast::TypeExpr::Named { name, .. } if self.name(name.sym) == "Content")
+        });
+        if *ret != Ty::Str && !content {
+            let span = fd.ret.map(|t| f.ty(t).span()).unwrap_or(fd.name.span);
+            let msg = if fd.ret.is_none() {
+                format!("resource function `{fname}` must declare `to str` or `to Content`")
+            } else {
+                format!("resource function `{fname}` must return `str` or `Content`")
+            };
+            self.diags.push(
+                Diagnostic::new(Code::ResourceReturn, span, msg)
+                    .with_help("a resource's body is text (`to str`), or typed text or bytes (`to Content`, made by `content.resource` or `content.blob`)"),
+            );
+        }
+    }
+
     fn fn_decl(&mut self, fd: &'a ast::FnDecl, id: usize) {
         let f = self.f;
         let mut role = FnRole::Plain;
@@ -920,6 +940,34 @@ impl<'a> Lowerer<'a> {
             .collect();
         let fname = self.name(fd.name.sym);
         match &role {
+            FnRole::Resource { uri, .. } if crate::template::is_template(uri) => {
+                match crate::template::variables(uri) {
+                    Err(e) => self.diag(Code::DecoratorArgs, role_span.unwrap_or(fd.name.span), e),
+                    Ok(vars) => {
+                        let names: Vec<&str> =
+                            fn_params.iter().map(|p| self.name(p.name.sym)).collect();
+                        let mut want = vars.clone();
+                        want.sort_unstable();
+                        let mut have = names.clone();
+                        have.sort_unstable();
+                        if want != have {
+                            self.diags.push(
+                                Diagnostic::new(
+                                    Code::ResourceParams,
+                                    fd.name.span,
+                                    format!(
+                                        "resource template {uri:?} has the variables ({}) but `{fname}` takes ({})",
+                                        vars.join(", "),
+                                        names.join(", ")
+                                    ),
+                                )
+                                .with_help("give the function one `str` parameter per template variable, named alike"),
+                            );
+                        }
+                    }
+                }
+                self.resource_return(fd, &ret, fname);
+            }
             FnRole::Resource { .. } => {
                 if let Some(p) = fn_params.first() {
                     self.diags.push(
@@ -933,21 +981,7 @@ impl<'a> Lowerer<'a> {
                         ),
                     );
                 }
-                let content = fd.ret.is_some_and(|t| {
-                    matches!(f.ty(t), ast::TypeExpr::Named { name, .. } if self.name(name.sym) == "Content")
-                });
-                if ret != Ty::Str && !content {
-                    let span = fd.ret.map(|t| f.ty(t).span()).unwrap_or(fd.name.span);
-                    let msg = if fd.ret.is_none() {
-                        format!("resource function `{fname}` must declare `to str` or `to Content`")
-                    } else {
-                        format!("resource function `{fname}` must return `str` or `Content`")
-                    };
-                    self.diags.push(
-                        Diagnostic::new(Code::ResourceReturn, span, msg)
-                            .with_help("a resource's body is text (`to str`), or typed text or bytes (`to Content`, made by `content.resource` or `content.blob`)"),
-                    );
-                }
+                self.resource_return(fd, &ret, fname);
             }
             FnRole::Test { .. } => {
                 if let Some(p) = fn_params.first() {

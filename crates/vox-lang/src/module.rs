@@ -1094,11 +1094,27 @@ impl Module {
         uri: &str,
         opts: &CallOptions<'_>,
     ) -> Result<ResourceRead, CallError> {
-        let f = self
+        // A plain resource of that URI, else the first template it matches (its variables
+        // become the function's arguments).
+        let exact = self
             .resources()
-            .find(|f| matches!(&f.role, FnRole::Resource { uri: u, .. } if u == uri))
-            .ok_or_else(|| CallError::UnknownResource(uri.to_string()))?;
-        let out = self.call_json(&f.name.clone(), &J::Null, opts)?;
+            .find(|f| matches!(&f.role, FnRole::Resource { uri: u, .. } if u == uri));
+        let (f, args) = match exact {
+            Some(f) => (f, J::Null),
+            None => self
+                .resources()
+                .find_map(|f| match &f.role {
+                    FnRole::Resource { uri: t, .. } if crate::template::is_template(t) => {
+                        let vars = crate::template::matches(t, uri)?;
+                        let args: serde_json::Map<String, J> =
+                            vars.into_iter().map(|(k, v)| (k, J::String(v))).collect();
+                        Some((f, J::Object(args)))
+                    }
+                    _ => None,
+                })
+                .ok_or_else(|| CallError::UnknownResource(uri.to_string()))?,
+        };
+        let out = self.call_json(&f.name.clone(), &args, opts)?;
         let block = match (out.content, &out.value) {
             (true, J::Array(b)) if b.len() == 1 => &b[0]["resource"],
             (false, J::String(s)) => {

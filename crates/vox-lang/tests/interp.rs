@@ -649,3 +649,25 @@ fn resources_may_be_typed_text_or_base64_bytes_of_their_own_uri() {
     let e = m.read_resource("test://other", &o).unwrap_err().to_string();
     assert!(e.contains("test://elsewhere"), "{e}");
 }
+
+#[test]
+fn a_resource_template_reads_the_uris_it_matches_and_its_parameters_must_be_its_variables() {
+    let src = "@mcp.resource(\"notes://{id}/text\", \"a note\")\nfn note(id: str) to str {\n    \"note {id}\"\n}\n";
+    let m = module(src);
+    let o = CallOptions::default();
+    let r = m.read_resource("notes://n1/text", &o).unwrap();
+    assert_eq!(r.text.as_deref(), Some("note n1"));
+    assert!(matches!(
+        m.read_resource("notes://a/b/text", &o),
+        Err(CallError::UnknownResource(_))
+    ));
+    let bad = "@mcp.resource(\"notes://{id}\")\nfn note(name: str) to str {\n    name\n}\n";
+    let Err(e) = Module::compile("t.vox", bad.as_bytes()) else {
+        panic!("a mismatch is an error")
+    };
+    let text = e.render();
+    assert!(
+        text.contains("has the variables (id) but `note` takes (name)"),
+        "{text}"
+    );
+}

@@ -55,6 +55,11 @@ pub trait Backend: Send + Sync + 'static {
         &self,
         ctx: &RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<Vec<rmcp::model::Resource>, McpError>> + Send;
+    /// Resource template descriptors (`uriTemplate`, `name`, `description`).
+    fn list_resource_templates(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<Vec<Value>, McpError>> + Send;
     /// Prompt descriptors (`name`, `description`, `arguments`), in name order.
     fn list_prompts(
         &self,
@@ -483,6 +488,20 @@ impl<B: Backend> ServerHandler for McpServer<B> {
         }
         .with_mime_type(body.mime_type);
         Ok(rmcp::model::ReadResourceResult::new(vec![contents]).into())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        let templates = self.backend.list_resource_templates(&context).await?;
+        let templates = serde_json::from_value(Value::Array(templates)).map_err(|e| {
+            McpError::internal_error(format!("a resource template descriptor: {e}"), None)
+        })?;
+        Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(
+            templates,
+        ))
     }
 
     /// Remembers `uri` (one this client can list): `notifications/resources/updated` follows

@@ -168,6 +168,19 @@ impl DaemonBackend {
         Ok(c)
     }
 
+    /// The `key` array of the daemon's answer to `method` (a list).
+    async fn list(&self, method: &str, key: &str) -> Result<Vec<Value>, McpError> {
+        let client = self.client().await?;
+        let mut answer = client
+            .call(method, json!({}))
+            .await
+            .map_err(|e| self.daemon_error(e))?;
+        Ok(match answer[key].take() {
+            Value::Array(p) => p,
+            _ => vec![],
+        })
+    }
+
     /// Forgets a dead connection and says so; the next call reconnects.
     async fn lost(&self, e: ClientError) -> ToolOutcome {
         *self.client.lock().await = None;
@@ -306,15 +319,15 @@ impl Backend for DaemonBackend {
         &self,
         _ctx: &RequestContext<RoleServer>,
     ) -> Result<Vec<Value>, McpError> {
-        let client = self.client().await?;
-        let mut answer = client
-            .call("orch.list_prompts", json!({}))
+        self.list("orch.list_prompts", "prompts").await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _ctx: &RequestContext<RoleServer>,
+    ) -> Result<Vec<Value>, McpError> {
+        self.list("orch.list_resource_templates", "resourceTemplates")
             .await
-            .map_err(|e| self.daemon_error(e))?;
-        Ok(match answer["prompts"].take() {
-            Value::Array(p) => p,
-            _ => vec![],
-        })
     }
 
     async fn get_prompt(

@@ -229,7 +229,13 @@ impl WorkspaceTools {
     /// Reads a federated resource under its file's budget; `None` if no such URI.
     pub fn read(&self, uri: &str) -> Option<Result<vox_core::ResourceBody, ToolError>> {
         let surface = self.surface();
-        let r = surface.resources.get(uri)?;
+        // A plain resource, else the first template (in template order) the URI matches.
+        let r = surface.resources.get(uri).or_else(|| {
+            surface
+                .templates
+                .values()
+                .find(|t| vox_lang::template::matches(&t.uri, uri).is_some())
+        })?;
         let sink = |line: &str| {
             tracing::info!(target: "vox.workspace", resource = uri, file = r.file, "print: {}", clip(line));
         };
@@ -463,6 +469,16 @@ impl vox_core::DynamicTools for WorkspaceTools {
     }
     fn read(&self, uri: &str) -> Option<Result<vox_core::ResourceBody, ToolError>> {
         WorkspaceTools::read(self, uri)
+    }
+    fn resource_templates(&self) -> Vec<Value> {
+        self.surface()
+            .templates
+            .values()
+            .map(|r| {
+                json!({"uriTemplate": r.uri, "name": r.name, "description": r.description,
+                       "_meta": {"vox_source": "workspace", "vox_file": r.file}})
+            })
+            .collect()
     }
     fn prompts(&self) -> Vec<Value> {
         self.surface()

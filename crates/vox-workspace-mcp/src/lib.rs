@@ -437,6 +437,8 @@ pub struct RefreshReport {
 pub struct Surface {
     pub tools: BTreeMap<String, WorkspaceTool>,
     pub resources: BTreeMap<String, WorkspaceResource>,
+    /// Resource templates (`@mcp.resource("notes://{id}")`), by template.
+    pub templates: BTreeMap<String, WorkspaceResource>,
     pub prompts: BTreeMap<String, WorkspacePrompt>,
     pub report: RefreshReport,
 }
@@ -463,6 +465,11 @@ impl Surface {
                 .values()
                 .map(resource)
                 .eq(other.resources.values().map(resource))
+            && self
+                .templates
+                .values()
+                .map(resource)
+                .eq(other.templates.values().map(resource))
             && self
                 .prompts
                 .values()
@@ -861,7 +868,12 @@ impl WorkspaceMcpLoader {
                     });
                     continue;
                 }
-                if let Some(first) = s.resources.get(uri) {
+                let into = if vox_lang::template::is_template(uri) {
+                    &mut s.templates
+                } else {
+                    &mut s.resources
+                };
+                if let Some(first) = into.get(uri) {
                     s.report.duplicate_resources.push(Skipped {
                         name: uri.clone(),
                         file: rel.clone(),
@@ -869,7 +881,7 @@ impl WorkspaceMcpLoader {
                     });
                     continue;
                 }
-                s.resources.insert(
+                into.insert(
                     uri.clone(),
                     WorkspaceResource {
                         uri: uri.clone(),
@@ -925,7 +937,7 @@ impl WorkspaceMcpLoader {
             .unwrap_or_else(|p| p.into_inner())
             .retain(|k, _| files.binary_search(k).is_ok());
         s.report.tool_count = s.tools.len();
-        s.report.resource_count = s.resources.len();
+        s.report.resource_count = s.resources.len() + s.templates.len();
         s.report.prompt_count = s.prompts.len();
         if let Some(d) = self.unused_budgets(&config, &files, &s) {
             let at = s
