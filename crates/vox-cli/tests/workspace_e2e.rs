@@ -344,7 +344,7 @@ async fn vox_prompts_are_listed_and_got_with_their_arguments() {
     let ws = workspace();
     std::fs::write(
         ws.root().join("tools/prompts.vox"),
-        "@mcp.prompt \"Review a file\"\nfn review(path: str, focus: Option[str]) to str {\n    match focus {\n        Some(f) => \"Review {path} for {f}\"\n        None => \"Review {path}\"\n    }\n}\n\n@mcp.prompt\nfn two() to list[Content] {\n    [content.text(\"one\"), content.resource(\"test://r\", \"two\")]\n}\n",
+        "@mcp.prompt \"Review a file\"\nfn review(path: str, focus: Option[str]) to str {\n    match focus {\n        Some(f) => \"Review {path} for {f}\"\n        None => \"Review {path}\"\n    }\n}\n\n@mcp.prompt\nfn two() to list[Content] {\n    [content.text(\"one\"), content.resource(\"test://r\", \"two\")]\n}\n\n@complete(\"path\")\nfn paths(typed: str) to list[str] {\n    [\"README.md\", \"src/lib.rs\", \"src/main.rs\"].filter(p => p.starts_with(typed))\n}\n",
     )
     .unwrap();
     std::fs::write(
@@ -390,6 +390,24 @@ async fn vox_prompts_are_listed_and_got_with_their_arguments() {
     assert!(e.contains("path"), "{e}");
     let e = get("nope", json!({})).await.unwrap_err().to_string();
     assert!(e.contains("no prompt nope"), "{e}");
+    // `@complete("path")` of the prompt's file suggests its values; `focus` has none.
+    let complete = |arg: &str, value: &str| {
+        c.complete(rmcp::model::CompleteRequestParams::new(
+            rmcp::model::Reference::for_prompt("review"),
+            rmcp::model::ArgumentInfo::new(arg, value),
+        ))
+    };
+    let got = complete("path", "src/").await.unwrap();
+    assert_eq!(got.completion.values, ["src/lib.rs", "src/main.rs"]);
+    assert_eq!(got.completion.total, Some(2));
+    assert!(
+        complete("focus", "b")
+            .await
+            .unwrap()
+            .completion
+            .values
+            .is_empty()
+    );
     let report = ok(&c, "vox_workspace_mcp_refresh", json!({})).await;
     assert_eq!(report["prompt_count"], 2, "{report}");
     assert_eq!(

@@ -33,6 +33,18 @@ pub trait DynamicTools: Send + Sync {
     fn resource_templates(&self) -> Vec<Value> {
         Vec::new()
     }
+    /// Completion values (`{"values", "total", "hasMore"}`) for argument `argument` of prompt
+    /// `name` (`prompt`) or of the resource template `name` (not `prompt`), from the text
+    /// `value` (blocking); `None` if it has no such prompt or template.
+    fn complete(
+        &self,
+        _prompt: bool,
+        _name: &str,
+        _argument: &str,
+        _value: &str,
+    ) -> Option<Result<Value, ToolError>> {
+        None
+    }
     /// MCP prompt descriptors (`name`, `description`, `arguments`), in name order.
     fn prompts(&self) -> Vec<Value> {
         Vec::new()

@@ -280,6 +280,29 @@ impl Orchestrator {
             .collect()
     }
 
+    /// Completes an argument of a prompt (`prompt`) or resource template (blocking).
+    pub fn complete(
+        &self,
+        prompt: bool,
+        name: &str,
+        argument: &str,
+        value: &str,
+    ) -> Result<Value, ToolError> {
+        self.ctx
+            .hooks()
+            .dynamic
+            .iter()
+            .find_map(|p| p.complete(prompt, name, argument, value))
+            .unwrap_or_else(|| {
+                let what = if prompt {
+                    "prompt"
+                } else {
+                    "resource template"
+                };
+                Err(ToolError::NotFound(format!("no {what} {name}")))
+            })
+    }
+
     /// Every provider's prompts (workspace `@mcp.prompt` functions).
     pub fn prompts(&self) -> Vec<Value> {
         self.ctx

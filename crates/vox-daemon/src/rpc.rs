@@ -395,6 +395,17 @@ async fn connection(
     orch.end_session(&session);
 }
 
+/// `orch.complete`'s parameters.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CompleteParams {
+    /// A prompt's argument, else a resource template's variable.
+    prompt: bool,
+    name: String,
+    argument: String,
+    value: String,
+}
+
 /// `orch.get_prompt`'s parameters.
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -445,6 +456,24 @@ async fn handle(
         "orch.list_resource_templates" => {
             Ok(json!({"resourceTemplates": orch.resource_templates()}))
         }
+        "orch.complete" => match serde_json::from_str::<CompleteParams>(params) {
+            Err(e) => Err((codes::INVALID_PARAMS, format!("orch.complete: {e}"))),
+            Ok(p) => {
+                let o = orch.clone();
+                let done = tokio::task::spawn_blocking(move || {
+                    o.complete(p.prompt, &p.name, &p.argument, &p.value)
+                })
+                .await;
+                match done {
+                    Ok(Ok(v)) => Ok(v),
+                    Ok(Err(e)) => Ok(json!({"error": e.to_json()["error"]})),
+                    Err(e) => Err((
+                        codes::INVALID_REQUEST,
+                        format!("a completion panicked: {e}"),
+                    )),
+                }
+            }
+        },
         "orch.get_prompt" => match serde_json::from_str::<GetPromptParams>(params) {
             Err(e) => Err((codes::INVALID_PARAMS, format!("orch.get_prompt: {e}"))),
             Ok(p) => {

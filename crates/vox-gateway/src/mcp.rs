@@ -131,6 +131,31 @@ impl vox_mcp::Backend for HttpMcp {
         vox_mcp::encode::resources(Value::Array(self.0.mcp_resources(&who)))
     }
 
+    async fn complete(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        prompt: bool,
+        name: &str,
+        argument: &str,
+        value: &str,
+    ) -> Result<Value, McpError> {
+        let who = self.who(ctx)?;
+        if !self.0.serves_workspace(&who) {
+            return Err(McpError::invalid_params(
+                format!("nothing to complete for {name}"),
+                None,
+            ));
+        }
+        let shared = self.0.clone();
+        let (name, argument, value) = (name.to_owned(), argument.to_owned(), value.to_owned());
+        let got = tokio::task::spawn_blocking(move || {
+            shared.orch.complete(prompt, &name, &argument, &value)
+        })
+        .await
+        .map_err(|e| McpError::internal_error(format!("a completion panicked: {e}"), None))?;
+        got.map_err(|e| vox_mcp::encode::prompt_error(&e.to_json()["error"]))
+    }
+
     async fn list_resource_templates(
         &self,
         ctx: &RequestContext<RoleServer>,

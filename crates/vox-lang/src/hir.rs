@@ -97,6 +97,13 @@ pub enum FnRole {
         /// Description string, if given.
         description: Option<String>,
     },
+    /// `@complete("arg")`: completes the prompt argument or template variable `arg` of the
+    /// prompts and templates of its file; called with the text typed so far, returns the
+    /// suggestions (a list of strings).
+    Complete {
+        /// The argument it completes.
+        argument: String,
+    },
     /// `@test ["label"]`.
     Test {
         /// Label, if given.

@@ -877,6 +877,22 @@ impl<'a> Lowerer<'a> {
                         description: strings.first().cloned().flatten(),
                     })
                 }
+                "complete" => match strings.as_slice() {
+                    [Some(argument)] => Some(FnRole::Complete {
+                        argument: argument.clone(),
+                    }),
+                    _ => {
+                        self.diags.push(
+                            Diagnostic::new(
+                                Code::DecoratorArgs,
+                                d.span,
+                                "`@complete` takes the name of the argument it completes",
+                            )
+                            .with_help(r#"write `@complete("city")`"#),
+                        );
+                        None
+                    }
+                },
                 "test" => {
                     if args.len() > 1 {
                         self.diag(
@@ -898,7 +914,9 @@ impl<'a> Lowerer<'a> {
                             d.span,
                             format!("unknown decorator `@{other}` is ignored"),
                         )
-                        .with_help("known decorators: @tool, @mcp.resource, @mcp.prompt, @test"),
+                        .with_help(
+                            "known decorators: @tool, @mcp.resource, @mcp.prompt, @complete, @test",
+                        ),
                     );
                     None
                 }

@@ -918,6 +918,38 @@ impl Module {
         }
     }
 
+    /// Suggestions for argument `argument` starting from `value`: what this module's
+    /// `@complete("argument")` function returns for it (none without one).
+    pub fn complete(
+        &self,
+        argument: &str,
+        value: &str,
+        opts: &CallOptions<'_>,
+    ) -> Result<Vec<String>, CallError> {
+        let Some(f) = self
+            .functions()
+            .iter()
+            .find(|f| matches!(&f.role, FnRole::Complete { argument: a } if a == argument))
+        else {
+            return Ok(Vec::new());
+        };
+        let args = match f.params.first() {
+            Some(p) => serde_json::json!({ p.name.clone(): value }),
+            None => J::Null,
+        };
+        let out = self.call_json(&f.name.clone(), &args, opts)?;
+        match out.value {
+            J::Array(items) if items.iter().all(J::is_string) => Ok(items
+                .into_iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()),
+            other => Err(CallError::Output(format!(
+                "`{}` returned {other} instead of a list of strings",
+                f.name
+            ))),
+        }
+    }
+
     /// `@test` functions.
     pub fn tests(&self) -> impl Iterator<Item = &FnSig> {
         self.functions()

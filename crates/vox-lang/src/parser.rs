@@ -31,7 +31,14 @@ pub const OPAQUE_KEYWORDS: &[&str] = &[
 pub const SCRIPT_KIND: &str = "top-level statements";
 
 /// Decorators whose arguments the interpreter reads (the others' are skipped, whatever they are).
-pub const ROLE_DECORATORS: &[&str] = &["tool", "mcp.tool", "mcp.resource", "mcp.prompt", "test"];
+pub const ROLE_DECORATORS: &[&str] = &[
+    "tool",
+    "mcp.tool",
+    "mcp.resource",
+    "mcp.prompt",
+    "complete",
+    "test",
+];
 
 /// Real Vox's decorators that change nothing for the interpreter (effect and contract
 /// annotations, AI and UI metadata): accepted without a warning, whatever their arguments.

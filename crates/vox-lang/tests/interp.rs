@@ -671,3 +671,23 @@ fn a_resource_template_reads_the_uris_it_matches_and_its_parameters_must_be_its_
         "{text}"
     );
 }
+
+#[test]
+fn a_complete_function_suggests_values_for_its_argument() {
+    let src = "@complete(\"city\")\nfn cities(typed: str) to list[str] {\n    [\"paris\", \"park\", \"rome\"].filter(c => c.starts_with(typed))\n}\n";
+    let m = module(src);
+    let o = CallOptions::default();
+    assert_eq!(m.complete("city", "par", &o).unwrap(), ["paris", "park"]);
+    assert!(m.complete("country", "x", &o).unwrap().is_empty());
+    let Err(e) = Module::compile(
+        "t.vox",
+        b"@complete\nfn f(x: str) to list[str] {\n    []\n}\n",
+    ) else {
+        panic!("@complete needs its argument's name")
+    };
+    assert!(
+        e.render().contains("`@complete` takes the name"),
+        "{}",
+        e.render()
+    );
+}

@@ -60,6 +60,16 @@ pub trait Backend: Send + Sync + 'static {
         &self,
         ctx: &RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<Vec<Value>, McpError>> + Send;
+    /// `{"values", "total", "hasMore"}` for argument `argument` of prompt `name` (`prompt`) or
+    /// of resource template `name`, from the text `value`.
+    fn complete(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        prompt: bool,
+        name: &str,
+        argument: &str,
+        value: &str,
+    ) -> impl Future<Output = Result<Value, McpError>> + Send;
     /// Prompt descriptors (`name`, `description`, `arguments`), in name order.
     fn list_prompts(
         &self,
@@ -380,7 +390,8 @@ impl<B: Backend> ServerHandler for McpServer<B> {
             .enable_logging()
             .enable_resources()
             .enable_resources_subscribe()
-            .enable_prompts();
+            .enable_prompts()
+            .enable_completions();
         let caps = if self.backend.lists_change() {
             builder
                 .enable_tool_list_changed()
@@ -502,6 +513,36 @@ impl<B: Backend> ServerHandler for McpServer<B> {
         Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(
             templates,
         ))
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        let (prompt, name) = match &request.r#ref {
+            rmcp::model::Reference::Prompt(p) => (true, p.name.clone()),
+            rmcp::model::Reference::Resource(r) => (false, r.uri.clone()),
+            other => {
+                return Err(McpError::invalid_params(
+                    format!("cannot complete for {other:?}"),
+                    None,
+                ));
+            }
+        };
+        let got = self
+            .backend
+            .complete(
+                &context,
+                prompt,
+                &name,
+                &request.argument.name,
+                &request.argument.value,
+            )
+            .await?;
+        let completion: rmcp::model::CompletionInfo = serde_json::from_value(got)
+            .map_err(|e| McpError::internal_error(format!("a completion: {e}"), None))?;
+        Ok(rmcp::model::CompleteResult::new(completion))
     }
 
     /// Remembers `uri` (one this client can list): `notifications/resources/updated` follows

@@ -330,6 +330,28 @@ impl Backend for DaemonBackend {
             .await
     }
 
+    async fn complete(
+        &self,
+        _ctx: &RequestContext<RoleServer>,
+        prompt: bool,
+        name: &str,
+        argument: &str,
+        value: &str,
+    ) -> Result<Value, McpError> {
+        let client = self.client().await?;
+        let answer = client
+            .call(
+                "orch.complete",
+                json!({"prompt": prompt, "name": name, "argument": argument, "value": value}),
+            )
+            .await
+            .map_err(|e| self.daemon_error(e))?;
+        match answer.get("error") {
+            Some(e) => Err(crate::encode::prompt_error(e)),
+            None => Ok(answer),
+        }
+    }
+
     async fn get_prompt(
         &self,
         _ctx: &RequestContext<RoleServer>,

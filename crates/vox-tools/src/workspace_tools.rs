@@ -495,6 +495,39 @@ impl vox_core::DynamicTools for WorkspaceTools {
             })
             .collect()
     }
+    fn complete(
+        &self,
+        prompt: bool,
+        name: &str,
+        argument: &str,
+        value: &str,
+    ) -> Option<Result<Value, ToolError>> {
+        let surface = self.surface();
+        let (module, budget) = if prompt {
+            let p = surface.prompts.get(name)?;
+            (p.module.clone(), p.budget.budget)
+        } else {
+            let t = surface.templates.get(name)?;
+            (t.module.clone(), t.budget.budget)
+        };
+        let files = self.loader.fs();
+        let opts = vox_lang::CallOptions {
+            budget,
+            workspace: Some(&files),
+            ..Default::default()
+        };
+        Some(
+            module
+                .complete(argument, value, &opts)
+                .map(|mut values| {
+                    // MCP allows at most 100 values per answer.
+                    let total = values.len();
+                    values.truncate(100);
+                    json!({"values": values, "total": total, "hasMore": total > 100})
+                })
+                .map_err(|e| ToolError::Unavailable(format!("completing {argument}: {e}"))),
+        )
+    }
     fn get_prompt(&self, name: &str, args: &Value) -> Option<Result<Value, ToolError>> {
         let surface = self.surface();
         let p = surface.prompts.get(name)?;
