@@ -226,9 +226,14 @@ mod tests {
                 serde_json::from_value(serde_json::to_value(&o).unwrap()).unwrap();
             assert_eq!(back, o);
         }
-        let ok = ToolOutcome::Ok(json!({"a": [1, 2]}));
-        let back: ToolOutcome = serde_json::from_value(serde_json::to_value(&ok).unwrap()).unwrap();
-        assert_eq!(back, ok);
+        for ok in [
+            ToolOutcome::Ok(json!({"a": [1, 2]})),
+            ToolOutcome::Content(vec![json!({"type": "text", "text": "t"})]),
+        ] {
+            let back: ToolOutcome =
+                serde_json::from_value(serde_json::to_value(&ok).unwrap()).unwrap();
+            assert_eq!(back, ok);
+        }
         // An unknown denial code is refused, not guessed.
         let bad = json!({"kind": "denied", "code": "nope", "message": "m"});
         assert!(serde_json::from_value::<ToolOutcome>(bad).is_err());

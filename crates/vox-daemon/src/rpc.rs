@@ -395,6 +395,19 @@ async fn connection(
     orch.end_session(&session);
 }
 
+/// Runs `work`, which may compile or run Vox code, on the blocking pool: its answer, a tool
+/// error as the one error shape, or an invalid-request error saying `what` panicked.
+async fn off_worker(
+    what: &str,
+    work: impl FnOnce() -> Result<Value, vox_core::ToolError> + Send + 'static,
+) -> Result<Value, (i64, String)> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Ok(json!({"error": e.to_json()["error"]})),
+        Err(e) => Err((codes::INVALID_REQUEST, format!("{what} panicked: {e}"))),
+    }
+}
+
 /// `orch.complete`'s parameters.
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -460,31 +473,17 @@ async fn handle(
             Err(e) => Err((codes::INVALID_PARAMS, format!("orch.complete: {e}"))),
             Ok(p) => {
                 let o = orch.clone();
-                let done = tokio::task::spawn_blocking(move || {
+                off_worker("a completion", move || {
                     o.complete(p.prompt, &p.name, &p.argument, &p.value)
                 })
-                .await;
-                match done {
-                    Ok(Ok(v)) => Ok(v),
-                    Ok(Err(e)) => Ok(json!({"error": e.to_json()["error"]})),
-                    Err(e) => Err((
-                        codes::INVALID_REQUEST,
-                        format!("a completion panicked: {e}"),
-                    )),
-                }
+                .await
             }
         },
         "orch.get_prompt" => match serde_json::from_str::<GetPromptParams>(params) {
             Err(e) => Err((codes::INVALID_PARAMS, format!("orch.get_prompt: {e}"))),
             Ok(p) => {
-                // A prompt runs Vox code: off the async worker.
                 let o = orch.clone();
-                match tokio::task::spawn_blocking(move || o.get_prompt(&p.name, &p.arguments)).await
-                {
-                    Ok(Ok(v)) => Ok(v),
-                    Ok(Err(e)) => Ok(json!({"error": e.to_json()["error"]})),
-                    Err(e) => Err((codes::INVALID_REQUEST, format!("a prompt panicked: {e}"))),
-                }
+                off_worker("a prompt", move || o.get_prompt(&p.name, &p.arguments)).await
             }
         },
         "orch.read_resource" => match serde_json::from_str::<Value>(params)
@@ -496,18 +495,13 @@ async fn handle(
                 "orch.read_resource needs a string `uri`".to_owned(),
             )),
             Some(uri) => {
-                // Reading may compile or run Vox code: off the async worker.
                 let o = orch.clone();
-                let u = uri.clone();
-                let text = tokio::task::spawn_blocking(move || o.read_resource(&u)).await;
-                match text {
-                    Ok(Ok(body)) => Ok(json!({"uri": uri, "contents": body})),
-                    Ok(Err(e)) => Ok(json!({"error": e.to_json()["error"]})),
-                    Err(e) => Err((
-                        codes::INVALID_REQUEST,
-                        format!("reading {uri} panicked: {e}"),
-                    )),
-                }
+                let what = format!("reading {uri}");
+                off_worker(&what, move || {
+                    let body = o.read_resource(&uri)?;
+                    Ok(json!({"uri": uri, "contents": body}))
+                })
+                .await
             }
         },
         "orch.tool_call" => tool_call(orch, params, conn, id, cancel.unwrap_or_default()).await,

@@ -137,18 +137,11 @@ impl Shared {
         }
         self.skill_resources(who)
     }
-    /// `/mcp`'s resource templates: the workspace's, when it is served to `who`.
-    fn mcp_resource_templates(&self, who: &Who) -> Vec<Value> {
+    /// One of the workspace's `/mcp` lists (prompts, resource templates), when it is served
+    /// to `who`; empty otherwise.
+    fn workspace_list(&self, who: &Who, list: fn(&Orchestrator) -> Vec<Value>) -> Vec<Value> {
         if self.serves_workspace(who) {
-            self.orch.resource_templates()
-        } else {
-            vec![]
-        }
-    }
-    /// `/mcp`'s prompts: the workspace's, when it is served to `who`.
-    fn mcp_prompts(&self, who: &Who) -> Vec<Value> {
-        if self.serves_workspace(who) {
-            self.orch.prompts()
+            list(&self.orch)
         } else {
             vec![]
         }

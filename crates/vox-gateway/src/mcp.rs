@@ -17,7 +17,7 @@ use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use vox_core::ToolOutcome;
+use vox_core::{Orchestrator, ToolOutcome};
 
 /// The `/mcp` backend of the one MCP server: one per session (rmcp builds them), sharing the
 /// state.
@@ -148,12 +148,11 @@ impl vox_mcp::Backend for HttpMcp {
         }
         let shared = self.0.clone();
         let (name, argument, value) = (name.to_owned(), argument.to_owned(), value.to_owned());
-        let got = tokio::task::spawn_blocking(move || {
+        off_worker("a completion", move || {
             shared.orch.complete(prompt, &name, &argument, &value)
         })
-        .await
-        .map_err(|e| McpError::internal_error(format!("a completion panicked: {e}"), None))?;
-        got.map_err(|e| vox_mcp::encode::prompt_error(&e.to_json()["error"]))
+        .await?
+        .map_err(|e| vox_mcp::encode::prompt_error(&e.to_json()["error"]))
     }
 
     async fn list_resource_templates(
@@ -161,12 +160,14 @@ impl vox_mcp::Backend for HttpMcp {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<Vec<Value>, McpError> {
         let who = self.who(ctx)?;
-        Ok(self.0.mcp_resource_templates(&who))
+        Ok(self
+            .0
+            .workspace_list(&who, Orchestrator::resource_templates))
     }
 
     async fn list_prompts(&self, ctx: &RequestContext<RoleServer>) -> Result<Vec<Value>, McpError> {
         let who = self.who(ctx)?;
-        Ok(self.0.mcp_prompts(&who))
+        Ok(self.0.workspace_list(&who, Orchestrator::prompts))
     }
 
     async fn get_prompt(
@@ -178,11 +179,11 @@ impl vox_mcp::Backend for HttpMcp {
         let who = self.who(ctx)?;
         let shared = self.0.clone();
         let name = name.to_owned();
-        let got =
-            tokio::task::spawn_blocking(move || shared.get_mcp_prompt(&who, &name, &arguments))
-                .await
-                .map_err(|e| McpError::internal_error(format!("a prompt panicked: {e}"), None))?;
-        got.map_err(|e| vox_mcp::encode::prompt_error(&e.to_json()["error"]))
+        off_worker("a prompt", move || {
+            shared.get_mcp_prompt(&who, &name, &arguments)
+        })
+        .await?
+        .map_err(|e| vox_mcp::encode::prompt_error(&e.to_json()["error"]))
     }
 
     async fn read_resource(
@@ -191,8 +192,14 @@ impl vox_mcp::Backend for HttpMcp {
         uri: &str,
     ) -> Result<vox_core::ResourceBody, McpError> {
         let who = self.who(ctx)?;
-        match self.0.read_mcp_resource(&who, uri) {
-            Some(Ok(text)) => Ok(text),
+        // A workspace resource runs Vox code: off the async worker.
+        let shared = self.0.clone();
+        let owned = uri.to_owned();
+        let read = off_worker("a resource read", move || {
+            shared.read_mcp_resource(&who, &owned)
+        });
+        match read.await? {
+            Some(Ok(body)) => Ok(body),
             Some(Err(e)) => Err(McpError::resource_not_found(
                 e.to_string(),
                 Some(e.to_json()),
@@ -203,6 +210,17 @@ impl vox_mcp::Backend for HttpMcp {
             )),
         }
     }
+}
+
+/// Runs `work`, which may run Vox code, on the blocking pool; a panic is an internal error
+/// saying `what` panicked.
+async fn off_worker<T: Send + 'static>(
+    what: &str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, McpError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| McpError::internal_error(format!("{what} panicked: {e}"), None))
 }
 
 /// Who opened each live 2025-era `/mcp` session.

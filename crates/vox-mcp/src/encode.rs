@@ -153,6 +153,28 @@ mod tests {
     }
 
     #[test]
+    fn content_blocks_are_the_mcp_content_and_the_rest_and_ws_result() {
+        let blocks = vec![
+            json!({"type": "text", "text": "Here:"}),
+            json!({"type": "image", "data": "AAEC", "mimeType": "image/png"}),
+        ];
+        let o = ToolOutcome::Content(blocks.clone());
+        let mcp = call_result(o.clone()).unwrap();
+        assert_eq!(mcp.is_error, Some(false));
+        assert_eq!(serde_json::to_value(&mcp.content).unwrap(), json!(blocks));
+        assert_eq!(mcp.structured_content, None);
+        assert_eq!(
+            rest(o.clone()),
+            (200, json!({"result": {"content": blocks}}))
+        );
+        let frame = ws(json!(1), o);
+        assert_eq!(
+            (&frame["is_error"], &frame["result"]["content"]),
+            (&json!(false), &json!(blocks))
+        );
+    }
+
+    #[test]
     fn tool_descriptors_keep_their_output_schema() {
         let out = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
         let listed = tools(json!([

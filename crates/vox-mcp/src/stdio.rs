@@ -168,6 +168,20 @@ impl DaemonBackend {
         Ok(c)
     }
 
+    /// The daemon's answer to `method`; one carrying a tool error is that error, as MCP says
+    /// (`encode::prompt_error`).
+    async fn answer(&self, method: &str, params: Value) -> Result<Value, McpError> {
+        let client = self.client().await?;
+        let answer = client
+            .call(method, params)
+            .await
+            .map_err(|e| self.daemon_error(e))?;
+        match answer.get("error") {
+            Some(e) => Err(crate::encode::prompt_error(e)),
+            None => Ok(answer),
+        }
+    }
+
     /// The `key` array of the daemon's answer to `method` (a list).
     async fn list(&self, method: &str, key: &str) -> Result<Vec<Value>, McpError> {
         let client = self.client().await?;
@@ -338,18 +352,11 @@ impl Backend for DaemonBackend {
         argument: &str,
         value: &str,
     ) -> Result<Value, McpError> {
-        let client = self.client().await?;
-        let answer = client
-            .call(
-                "orch.complete",
-                json!({"prompt": prompt, "name": name, "argument": argument, "value": value}),
-            )
-            .await
-            .map_err(|e| self.daemon_error(e))?;
-        match answer.get("error") {
-            Some(e) => Err(crate::encode::prompt_error(e)),
-            None => Ok(answer),
-        }
+        self.answer(
+            "orch.complete",
+            json!({"prompt": prompt, "name": name, "argument": argument, "value": value}),
+        )
+        .await
     }
 
     async fn get_prompt(
@@ -358,18 +365,11 @@ impl Backend for DaemonBackend {
         name: &str,
         arguments: Value,
     ) -> Result<Value, McpError> {
-        let client = self.client().await?;
-        let answer = client
-            .call(
-                "orch.get_prompt",
-                json!({"name": name, "arguments": arguments}),
-            )
-            .await
-            .map_err(|e| self.daemon_error(e))?;
-        match answer.get("error") {
-            Some(e) => Err(crate::encode::prompt_error(e)),
-            None => Ok(answer),
-        }
+        self.answer(
+            "orch.get_prompt",
+            json!({"name": name, "arguments": arguments}),
+        )
+        .await
     }
 
     async fn read_resource(
