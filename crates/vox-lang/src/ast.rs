@@ -406,6 +406,11 @@ pub enum TypeExpr {
         /// Where.
         span: Span,
     },
+    /// A number as a type argument (real Vox's `Tensor[2]`, a rank).
+    Size {
+        /// Where.
+        span: Span,
+    },
 }
 
 impl TypeExpr {
@@ -413,7 +418,7 @@ impl TypeExpr {
     pub fn span(&self) -> Span {
         match self {
             TypeExpr::Named { name, .. } => name.span,
-            TypeExpr::Fn { span, .. } => *span,
+            TypeExpr::Fn { span, .. } | TypeExpr::Size { span } => *span,
         }
     }
 }

@@ -100,7 +100,9 @@ codes! {
     ConflictingDecorators => "vox/decorator/conflicting", Error;
     NotExecutable => "vox/interp/not-executable", Info;
     UnknownName => "vox/name/unknown", Error;
-    UnknownType => "vox/name/unknown-type", Error;
+    UnknownType => "vox/name/unknown-type", Warning;
+    ShadowsBuiltin => "vox/name/shadows-builtin", Warning;
+    TypeArguments => "vox/type/arguments", Error;
     Duplicate => "vox/name/duplicate", Error;
     Arity => "vox/call/arity", Error;
     ResourceParams => "vox/resource/has-parameters", Error;

@@ -615,13 +615,17 @@ impl<'a> Lowerer<'a> {
             TypeBody::Adt(variants) => {
                 let mut out = Vec::new();
                 for (vi, v) in f.variants[variants].iter().enumerate() {
+                    // Real Vox lets a file's own variant take a built-in constructor's name.
                     if self.ctor(v.name.sym).is_some() {
-                        self.diag(
-                            Code::Duplicate,
-                            v.name.span,
-                            format!("`{}` is a built-in constructor", self.name(v.name.sym)),
+                        let vname = self.name(v.name.sym);
+                        self.diags.push(
+                            Diagnostic::new(
+                                Code::ShadowsBuiltin,
+                                v.name.span,
+                                format!("variant `{vname}` hides the built-in constructor `{vname}` in this file"),
+                            )
+                            .with_help(format!("`{vname}(…)` and the pattern `{vname}(…)` mean this type's variant here; rename the variant to keep the built-in")),
                         );
-                        continue;
                     }
                     self.define(
                         v.name,
@@ -669,9 +673,12 @@ impl<'a> Lowerer<'a> {
                 params: f.types[*params].iter().map(|p| self.ty(p)).collect(),
                 ret: Box::new(ret.map(|r| self.ty(f.ty(r))).unwrap_or(Ty::Any)),
             },
+            // Only a type declared nowhere takes a number (`Tensor[2]`); it is skipped anyway.
+            ast::TypeExpr::Size { .. } => Ty::Any,
             ast::TypeExpr::Named { name, args } => {
                 let n_args = args.len();
-                let mut args: Vec<Ty> = f.types[*args].iter().map(|a| self.ty(a)).collect();
+                let arg_exprs = &f.types[*args];
+                let mut args: Vec<Ty> = arg_exprs.iter().map(|a| self.ty(a)).collect();
                 let text = self.name(name.sym);
                 let (want, ty): (std::ops::RangeInclusive<usize>, Ty) = match text {
                     "int" => (0..=0, Ty::Int),
@@ -739,24 +746,36 @@ impl<'a> Lowerer<'a> {
                         {
                             return Ty::Any;
                         }
+                        // Real Vox takes a type declared nowhere as opaque: what uses it is
+                        // skipped, not an error.
                         None => {
                             self.diags.push(
                                 Diagnostic::new(
                                     Code::UnknownType,
                                     name.span,
-                                    format!("unknown type `{other}`"),
+                                    format!("unknown type `{other}`: the declaration using it is skipped"),
                                 )
                                 .with_help(
-                                    "built-in types are int, float, str, bool, Unit, list[T], Map[K, V], Option[T], Result[T, E]",
+                                    "built-in types are int, float, str, bool, Unit, list[T], Map[K, V], Option[T], Result[T, E]; declare others with `type`",
                                 ),
                             );
+                            if self.blocked.is_none() {
+                                self.blocked =
+                                    Some((name.span, format!("type `{other}` is declared nowhere")));
+                            }
                             return Ty::Any;
                         }
                     },
                 };
-                if !want.contains(&n_args) {
+                if let Some(size) = arg_exprs.iter().find(|a| matches!(a, ast::TypeExpr::Size { .. })) {
                     self.diag(
-                        Code::UnknownType,
+                        Code::TypeArguments,
+                        size.span(),
+                        format!("`{text}` takes types as arguments, not numbers"),
+                    );
+                } else if !want.contains(&n_args) {
+                    self.diag(
+                        Code::TypeArguments,
                         name.span,
                         format!(
                             "`{}` takes {} type argument(s), found {}",
@@ -940,10 +959,8 @@ impl<'a> Lowerer<'a> {
                 }
             }
         }
-        let ret = match fd.ret {
-            Some(t) => self.ty(f.ty(t)),
-            None => Ty::Any,
-        };
+        // What the signature or the body uses that the interpreter cannot run skips the function.
+        self.blocked = None;
         let fn_params = &f.params[fd.params];
         let params: Vec<ParamSig> = fn_params
             .iter()
@@ -956,6 +973,10 @@ impl<'a> Lowerer<'a> {
                 has_default: p.default.is_some(),
             })
             .collect();
+        let ret = match fd.ret {
+            Some(t) => self.ty(f.ty(t)),
+            None => Ty::Any,
+        };
         let fname = self.name(fd.name.sym);
         match &role {
             FnRole::Resource { uri, .. } if crate::template::is_template(uri) => {
@@ -1012,7 +1033,6 @@ impl<'a> Lowerer<'a> {
             }
             _ => {}
         }
-        self.blocked = None;
         let (body, _) = self.lower_fn_body(self.sym_ref(fd.name.sym), fd.params, &fd.body, false);
         if let Some((at, why)) = self.blocked.take() {
             let fname = self.name(fd.name.sym).to_string();
@@ -1773,12 +1793,11 @@ impl<'a> Lowerer<'a> {
             ast::Pattern::Str(s, _) => Pat::Str(self.text_ref(s)),
             ast::Pattern::Bool(b, _) => Pat::Bool(b),
             ast::Pattern::Ctor(name, args) => {
-                let ctor = self
-                    .ctor(name.sym)
-                    .or(match self.globals[name.sym.0 as usize] {
-                        Some(Global::Ctor(c)) => Some(c),
-                        _ => None,
-                    })
+                let ctor = match self.globals[name.sym.0 as usize] {
+                    Some(Global::Ctor(c)) => Some(c),
+                    _ => None,
+                }
+                .or(self.ctor(name.sym))
                     // Real Vox matches `Err(e)` as well as `Error(e)`.
                     .or_else(|| (self.name(name.sym) == "Err").then_some(Ctor::Error));
                 let text = self.name(name.sym);

@@ -982,7 +982,12 @@ impl<'a> Parser<'a> {
                         if self.at(Tok::RBracket) {
                             break;
                         }
-                        args.push(self.type_node()?);
+                        if self.at(Tok::Int) {
+                            let span = self.bump().span;
+                            args.push(TypeExpr::Size { span });
+                        } else {
+                            args.push(self.type_node()?);
+                        }
                         self.skip_newlines();
                         if !self.eat(Tok::Comma) {
                             break;

@@ -210,6 +210,7 @@ fn realvox_fixtures_load_their_tools() {
                 "config_path" => serde_json::json!({"name": "lint"}),
                 "read_config" => serde_json::json!({"file": "realvox/config.json"}),
                 "loud" => serde_json::json!({"s": "hey"}),
+                "reply" => serde_json::json!({"text": "hi"}),
                 "pair_status" => serde_json::json!({"a": "x"}),
                 "table_names" => serde_json::json!({"sql": "CREATE TABLE users (id int);"}),
                 _ => serde_json::json!({}),
