@@ -529,6 +529,18 @@ pub enum Stmt {
         /// Value.
         value: ExprId,
     },
+    /// `let [mut] pattern [: T] = e` (real Vox's `let (a, b) = pair`): a value that does not
+    /// match is a run-time error.
+    LetPattern {
+        /// `mut` was written: every name the pattern binds is mutable.
+        mutable: bool,
+        /// What the value is taken apart by.
+        pattern: Pattern,
+        /// Declared type.
+        ty: Option<TypeId>,
+        /// Value.
+        value: ExprId,
+    },
     /// `place op= e`.
     Assign {
         /// Target.

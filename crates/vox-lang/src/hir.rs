@@ -707,6 +707,9 @@ pub struct Arm {
 pub enum Stmt {
     /// `let`: evaluate into a slot.
     Let(u32, ExprId),
+    /// `let` with a pattern: evaluate, then bind by matching (a mismatch is a run-time error
+    /// at the value).
+    LetPattern(Pat, ExprId),
     /// Assignment (to [`Program::places`]), optionally compound.
     Assign(u32, Option<BinOp>, ExprId),
     /// Expression.

@@ -1104,6 +1104,16 @@ impl<'p> Interp<'p> {
                     let v = self.eval(self.x(*x))?;
                     self.stack[self.fp + *slot as usize] = v;
                 }
+                Stmt::LetPattern(pat, x) => {
+                    let x = self.x(*x);
+                    let v = self.eval(x)?;
+                    if !self.matches(pat, &v) {
+                        return Err(rt(
+                            format!("{} does not match the pattern of this `let`", self.display(&v)),
+                            x.span,
+                        ));
+                    }
+                }
                 Stmt::Assign(place, op, x) => {
                     let x = self.x(*x);
                     let v = self.eval(x)?;

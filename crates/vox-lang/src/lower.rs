@@ -96,6 +96,7 @@ pub fn lower_unit(files: &[UnitFile<'_>], order: &[usize]) -> LoweredUnit {
             unknown_imports: 0,
             unavailable_msgs: std::collections::HashMap::new(),
             blocked: None,
+            bind_mutable: false,
         };
         l.run();
         // The root is imported by no file (an import back to it is a cycle, left unresolved).
@@ -173,6 +174,8 @@ struct Lowerer<'a> {
     /// The first namespace member the function being lowered uses that the interpreter does
     /// not run (where, and why): the function is then skipped.
     blocked: Option<(Span, String)>,
+    /// The names a pattern binds are mutable (`let mut (a, b) = …`).
+    bind_mutable: bool,
 }
 
 /// Per predefined symbol: the built-in, method and built-in constructor of that name.
@@ -1375,6 +1378,21 @@ impl<'a> Lowerer<'a> {
                 let slot = self.declare(name.sym, mutable);
                 Stmt::Let(slot, v)
             }
+            ast::Stmt::LetPattern {
+                mutable,
+                pattern,
+                ty,
+                value,
+            } => {
+                if let Some(t) = ty {
+                    self.ty(self.f.ty(t));
+                }
+                let v = self.expr(value);
+                self.bind_mutable = mutable;
+                let pat = self.pattern(&pattern);
+                self.bind_mutable = false;
+                Stmt::LetPattern(pat, v)
+            }
             ast::Stmt::Assign { target, op, value } => {
                 let place = self.place(target, Verb::Assign);
                 let v = self.expr(value);
@@ -1787,7 +1805,7 @@ impl<'a> Lowerer<'a> {
         let f = self.f;
         match *p {
             ast::Pattern::Wild(_) | ast::Pattern::Error(_) => Pat::Wild,
-            ast::Pattern::Bind(n) => Pat::Bind(self.declare(n.sym, false)),
+            ast::Pattern::Bind(n) => Pat::Bind(self.declare(n.sym, self.bind_mutable)),
             ast::Pattern::Int(i, _) => Pat::Int(i),
             ast::Pattern::Float(x, _) => Pat::Float(x),
             ast::Pattern::Str(s, _) => Pat::Str(self.text_ref(s)),

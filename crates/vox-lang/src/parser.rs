@@ -319,7 +319,7 @@ fn bh(b: &Block) -> u32 {
 
 fn height_of(f: &File, s: &Stmt) -> u32 {
     match s {
-        Stmt::Let { value, .. } => f.expr(*value).height,
+        Stmt::Let { value, .. } | Stmt::LetPattern { value, .. } => f.expr(*value).height,
         Stmt::Assign { target, value, .. } => f.expr(*target).height.max(f.expr(*value).height),
         Stmt::Expr(e) => f.expr(*e).height,
     }
@@ -1417,7 +1417,13 @@ impl<'a> Parser<'a> {
         if self.at(Tok::Let) {
             self.bump();
             let mutable = self.eat(Tok::Mut);
-            let name = self.ident("a variable name")?;
+            let target = if self.at(Tok::Ident) {
+                Ok(self.ident("a variable name")?)
+            } else if matches!(self.peek(), Tok::LParen | Tok::TypeIdent) {
+                Err(self.pattern()?)
+            } else {
+                return Err(self.unexpected("a variable name or a pattern"));
+            };
             let ty = if self.eat(Tok::Colon) {
                 Some(self.type_expr()?)
             } else {
@@ -1426,11 +1432,19 @@ impl<'a> Parser<'a> {
             self.expect(Tok::Eq, "`=` in `let`")?;
             self.skip_newlines();
             let value = self.expr()?;
-            return Ok(Stmt::Let {
-                mutable,
-                name,
-                ty,
-                value,
+            return Ok(match target {
+                Ok(name) => Stmt::Let {
+                    mutable,
+                    name,
+                    ty,
+                    value,
+                },
+                Err(pattern) => Stmt::LetPattern {
+                    mutable,
+                    pattern,
+                    ty,
+                    value,
+                },
             });
         }
         let e = self.expr()?;

@@ -691,3 +691,51 @@ fn a_complete_function_suggests_values_for_its_argument() {
         e.render()
     );
 }
+
+/// `let` takes a pattern, as in real Vox: tuples and constructors are taken apart, `mut`
+/// makes every bound name mutable, and a value that does not match fails at run time there.
+#[test]
+fn let_with_a_pattern_takes_a_value_apart() {
+    let src = r#"
+type Shape = | Circle(r: int) | Square(side: int)
+fn pair() { (3, "three") }
+fn tuple() to str {
+    let (n, name) = pair()
+    return "{name}={n}"
+}
+fn nested() to int {
+    let (a, (b, c)) = (1, (2, 3))
+    return a + b + c
+}
+fn ctor(v: int) to int {
+    let Circle(r) = if v > 0 { Circle(v) } else { Square(v) }
+    return r * 2
+}
+fn counters() to int {
+    let mut (i, j) = (0, 10)
+    i += 1
+    j -= 1
+    return i + j
+}
+fn option(x: Option[int]) to int {
+    let Some(n) = x
+    return n
+}
+"#;
+    assert_eq!(ok(src, "tuple", J::Null), json!("three=3"));
+    assert_eq!(ok(src, "nested", J::Null), json!(6));
+    assert_eq!(ok(src, "ctor", json!({"v": 4})), json!(8));
+    assert_eq!(ok(src, "counters", J::Null), json!(10));
+    assert_eq!(ok(src, "option", json!({"x": 7})), json!(7));
+    let e = call(src, "ctor", json!({"v": -1})).unwrap_err().to_string();
+    assert!(e.contains("does not match the pattern of this `let`"), "{e}");
+    assert!(e.contains("test.vox:13:21"), "the error is at the value: {e}");
+    let e = call(src, "option", json!({"x": null})).unwrap_err().to_string();
+    assert!(e.contains("None does not match"), "{e}");
+    // Without `mut`, the names a pattern binds are immutable.
+    let e = Module::compile("t.vox", b"fn f() { let (a, b) = (1, 2)\n a = 3\n a }")
+        .err()
+        .expect("assigning an immutable pattern binding is an error")
+        .render();
+    assert!(e.contains("vox/check/immutable-assign"), "{e}");
+}
