@@ -5,7 +5,9 @@
 use crate::diag::Span;
 use crate::hir::{Builtin, Ctor, Method};
 use crate::interp::{Interp, R, rt};
+use crate::formats;
 use crate::stdlib;
+use serde_json::Value as J;
 use crate::value::{self, Value};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -229,6 +231,58 @@ pub(crate) fn call_builtin(interp: &mut Interp<'_>, b: Builtin, args: Vec<Value>
                 ),
                 Err(why) => Ok(Value::error(&why)),
             }
+        }
+        Builtin::CsvParse
+        | Builtin::CsvParseRecords
+        | Builtin::TomlParse
+        | Builtin::YamlParse => {
+            let text = want_str(&args[0], b.name(), span)?;
+            interp.charge(text.len() * 4, span)?;
+            let parsed = match b {
+                Builtin::CsvParse => formats::csv_rows(text).map(|rows| {
+                    J::Array(
+                        rows.into_iter()
+                            .map(|r| J::Array(r.into_iter().map(J::String).collect()))
+                            .collect(),
+                    )
+                }),
+                Builtin::CsvParseRecords => formats::csv_records(text)
+                    .map(|rs| J::Array(rs.into_iter().map(J::Object).collect())),
+                Builtin::TomlParse => formats::toml_parse(text),
+                _ => formats::yaml_parse(text),
+            };
+            match parsed {
+                Ok(j) => {
+                    let v = interp.fresh(crate::json::json_to_value(&j), span)?;
+                    interp.fresh(Value::ok(v), span)
+                }
+                Err(why) => Ok(Value::error(&format!("{}: {why}", b.name()))),
+            }
+        }
+        Builtin::CsvRender | Builtin::TomlRender | Builtin::YamlRender => {
+            interp.charge_display(&args[0], span)?;
+            let j = crate::json::value_to_json(interp.p, &args[0]).map_err(|e| rt(e, span))?;
+            let text = match b {
+                Builtin::CsvRender => formats::csv_table(&j).map(|t| formats::csv_render(&t)),
+                Builtin::TomlRender => formats::toml_render(&j),
+                _ => formats::yaml_render(&j),
+            };
+            match text {
+                Ok(t) => {
+                    let s = interp.string(t, span)?;
+                    interp.fresh(Value::ok(s), span)
+                }
+                Err(why) => Ok(Value::error(&format!("{}: {why}", b.name()))),
+            }
+        }
+        Builtin::HashSecure | Builtin::HashFast => {
+            let s = want_str(&args[0], b.name(), span)?;
+            let h = if b == Builtin::HashSecure {
+                formats::hash_secure(s)
+            } else {
+                formats::hash_fast(s)
+            };
+            interp.string(h, span)
         }
         Builtin::Now => interp.string(rfc3339_now(), span),
         Builtin::Uuid => interp.string(uuid_v4(), span),

@@ -374,6 +374,24 @@ pub enum Builtin {
     FsGlob,
     /// `regex.compile(pattern)`: `Ok(re)` or `Error(why)`.
     RegexCompile,
+    /// `csv.parse(text)`: `Ok(rows)` (lists of str) or `Error(why)`.
+    CsvParse,
+    /// `csv.parse_records(text)`: `Ok(records)` (maps keyed by the header row) or `Error(why)`.
+    CsvParseRecords,
+    /// `csv.render(rows)`: `Ok(text)` or `Error(why)`.
+    CsvRender,
+    /// `toml.parse(text)`: `Ok(value)` or `Error(why)`.
+    TomlParse,
+    /// `toml.render(value)`: `Ok(text)` or `Error(why)`.
+    TomlRender,
+    /// `yaml.parse(text)`: `Ok(value)` or `Error(why)`.
+    YamlParse,
+    /// `yaml.render(value)`: `Ok(text)` or `Error(why)`.
+    YamlRender,
+    /// `crypto.hash_secure(s)`: SHA-256, hex.
+    HashSecure,
+    /// `crypto.hash_fast(s)`: 64-bit FNV-1a, hex.
+    HashFast,
     /// `content.text(text)`
     ContentText,
     /// `content.image(data, mime)`
@@ -423,6 +441,15 @@ impl Builtin {
         (Builtin::FsListDir, "fs.list_dir", 0, 1),
         (Builtin::FsGlob, "fs.glob", 1, 1),
         (Builtin::RegexCompile, "regex.compile", 1, 1),
+        (Builtin::CsvParse, "csv.parse", 1, 1),
+        (Builtin::CsvParseRecords, "csv.parse_records", 1, 1),
+        (Builtin::CsvRender, "csv.render", 1, 1),
+        (Builtin::TomlParse, "toml.parse", 1, 1),
+        (Builtin::TomlRender, "toml.render", 1, 1),
+        (Builtin::YamlParse, "yaml.parse", 1, 1),
+        (Builtin::YamlRender, "yaml.render", 1, 1),
+        (Builtin::HashSecure, "crypto.hash_secure", 1, 1),
+        (Builtin::HashFast, "crypto.hash_fast", 1, 1),
         (Builtin::ContentText, "content.text", 1, 1),
         (Builtin::ContentImage, "content.image", 2, 2),
         (Builtin::ContentAudio, "content.audio", 2, 2),

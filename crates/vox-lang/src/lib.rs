@@ -42,6 +42,7 @@ pub mod content;
 pub mod decimal;
 pub mod diag;
 pub mod fmt;
+pub mod formats;
 pub mod hir;
 pub mod import;
 mod interp;

@@ -35,6 +35,8 @@ const ALIASES: &[(&str, &str)] = &[
     ("now_ms", "time.now_ms"),
     ("uuid", "uuid"),
     ("crypto.uuid", "uuid"),
+    ("hash_secure", "crypto.hash_secure"),
+    ("hash_fast", "crypto.hash_fast"),
     ("log.debug", "print"),
     ("log.info", "print"),
     ("log.warn", "print"),

@@ -733,9 +733,64 @@ fn option(x: Option[int]) to int {
     let e = call(src, "option", json!({"x": null})).unwrap_err().to_string();
     assert!(e.contains("None does not match"), "{e}");
     // Without `mut`, the names a pattern binds are immutable.
-    let e = Module::compile("t.vox", b"fn f() { let (a, b) = (1, 2)\n a = 3\n a }")
-        .err()
-        .expect("assigning an immutable pattern binding is an error")
-        .render();
+    let Err(e) = Module::compile("t.vox", b"fn f() { let (a, b) = (1, 2)\n a = 3\n a }") else {
+        panic!("assigning an immutable pattern binding is an error");
+    };
+    let e = e.render();
     assert!(e.contains("vox/check/immutable-assign"), "{e}");
+}
+
+/// `csv`, `toml`, `yaml` and `crypto.hash_*` run, with or without `std.`: a parse gives
+/// `Ok(value)` or `Error(why)` naming the function, a render `Ok(text)`.
+#[test]
+fn text_formats_and_hashes_run() {
+    let src = r#"
+fn csv_total(text: str) to int {
+    let rows = std.csv.parse_records(text).unwrap()
+    let mut total = 0
+    for r in rows {
+        total += int(r["qty"])
+    }
+    return total
+}
+fn csv_back(text: str) to str { csv.render(csv.parse(text).unwrap()).unwrap() }
+fn csv_bad() { match csv.parse("\"open") { Ok(_) => "ok", Error(e) => e } }
+fn toml_name(text: str) to str { toml.parse(text).unwrap()["package"]["name"] }
+fn toml_out() to str { toml.render({name: "vox", n: 2}).unwrap() }
+fn toml_bad() { match toml.render([1]) { Ok(_) => "ok", Error(e) => e } }
+fn yaml_items(text: str) to int { len(yaml.parse(text).unwrap()["items"]) }
+fn yaml_out() to str { yaml.render({a: [1, 2]}).unwrap() }
+fn hashes(s: str) { [std.crypto.hash_secure(s), crypto.hash_fast(s), std.hash_secure(s)] }
+"#;
+    assert_eq!(
+        ok(src, "csv_total", json!({"text": "item,qty\napple,2\n\"pear, green\",5\n"})),
+        json!(7)
+    );
+    assert_eq!(
+        ok(src, "csv_back", json!({"text": "a,\"b,c\"\r\n1,2\n"})),
+        json!("a,\"b,c\"\n1,2\n")
+    );
+    let e = ok(src, "csv_bad", J::Null);
+    assert!(e.as_str().unwrap().starts_with("csv.parse: the quoted field"), "{e}");
+    assert_eq!(
+        ok(src, "toml_name", json!({"text": "[package]\nname = \"vox\"\n"})),
+        json!("vox")
+    );
+    assert_eq!(ok(src, "toml_out", J::Null), json!("n = 2\nname = \"vox\"\n"));
+    let e = ok(src, "toml_bad", J::Null);
+    assert!(e.as_str().unwrap().contains("a TOML document is a table"), "{e}");
+    assert_eq!(
+        ok(src, "yaml_items", json!({"text": "items:\n  - a\n  - b\n"})),
+        json!(2)
+    );
+    assert_eq!(ok(src, "yaml_out", J::Null), json!("a:\n- 1\n- 2\n"));
+    let h = ok(src, "hashes", json!({"s": "abc"}));
+    assert_eq!(
+        h,
+        json!([
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+            "e71fa2190541574b",
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        ])
+    );
 }
