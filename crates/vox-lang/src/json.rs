@@ -316,8 +316,17 @@ fn fields_from_json(
     Ok(entries)
 }
 
-/// JSON Schema for a declared type.
-pub fn ty_schema(ty: &Ty) -> J {
+/// Most user types one schema expands inside another; deeper (or recursive) ones are `{}`.
+const MAX_SCHEMA_NESTING: usize = 8;
+
+/// The JSON schema of a declared type: what [`json_to_typed`] accepts. A record is an object
+/// with exactly its fields; an ADT value one of `{"variant": "Name", "fields": {…}}`. A user
+/// type met again inside itself (a recursive type) is left unconstrained.
+pub fn ty_schema(p: &Program, ty: &Ty) -> J {
+    schema_in(p, ty, &mut Vec::new())
+}
+
+fn schema_in(p: &Program, ty: &Ty, open: &mut Vec<u32>) -> J {
     match ty {
         Ty::Int => json!({"type": "integer"}),
         Ty::Float => json!({"type": "number"}),
@@ -326,7 +335,7 @@ pub fn ty_schema(ty: &Ty) -> J {
         Ty::Bool => json!({"type": "boolean"}),
         Ty::Unit => json!({"type": "null"}),
         Ty::List { of } => {
-            let items = ty_schema(of);
+            let items = schema_in(p, of, open);
             if items.as_object().is_some_and(|o| o.is_empty()) {
                 json!({"type": "array"})
             } else {
@@ -334,7 +343,7 @@ pub fn ty_schema(ty: &Ty) -> J {
             }
         }
         Ty::Map { value, .. } => {
-            let v = ty_schema(value);
+            let v = schema_in(p, value, open);
             if v.as_object().is_some_and(|o| o.is_empty()) {
                 json!({"type": "object"})
             } else {
@@ -344,9 +353,62 @@ pub fn ty_schema(ty: &Ty) -> J {
         // Advertised as its plain type: nullable types (`["string", "null"]`) are rejected or
         // warned about by some clients. `null` is still accepted, and an `Option` parameter
         // may be left out (see [`input_schema`]).
-        Ty::Option { of } => ty_schema(of),
-        Ty::Any | Ty::User { .. } | Ty::Result { .. } | Ty::Fn { .. } => json!({}),
+        Ty::Option { of } => schema_in(p, of, open),
+        Ty::User { index, .. } => {
+            if open.contains(index) || open.len() >= MAX_SCHEMA_NESTING {
+                return json!({});
+            }
+            open.push(*index);
+            let def = &p.types[*index as usize];
+            let s = match &def.shape {
+                TypeShape::Record { fields } => {
+                    let mut s = fields_schema(p, fields, open);
+                    s["description"] = J::String(format!("record `{}`", def.name));
+                    s
+                }
+                TypeShape::Adt { variants } => {
+                    let one_of: Vec<J> = variants
+                        .iter()
+                        .map(|v| {
+                            let fields = fields_schema(p, &v.fields, open);
+                            let mut required = vec![json!("variant")];
+                            if fields["required"].as_array().is_some_and(|r| !r.is_empty()) {
+                                required.push(json!("fields"));
+                            }
+                            json!({
+                                "type": "object",
+                                "properties": {"variant": {"const": v.name}, "fields": fields},
+                                "required": required,
+                                "additionalProperties": false,
+                            })
+                        })
+                        .collect();
+                    json!({"description": format!("one variant of `{}`", def.name), "oneOf": one_of})
+                }
+            };
+            open.pop();
+            s
+        }
+        Ty::Any | Ty::Result { .. } | Ty::Fn { .. } => json!({}),
     }
+}
+
+/// An object with exactly these fields; those that are not `Option`s are required.
+fn fields_schema(p: &Program, fields: &[(String, Ty)], open: &mut Vec<u32>) -> J {
+    let mut props = JMap::new();
+    let mut required = Vec::new();
+    for (name, ty) in fields {
+        props.insert(name.clone(), schema_in(p, ty, open));
+        if !matches!(ty, Ty::Option { .. }) {
+            required.push(J::String(name.clone()));
+        }
+    }
+    json!({
+        "type": "object",
+        "properties": props,
+        "required": required,
+        "additionalProperties": false,
+    })
 }
 
 /// Whether a parameter may be left out: it has a default, or it is an `Option` (then it is
@@ -357,11 +419,11 @@ pub fn is_optional_param(has_default: bool, ty: &Ty) -> bool {
 
 /// The input schema of a function: one property per parameter, `required` for those without
 /// a default that are not `Option`s, no additional properties.
-pub fn input_schema(sig: &FnSig) -> J {
+pub fn input_schema(p: &Program, sig: &FnSig) -> J {
     let mut props = JMap::new();
     let mut required = Vec::new();
     for prm in &sig.params {
-        props.insert(prm.name.clone(), ty_schema(&prm.ty));
+        props.insert(prm.name.clone(), ty_schema(p, &prm.ty));
         if !is_optional_param(prm.has_default, &prm.ty) {
             required.push(J::String(prm.name.clone()));
         }

@@ -959,7 +959,8 @@ impl Module {
 
     /// The JSON input schema of a function.
     pub fn input_schema(&self, name: &str) -> Option<J> {
-        self.function(name).map(json::input_schema)
+        self.function(name)
+            .map(|f| json::input_schema(&self.program, f))
     }
 
     /// Calls a function with a JSON object of arguments (`null` means none).
@@ -1279,7 +1280,7 @@ fn summary(p: &Program, source: &SourceFile, imports: &[ImportInfo]) -> HirSumma
         .map(|f| {
             let mut v = serde_json::to_value(f).unwrap_or(J::Null);
             if let J::Object(o) = &mut v {
-                o.insert("input_schema".into(), json::input_schema(f));
+                o.insert("input_schema".into(), json::input_schema(p, f));
             }
             v
         })

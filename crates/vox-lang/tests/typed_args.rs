@@ -199,3 +199,62 @@ fn adt_fields_are_checked_like_record_fields() {
     o["ship"] = json!({"variant": "Courier", "fields": {"zone": 4, "express": true}});
     assert_eq!(call("zone", json!({"order": o})).unwrap(), json!(4));
 }
+
+/// A record or ADT parameter's schema says what the call accepts: a record's exact fields
+/// (its `Option`s not required), an ADT's variants as `{"variant", "fields"}`; a recursive type
+/// is left open where it recurs.
+#[test]
+fn record_and_adt_parameters_are_described_by_the_input_schema() {
+    let src = r#"
+type Line = { sku: str, qty: int, note: Option[str] }
+type Order = { id: int, lines: list[Line] }
+type Shape = | Circle(r: float) | Rect(w: float, h: float) | Dot
+type Tree = | Leaf(v: int) | Node(left: Tree, right: Tree)
+@tool
+fn place(order: Order, shape: Shape, tree: Tree) { order.id }
+"#;
+    let m = Module::compile("s.vox", src.as_bytes()).unwrap_or_else(|e| panic!("{}", e.render()));
+    let s = m.input_schema("place").unwrap();
+    let line = json!({
+        "type": "object",
+        "description": "record `Line`",
+        "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}, "note": {"type": "string"}},
+        "required": ["sku", "qty"],
+        "additionalProperties": false
+    });
+    assert_eq!(
+        s["properties"]["order"],
+        json!({
+            "type": "object",
+            "description": "record `Order`",
+            "properties": {"id": {"type": "integer"}, "lines": {"type": "array", "items": line}},
+            "required": ["id", "lines"],
+            "additionalProperties": false
+        })
+    );
+    let shape = &s["properties"]["shape"];
+    assert_eq!(shape["description"], json!("one variant of `Shape`"));
+    let variants = shape["oneOf"].as_array().unwrap();
+    assert_eq!(variants.len(), 3);
+    assert_eq!(variants[1]["properties"]["variant"], json!({"const": "Rect"}));
+    assert_eq!(variants[1]["required"], json!(["variant", "fields"]));
+    assert_eq!(variants[1]["properties"]["fields"]["required"], json!(["w", "h"]));
+    // A variant without fields may leave `fields` out.
+    assert_eq!(variants[2]["required"], json!(["variant"]));
+    // `Tree` inside `Tree` is unconstrained, not expanded forever.
+    let node = &s["properties"]["tree"]["oneOf"][1]["properties"]["fields"]["properties"];
+    assert_eq!(node["left"], json!({}));
+    // What the schema describes, the call accepts.
+    let out = m
+        .call_json(
+            "place",
+            &json!({
+                "order": {"id": 7, "lines": [{"sku": "a", "qty": 1}]},
+                "shape": {"variant": "Dot"},
+                "tree": {"variant": "Node", "fields": {"left": {"variant": "Leaf", "fields": {"v": 1}}, "right": {"variant": "Leaf", "fields": {"v": 2}}}}
+            }),
+            &CallOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(out.value, json!(7));
+}
