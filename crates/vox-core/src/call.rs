@@ -111,12 +111,56 @@ pub struct LogMessage {
     pub data: Value,
 }
 
+/// What a tool may ask the caller's client while it runs (MCP's server→client requests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ask {
+    /// `elicitation/create`: the user answers a form (`{message, requestedSchema}`).
+    Elicit,
+    /// `sampling/createMessage`: the client's model answers (`{messages, maxTokens}`).
+    Sample,
+}
+
+impl Ask {
+    /// The client capability that answers it.
+    pub fn capability(self) -> &'static str {
+        match self {
+            Ask::Elicit => "elicitation",
+            Ask::Sample => "sampling",
+        }
+    }
+}
+
+/// Where the client's answer to an [`Ask`] arrives: the result's JSON, or why there is none.
+pub type AskReply = tokio::sync::oneshot::Receiver<Result<Value, String>>;
+
+/// Why an [`Ask`] got no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AskError {
+    /// The transport or the client cannot be asked (the text says why).
+    Unsupported(String),
+    /// The client answered with an error, or went away.
+    Failed(String),
+    /// No answer within the time the call had left.
+    TimedOut,
+    /// The call was cancelled while waiting.
+    Cancelled,
+}
+
 /// Where a call's progress and log messages go: the transport that carries the call.
 pub trait CallEvents: Send + Sync {
     /// Sent only when the caller asked for progress (an MCP `progressToken`).
     fn progress(&self, p: Progress);
     /// Sent only at or above the caller's level.
     fn log(&self, m: LogMessage);
+    /// Sends `ask` with `params` to the caller's client; the answer arrives on the reply.
+    /// `Err` says why this transport or client cannot be asked.
+    fn ask(&self, ask: Ask, _params: Value) -> Result<AskReply, String> {
+        Err(format!(
+            "this transport cannot carry a {} request to its client",
+            ask.capability()
+        ))
+    }
 }
 
 /// The key of one session: a socket or WebSocket connection, a 2025-era `/mcp` session, or
@@ -205,6 +249,41 @@ impl CallCtx {
         }
     }
     /// Whether a message at `level` would be delivered.
+    /// Asks the caller's client (`ask` with `params`) and waits for the answer: at most
+    /// `timeout`, and not past the call's cancellation. It blocks the thread (on the runtime
+    /// it runs under): call it from a blocking thread, as the tool interpreter runs on.
+    pub fn ask_blocking(
+        &self,
+        ask: Ask,
+        params: Value,
+        timeout: std::time::Duration,
+    ) -> Result<Value, AskError> {
+        let Some(ev) = &self.events else {
+            return Err(AskError::Unsupported(format!(
+                "this call has no client to send a {} request to",
+                ask.capability()
+            )));
+        };
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return Err(AskError::Unsupported(
+                "no runtime to wait for the client's answer on".into(),
+            ));
+        };
+        let reply = ev.ask(ask, params).map_err(AskError::Unsupported)?;
+        let cancel = self.cancel.clone();
+        rt.block_on(async move {
+            tokio::select! {
+                r = reply => match r {
+                    Ok(Ok(v)) => Ok(v),
+                    Ok(Err(why)) => Err(AskError::Failed(why)),
+                    Err(_) => Err(AskError::Failed("the client's answer was lost (its connection ended)".into())),
+                },
+                () = tokio::time::sleep(timeout) => Err(AskError::TimedOut),
+                () = cancel.cancelled() => Err(AskError::Cancelled),
+            }
+        })
+    }
+
     pub fn logs(&self, level: LogLevel) -> bool {
         self.events.is_some() && self.log_level.is_some_and(|min| level >= min)
     }

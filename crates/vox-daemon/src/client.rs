@@ -91,10 +91,11 @@ impl DaemonClient {
                                     let _ = w.answer.send(decode(frame));
                                 }
                             }
-                            // A call's progress or log message: to that call's listener.
+                            // A call's progress, log message or client request: to that call's
+                            // listener.
                             None if matches!(
                                 frame.get("method").and_then(Value::as_str),
-                                Some("orch.progress" | "orch.log")
+                                Some("orch.progress" | "orch.log" | "orch.ask")
                             ) =>
                             {
                                 let Some(id) = frame.pointer("/params/id").and_then(Value::as_u64)
@@ -208,6 +209,12 @@ impl DaemonClient {
         serde_json::from_value::<crate::frames::ToolCallAnswer>(answer)
             .map(|a| a.outcome)
             .map_err(|e| ClientError::Malformed(format!("orch.tool_call: {e}")))
+    }
+
+    /// Sends a notification (no answer comes): `orch.answer`.
+    pub async fn notify(&self, method: &str, params: Value) -> Result<(), ClientError> {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
+            .await
     }
 
     async fn send(&self, frame: &Value) -> Result<(), ClientError> {

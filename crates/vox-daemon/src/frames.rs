@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
-use vox_core::{LogLevel, LogMessage, Progress, ToolOutcome};
+use vox_core::{Ask, LogLevel, LogMessage, Progress, ToolOutcome};
 
 /// `orch.tool_call` parameters.
 #[derive(Debug, Serialize, Deserialize)]
@@ -58,6 +58,30 @@ pub struct PingParams {
 #[serde(deny_unknown_fields)]
 pub struct CancelParams {
     pub id: Box<RawValue>,
+}
+
+/// `orch.ask` (daemon → client): the call with request id `id` asks the client's own MCP
+/// client (`kind`: elicitation or sampling, with the MCP request's `params`). The client answers
+/// with `orch.answer` carrying the same `ask` number.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskParams {
+    pub id: Box<RawValue>,
+    pub ask: u64,
+    pub kind: Ask,
+    pub params: Value,
+}
+
+/// `orch.answer` (client → daemon, a notification): the answer to `orch.ask` number `ask`,
+/// the MCP result's JSON, or `error`: why there is none.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerParams {
+    pub ask: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// `orch.progress` (daemon → client): progress of the call with request id `id` (raw JSON,

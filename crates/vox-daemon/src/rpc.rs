@@ -9,6 +9,7 @@
 //! to a float, `1.0` stays `1.0`), and `orch.cancel` names a call by the same text.
 
 use crate::frames::{
+    AnswerParams, AskParams,
     CancelParams, ListToolsParams, LogParams, PingParams, ProgressParams, ToolCallAnswer,
     ToolCallParams,
 };
@@ -18,7 +19,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, watch};
@@ -217,6 +218,42 @@ struct Conn {
     lifetime: Lifetime,
     /// Set once the connection attached as a client (`orch.ping {"attach": true}`).
     attached: std::sync::Mutex<Option<Attached>>,
+    /// The `orch.ask` requests waiting for the client's `orch.answer`, by ask number.
+    asks: Arc<Asks>,
+}
+
+/// Most `orch.ask` requests of one connection waiting at once.
+const MAX_WAITING_ASKS: usize = 64;
+
+/// A connection's client requests in flight.
+#[derive(Default)]
+struct Asks {
+    next: AtomicU64,
+    waiting: std::sync::Mutex<
+        std::collections::HashMap<u64, tokio::sync::oneshot::Sender<Result<Value, String>>>,
+    >,
+}
+
+impl Asks {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<
+        '_,
+        std::collections::HashMap<u64, tokio::sync::oneshot::Sender<Result<Value, String>>>,
+    > {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Gives the client's `orch.answer` to the request waiting for it (none: it stopped waiting).
+    fn answer(&self, a: AnswerParams) {
+        if let Some(tx) = self.lock().remove(&a.ask) {
+            let _ = tx.send(match (a.result, a.error) {
+                (Some(v), None) => Ok(v),
+                (_, Some(why)) => Err(why),
+                (None, None) => Err("the client answered with neither a result nor an error".into()),
+            });
+        }
+    }
 }
 
 impl Conn {
@@ -237,9 +274,42 @@ impl Conn {
 struct SocketEvents {
     id: Id,
     tx: mpsc::UnboundedSender<Frame>,
+    asks: Arc<Asks>,
 }
 
 impl vox_core::CallEvents for SocketEvents {
+    /// An `orch.ask` frame to the client, which asks its own MCP client.
+    fn ask(&self, kind: vox_core::Ask, params: Value) -> Result<vox_core::AskReply, String> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let ask = self.asks.next.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut waiting = self.asks.lock();
+            // Requests whose caller stopped waiting leave their closed senders behind.
+            waiting.retain(|_, s| !s.is_closed());
+            if waiting.len() >= MAX_WAITING_ASKS {
+                return Err(format!(
+                    "{MAX_WAITING_ASKS} client requests of this connection are already waiting"
+                ));
+            }
+            waiting.insert(ask, tx);
+        }
+        let sent = self.tx.send(frame(&Note {
+            jsonrpc: "2.0",
+            method: "orch.ask",
+            params: AskParams {
+                id: self.id.clone(),
+                ask,
+                kind,
+                params,
+            },
+        }));
+        if sent.is_err() {
+            self.asks.lock().remove(&ask);
+            return Err("the client's connection has closed".into());
+        }
+        Ok(rx)
+    }
+
     fn progress(&self, progress: vox_core::Progress) {
         let params = ProgressParams {
             id: self.id.clone(),
@@ -305,6 +375,7 @@ async fn connection(
         calls: Default::default(),
         lifetime,
         attached: Default::default(),
+        asks: Default::default(),
     });
     let mut reader = BufReader::with_capacity(64 * 1024, read);
     // This connection's requests: the session ends only after the last of them, so a
@@ -348,6 +419,13 @@ async fn connection(
         if req.method() == Some("orch.cancel") {
             if let Ok(p) = serde_json::from_str::<CancelParams>(req.params()) {
                 conn.cancel(&p.id);
+            }
+            continue;
+        }
+        if req.method() == Some("orch.answer") {
+            match serde_json::from_str::<AnswerParams>(req.params()) {
+                Ok(a) => conn.asks.answer(a),
+                Err(e) => tracing::debug!("a malformed orch.answer: {e}"),
             }
             continue;
         }
@@ -585,6 +663,7 @@ async fn tool_call(
     let events = Arc::new(SocketEvents {
         id: id.to_owned(),
         tx: conn.tx.clone(),
+        asks: conn.asks.clone(),
     });
     let agent = p.agent.as_deref().unwrap_or("socket");
     let call = vox_core::CallCtx::new(Caller::LOCAL, agent, &conn.session)

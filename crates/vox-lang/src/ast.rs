@@ -149,6 +149,8 @@ impl Sym {
         "abs",
         "progress",
         "log",
+        "elicit",
+        "sample",
         // Built-in constructors.
         "Some",
         "None",

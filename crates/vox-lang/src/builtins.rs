@@ -368,6 +368,8 @@ pub(crate) fn call_builtin(interp: &mut Interp<'_>, b: Builtin, args: Vec<Value>
         | Builtin::ContentBlob
         | Builtin::ContentLink => content(interp, b, &args, span),
         Builtin::Progress => progress(interp, &args, span),
+        Builtin::Elicit => crate::ask::elicit(interp, &args, span),
+        Builtin::Sample => crate::ask::sample(interp, &args, span),
     }
 }
 

@@ -392,6 +392,10 @@ pub enum Builtin {
     HashSecure,
     /// `crypto.hash_fast(s)`: 64-bit FNV-1a, hex.
     HashFast,
+    /// `elicit(message, schema)`: the user's answer through the MCP client.
+    Elicit,
+    /// `sample(messages[, max_tokens])`: the client's model's answer.
+    Sample,
     /// `content.text(text)`
     ContentText,
     /// `content.image(data, mime)`
@@ -425,6 +429,8 @@ impl Builtin {
         (Builtin::Abs, "abs", 1, 1),
         (Builtin::Progress, "progress", 1, 3),
         (Builtin::Log, "log", 2, 2),
+        (Builtin::Elicit, "elicit", 2, 2),
+        (Builtin::Sample, "sample", 1, 2),
         // Namespace members (`crate::stdlib`): found by their dotted path, never as a name.
         (Builtin::PathJoin, "path.join", 2, 2),
         (Builtin::PathJoinMany, "path.join_many", 1, 1),

@@ -207,6 +207,23 @@ pub trait ToolEvents: Sync {
     fn log(&self, level: &str, message: &str);
     /// `done` is finite and larger than every earlier `done` of the call.
     fn progress(&self, done: f64, total: Option<f64>, message: Option<&str>);
+    /// Sends a client request (`elicitation/create` or `sampling/createMessage` with these
+    /// params) to the caller's client and blocks until its answer (the result's JSON), at most
+    /// `timeout`, and not past the call's cancellation.
+    fn ask(
+        &self,
+        kind: crate::ask::AskKind,
+        _params: serde_json::Value,
+        _timeout: Duration,
+    ) -> Result<serde_json::Value, crate::ask::AskFailure> {
+        Err(crate::ask::AskFailure::Unsupported(format!(
+            "this call has no client to {}",
+            match kind {
+                crate::ask::AskKind::Elicit => "ask the user (elicitation)",
+                crate::ask::AskKind::Sample => "ask for a model's answer (sampling)",
+            }
+        )))
+    }
 }
 
 /// One call's interpreter state.
@@ -331,6 +348,40 @@ impl<'p> Interp<'p> {
         }
         self.next_check = (self.steps + 32).min(self.budget.max_steps.saturating_add(1));
         Ok(())
+    }
+
+    /// Asks the caller's client (see [`ToolEvents::ask`]): one step, and the wait counts
+    /// against the wall-time budget.
+    pub(crate) fn ask(
+        &mut self,
+        kind: crate::ask::AskKind,
+        params: serde_json::Value,
+        span: Span,
+    ) -> R<serde_json::Value> {
+        use crate::ask::AskFailure;
+        self.tick(span)?;
+        let what = match kind {
+            crate::ask::AskKind::Elicit => "elicit",
+            crate::ask::AskKind::Sample => "sample",
+        };
+        let Some(ev) = self.events else {
+            return Err(rt(
+                format!("{what} needs an MCP client, and this call has none (`vox run` and `vox test` have no client to ask)"),
+                span,
+            ));
+        };
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(self.budget_err(BudgetKind::Time, span));
+        }
+        match ev.ask(kind, params, left) {
+            Ok(answer) => Ok(answer),
+            Err(AskFailure::TimedOut) => Err(self.budget_err(BudgetKind::Time, span)),
+            Err(AskFailure::Cancelled) => Err(self.budget_err(BudgetKind::Cancelled, span)),
+            Err(AskFailure::Unsupported(why) | AskFailure::Failed(why)) => {
+                Err(rt(format!("{what}: {why}"), span))
+            }
+        }
     }
 
     /// Counts an allocation against the memory budget.

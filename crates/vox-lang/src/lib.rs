@@ -35,6 +35,7 @@
 //! `vox_validate_source`, `vox_test`, `vox_grammar` and `vox_compiler_introspect` tools.
 #![warn(missing_docs)]
 
+pub mod ask;
 pub mod ast;
 mod builtins;
 pub mod cli;
@@ -59,6 +60,7 @@ pub mod value;
 pub use builtins::{rfc3339, uuid_v4};
 pub use diag::{Code, Diagnostic, DiagnosticJson, Severity, SourceFile, Span};
 pub use import::{FsLoader, MemoryLoader, ModuleLoader, NoImports};
+pub use ask::{AskFailure, AskKind};
 pub use interp::{Budget, BudgetKind, LOG_LEVELS, LogSink, RunError, ToolEvents};
 pub use module::{
     Analysis, CallError, CallOptions, CallOutput, CompileError, HirSummary, ImportInfo,

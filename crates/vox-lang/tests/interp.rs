@@ -794,3 +794,103 @@ fn hashes(s: str) { [std.crypto.hash_secure(s), crypto.hash_fast(s), std.hash_se
         ])
     );
 }
+
+/// A client that answers `elicit` and `sample` as a test says, recording what it was asked.
+struct Client {
+    asked: std::sync::Mutex<Vec<J>>,
+    answer: fn(vox_lang::AskKind, &J) -> Result<J, vox_lang::AskFailure>,
+}
+
+impl vox_lang::ToolEvents for Client {
+    fn log(&self, _: &str, _: &str) {}
+    fn progress(&self, _: f64, _: Option<f64>, _: Option<&str>) {}
+    fn ask(
+        &self,
+        kind: vox_lang::AskKind,
+        params: J,
+        timeout: Duration,
+    ) -> Result<J, vox_lang::AskFailure> {
+        assert!(timeout > Duration::ZERO && timeout <= Duration::from_secs(5));
+        let r = (self.answer)(kind, &params);
+        self.asked.lock().unwrap().push(params);
+        r
+    }
+}
+
+fn ask_with(
+    src: &str,
+    f: &str,
+    args: J,
+    answer: fn(vox_lang::AskKind, &J) -> Result<J, vox_lang::AskFailure>,
+) -> (Result<J, CallError>, Vec<J>) {
+    let client = Client {
+        asked: Default::default(),
+        answer,
+    };
+    let opts = CallOptions {
+        events: Some(&client),
+        ..CallOptions::default()
+    };
+    let r = module(src).call_json(f, &args, &opts).map(|o| o.value);
+    (r, client.asked.into_inner().unwrap())
+}
+
+/// `elicit` sends the form and gives back the action and, when accepted, the answer; `sample`
+/// sends the messages and gives back the model's text; a client that cannot answer, a wait past
+/// the wall budget and a cancellation each end the call with their own error.
+#[test]
+fn elicit_and_sample_ask_the_client() {
+    use vox_lang::{AskFailure, AskKind};
+    let src = r#"
+fn who() {
+    let r = elicit("Who are you?", {properties: {name: {"type": "string"}}, required: ["name"]})
+    if r.action == "accept" { "hello " + r.content.name } else { r.action }
+}
+fn ask_model(q: str) to str { sample(q, 50) }
+fn chat() to str {
+    sample([{role: "user", content: "hi"}, {role: "assistant", content: content.text("hello")}, {role: "user", content: "and?"}])
+}
+fn bad_schema() { elicit("x", {"type": "object"}) }
+"#;
+    let (r, asked) = ask_with(src, "who", J::Null, |k, _| {
+        assert_eq!(k, AskKind::Elicit);
+        Ok(json!({"action": "accept", "content": {"name": "Ada"}}))
+    });
+    assert_eq!(r.unwrap(), json!("hello Ada"));
+    assert_eq!(
+        asked,
+        [json!({"message": "Who are you?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}})]
+    );
+    let (r, _) = ask_with(src, "who", J::Null, |_, _| Ok(json!({"action": "decline"})));
+    assert_eq!(r.unwrap(), json!("decline"));
+    let (r, asked) = ask_with(src, "ask_model", json!({"q": "2+2?"}), |k, _| {
+        assert_eq!(k, AskKind::Sample);
+        Ok(json!({"role": "assistant", "content": {"type": "text", "text": "4"}, "model": "m"}))
+    });
+    assert_eq!(r.unwrap(), json!("4"));
+    assert_eq!(
+        asked,
+        [json!({"messages": [{"role": "user", "content": {"type": "text", "text": "2+2?"}}], "maxTokens": 50})]
+    );
+    let (r, asked) = ask_with(src, "chat", J::Null, |_, _| {
+        Ok(json!({"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}))
+    });
+    assert_eq!(r.unwrap(), json!("ab"));
+    assert_eq!(asked[0]["messages"][1]["content"], json!({"type": "text", "text": "hello"}));
+    assert_eq!(asked[0]["maxTokens"], json!(vox_lang::ask::DEFAULT_MAX_TOKENS));
+    let (r, asked) = ask_with(src, "bad_schema", J::Null, |_, _| unreachable!());
+    assert!(r.unwrap_err().to_string().contains("needs `properties`"));
+    assert!(asked.is_empty());
+    let (r, _) = ask_with(src, "who", J::Null, |_, _| {
+        Err(AskFailure::Unsupported("the client did not declare elicitation".into()))
+    });
+    let e = r.unwrap_err().to_string();
+    assert!(e.contains("elicit: the client did not declare elicitation"), "{e}");
+    let (r, _) = ask_with(src, "who", J::Null, |_, _| Err(AskFailure::TimedOut));
+    assert!(matches!(r, Err(CallError::Budget { kind: BudgetKind::Time, .. })), "{r:?}");
+    let (r, _) = ask_with(src, "who", J::Null, |_, _| Err(AskFailure::Cancelled));
+    assert!(matches!(r, Err(CallError::Budget { kind: BudgetKind::Cancelled, .. })), "{r:?}");
+    // Without any client (`vox run`), the error says so.
+    let e = call(src, "who", J::Null).unwrap_err().to_string();
+    assert!(e.contains("elicit needs an MCP client"), "{e}");
+}

@@ -18,7 +18,7 @@ use serde_json::Value;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
-use vox_core::{CallEvents, Cancel, LogLevel, LogMessage, Progress, ToolOutcome};
+use vox_core::{Ask, AskReply, CallEvents, Cancel, LogLevel, LogMessage, Progress, ToolOutcome};
 
 /// One tool call as the handler hands it to a backend.
 pub struct ToolCall {
@@ -169,6 +169,8 @@ struct PeerEvents {
     token: Option<rmcp::model::ProgressToken>,
     cancel: Cancel,
     tx: std::sync::OnceLock<mpsc::UnboundedSender<Event>>,
+    /// Where client requests are sent from (a call's `ask` comes from a blocking thread).
+    runtime: tokio::runtime::Handle,
 }
 
 impl CallEvents for PeerEvents {
@@ -180,6 +182,75 @@ impl CallEvents for PeerEvents {
     fn log(&self, m: LogMessage) {
         let _ = self.sender().send(Event::Log(m));
     }
+    /// A server→client request of the 2025 era, to a client that declared the capability.
+    fn ask(&self, ask: Ask, params: Value) -> Result<AskReply, String> {
+        let request = client_request(&self.peer, ask, params)?;
+        let (tx, rx) = oneshot::channel();
+        let peer = self.peer.clone();
+        let cancel = self.cancel.clone();
+        self.runtime.spawn(async move {
+            let mut tx = tx;
+            // Stops waiting when the call is cancelled or stops waiting itself.
+            let answer = tokio::select! {
+                r = peer.send_request(request) => r,
+                () = cancel.cancelled() => return,
+                () = tx.closed() => return,
+            };
+            let _ = tx.send(match answer {
+                Ok(rmcp::model::ClientResult::ElicitResult(r)) => {
+                    serde_json::to_value(r).map_err(|e| e.to_string())
+                }
+                Ok(rmcp::model::ClientResult::CreateMessageResult(r)) => {
+                    serde_json::to_value(r).map_err(|e| e.to_string())
+                }
+                Ok(_) => Err(format!("the client answered the {} request with another kind of result", ask.capability())),
+                Err(rmcp::ServiceError::McpError(e)) => Err(format!("the client refused: {}", e.message)),
+                Err(e) => Err(e.to_string()),
+            });
+        });
+        Ok(rx)
+    }
+}
+
+/// The request `ask` makes of this peer; `Err` when its client cannot answer it: it speaks
+/// the 2026-07-28 era (no server→client requests) or did not declare the capability.
+fn client_request(
+    peer: &rmcp::Peer<RoleServer>,
+    ask: Ask,
+    params: Value,
+) -> Result<rmcp::model::ServerRequest, String> {
+    use rmcp::model::ServerRequest;
+    let Some(info) = peer.peer_info() else {
+        return Err(format!(
+            "the client did not initialize a session, so it cannot be sent a {} request",
+            ask.capability()
+        ));
+    };
+    if !info.protocol_version.has_initialize() {
+        return Err(format!(
+            "protocol {} has no server-to-client requests, and vox does not yet answer with input_required",
+            info.protocol_version
+        ));
+    }
+    let declared = match ask {
+        Ask::Elicit => info.capabilities.elicitation.is_some(),
+        Ask::Sample => info.capabilities.sampling.is_some(),
+    };
+    if !declared {
+        return Err(format!(
+            "the client did not declare the `{}` capability",
+            ask.capability()
+        ));
+    }
+    let invalid = |e: serde_json::Error| format!("the {} request is invalid: {e}", ask.capability());
+    Ok(match ask {
+        Ask::Elicit => ServerRequest::ElicitRequest(rmcp::model::Request::new(
+            serde_json::from_value(params).map_err(invalid)?,
+        )),
+        Ask::Sample => ServerRequest::CreateMessageRequest(rmcp::model::Request::new(
+            serde_json::from_value(params).map_err(invalid)?,
+        )),
+    })
 }
 
 impl PeerEvents {
@@ -193,6 +264,7 @@ impl PeerEvents {
             token,
             cancel,
             tx: std::sync::OnceLock::new(),
+            runtime: tokio::runtime::Handle::current(),
         })
     }
 

@@ -14,7 +14,9 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use vox_core::{CallEvents, ToolError, ToolOutcome, Workspace};
 use vox_daemon::client::{AdoptError, ClientError, DaemonClient, Use, adopt_or_spawn};
-use vox_daemon::frames::{ListToolsParams, LogParams, ProgressParams, ToolCallParams};
+use vox_daemon::frames::{
+    AnswerParams, AskParams, ListToolsParams, LogParams, ProgressParams, ToolCallParams,
+};
 
 /// Which daemon to talk to, the live connection if any, and what this client chose.
 pub struct DaemonBackend {
@@ -120,6 +122,43 @@ fn relay(mut frame: Value, events: &dyn CallEvents) {
         }
         _ => {}
     }
+}
+
+/// Passes the daemon's `orch.ask` to this call's MCP client and sends its answer back as
+/// `orch.answer` (in a task of its own: the call's other frames keep flowing meanwhile).
+fn ask_client(mut frame: Value, events: &dyn CallEvents, client: Arc<DaemonClient>) {
+    let ask = match serde_json::from_value::<AskParams>(frame["params"].take()) {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::debug!("a malformed orch.ask: {e}");
+            return;
+        }
+    };
+    let reply = events.ask(ask.kind, ask.params);
+    let n = ask.ask;
+    tokio::spawn(async move {
+        let answer = match reply {
+            Ok(rx) => rx
+                .await
+                .unwrap_or_else(|_| Err("the MCP client's answer was lost".into())),
+            Err(why) => Err(why),
+        };
+        let params = match answer {
+            Ok(result) => AnswerParams {
+                ask: n,
+                result: Some(result),
+                error: None,
+            },
+            Err(why) => AnswerParams {
+                ask: n,
+                result: None,
+                error: Some(why),
+            },
+        };
+        if let Ok(p) = serde_json::to_value(params) {
+            let _ = client.notify("orch.answer", p).await;
+        }
+    });
 }
 
 impl DaemonBackend {
@@ -289,7 +328,13 @@ impl Backend for DaemonBackend {
         let answer = loop {
             tokio::select! {
                 biased;
-                Some(frame) = rx.recv() => relay(frame, call.events.as_ref()),
+                Some(frame) = rx.recv() => {
+                    if frame["method"] == "orch.ask" {
+                        ask_client(frame, call.events.as_ref(), client.clone());
+                    } else {
+                        relay(frame, call.events.as_ref());
+                    }
+                }
                 a = &mut answer => {
                     // Frames the daemon sent before its answer are already queued.
                     while let Ok(frame) = rx.try_recv() {

@@ -316,6 +316,28 @@ impl vox_lang::ToolEvents for EventRelay<'_> {
         }
     }
 
+    fn ask(
+        &self,
+        kind: vox_lang::AskKind,
+        params: Value,
+        timeout: std::time::Duration,
+    ) -> Result<Value, vox_lang::AskFailure> {
+        use vox_lang::AskFailure as F;
+        let ask = match kind {
+            vox_lang::AskKind::Elicit => vox_core::Ask::Elicit,
+            vox_lang::AskKind::Sample => vox_core::Ask::Sample,
+        };
+        tracing::info!(target: "vox.workspace", tool = self.tool, file = self.file, "asks the client ({})", ask.capability());
+        self.call
+            .ask_blocking(ask, params, timeout)
+            .map_err(|e| match e {
+                vox_core::AskError::Unsupported(w) => F::Unsupported(w),
+                vox_core::AskError::Failed(w) => F::Failed(w),
+                vox_core::AskError::TimedOut => F::TimedOut,
+                vox_core::AskError::Cancelled => F::Cancelled,
+            })
+    }
+
     fn progress(&self, done: f64, total: Option<f64>, message: Option<&str>) {
         if self
             .progressed
