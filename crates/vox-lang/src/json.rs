@@ -316,17 +316,92 @@ fn fields_from_json(
     Ok(entries)
 }
 
-/// Most user types one schema expands inside another; deeper (or recursive) ones are `{}`.
-const MAX_SCHEMA_NESTING: usize = 8;
+/// The JSON Schema dialect an input schema with `$defs` declares.
+pub const SCHEMA_DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
 
-/// The JSON schema of a declared type: what [`json_to_typed`] accepts. A record is an object
-/// with exactly its fields; an ADT value one of `{"variant": "Name", "fields": {…}}`. A user
-/// type met again inside itself (a recursive type) is left unconstrained.
-pub fn ty_schema(p: &Program, ty: &Ty) -> J {
-    schema_in(p, ty, &mut Vec::new())
+/// The definitions of the user types one schema refers to, keyed by the type's name in
+/// snake case (`OrderLine` → `order_line`).
+#[derive(Default)]
+pub struct Defs {
+    by_type: std::collections::HashMap<u32, String>,
+    schemas: JMap<String, J>,
 }
 
-fn schema_in(p: &Program, ty: &Ty, open: &mut Vec<u32>) -> J {
+impl Defs {
+    /// Whether no user type was referred to.
+    pub fn is_empty(&self) -> bool {
+        self.schemas.is_empty()
+    }
+
+    /// `$defs`.
+    pub fn into_json(self) -> J {
+        J::Object(self.schemas)
+    }
+
+    /// A reference to user type `index`, defining it first (once: a recursive type refers to
+    /// itself).
+    fn reference(&mut self, p: &Program, index: u32) -> J {
+        if let Some(key) = self.by_type.get(&index) {
+            return json!({"$ref": format!("#/$defs/{key}")});
+        }
+        let def = &p.types[index as usize];
+        let mut key = snake_case(&def.name);
+        if self.schemas.contains_key(&key) {
+            key = format!("{key}_{index}");
+        }
+        self.by_type.insert(index, key.clone());
+        self.schemas.insert(key.clone(), J::Null);
+        let s = match &def.shape {
+            TypeShape::Record { fields } => {
+                let mut s = fields_schema(p, fields, self);
+                s["description"] = J::String(format!("record `{}`", def.name));
+                s
+            }
+            TypeShape::Adt { variants } => {
+                let one_of: Vec<J> = variants
+                    .iter()
+                    .map(|v| {
+                        let fields = fields_schema(p, &v.fields, self);
+                        let mut required = vec![json!("variant")];
+                        if fields["required"].as_array().is_some_and(|r| !r.is_empty()) {
+                            required.push(json!("fields"));
+                        }
+                        json!({
+                            "type": "object",
+                            "properties": {"variant": {"const": v.name}, "fields": fields},
+                            "required": required,
+                            "additionalProperties": false,
+                        })
+                    })
+                    .collect();
+                json!({"description": format!("one variant of `{}`", def.name), "oneOf": one_of})
+            }
+        };
+        self.schemas.insert(key.clone(), s);
+        json!({"$ref": format!("#/$defs/{key}")})
+    }
+}
+
+/// `OrderLine` → `order_line`.
+fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for (i, c) in name.chars().enumerate() {
+        if c.is_uppercase() {
+            if i > 0 && !out.ends_with('_') {
+                out.push('_');
+            }
+            out.extend(c.to_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The JSON schema of a declared type: what [`json_to_typed`] accepts. A record is an object
+/// with exactly its fields; an ADT value one of `{"variant": "Name", "fields": {…}}`; both are
+/// defined once in `defs` and referred to (`{"$ref": "#/$defs/name"}`).
+pub fn ty_schema(p: &Program, ty: &Ty, defs: &mut Defs) -> J {
     match ty {
         Ty::Int => json!({"type": "integer"}),
         Ty::Float => json!({"type": "number"}),
@@ -335,7 +410,7 @@ fn schema_in(p: &Program, ty: &Ty, open: &mut Vec<u32>) -> J {
         Ty::Bool => json!({"type": "boolean"}),
         Ty::Unit => json!({"type": "null"}),
         Ty::List { of } => {
-            let items = schema_in(p, of, open);
+            let items = ty_schema(p, of, defs);
             if items.as_object().is_some_and(|o| o.is_empty()) {
                 json!({"type": "array"})
             } else {
@@ -343,7 +418,7 @@ fn schema_in(p: &Program, ty: &Ty, open: &mut Vec<u32>) -> J {
             }
         }
         Ty::Map { value, .. } => {
-            let v = schema_in(p, value, open);
+            let v = ty_schema(p, value, defs);
             if v.as_object().is_some_and(|o| o.is_empty()) {
                 json!({"type": "object"})
             } else {
@@ -353,52 +428,18 @@ fn schema_in(p: &Program, ty: &Ty, open: &mut Vec<u32>) -> J {
         // Advertised as its plain type: nullable types (`["string", "null"]`) are rejected or
         // warned about by some clients. `null` is still accepted, and an `Option` parameter
         // may be left out (see [`input_schema`]).
-        Ty::Option { of } => schema_in(p, of, open),
-        Ty::User { index, .. } => {
-            if open.contains(index) || open.len() >= MAX_SCHEMA_NESTING {
-                return json!({});
-            }
-            open.push(*index);
-            let def = &p.types[*index as usize];
-            let s = match &def.shape {
-                TypeShape::Record { fields } => {
-                    let mut s = fields_schema(p, fields, open);
-                    s["description"] = J::String(format!("record `{}`", def.name));
-                    s
-                }
-                TypeShape::Adt { variants } => {
-                    let one_of: Vec<J> = variants
-                        .iter()
-                        .map(|v| {
-                            let fields = fields_schema(p, &v.fields, open);
-                            let mut required = vec![json!("variant")];
-                            if fields["required"].as_array().is_some_and(|r| !r.is_empty()) {
-                                required.push(json!("fields"));
-                            }
-                            json!({
-                                "type": "object",
-                                "properties": {"variant": {"const": v.name}, "fields": fields},
-                                "required": required,
-                                "additionalProperties": false,
-                            })
-                        })
-                        .collect();
-                    json!({"description": format!("one variant of `{}`", def.name), "oneOf": one_of})
-                }
-            };
-            open.pop();
-            s
-        }
+        Ty::Option { of } => ty_schema(p, of, defs),
+        Ty::User { index, .. } => defs.reference(p, *index),
         Ty::Any | Ty::Result { .. } | Ty::Fn { .. } => json!({}),
     }
 }
 
 /// An object with exactly these fields; those that are not `Option`s are required.
-fn fields_schema(p: &Program, fields: &[(String, Ty)], open: &mut Vec<u32>) -> J {
+fn fields_schema(p: &Program, fields: &[(String, Ty)], defs: &mut Defs) -> J {
     let mut props = JMap::new();
     let mut required = Vec::new();
     for (name, ty) in fields {
-        props.insert(name.clone(), schema_in(p, ty, open));
+        props.insert(name.clone(), ty_schema(p, ty, defs));
         if !matches!(ty, Ty::Option { .. }) {
             required.push(J::String(name.clone()));
         }
@@ -417,21 +458,30 @@ pub fn is_optional_param(has_default: bool, ty: &Ty) -> bool {
     has_default || matches!(ty, Ty::Option { .. })
 }
 
-/// The input schema of a function: one property per parameter, `required` for those without
+/// The input schema of a function: one property per parameter (record and ADT types in
+/// `$defs`), `required` for those without
 /// a default that are not `Option`s, no additional properties.
 pub fn input_schema(p: &Program, sig: &FnSig) -> J {
     let mut props = JMap::new();
     let mut required = Vec::new();
+    let mut defs = Defs::default();
     for prm in &sig.params {
-        props.insert(prm.name.clone(), ty_schema(p, &prm.ty));
+        props.insert(prm.name.clone(), ty_schema(p, &prm.ty, &mut defs));
         if !is_optional_param(prm.has_default, &prm.ty) {
             required.push(J::String(prm.name.clone()));
         }
     }
-    json!({
+    let mut schema = json!({
         "type": "object",
         "properties": props,
         "required": required,
         "additionalProperties": false,
-    })
+    });
+    // Record and ADT parameters refer to their definitions, in the dialect MCP assumes,
+    // declared because `$ref`/`$defs` need one.
+    if !defs.is_empty() {
+        schema["$schema"] = json!(SCHEMA_DIALECT);
+        schema["$defs"] = defs.into_json();
+    }
+    schema
 }

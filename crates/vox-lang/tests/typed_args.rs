@@ -201,38 +201,41 @@ fn adt_fields_are_checked_like_record_fields() {
 }
 
 /// A record or ADT parameter's schema says what the call accepts: a record's exact fields
-/// (its `Option`s not required), an ADT's variants as `{"variant", "fields"}`; a recursive type
-/// is left open where it recurs.
+/// (its `Option`s not required), an ADT's variants as `{"variant", "fields"}`, each defined once
+/// in `$defs` (snake-case keys) and referred to, a recursive type by its own reference.
 #[test]
 fn record_and_adt_parameters_are_described_by_the_input_schema() {
     let src = r#"
 type Line = { sku: str, qty: int, note: Option[str] }
 type Order = { id: int, lines: list[Line] }
 type Shape = | Circle(r: float) | Rect(w: float, h: float) | Dot
-type Tree = | Leaf(v: int) | Node(left: Tree, right: Tree)
+type TreeNode = | Leaf(v: int) | Node(left: TreeNode, right: TreeNode)
 @tool
-fn place(order: Order, shape: Shape, tree: Tree) { order.id }
+fn place(order: Order, shape: Shape, tree: TreeNode, more: list[Line]) { order.id }
+@tool
+fn plain(n: int) { n }
 "#;
     let m = Module::compile("s.vox", src.as_bytes()).unwrap_or_else(|e| panic!("{}", e.render()));
     let s = m.input_schema("place").unwrap();
-    let line = json!({
-        "type": "object",
-        "description": "record `Line`",
-        "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}, "note": {"type": "string"}},
-        "required": ["sku", "qty"],
-        "additionalProperties": false
-    });
+    assert_eq!(s["$schema"], json!("https://json-schema.org/draft/2020-12/schema"));
+    assert_eq!(s["properties"]["order"], json!({"$ref": "#/$defs/order"}));
+    assert_eq!(s["properties"]["more"], json!({"type": "array", "items": {"$ref": "#/$defs/line"}}));
+    let defs = &s["$defs"];
     assert_eq!(
-        s["properties"]["order"],
+        defs["line"],
         json!({
             "type": "object",
-            "description": "record `Order`",
-            "properties": {"id": {"type": "integer"}, "lines": {"type": "array", "items": line}},
-            "required": ["id", "lines"],
+            "description": "record `Line`",
+            "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}, "note": {"type": "string"}},
+            "required": ["sku", "qty"],
             "additionalProperties": false
         })
     );
-    let shape = &s["properties"]["shape"];
+    assert_eq!(
+        defs["order"]["properties"]["lines"],
+        json!({"type": "array", "items": {"$ref": "#/$defs/line"}})
+    );
+    let shape = &defs["shape"];
     assert_eq!(shape["description"], json!("one variant of `Shape`"));
     let variants = shape["oneOf"].as_array().unwrap();
     assert_eq!(variants.len(), 3);
@@ -241,9 +244,13 @@ fn place(order: Order, shape: Shape, tree: Tree) { order.id }
     assert_eq!(variants[1]["properties"]["fields"]["required"], json!(["w", "h"]));
     // A variant without fields may leave `fields` out.
     assert_eq!(variants[2]["required"], json!(["variant"]));
-    // `Tree` inside `Tree` is unconstrained, not expanded forever.
-    let node = &s["properties"]["tree"]["oneOf"][1]["properties"]["fields"]["properties"];
-    assert_eq!(node["left"], json!({}));
+    // A recursive type refers to itself.
+    let node = &defs["tree_node"]["oneOf"][1]["properties"]["fields"]["properties"];
+    assert_eq!(node["left"], json!({"$ref": "#/$defs/tree_node"}));
+    assert_eq!(defs.as_object().unwrap().len(), 4);
+    // A tool without user types has neither `$defs` nor `$schema`.
+    let plain = m.input_schema("plain").unwrap();
+    assert!(plain.get("$defs").is_none() && plain.get("$schema").is_none(), "{plain}");
     // What the schema describes, the call accepts.
     let out = m
         .call_json(
@@ -251,7 +258,8 @@ fn place(order: Order, shape: Shape, tree: Tree) { order.id }
             &json!({
                 "order": {"id": 7, "lines": [{"sku": "a", "qty": 1}]},
                 "shape": {"variant": "Dot"},
-                "tree": {"variant": "Node", "fields": {"left": {"variant": "Leaf", "fields": {"v": 1}}, "right": {"variant": "Leaf", "fields": {"v": 2}}}}
+                "tree": {"variant": "Node", "fields": {"left": {"variant": "Leaf", "fields": {"v": 1}}, "right": {"variant": "Leaf", "fields": {"v": 2}}}},
+                "more": []
             }),
             &CallOptions::default(),
         )
