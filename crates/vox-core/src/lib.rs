@@ -19,7 +19,8 @@ pub mod workspace;
 
 pub use boot::{BootReport, StepReport};
 pub use call::{
-    Ask, AskError, AskReply, CallCtx, CallEvents, Cancel, CancelGuard, LogLevel, LogMessage, Progress, SessionKey,
+    Ask, AskError, AskReply, CallCtx, CallEvents, Cancel, CancelGuard, LogLevel, LogMessage,
+    Progress, SessionKey,
 };
 pub use ctx::{CallObserver, Ctx, DynamicTools, Hooks, SessionGuard};
 pub use error::{ToolError, ToolOutcome};

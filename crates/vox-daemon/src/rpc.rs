@@ -9,9 +9,8 @@
 //! to a float, `1.0` stays `1.0`), and `orch.cancel` names a call by the same text.
 
 use crate::frames::{
-    AnswerParams, AskParams,
-    CancelParams, ListToolsParams, LogParams, PingParams, ProgressParams, ToolCallAnswer,
-    ToolCallParams,
+    AnswerParams, AskParams, CancelParams, ListToolsParams, LogParams, PingParams, ProgressParams,
+    ToolCallAnswer, ToolCallParams,
 };
 use crate::lifetime::{Attached, Lifetime};
 use crate::{MAX_MESSAGE_BYTES, PROTOCOL_VERSION};
@@ -250,7 +249,9 @@ impl Asks {
             let _ = tx.send(match (a.result, a.error) {
                 (Some(v), None) => Ok(v),
                 (_, Some(why)) => Err(why),
-                (None, None) => Err("the client answered with neither a result nor an error".into()),
+                (None, None) => {
+                    Err("the client answered with neither a result nor an error".into())
+                }
             });
         }
     }

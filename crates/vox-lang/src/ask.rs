@@ -45,7 +45,10 @@ fn to_json(interp: &mut Interp<'_>, v: &Value, span: Span) -> R<J> {
 pub(crate) fn elicit(interp: &mut Interp<'_>, args: &[Value], span: Span) -> R {
     let Value::Str(message) = &args[0] else {
         return Err(rt(
-            format!("elicit's message must be a str, found `{}`", args[0].type_name()),
+            format!(
+                "elicit's message must be a str, found `{}`",
+                args[0].type_name()
+            ),
             span,
         ));
     };
@@ -101,7 +104,9 @@ pub(crate) fn sample(interp: &mut Interp<'_>, args: &[Value], span: Span) -> R {
             };
             let mut out = Vec::with_capacity(items.len());
             for (i, m) in items.into_iter().enumerate() {
-                out.push(message(m).map_err(|why| rt(format!("sample's messages[{i}] {why}"), span))?);
+                out.push(
+                    message(m).map_err(|why| rt(format!("sample's messages[{i}] {why}"), span))?,
+                );
             }
             J::Array(out)
         }
@@ -111,7 +116,10 @@ pub(crate) fn sample(interp: &mut Interp<'_>, args: &[Value], span: Span) -> R {
         Some(Value::Int(n)) if *n > 0 => *n,
         Some(other) => {
             return Err(rt(
-                format!("sample's max_tokens must be a positive int, found {}", interp.display(other)),
+                format!(
+                    "sample's max_tokens must be a positive int, found {}",
+                    interp.display(other)
+                ),
                 span,
             ));
         }
@@ -122,7 +130,11 @@ pub(crate) fn sample(interp: &mut Interp<'_>, args: &[Value], span: Span) -> R {
         rt(
             format!(
                 "the client's model answered without text: {}",
-                answer["content"].to_string().chars().take(200).collect::<String>()
+                answer["content"]
+                    .to_string()
+                    .chars()
+                    .take(200)
+                    .collect::<String>()
             ),
             span,
         )
@@ -136,7 +148,9 @@ fn message(m: J) -> Result<J, String> {
         return Err("must be a {role, content} map".into());
     };
     if let Some(k) = o.keys().find(|k| !matches!(k.as_str(), "role" | "content")) {
-        return Err(format!("has an unknown key `{k}` (a message has role and content)"));
+        return Err(format!(
+            "has an unknown key `{k}` (a message has role and content)"
+        ));
     }
     match o.get("role").and_then(J::as_str) {
         Some("user" | "assistant") => {}

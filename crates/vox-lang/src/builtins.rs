@@ -3,12 +3,12 @@
 //! String positions (`find`, `slice`, indexing, `len`) count Unicode characters, not bytes.
 
 use crate::diag::Span;
+use crate::formats;
 use crate::hir::{Builtin, Ctor, Method};
 use crate::interp::{Interp, R, rt};
-use crate::formats;
 use crate::stdlib;
-use serde_json::Value as J;
 use crate::value::{self, Value};
+use serde_json::Value as J;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -232,10 +232,7 @@ pub(crate) fn call_builtin(interp: &mut Interp<'_>, b: Builtin, args: Vec<Value>
                 Err(why) => Ok(Value::error(&why)),
             }
         }
-        Builtin::CsvParse
-        | Builtin::CsvParseRecords
-        | Builtin::TomlParse
-        | Builtin::YamlParse => {
+        Builtin::CsvParse | Builtin::CsvParseRecords | Builtin::TomlParse | Builtin::YamlParse => {
             let text = want_str(&args[0], b.name(), span)?;
             interp.charge(text.len() * 4, span)?;
             let parsed = match b {

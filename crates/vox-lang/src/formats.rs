@@ -106,13 +106,19 @@ pub fn csv_records(text: &str) -> Result<Vec<Map<String, J>>, String> {
 /// The rows `csv.render` takes: a list of lists whose cells are text, numbers or bools.
 pub fn csv_table(v: &J) -> Result<Vec<Vec<String>>, String> {
     let J::Array(rows) = v else {
-        return Err(format!("csv.render takes a list of rows, not {}", json_kind(v)));
+        return Err(format!(
+            "csv.render takes a list of rows, not {}",
+            json_kind(v)
+        ));
     };
     rows.iter()
         .enumerate()
         .map(|(r, row)| {
             let J::Array(cells) = row else {
-                return Err(format!("row {r} is {}, not a list of cells", json_kind(row)));
+                return Err(format!(
+                    "row {r} is {}, not a list of cells",
+                    json_kind(row)
+                ));
             };
             cells
                 .iter()
@@ -121,7 +127,10 @@ pub fn csv_table(v: &J) -> Result<Vec<Vec<String>>, String> {
                     J::String(s) => Ok(s.clone()),
                     J::Number(n) => Ok(n.to_string()),
                     J::Bool(b) => Ok(b.to_string()),
-                    other => Err(format!("row {r}, cell {c} is {}: a cell is text, a number or a bool", json_kind(other))),
+                    other => Err(format!(
+                        "row {r}, cell {c} is {}: a cell is text, a number or a bool",
+                        json_kind(other)
+                    )),
                 })
                 .collect()
         })
@@ -291,11 +300,15 @@ pub fn yaml_parse(text: &str) -> Result<J, String> {
         .max()
         .unwrap_or(0);
     if indent / 2 > MAX_DEPTH {
-        return Err(format!("the YAML document nests deeper than {MAX_DEPTH} levels"));
+        return Err(format!(
+            "the YAML document nests deeper than {MAX_DEPTH} levels"
+        ));
     }
     let v: J = serde_norway::from_str(text).map_err(|e| e.to_string())?;
     if json_depth(&v) > MAX_DEPTH {
-        return Err(format!("the YAML document nests deeper than {MAX_DEPTH} levels"));
+        return Err(format!(
+            "the YAML document nests deeper than {MAX_DEPTH} levels"
+        ));
     }
     Ok(v)
 }
@@ -358,10 +371,16 @@ mod tests {
     fn csv_renders_what_it_reads() {
         let rows = vec![
             vec!["name".to_string(), "note".to_string()],
-            vec!["Ada".to_string(), "says \"hi\", twice\nand more".to_string()],
+            vec![
+                "Ada".to_string(),
+                "says \"hi\", twice\nand more".to_string(),
+            ],
         ];
         let text = csv_render(&rows);
-        assert_eq!(text, "name,note\nAda,\"says \"\"hi\"\", twice\nand more\"\n");
+        assert_eq!(
+            text,
+            "name,note\nAda,\"says \"\"hi\"\", twice\nand more\"\n"
+        );
         assert_eq!(csv_rows(&text).unwrap(), rows);
     }
 
@@ -387,7 +406,10 @@ mod tests {
             json!({"title": "x", "owner": {"born": "1979-05-27T07:32:00Z", "n": [1, 2.5]}})
         );
         let text = toml_render(&json!({"a": {"b": [1, 2]}, "c": "d"})).unwrap();
-        assert_eq!(toml_parse(&text).unwrap(), json!({"a": {"b": [1, 2]}, "c": "d"}));
+        assert_eq!(
+            toml_parse(&text).unwrap(),
+            json!({"a": {"b": [1, 2]}, "c": "d"})
+        );
         let e = toml_render(&json!({"a": {"b": null}})).unwrap_err();
         assert!(e.contains("a.b is None"), "{e}");
         let e = toml_render(&json!([1])).unwrap_err();
@@ -399,7 +421,10 @@ mod tests {
     #[test]
     fn yaml_round_trips() {
         let v = yaml_parse("name: vox\nlist:\n  - 1\n  - two\nnested: {a: true}\n").unwrap();
-        assert_eq!(v, json!({"name": "vox", "list": [1, "two"], "nested": {"a": true}}));
+        assert_eq!(
+            v,
+            json!({"name": "vox", "list": [1, "two"], "nested": {"a": true}})
+        );
         assert_eq!(yaml_parse(&yaml_render(&v).unwrap()).unwrap(), v);
         assert!(yaml_parse("a: [1, 2").is_err());
     }
@@ -410,11 +435,16 @@ mod tests {
         assert!(toml_parse(&deep).unwrap_err().contains("deeper than"));
         let deep = format!("{}1{}", "[".repeat(5000), "]".repeat(5000));
         assert!(yaml_parse(&deep).unwrap_err().contains("deeper than"));
-        let deep: String = (0..300).map(|i| format!("{}k:\n", "  ".repeat(i))).collect();
+        let deep: String = (0..300)
+            .map(|i| format!("{}k:\n", "  ".repeat(i)))
+            .collect();
         assert!(yaml_parse(&deep).unwrap_err().contains("deeper than"));
         // Brackets inside strings and comments do not count.
         let quoted = format!("a = \"{}\" # {}\n", "[".repeat(500), "{".repeat(500));
-        assert_eq!(toml_parse(&quoted).unwrap()["a"].as_str().unwrap().len(), 500);
+        assert_eq!(
+            toml_parse(&quoted).unwrap()["a"].as_str().unwrap().len(),
+            500
+        );
     }
 
     #[test]

@@ -366,7 +366,9 @@ impl<'p> Interp<'p> {
         };
         let Some(ev) = self.events else {
             return Err(rt(
-                format!("{what} needs an MCP client, and this call has none (`vox run` and `vox test` have no client to ask)"),
+                format!(
+                    "{what} needs an MCP client, and this call has none (`vox run` and `vox test` have no client to ask)"
+                ),
                 span,
             ));
         };
@@ -1160,7 +1162,10 @@ impl<'p> Interp<'p> {
                     let v = self.eval(x)?;
                     if !self.matches(pat, &v) {
                         return Err(rt(
-                            format!("{} does not match the pattern of this `let`", self.display(&v)),
+                            format!(
+                                "{} does not match the pattern of this `let`",
+                                self.display(&v)
+                            ),
                             x.span,
                         ));
                     }

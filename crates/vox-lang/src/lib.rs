@@ -57,10 +57,10 @@ pub mod template;
 pub mod tools;
 pub mod value;
 
+pub use ask::{AskFailure, AskKind};
 pub use builtins::{rfc3339, uuid_v4};
 pub use diag::{Code, Diagnostic, DiagnosticJson, Severity, SourceFile, Span};
 pub use import::{FsLoader, MemoryLoader, ModuleLoader, NoImports};
-pub use ask::{AskFailure, AskKind};
 pub use interp::{Budget, BudgetKind, LOG_LEVELS, LogSink, RunError, ToolEvents};
 pub use module::{
     Analysis, CallError, CallOptions, CallOutput, CompileError, HirSummary, ImportInfo,

@@ -763,14 +763,19 @@ impl<'a> Lowerer<'a> {
                                 ),
                             );
                             if self.blocked.is_none() {
-                                self.blocked =
-                                    Some((name.span, format!("type `{other}` is declared nowhere")));
+                                self.blocked = Some((
+                                    name.span,
+                                    format!("type `{other}` is declared nowhere"),
+                                ));
                             }
                             return Ty::Any;
                         }
                     },
                 };
-                if let Some(size) = arg_exprs.iter().find(|a| matches!(a, ast::TypeExpr::Size { .. })) {
+                if let Some(size) = arg_exprs
+                    .iter()
+                    .find(|a| matches!(a, ast::TypeExpr::Size { .. }))
+                {
                     self.diag(
                         Code::TypeArguments,
                         size.span(),
@@ -1816,8 +1821,8 @@ impl<'a> Lowerer<'a> {
                     _ => None,
                 }
                 .or(self.ctor(name.sym))
-                    // Real Vox matches `Err(e)` as well as `Error(e)`.
-                    .or_else(|| (self.name(name.sym) == "Err").then_some(Ctor::Error));
+                // Real Vox matches `Err(e)` as well as `Error(e)`.
+                .or_else(|| (self.name(name.sym) == "Err").then_some(Ctor::Error));
                 let text = self.name(name.sym);
                 let Some(c) = ctor else {
                     self.diag(

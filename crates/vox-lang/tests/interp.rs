@@ -728,9 +728,17 @@ fn option(x: Option[int]) to int {
     assert_eq!(ok(src, "counters", J::Null), json!(10));
     assert_eq!(ok(src, "option", json!({"x": 7})), json!(7));
     let e = call(src, "ctor", json!({"v": -1})).unwrap_err().to_string();
-    assert!(e.contains("does not match the pattern of this `let`"), "{e}");
-    assert!(e.contains("test.vox:13:21"), "the error is at the value: {e}");
-    let e = call(src, "option", json!({"x": null})).unwrap_err().to_string();
+    assert!(
+        e.contains("does not match the pattern of this `let`"),
+        "{e}"
+    );
+    assert!(
+        e.contains("test.vox:13:21"),
+        "the error is at the value: {e}"
+    );
+    let e = call(src, "option", json!({"x": null}))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("None does not match"), "{e}");
     // Without `mut`, the names a pattern binds are immutable.
     let Err(e) = Module::compile("t.vox", b"fn f() { let (a, b) = (1, 2)\n a = 3\n a }") else {
@@ -763,7 +771,11 @@ fn yaml_out() to str { yaml.render({a: [1, 2]}).unwrap() }
 fn hashes(s: str) { [std.crypto.hash_secure(s), crypto.hash_fast(s), std.hash_secure(s)] }
 "#;
     assert_eq!(
-        ok(src, "csv_total", json!({"text": "item,qty\napple,2\n\"pear, green\",5\n"})),
+        ok(
+            src,
+            "csv_total",
+            json!({"text": "item,qty\napple,2\n\"pear, green\",5\n"})
+        ),
         json!(7)
     );
     assert_eq!(
@@ -771,14 +783,29 @@ fn hashes(s: str) { [std.crypto.hash_secure(s), crypto.hash_fast(s), std.hash_se
         json!("a,\"b,c\"\n1,2\n")
     );
     let e = ok(src, "csv_bad", J::Null);
-    assert!(e.as_str().unwrap().starts_with("csv.parse: the quoted field"), "{e}");
+    assert!(
+        e.as_str()
+            .unwrap()
+            .starts_with("csv.parse: the quoted field"),
+        "{e}"
+    );
     assert_eq!(
-        ok(src, "toml_name", json!({"text": "[package]\nname = \"vox\"\n"})),
+        ok(
+            src,
+            "toml_name",
+            json!({"text": "[package]\nname = \"vox\"\n"})
+        ),
         json!("vox")
     );
-    assert_eq!(ok(src, "toml_out", J::Null), json!("n = 2\nname = \"vox\"\n"));
+    assert_eq!(
+        ok(src, "toml_out", J::Null),
+        json!("n = 2\nname = \"vox\"\n")
+    );
     let e = ok(src, "toml_bad", J::Null);
-    assert!(e.as_str().unwrap().contains("a TOML document is a table"), "{e}");
+    assert!(
+        e.as_str().unwrap().contains("a TOML document is a table"),
+        "{e}"
+    );
     assert_eq!(
         ok(src, "yaml_items", json!({"text": "items:\n  - a\n  - b\n"})),
         json!(2)
@@ -859,7 +886,9 @@ fn bad_schema() { elicit("x", {"type": "object"}) }
     assert_eq!(r.unwrap(), json!("hello Ada"));
     assert_eq!(
         asked,
-        [json!({"message": "Who are you?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}})]
+        [
+            json!({"message": "Who are you?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}})
+        ]
     );
     let (r, _) = ask_with(src, "who", J::Null, |_, _| Ok(json!({"action": "decline"})));
     assert_eq!(r.unwrap(), json!("decline"));
@@ -870,26 +899,59 @@ fn bad_schema() { elicit("x", {"type": "object"}) }
     assert_eq!(r.unwrap(), json!("4"));
     assert_eq!(
         asked,
-        [json!({"messages": [{"role": "user", "content": {"type": "text", "text": "2+2?"}}], "maxTokens": 50})]
+        [
+            json!({"messages": [{"role": "user", "content": {"type": "text", "text": "2+2?"}}], "maxTokens": 50})
+        ]
     );
     let (r, asked) = ask_with(src, "chat", J::Null, |_, _| {
-        Ok(json!({"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}))
+        Ok(
+            json!({"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}),
+        )
     });
     assert_eq!(r.unwrap(), json!("ab"));
-    assert_eq!(asked[0]["messages"][1]["content"], json!({"type": "text", "text": "hello"}));
-    assert_eq!(asked[0]["maxTokens"], json!(vox_lang::ask::DEFAULT_MAX_TOKENS));
+    assert_eq!(
+        asked[0]["messages"][1]["content"],
+        json!({"type": "text", "text": "hello"})
+    );
+    assert_eq!(
+        asked[0]["maxTokens"],
+        json!(vox_lang::ask::DEFAULT_MAX_TOKENS)
+    );
     let (r, asked) = ask_with(src, "bad_schema", J::Null, |_, _| unreachable!());
     assert!(r.unwrap_err().to_string().contains("needs `properties`"));
     assert!(asked.is_empty());
     let (r, _) = ask_with(src, "who", J::Null, |_, _| {
-        Err(AskFailure::Unsupported("the client did not declare elicitation".into()))
+        Err(AskFailure::Unsupported(
+            "the client did not declare elicitation".into(),
+        ))
     });
     let e = r.unwrap_err().to_string();
-    assert!(e.contains("elicit: the client did not declare elicitation"), "{e}");
+    assert!(
+        e.contains("elicit: the client did not declare elicitation"),
+        "{e}"
+    );
     let (r, _) = ask_with(src, "who", J::Null, |_, _| Err(AskFailure::TimedOut));
-    assert!(matches!(r, Err(CallError::Budget { kind: BudgetKind::Time, .. })), "{r:?}");
+    assert!(
+        matches!(
+            r,
+            Err(CallError::Budget {
+                kind: BudgetKind::Time,
+                ..
+            })
+        ),
+        "{r:?}"
+    );
     let (r, _) = ask_with(src, "who", J::Null, |_, _| Err(AskFailure::Cancelled));
-    assert!(matches!(r, Err(CallError::Budget { kind: BudgetKind::Cancelled, .. })), "{r:?}");
+    assert!(
+        matches!(
+            r,
+            Err(CallError::Budget {
+                kind: BudgetKind::Cancelled,
+                ..
+            })
+        ),
+        "{r:?}"
+    );
     // Without any client (`vox run`), the error says so.
     let e = call(src, "who", J::Null).unwrap_err().to_string();
     assert!(e.contains("elicit needs an MCP client"), "{e}");

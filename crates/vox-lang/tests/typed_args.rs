@@ -217,9 +217,15 @@ fn plain(n: int) { n }
 "#;
     let m = Module::compile("s.vox", src.as_bytes()).unwrap_or_else(|e| panic!("{}", e.render()));
     let s = m.input_schema("place").unwrap();
-    assert_eq!(s["$schema"], json!("https://json-schema.org/draft/2020-12/schema"));
+    assert_eq!(
+        s["$schema"],
+        json!("https://json-schema.org/draft/2020-12/schema")
+    );
     assert_eq!(s["properties"]["order"], json!({"$ref": "#/$defs/order"}));
-    assert_eq!(s["properties"]["more"], json!({"type": "array", "items": {"$ref": "#/$defs/line"}}));
+    assert_eq!(
+        s["properties"]["more"],
+        json!({"type": "array", "items": {"$ref": "#/$defs/line"}})
+    );
     let defs = &s["$defs"];
     assert_eq!(
         defs["line"],
@@ -239,9 +245,15 @@ fn plain(n: int) { n }
     assert_eq!(shape["description"], json!("one variant of `Shape`"));
     let variants = shape["oneOf"].as_array().unwrap();
     assert_eq!(variants.len(), 3);
-    assert_eq!(variants[1]["properties"]["variant"], json!({"const": "Rect"}));
+    assert_eq!(
+        variants[1]["properties"]["variant"],
+        json!({"const": "Rect"})
+    );
     assert_eq!(variants[1]["required"], json!(["variant", "fields"]));
-    assert_eq!(variants[1]["properties"]["fields"]["required"], json!(["w", "h"]));
+    assert_eq!(
+        variants[1]["properties"]["fields"]["required"],
+        json!(["w", "h"])
+    );
     // A variant without fields may leave `fields` out.
     assert_eq!(variants[2]["required"], json!(["variant"]));
     // A recursive type refers to itself.
@@ -250,7 +262,10 @@ fn plain(n: int) { n }
     assert_eq!(defs.as_object().unwrap().len(), 4);
     // A tool without user types has neither `$defs` nor `$schema`.
     let plain = m.input_schema("plain").unwrap();
-    assert!(plain.get("$defs").is_none() && plain.get("$schema").is_none(), "{plain}");
+    assert!(
+        plain.get("$defs").is_none() && plain.get("$schema").is_none(),
+        "{plain}"
+    );
     // What the schema describes, the call accepts.
     let out = m
         .call_json(

@@ -5,6 +5,7 @@
 //! same server with an in-process backend.
 
 pub mod encode;
+pub mod input_rounds;
 pub mod list_cache;
 pub mod pipes;
 pub mod refusal;

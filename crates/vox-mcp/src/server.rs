@@ -8,6 +8,7 @@
 //! the encoding of outcomes ([`crate::encode`]).
 
 use crate::encode;
+use crate::input_rounds::InputRounds;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -171,6 +172,8 @@ struct PeerEvents {
     tx: std::sync::OnceLock<mpsc::UnboundedSender<Event>>,
     /// Where client requests are sent from (a call's `ask` comes from a blocking thread).
     runtime: tokio::runtime::Handle,
+    /// A 2026-07-28 call's asks, answered through `input_required` rounds instead.
+    rounds: Option<InputRounds>,
 }
 
 impl CallEvents for PeerEvents {
@@ -184,6 +187,9 @@ impl CallEvents for PeerEvents {
     }
     /// A server→client request of the 2025 era, to a client that declared the capability.
     fn ask(&self, ask: Ask, params: Value) -> Result<AskReply, String> {
+        if let Some(rounds) = &self.rounds {
+            return rounds.ask(ask, params);
+        }
         let request = client_request(&self.peer, ask, params)?;
         let (tx, rx) = oneshot::channel();
         let peer = self.peer.clone();
@@ -203,8 +209,13 @@ impl CallEvents for PeerEvents {
                 Ok(rmcp::model::ClientResult::CreateMessageResult(r)) => {
                     serde_json::to_value(r).map_err(|e| e.to_string())
                 }
-                Ok(_) => Err(format!("the client answered the {} request with another kind of result", ask.capability())),
-                Err(rmcp::ServiceError::McpError(e)) => Err(format!("the client refused: {}", e.message)),
+                Ok(_) => Err(format!(
+                    "the client answered the {} request with another kind of result",
+                    ask.capability()
+                )),
+                Err(rmcp::ServiceError::McpError(e)) => {
+                    Err(format!("the client refused: {}", e.message))
+                }
                 Err(e) => Err(e.to_string()),
             });
         });
@@ -228,7 +239,7 @@ fn client_request(
     };
     if !info.protocol_version.has_initialize() {
         return Err(format!(
-            "protocol {} has no server-to-client requests, and vox does not yet answer with input_required",
+            "protocol {} has no server-to-client requests",
             info.protocol_version
         ));
     }
@@ -242,7 +253,8 @@ fn client_request(
             ask.capability()
         ));
     }
-    let invalid = |e: serde_json::Error| format!("the {} request is invalid: {e}", ask.capability());
+    let invalid =
+        |e: serde_json::Error| format!("the {} request is invalid: {e}", ask.capability());
     Ok(match ask {
         Ask::Elicit => ServerRequest::ElicitRequest(rmcp::model::Request::new(
             serde_json::from_value(params).map_err(invalid)?,
@@ -258,6 +270,7 @@ impl PeerEvents {
         peer: rmcp::Peer<RoleServer>,
         token: Option<rmcp::model::ProgressToken>,
         cancel: Cancel,
+        rounds: Option<InputRounds>,
     ) -> Arc<Self> {
         Arc::new(PeerEvents {
             peer,
@@ -265,6 +278,7 @@ impl PeerEvents {
             cancel,
             tx: std::sync::OnceLock::new(),
             runtime: tokio::runtime::Handle::current(),
+            rounds,
         })
     }
 
@@ -709,7 +723,23 @@ impl<B: Backend> ServerHandler for McpServer<B> {
             .map(from_rmcp)
             .or(*self.log_level.lock().unwrap_or_else(|p| p.into_inner()));
         let cancel = Cancel::new();
-        let events = PeerEvents::new(context.peer.clone(), token.clone(), cancel.clone());
+        // The 2026-07-28 era answers a tool's asks by retries (`input_required`).
+        let rounds = if context
+            .protocol_version()
+            .is_some_and(|v| !v.has_initialize())
+        {
+            Some(
+                InputRounds::new(
+                    context.meta.client_capabilities(),
+                    request.input_responses.as_ref(),
+                    request.request_state.as_deref(),
+                )
+                .map_err(|e| McpError::invalid_params(e, None))?,
+            )
+        } else {
+            None
+        };
+        let events = PeerEvents::new(context.peer.clone(), token.clone(), cancel.clone(), rounds);
         let call = ToolCall {
             name: request.name.to_string(),
             arguments: request.arguments.map(Value::Object).unwrap_or(Value::Null),
@@ -732,6 +762,9 @@ impl<B: Backend> ServerHandler for McpServer<B> {
         };
         // Progress and log messages go out before the answer.
         events.flush().await;
+        if let Some(needed) = events.rounds.as_ref().and_then(InputRounds::input_required) {
+            return Ok(CallToolResponse::InputRequired(needed));
+        }
         encode::call_result(outcome?).map(Into::into)
     }
 }
