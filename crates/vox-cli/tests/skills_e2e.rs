@@ -563,3 +563,70 @@ async fn an_active_skill_is_restored_when_the_daemon_restarts() {
     ok(&c, "vox_kb_query", json!({"query": "x"})).await;
     c.cancel().await.unwrap();
 }
+
+/// Every skill is a prompt: listed by id with the arguments `metadata.vox-arguments` declares,
+/// got as its instructions with each `{{argument}}` filled in (the others listed after them); a
+/// missing required argument or an unknown one is an invalid-params error; a name a workspace
+/// prompt also has is listed once, and got as listed.
+#[tokio::test]
+async fn skills_are_prompts_with_the_arguments_their_front_matter_declares() {
+    let ws = workspace();
+    write(
+        &ws.root().join(".vox/skills/triage/SKILL.md"),
+        "---\nname: triage\ndescription: Triage a change.\nmetadata:\n  vox-arguments: target, depth?\n---\nTriage {{target}} closely.\n",
+    );
+    write(
+        &ws.root().join(".vox/skills/review/SKILL.md"),
+        "---\nname: review\ndescription: The review skill.\n---\nReview it.\n",
+    );
+    write(
+        &ws.root().join("tools/prompts.vox"),
+        "@mcp.prompt \"The workspace's review\"\nfn review() to str { \"from the workspace\" }\n",
+    );
+    let c = ws.client(&[]).await;
+    let prompts = c.list_all_prompts().await.unwrap();
+    let triage = prompts
+        .iter()
+        .find(|p| p.name == "triage")
+        .expect("the skill is a prompt");
+    let args: Vec<(String, Option<bool>)> = triage
+        .arguments
+        .iter()
+        .flatten()
+        .map(|a| (a.name.clone(), a.required))
+        .collect();
+    assert_eq!(
+        args,
+        [
+            ("target".to_string(), Some(true)),
+            ("depth".to_string(), Some(false))
+        ]
+    );
+    assert!(prompts.iter().any(|p| p.name == "home-skill"));
+    let get = |name: &str, args: serde_json::Value| {
+        let mut p = rmcp::model::GetPromptRequestParams::new(name);
+        if let serde_json::Value::Object(o) = args {
+            p = p.with_arguments(o);
+        }
+        c.get_prompt(p)
+    };
+    let got = get("triage", json!({"target": "PR 7", "depth": "3"}))
+        .await
+        .unwrap();
+    let text = serde_json::to_value(&got.messages[0].content).unwrap();
+    assert_eq!(
+        text["text"], "Triage PR 7 closely.\n\n\nArguments:\n- depth: 3",
+        "{text}"
+    );
+    for bad in [json!({}), json!({"target": "x", "colour": "red"})] {
+        let e = get("triage", bad.clone()).await.unwrap_err().to_string();
+        assert!(
+            e.contains("needs argument `target`") || e.contains("no argument `colour`"),
+            "{bad}: {e}"
+        );
+    }
+    let reviews: Vec<_> = prompts.iter().filter(|p| p.name == "review").collect();
+    assert_eq!(reviews.len(), 1, "one prompt per name: {reviews:?}");
+    let got = get("review", json!({})).await.unwrap();
+    assert_eq!(got.description, reviews[0].description, "got as listed");
+}

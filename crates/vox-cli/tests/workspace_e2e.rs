@@ -334,6 +334,23 @@ fn pixel() to Content {
         (v[0]["mimeType"].as_str(), v[0]["text"].as_str()),
         (Some("text/plain"), Some("Ada, Grace"))
     );
+    // The listing says text/plain only for a resource that returns `str`; a `Content` one's
+    // type is known when it is read.
+    let listed = serde_json::to_value(c.list_all_resources().await.unwrap()).unwrap();
+    let mime = |uri: &str| {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["uri"] == uri)
+            .map(|r| r.get("mimeType").cloned())
+    };
+    assert_eq!(
+        mime("docs://team"),
+        Some(Some(json!("text/plain"))),
+        "{listed}"
+    );
+    assert_eq!(mime("test://pixel"), Some(None), "{listed}");
     c.cancel().await.unwrap();
 }
 

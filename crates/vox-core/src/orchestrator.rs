@@ -305,12 +305,18 @@ impl Orchestrator {
 
     /// Every provider's prompts (workspace `@mcp.prompt` functions).
     pub fn prompts(&self) -> Vec<Value> {
-        self.ctx
+        // A name two providers have is the first one's, as `get_prompt` answers it.
+        let mut seen = std::collections::HashSet::new();
+        let mut all: Vec<Value> = self
+            .ctx
             .hooks()
             .dynamic
             .iter()
             .flat_map(|p| p.prompts())
-            .collect()
+            .filter(|p| seen.insert(p["name"].as_str().unwrap_or_default().to_owned()))
+            .collect();
+        all.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+        all
     }
 
     /// Gets a prompt from the first provider that has it (blocking).

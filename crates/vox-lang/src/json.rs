@@ -209,6 +209,31 @@ fn user_from_json(p: &Program, j: &J, index: u32, path: &str) -> Result<Value, S
                     .collect::<Vec<_>>()
                     .join(", ")
             };
+            // A variant without fields may be given by its name alone (what an enum is).
+            if let J::String(name) = j {
+                return match variants
+                    .iter()
+                    .position(|v| v.name == *name && v.fields.is_empty())
+                {
+                    Some(vi) => Value::adt(
+                        Ctor::User {
+                            ty: index,
+                            variant: vi as u32,
+                        },
+                        Vec::new(),
+                    )
+                    .map_err(too_deep),
+                    None if variants.iter().any(|v| v.name == *name) => Err(format!(
+                        "`{path}`: variant `{name}` of `{}` has fields; give it as {{\"variant\": \"{name}\", \"fields\": {{…}}}}",
+                        def.name
+                    )),
+                    None => Err(format!(
+                        "`{path}`: `{name}` is not a variant of `{}` without fields ({})",
+                        def.name,
+                        names()
+                    )),
+                };
+            }
             let J::Object(m) = j else {
                 return Err(format!(
                     "`{path}` must be a `{}` value, an object {{\"variant\": …, \"fields\": {{…}}}}, got {}",
@@ -357,6 +382,11 @@ impl Defs {
                 s["description"] = J::String(format!("record `{}`", def.name));
                 s
             }
+            // Variants without fields only: an enum of their names.
+            TypeShape::Adt { variants } if enum_names(&def.shape).is_some() => {
+                let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+                json!({"type": "string", "enum": names, "description": format!("one variant of `{}`", def.name)})
+            }
             TypeShape::Adt { variants } => {
                 let one_of: Vec<J> = variants
                     .iter()
@@ -379,6 +409,18 @@ impl Defs {
         };
         self.schemas.insert(key.clone(), s);
         json!({"$ref": format!("#/$defs/{key}")})
+    }
+}
+
+/// The variant names of an ADT whose variants have no fields (an enum); `None` otherwise.
+pub fn enum_names(shape: &TypeShape) -> Option<Vec<&str>> {
+    match shape {
+        TypeShape::Adt { variants }
+            if !variants.is_empty() && variants.iter().all(|v| v.fields.is_empty()) =>
+        {
+            Some(variants.iter().map(|v| v.name.as_str()).collect())
+        }
+        _ => None,
     }
 }
 

@@ -922,6 +922,7 @@ impl Module {
     /// `@complete("argument")` function returns for it (none without one).
     pub fn complete(
         &self,
+        function: &str,
         argument: &str,
         value: &str,
         opts: &CallOptions<'_>,
@@ -931,7 +932,7 @@ impl Module {
             .iter()
             .find(|f| matches!(&f.role, FnRole::Complete { argument: a } if a == argument))
         else {
-            return Ok(Vec::new());
+            return Ok(self.enum_completions(function, argument, value));
         };
         let args = match f.params.first() {
             Some(p) => serde_json::json!({ p.name.clone(): value }),
@@ -948,6 +949,27 @@ impl Module {
                 f.name
             ))),
         }
+    }
+
+    /// The variants starting with `value` when parameter `argument` of `function` is an enum
+    /// (an ADT whose variants have no fields, or an `Option` of one).
+    fn enum_completions(&self, function: &str, argument: &str, value: &str) -> Vec<String> {
+        let ty = self
+            .function(function)
+            .and_then(|f| f.params.iter().find(|p| p.name == argument))
+            .map(|p| match &p.ty {
+                crate::hir::Ty::Option { of } => of.as_ref(),
+                t => t,
+            });
+        let Some(crate::hir::Ty::User { index, .. }) = ty else {
+            return Vec::new();
+        };
+        json::enum_names(&self.program.types[*index as usize].shape)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|n| n.starts_with(value))
+            .map(str::to_owned)
+            .collect()
     }
 
     /// `@test` functions.

@@ -677,8 +677,11 @@ fn a_complete_function_suggests_values_for_its_argument() {
     let src = "@complete(\"city\")\nfn cities(typed: str) to list[str] {\n    [\"paris\", \"park\", \"rome\"].filter(c => c.starts_with(typed))\n}\n";
     let m = module(src);
     let o = CallOptions::default();
-    assert_eq!(m.complete("city", "par", &o).unwrap(), ["paris", "park"]);
-    assert!(m.complete("country", "x", &o).unwrap().is_empty());
+    assert_eq!(
+        m.complete("trip", "city", "par", &o).unwrap(),
+        ["paris", "park"]
+    );
+    assert!(m.complete("trip", "country", "x", &o).unwrap().is_empty());
     let Err(e) = Module::compile(
         "t.vox",
         b"@complete\nfn f(x: str) to list[str] {\n    []\n}\n",
@@ -955,4 +958,47 @@ fn bad_schema() { elicit("x", {"type": "object"}) }
     // Without any client (`vox run`), the error says so.
     let e = call(src, "who", J::Null).unwrap_err().to_string();
     assert!(e.contains("elicit needs an MCP client"), "{e}");
+}
+
+/// An enum (an ADT whose variants have no fields) is a string of its variant names: the input
+/// schema says `enum`, a call may give the bare name, and a prompt's enum argument completes
+/// from the variants.
+#[test]
+fn enum_parameters_take_variant_names_and_complete_from_them() {
+    let src = "type Tone = | Formal | Friendly | Frank\n@mcp.prompt\nfn letter(tone: Tone, to_whom: str, extra: Option[Tone]) to str {\n    match tone {\n        Formal => \"Dear {to_whom}\"\n        _ => \"Hi {to_whom}\"\n    }\n}\n";
+    let m = module(src);
+    let o = CallOptions::default();
+    assert_eq!(
+        m.complete("letter", "tone", "Fr", &o).unwrap(),
+        ["Friendly", "Frank"]
+    );
+    assert_eq!(
+        m.complete("letter", "extra", "", &o).unwrap(),
+        ["Formal", "Friendly", "Frank"]
+    );
+    assert!(m.complete("letter", "to_whom", "", &o).unwrap().is_empty());
+    let schema = m.input_schema("letter").unwrap();
+    assert_eq!(
+        schema["$defs"]["tone"],
+        json!({"type": "string", "enum": ["Formal", "Friendly", "Frank"], "description": "one variant of `Tone`"})
+    );
+    assert_eq!(
+        ok(src, "letter", json!({"tone": "Formal", "to_whom": "Ada"})),
+        json!("Dear Ada")
+    );
+    assert_eq!(
+        ok(
+            src,
+            "letter",
+            json!({"tone": {"variant": "Frank"}, "to_whom": "Bo"})
+        ),
+        json!("Hi Bo")
+    );
+    let e = call(src, "letter", json!({"tone": "Rude", "to_whom": "x"}))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`Rude` is not a variant of `Tone` without fields"),
+        "{e}"
+    );
 }

@@ -153,7 +153,8 @@ fn a_record_argument_that_is_not_an_object_is_an_input_error() {
 #[test]
 fn adt_fields_are_checked_like_record_fields() {
     let cases = [
-        (json!("Courier"), "`order.ship` must be a `Ship` value"),
+        (json!("Courier"), "variant `Courier` of `Ship` has fields"),
+        (json!(7), "`order.ship` must be a `Ship` value"),
         (json!({"fields": {}}), "`order.ship.variant` is missing"),
         (
             json!({"variant": 3}),

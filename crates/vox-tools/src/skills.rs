@@ -55,6 +55,12 @@ impl vox_core::DynamicTools for SkillSurface {
     fn read(&self, uri: &str) -> Option<Result<vox_core::ResourceBody, ToolError>> {
         self.skills.read(uri)
     }
+    fn prompts(&self) -> Vec<Value> {
+        self.skills.prompts()
+    }
+    fn get_prompt(&self, name: &str, args: &Value) -> Option<Result<Value, ToolError>> {
+        self.skills.get_prompt(name, args)
+    }
 }
 
 /// The session's active skill narrows every call it makes.

@@ -372,6 +372,125 @@ impl Skills {
     }
 }
 
+/// The front-matter key naming a skill's prompt arguments: `metadata.vox-arguments`, names
+/// separated by commas, `?` after an optional one (`"target, depth?"`).
+pub const ARGUMENTS_KEY: &str = "vox-arguments";
+/// Most arguments a skill's prompt takes.
+const MAX_PROMPT_ARGUMENTS: usize = 32;
+
+/// A skill's prompt arguments (name, required), from `metadata.vox-arguments`; malformed
+/// names are left out (they cannot be `{{placeholders}}` either).
+fn prompt_arguments(s: &Skill) -> Vec<(String, bool)> {
+    let Some(list) = s.manifest.metadata.get(ARGUMENTS_KEY) else {
+        return vec![];
+    };
+    list.split(',')
+        .filter_map(|a| {
+            let a = a.trim();
+            let (name, required) = match a.strip_suffix('?') {
+                Some(n) => (n.trim(), false),
+                None => (a, true),
+            };
+            let ok = !name.is_empty()
+                && name.len() <= 64
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            ok.then(|| (name.to_owned(), required))
+        })
+        .take(MAX_PROMPT_ARGUMENTS)
+        .collect()
+}
+
+impl Skills {
+    /// Every skill as a prompt (`prompts/list`): named by its id, with its declared arguments.
+    pub fn prompts(&self) -> Vec<Value> {
+        self.catalog()
+            .skills
+            .values()
+            .map(|s| {
+                let arguments: Vec<Value> = prompt_arguments(s)
+                    .into_iter()
+                    .map(|(name, required)| json!({"name": name, "required": required}))
+                    .collect();
+                json!({"name": s.id, "title": format!("Skill: {}", s.id),
+                       "description": s.manifest.description, "arguments": arguments,
+                       "_meta": {"vox_source": "skill"}})
+            })
+            .collect()
+    }
+
+    /// A skill's prompt: its instructions as one user message, each `{{argument}}` replaced by
+    /// the value given (an optional one left out becomes empty); arguments the body does not
+    /// place are listed after it. `None` when no skill has this id.
+    pub fn get_prompt(&self, name: &str, args: &Value) -> Option<Result<Value, ToolError>> {
+        let catalog = self.catalog();
+        let skill = catalog.skills.get(name)?;
+        Some(skill_prompt(skill, args))
+    }
+}
+
+fn skill_prompt(skill: &Skill, args: &Value) -> Result<Value, ToolError> {
+    let declared = prompt_arguments(skill);
+    let given = match args {
+        Value::Null => serde_json::Map::new(),
+        Value::Object(o) => o.clone(),
+        _ => {
+            return Err(ToolError::InvalidArguments(
+                "prompt arguments are an object of strings".into(),
+            ));
+        }
+    };
+    if let Some(k) = given
+        .keys()
+        .find(|k| !declared.iter().any(|(n, _)| n == *k))
+    {
+        let known: Vec<&str> = declared.iter().map(|(n, _)| n.as_str()).collect();
+        return Err(ToolError::InvalidArguments(format!(
+            "skill {} takes no argument `{k}` (its arguments: {})",
+            skill.id,
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        )));
+    }
+    let mut text = skill.manifest.body.clone();
+    let mut unplaced = Vec::new();
+    for (name, required) in &declared {
+        let value = match given.get(name) {
+            Some(Value::String(v)) => v.clone(),
+            Some(other) => {
+                return Err(ToolError::InvalidArguments(format!(
+                    "argument `{name}` must be a string, got {other}"
+                )));
+            }
+            None if *required => {
+                return Err(ToolError::InvalidArguments(format!(
+                    "skill {} needs argument `{name}`",
+                    skill.id
+                )));
+            }
+            None => String::new(),
+        };
+        let placeholder = format!("{{{{{name}}}}}");
+        if text.contains(&placeholder) {
+            text = text.replace(&placeholder, &value);
+        } else if !value.is_empty() {
+            unplaced.push(format!("- {name}: {value}"));
+        }
+    }
+    if !unplaced.is_empty() {
+        text.push_str("\n\nArguments:\n");
+        text.push_str(&unplaced.join("\n"));
+    }
+    Ok(json!({
+        "description": skill.manifest.description,
+        "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
+    }))
+}
+
 /// Makes room for one more active session of `agent`: refused when the agent already has its
 /// share; when the table is full, sessions idle for [`ACTIVE_IDLE`] are dropped first.
 fn make_room(active: &mut HashMap<String, Active>, agent: &str) -> Result<(), ToolError> {

@@ -176,8 +176,12 @@ impl WorkspaceTools {
             .resources
             .values()
             .map(|r| {
-                json!({"uri": r.uri, "name": r.name, "description": r.description, "mimeType": "text/plain",
-                       "_meta": {"vox_source": "workspace", "vox_file": r.file}})
+                let mut d = json!({"uri": r.uri, "name": r.name, "description": r.description,
+                       "_meta": {"vox_source": "workspace", "vox_file": r.file}});
+                if let Some(m) = r.mime_type {
+                    d["mimeType"] = json!(m);
+                }
+                d
             })
             .collect()
     }
@@ -525,12 +529,12 @@ impl vox_core::DynamicTools for WorkspaceTools {
         value: &str,
     ) -> Option<Result<Value, ToolError>> {
         let surface = self.surface();
-        let (module, budget) = if prompt {
+        let (module, budget, function) = if prompt {
             let p = surface.prompts.get(name)?;
-            (p.module.clone(), p.budget.budget)
+            (p.module.clone(), p.budget.budget, p.name.clone())
         } else {
             let t = surface.templates.get(name)?;
-            (t.module.clone(), t.budget.budget)
+            (t.module.clone(), t.budget.budget, t.name.clone())
         };
         let files = self.loader.fs();
         let opts = vox_lang::CallOptions {
@@ -540,7 +544,7 @@ impl vox_core::DynamicTools for WorkspaceTools {
         };
         Some(
             module
-                .complete(argument, value, &opts)
+                .complete(&function, argument, value, &opts)
                 .map(|mut values| {
                     // MCP allows at most 100 values per answer.
                     let total = values.len();

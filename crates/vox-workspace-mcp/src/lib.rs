@@ -243,6 +243,9 @@ pub struct WorkspaceResource {
     pub uri: String,
     pub name: String,
     pub description: String,
+    /// `text/plain` for a function that returns `str`; `None` for one that returns `Content`,
+    /// whose type is known only when it is read.
+    pub mime_type: Option<&'static str>,
     pub file: String,
     pub module: Arc<Module>,
     /// The budget its reads run under (its file's, else the default).
@@ -887,6 +890,7 @@ impl WorkspaceMcpLoader {
                         uri: uri.clone(),
                         name: f.name.clone(),
                         description: description.clone().unwrap_or_default(),
+                        mime_type: (f.ret == vox_lang::hir::Ty::Str).then_some("text/plain"),
                         file: rel.clone(),
                         module: module.clone(),
                         budget: budget(rel, None),
