@@ -2,7 +2,8 @@
 (`vox mcp`, through the daemon socket) and Streamable HTTP (`vox serve`'s /mcp), in both wire
 eras (server-to-client requests in 2025, `input_required` rounds in 2026-07-28): elicitation
 accepted, declined and cancelled, two asks in one call, sampling, a client that did not declare
-the capability, and (2025) cancelling a call while it waits for the user.
+the capability, and (2025) cancelling a call while it waits for the user; and, on /mcp, a
+subscribed resource announced when its file changes.
 
 Run: .venv/bin/python tests/python/test_client_requests.py [path/to/vox]
 """
@@ -36,6 +37,11 @@ fn two() to str {
     let a = elicit("First?", {"properties": {"x": {"type": "string"}}})
     let b = elicit("Second?", {"properties": {"y": {"type": "string"}}})
     a.content.x + b.content.y
+}
+
+@mcp.resource("docs://note", "A note")
+fn note() to str {
+    "NOTE"
 }
 
 @tool "Asks the client's model"
@@ -129,6 +135,25 @@ async def exercise(make, tag: str, mode: str) -> None:
               f"[{tag}] a client without elicitation gets a clear error: {text(r)[:120]}")
 
 
+async def resource_updates(make, ws: str, tag: str) -> None:
+    """A 2025-era client subscribed to a resource hears when its file changes."""
+    updated = asyncio.Queue()
+
+    async def on_message(message):
+        root = getattr(message, "root", message)
+        if isinstance(root, types.ResourceUpdatedNotification):
+            updated.put_nowait(str(root.params.uri))
+
+    async with make(message_handler=on_message) as c:
+        await c.call_tool("vox_workspace_mcp_refresh", {})
+        await c.subscribe_resource("docs://note")
+        with open(os.path.join(ws, "tools", "ask.vox"), "w") as f:
+            f.write(TOOLS.replace("NOTE", "NOTE, changed"))
+        await c.call_tool("vox_workspace_mcp_refresh", {})
+        uri = await asyncio.wait_for(updated.get(), 10)
+        check(uri == "docs://note", f"[{tag}] a subscribed resource is announced when its file changes: {uri}")
+
+
 def workspace(ws: str) -> None:
     os.makedirs(os.path.join(ws, "tools"))
     with open(os.path.join(ws, "tools", "ask.vox"), "w") as f:
@@ -162,6 +187,8 @@ async def over_http() -> None:
                     return Client(streamable_http_client(url, http_client=http), mode=mode, **kw)
 
                 await exercise(make, f"/mcp {mode}", mode)
+                if mode == "legacy":
+                    await resource_updates(make, ws, f"/mcp {mode}")
         finally:
             server.terminate()
             server.wait(timeout=15)

@@ -590,6 +590,46 @@ async fn modern_era_clients_get_list_changes_on_their_listen_stream() {
     c.cancel().await.unwrap();
 }
 
+/// A 2026-07-28 client names the resources it follows on its listen stream: a change to one's
+/// file is announced there, a change to another resource is not.
+#[tokio::test]
+async fn modern_era_clients_get_resource_updates_on_their_listen_stream() {
+    let ws = workspace().with_env("VOX_WORKSPACE_WATCH", "0");
+    std::fs::write(
+        ws.root().join("tools/other.vox"),
+        "@mcp.resource(\"docs://other\", \"Another\")\nfn other() to str {\n    \"one\"\n}\n",
+    )
+    .unwrap();
+    let c = ws.modern_client(&[]).await;
+    let mut filter = rmcp::model::SubscriptionFilter::new();
+    filter.resource_subscriptions = Some(vec!["docs://team".into()]);
+    let mut sub = c.listen(filter).await.expect("subscriptions/listen");
+    ok(&c, "vox_workspace_mcp_refresh", json!({})).await;
+    std::fs::write(
+        ws.root().join("tools/other.vox"),
+        "@mcp.resource(\"docs://other\", \"Another\")\nfn other() to str {\n    \"two\"\n}\n",
+    )
+    .unwrap();
+    ok(&c, "vox_workspace_mcp_refresh", json!({})).await;
+    std::fs::write(
+        ws.root().join("tools/math.vox"),
+        TOOLS.replace("Ada, Grace", "Ada, Grace, Linus"),
+    )
+    .unwrap();
+    ok(&c, "vox_workspace_mcp_refresh", json!({})).await;
+    let n = match tokio::time::timeout(std::time::Duration::from_secs(5), sub.next()).await {
+        Ok(Ok(Some(n))) => format!("{n:?}"),
+        other => panic!("no notification on the listen stream: {other:?}"),
+    };
+    assert!(
+        n.contains("ResourceUpdated") && n.contains("docs://team"),
+        "{n}"
+    );
+    assert!(!n.contains("docs://other"), "{n}");
+    sub.cancel().await.unwrap();
+    c.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_modern_client_that_disconnects_with_an_open_listen_stream_does_not_hold_vox_mcp() {
     let ws = workspace();

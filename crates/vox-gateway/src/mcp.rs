@@ -308,7 +308,14 @@ pub fn service(
         owners: Default::default(),
     });
     let service = StreamableHttpService::new(
-        move || Ok(vox_mcp::McpServer::new(HttpMcp::new(shared.clone()))),
+        move || {
+            let server = vox_mcp::McpServer::new(HttpMcp::new(shared.clone()));
+            // Subscribed resources are announced when their file changes.
+            server
+                .change_notifier()
+                .forward(shared.orch.ctx().notifier.subscribe(), false);
+            Ok(server)
+        },
         manager,
         config,
     );

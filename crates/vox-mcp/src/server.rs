@@ -400,6 +400,55 @@ impl ChangeNotifier {
         {
             tracing::debug!("resource update not delivered: {e}");
         }
+        let streams = self
+            .0
+            .streams
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for sink in streams {
+            let wanted = sink
+                .accepted()
+                .resource_subscriptions
+                .as_ref()
+                .is_some_and(|uris| uris.iter().any(|u| u == uri));
+            if wanted && let Err(e) = sink.notify_resource_updated(uri).await {
+                tracing::debug!("resource update not delivered on a listen stream: {e}");
+            }
+        }
+    }
+
+    /// Passes the orchestrator's change notifications (`orch.ctx().notifier`) to this client
+    /// until its server is gone: resource updates always, list changes when `lists`.
+    pub fn forward(&self, mut changes: tokio::sync::broadcast::Receiver<Value>, lists: bool) {
+        let weak = Arc::downgrade(&self.0);
+        tokio::spawn(async move {
+            loop {
+                let frame = match changes.recv().await {
+                    Ok(f) => f,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(_) => return,
+                };
+                let Some(listeners) = weak.upgrade() else {
+                    return;
+                };
+                let notifier = ChangeNotifier(listeners);
+                match frame.get("method").and_then(Value::as_str) {
+                    Some("notifications/resources/updated") => {
+                        if let Some(uri) = frame["params"]["uri"].as_str() {
+                            notifier.resource_updated(uri).await;
+                        }
+                    }
+                    Some("notifications/tools/list_changed") if lists => {
+                        notifier.notify(true).await
+                    }
+                    Some("notifications/resources/list_changed") if lists => {
+                        notifier.notify(false).await
+                    }
+                    _ => {}
+                }
+            }
+        });
     }
 
     /// Tells the client that the tool list (`tools`) or the resource list changed.
@@ -510,16 +559,21 @@ impl<B: Backend> ServerHandler for McpServer<B> {
     }
 
     /// The 2026-07-28 era's `subscriptions/listen`: tool and resource list changes.
+    /// List changes where lists change, and updates of the resources asked for (at most
+    /// [`MAX_SUBSCRIPTIONS`]; a URI nobody serves simply never changes).
     fn accepted_subscription_filter(
         &self,
         requested: &rmcp::model::SubscriptionFilter,
     ) -> Option<rmcp::model::SubscriptionFilter> {
-        if !self.backend.lists_change() {
-            return None;
-        }
         let mut offered = rmcp::model::SubscriptionFilter::new();
-        offered.tools_list_changed = Some(true);
-        offered.resources_list_changed = Some(true);
+        if self.backend.lists_change() {
+            offered.tools_list_changed = Some(true);
+            offered.resources_list_changed = Some(true);
+        }
+        offered.resource_subscriptions = requested
+            .resource_subscriptions
+            .as_ref()
+            .map(|uris| uris.iter().take(MAX_SUBSCRIPTIONS).cloned().collect());
         Some(requested.intersection(&offered))
     }
 
