@@ -22,3 +22,4 @@ cargo build --quiet --bin vox --bin vox-orchestrator-d
 .venv/bin/python tests/python/test_http_e2e.py "${CARGO_TARGET_DIR:-target}/debug/vox"
 .venv/bin/python tests/python/test_long_calls.py "${CARGO_TARGET_DIR:-target}/debug/vox"
 .venv/bin/python tests/python/test_client_requests.py "${CARGO_TARGET_DIR:-target}/debug/vox"
+.venv/bin/python tests/python/test_workspace_mcp.py "${CARGO_TARGET_DIR:-target}/debug/vox"

@@ -259,6 +259,21 @@ fn picture() {
     content.image(PNG, "image/png")
 }
 
+@tool "Text and data"
+fn counted() {
+    [content.text("Found 2"), content.data({count: 2, names: ["a", "b"]})]
+}
+
+@tool "Data alone"
+fn bare() {
+    content.data(7)
+}
+
+@tool "Two results"
+fn twice() {
+    [content.data(1), content.data(2)]
+}
+
 @tool "Several kinds"
 fn mixed() {
     [
@@ -285,6 +300,25 @@ fn pixel() to Content {
     .unwrap();
     let c = ws.client(&[]).await;
     let call = |name: &'static str| c.call_tool(rmcp::model::CallToolRequestParams::new(name));
+    // `content.data` is the structured result beside the blocks; alone, its JSON is the text.
+    let r = call("counted").await.unwrap();
+    assert_ne!(r.is_error, Some(true));
+    assert_eq!(
+        r.structured_content,
+        Some(json!({"count": 2, "names": ["a", "b"]}))
+    );
+    let v = serde_json::to_value(&r.content).unwrap();
+    assert_eq!(v, json!([{"type": "text", "text": "Found 2"}]));
+    let r = call("bare").await.unwrap();
+    assert_eq!(r.structured_content, Some(json!({"result": 7})));
+    assert_eq!(
+        serde_json::to_value(&r.content).unwrap(),
+        json!([{"type": "text", "text": "7"}])
+    );
+    let r = call("twice").await.unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let text = serde_json::to_string(&r.content).unwrap();
+    assert!(text.contains("more than one content.data"), "{text}");
     let r = call("picture").await.unwrap();
     assert_ne!(r.is_error, Some(true));
     let v = serde_json::to_value(&r.content).unwrap();

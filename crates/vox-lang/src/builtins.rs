@@ -364,6 +364,11 @@ pub(crate) fn call_builtin(interp: &mut Interp<'_>, b: Builtin, args: Vec<Value>
         | Builtin::ContentResource
         | Builtin::ContentBlob
         | Builtin::ContentLink => content(interp, b, &args, span),
+        Builtin::ContentData => {
+            interp.charge_display(&args[0], span)?;
+            let j = crate::json::value_to_json(interp.p, &args[0]).map_err(|e| rt(e, span))?;
+            Ok(Value::Content(Rc::new(crate::content::data(j))))
+        }
         Builtin::Progress => progress(interp, &args, span),
         Builtin::Elicit => crate::ask::elicit(interp, &args, span),
         Builtin::Sample => crate::ask::sample(interp, &args, span),

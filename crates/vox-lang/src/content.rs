@@ -15,6 +15,7 @@ impl fmt::Display for Content {
         let kind = self.0["type"].as_str().unwrap_or("?");
         match kind {
             "text" => write!(f, "<text content>"),
+            STRUCTURED => write!(f, "<structured content>"),
             "resource_link" => write!(
                 f,
                 "<resource link {}>",
@@ -80,6 +81,15 @@ fn uri(u: &str) -> Result<&str, String> {
             "{u:?} is not a URI (`scheme:…`, such as `file:///a.txt`)"
         )),
     }
+}
+
+/// The `type` of the block `content.data` makes: not an MCP content type; the transports
+/// answer it as the call's `structuredContent` (MCP) beside the other blocks.
+pub const STRUCTURED: &str = "structured";
+
+/// `content.data(value)`: the call's structured result, given with its content blocks.
+pub fn data(value: J) -> Content {
+    Content(json!({"type": STRUCTURED, "structured": value}))
 }
 
 /// `content.text(text)`.

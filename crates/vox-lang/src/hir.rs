@@ -398,6 +398,8 @@ pub enum Builtin {
     Sample,
     /// `content.text(text)`
     ContentText,
+    /// `content.data(value)`: the structured result beside content blocks.
+    ContentData,
     /// `content.image(data, mime)`
     ContentImage,
     /// `content.audio(data, mime)`
@@ -457,6 +459,7 @@ impl Builtin {
         (Builtin::HashSecure, "crypto.hash_secure", 1, 1),
         (Builtin::HashFast, "crypto.hash_fast", 1, 1),
         (Builtin::ContentText, "content.text", 1, 1),
+        (Builtin::ContentData, "content.data", 1, 1),
         (Builtin::ContentImage, "content.image", 2, 2),
         (Builtin::ContentAudio, "content.audio", 2, 2),
         (Builtin::ContentResource, "content.resource", 2, 3),

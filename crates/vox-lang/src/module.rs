@@ -1104,6 +1104,19 @@ impl Module {
                 if content && !value.is_array() {
                     value = J::Array(vec![value]);
                 }
+                if content
+                    && value
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter(|b| b["type"] == crate::content::STRUCTURED)
+                        .count()
+                        > 1
+                {
+                    return Err(CallError::Output(
+                        "the result has more than one content.data block (a call has one structured result)".into(),
+                    ));
+                }
                 Ok(CallOutput {
                     value,
                     content,

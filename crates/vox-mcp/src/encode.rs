@@ -16,8 +16,13 @@ pub fn http_status(o: &ToolOutcome) -> u16 {
     }
 }
 
+/// The `type` of the block a Vox tool's `content.data(value)` makes (`vox_lang::content::
+/// STRUCTURED`; a workspace e2e test holds the two together): the call's structured result.
+pub const STRUCTURED_BLOCK: &str = "structured";
+
 /// An outcome as an MCP call result. Denials and tool failures are results with
 /// `isError: true`; only an unknown tool (under `dev`) is a protocol error, as MCP prescribes.
+/// A `content.data` block among content blocks is the result's `structuredContent`.
 pub fn call_result(outcome: ToolOutcome) -> Result<CallToolResult, McpError> {
     if let ToolOutcome::Denied(d) = &outcome
         && d.code == DenialCode::UnknownTool
@@ -28,13 +33,32 @@ pub fn call_result(outcome: ToolOutcome) -> Result<CallToolResult, McpError> {
         ));
     }
     if let ToolOutcome::Content(blocks) = outcome {
+        // `content.data`'s block is the structured result, the others the content.
+        let (data, blocks): (Vec<Value>, Vec<Value>) = blocks
+            .into_iter()
+            .partition(|b| b["type"] == STRUCTURED_BLOCK);
         // Made by `content.*`, so well formed; a block rmcp cannot read is our bug, said so.
-        let content = blocks
+        let mut content = blocks
             .into_iter()
             .map(serde_json::from_value::<rmcp::model::ContentBlock>)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| McpError::internal_error(format!("a content block: {e}"), None))?;
-        return Ok(CallToolResult::success(content));
+        let Some(mut data) = data.into_iter().next() else {
+            return Ok(CallToolResult::success(content));
+        };
+        let structured = data["structured"].take();
+        // Clients that read only content see the data too, as MCP asks.
+        if content.is_empty() {
+            content.push(rmcp::model::ContentBlock::text(structured.to_string()));
+        }
+        let structured = if structured.is_object() {
+            structured
+        } else {
+            json!({ "result": structured })
+        };
+        let mut result = CallToolResult::structured(structured);
+        result.content = content;
+        return Ok(result);
     }
     let is_error = outcome.is_error();
     let structured = match outcome {

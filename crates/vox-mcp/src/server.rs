@@ -750,8 +750,12 @@ impl<B: Backend> ServerHandler for McpServer<B> {
             .backend
             .get_prompt(&context, &request.name, args)
             .await?;
-        let result: rmcp::model::GetPromptResult = serde_json::from_value(got)
+        let mut result: rmcp::model::GetPromptResult = serde_json::from_value(got)
             .map_err(|e| McpError::internal_error(format!("prompt {}: {e}", request.name), None))?;
+        // The 2026-07-28 era says which kind of result this is (rmcp's constructors do).
+        result
+            .result_type
+            .get_or_insert(rmcp::model::ResultType::COMPLETE);
         Ok(result.into())
     }
 
