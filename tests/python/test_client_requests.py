@@ -11,18 +11,11 @@ Run: .venv/bin/python tests/python/test_client_requests.py [path/to/vox]
 import asyncio
 import json
 import os
-import subprocess
-import sys
-import tempfile
 import warnings
 
-import httpx2
 import mcp_types as types
-from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
+from workspace_harness import check, on_every_transport
 
-VOX = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/debug/vox")
-TOKEN = "client-requests-token-0123456789"
 warnings.simplefilter("ignore")  # sampling is deprecated by SEP-2577; clients still use it
 
 TOOLS = """
@@ -49,20 +42,6 @@ fn think(q: str) to str {
     sample([{role: "user", content: q}], 20)
 }
 """
-
-
-def check(cond: bool, what: str) -> None:
-    if not cond:
-        print(f"FAIL {what}")
-        sys.exit(1)
-    print(f"ok   {what}")
-
-
-def env_for(workspace: str, home: str, extra: dict | None = None) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VOX_")}
-    env.update({"VOX_HOME": home, "VOX_WORKSPACE": workspace, "VOX_LOG": "warn"})
-    env.update(extra or {})
-    return env
 
 
 def text(result) -> str:
@@ -100,7 +79,7 @@ class User:
                                          content=types.TextContent(type="text", text=f"thought about {q}"))
 
 
-async def exercise(make, tag: str, mode: str) -> None:
+async def exercise(make, tag: str, mode: str, ws: str) -> None:
     user = User()
     async with make(elicitation_callback=user.elicit, sampling_callback=user.sample) as c:
         r = await c.call_tool("who", {})
@@ -160,44 +139,10 @@ def workspace(ws: str) -> None:
         f.write(TOOLS)
 
 
-async def over_stdio() -> None:
-    for mode in ("legacy", "auto"):
-        with tempfile.TemporaryDirectory(prefix="voxcr", dir="/tmp") as ws, \
-                tempfile.TemporaryDirectory(prefix="voxcrh", dir="/tmp") as home:
-            workspace(ws)
-            params = StdioServerParameters(command=VOX, args=["mcp"], cwd=ws,
-                                           env=env_for(ws, home, {"VOX_MCP_WORKSPACE_TOOLS": "1"}))
-            try:
-                await exercise(lambda **kw: Client(params, mode=mode, **kw), f"stdio {mode}", mode)
-            finally:
-                subprocess.run([VOX, "daemon", "stop"], env=env_for(ws, home), cwd=ws, capture_output=True)
+async def exercise_and_follow(make, tag: str, mode: str, ws: str) -> None:
+    await exercise(make, tag, mode, ws)
+    if tag == "/mcp legacy":
+        await resource_updates(make, ws, tag)
 
 
-async def over_http() -> None:
-    with tempfile.TemporaryDirectory(prefix="voxcrw", dir="/tmp") as ws:
-        workspace(ws)
-        env = env_for(ws, os.path.join(ws, "home"), {"VOX_MCP_HTTP_PORT": "0", "VOX_MCP_HTTP_BEARER_TOKEN": TOKEN,
-                                                           "VOX_MCP_HTTP_WORKSPACE_TOOLS": "1"})
-        server = subprocess.Popen([VOX, "serve", "--profile", "dev"], env=env, stdout=subprocess.PIPE, text=True, cwd=ws)
-        try:
-            url = "http://" + server.stdout.readline().split("http://")[1].split()[0] + "/mcp"
-            for mode in ("legacy", "auto"):
-                def make(**kw):
-                    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
-                    return Client(streamable_http_client(url, http_client=http), mode=mode, **kw)
-
-                await exercise(make, f"/mcp {mode}", mode)
-                if mode == "legacy":
-                    await resource_updates(make, ws, f"/mcp {mode}")
-        finally:
-            server.terminate()
-            server.wait(timeout=15)
-
-
-async def main() -> None:
-    check(os.path.exists(VOX), f"vox binary at {VOX}")
-    await over_stdio()
-    await over_http()
-
-
-asyncio.run(main())
+asyncio.run(on_every_transport(workspace, exercise_and_follow))

@@ -9,18 +9,11 @@ Run: .venv/bin/python tests/python/test_workspace_mcp.py [path/to/vox]
 
 import asyncio
 import os
-import subprocess
-import sys
-import tempfile
 import warnings
 
-import httpx2
 import mcp_types as types
-from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
+from workspace_harness import check, on_every_transport
 
-VOX = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/debug/vox")
-TOKEN = "workspace-mcp-token-0123456789"
 warnings.simplefilter("ignore")  # logging is deprecated by SEP-2577; clients still use it
 
 TOOLS = """
@@ -57,20 +50,6 @@ fn note(id: str) to str {
 SKILL = "---\nname: triage\ndescription: Triage a change.\nmetadata:\n  vox-arguments: target\n---\nTriage {{target}}.\n"
 
 
-def check(cond: bool, what: str) -> None:
-    if not cond:
-        print(f"FAIL {what}")
-        sys.exit(1)
-    print(f"ok   {what}")
-
-
-def env_for(workspace: str, home: str, extra: dict | None = None) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VOX_")}
-    env.update({"VOX_HOME": home, "VOX_WORKSPACE": workspace, "VOX_LOG": "warn"})
-    env.update(extra or {})
-    return env
-
-
 def workspace(ws: str) -> None:
     os.makedirs(os.path.join(ws, "tools"))
     with open(os.path.join(ws, "tools", "all.vox"), "w") as f:
@@ -80,7 +59,7 @@ def workspace(ws: str) -> None:
         f.write(SKILL)
 
 
-async def exercise(make, tag: str) -> None:
+async def exercise(make, tag: str, mode: str, ws: str) -> None:
     logs, seen = [], []
 
     async def on_log(params):
@@ -90,7 +69,7 @@ async def exercise(make, tag: str) -> None:
         seen.append((progress, total, message))
 
     async with make(logging_callback=on_log, log_level="info") as c:
-        if tag.endswith("legacy"):
+        if mode == "legacy":
             await c.set_logging_level("info")
         r = await c.call_tool("count", {}, progress_callback=on_progress)
         check(not r.is_error and r.content[0].text == "counted to 3", f"[{tag}] a tool's content blocks")
@@ -122,42 +101,4 @@ async def exercise(make, tag: str) -> None:
         check(done.completion.values == [], f"[{tag}] a template variable without suggestions gets none")
 
 
-async def over_stdio() -> None:
-    for mode in ("legacy", "auto"):
-        with tempfile.TemporaryDirectory(prefix="voxwm", dir="/tmp") as ws, \
-                tempfile.TemporaryDirectory(prefix="voxwmh", dir="/tmp") as home:
-            workspace(ws)
-            params = StdioServerParameters(command=VOX, args=["mcp"], cwd=ws,
-                                           env=env_for(ws, home, {"VOX_MCP_WORKSPACE_TOOLS": "1"}))
-            try:
-                await exercise(lambda **kw: Client(params, mode=mode, **kw), f"stdio {mode}")
-            finally:
-                subprocess.run([VOX, "daemon", "stop"], env=env_for(ws, home), cwd=ws, capture_output=True)
-
-
-async def over_http() -> None:
-    with tempfile.TemporaryDirectory(prefix="voxwmw", dir="/tmp") as ws:
-        workspace(ws)
-        env = env_for(ws, os.path.join(ws, "home"), {"VOX_MCP_HTTP_PORT": "0", "VOX_MCP_HTTP_BEARER_TOKEN": TOKEN,
-                                                           "VOX_MCP_HTTP_WORKSPACE_TOOLS": "1"})
-        server = subprocess.Popen([VOX, "serve", "--profile", "dev"], env=env, stdout=subprocess.PIPE, text=True, cwd=ws)
-        try:
-            url = "http://" + server.stdout.readline().split("http://")[1].split()[0] + "/mcp"
-            for mode in ("legacy", "auto"):
-                def make(**kw):
-                    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
-                    return Client(streamable_http_client(url, http_client=http), mode=mode, **kw)
-
-                await exercise(make, f"/mcp {mode}")
-        finally:
-            server.terminate()
-            server.wait(timeout=15)
-
-
-async def main() -> None:
-    check(os.path.exists(VOX), f"vox binary at {VOX}")
-    await over_stdio()
-    await over_http()
-
-
-asyncio.run(main())
+asyncio.run(on_every_transport(workspace, exercise))

@@ -369,6 +369,23 @@ impl Default for Listeners {
     }
 }
 
+impl Listeners {
+    /// The 2025-era peer, once it has initialized.
+    fn legacy(&self) -> Option<rmcp::Peer<RoleServer>> {
+        self.legacy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+    /// The open listen streams (a copy: sending awaits).
+    fn streams(&self) -> Vec<rmcp::service::SubscriptionSink> {
+        self.streams
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
 /// Most `subscriptions/listen` streams one client may hold open.
 const MAX_LISTEN_STREAMS: usize = 64;
 /// Most resources one client may subscribe to.
@@ -387,12 +404,7 @@ impl ChangeNotifier {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .contains(uri);
-        let legacy = self
-            .0
-            .legacy
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let legacy = self.0.legacy();
         if let (true, Some(peer)) = (subscribed, legacy)
             && let Err(e) = peer
                 .notify_resource_updated(rmcp::model::ResourceUpdatedNotificationParam::new(uri))
@@ -400,12 +412,7 @@ impl ChangeNotifier {
         {
             tracing::debug!("resource update not delivered: {e}");
         }
-        let streams = self
-            .0
-            .streams
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let streams = self.0.streams();
         for sink in streams {
             let wanted = sink
                 .accepted()
@@ -453,12 +460,7 @@ impl ChangeNotifier {
 
     /// Tells the client that the tool list (`tools`) or the resource list changed.
     pub async fn notify(&self, tools: bool) {
-        let legacy = self
-            .0
-            .legacy
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let legacy = self.0.legacy();
         if let Some(peer) = legacy {
             let sent = if tools {
                 peer.notify_tool_list_changed().await
@@ -469,12 +471,7 @@ impl ChangeNotifier {
                 tracing::debug!("notification not delivered: {e}");
             }
         }
-        let streams = self
-            .0
-            .streams
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let streams = self.0.streams();
         for sink in streams {
             let accepted = sink.accepted();
             let sent = if tools && accepted.tools_list_changed == Some(true) {
