@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: formatting, every crate's tests (unit, property, snapshot and
 # end-to-end with the real binaries and the rmcp client), then the official Python MCP SDK
-# against the real `vox mcp`, and the `vox ci` gates.
+# and TypeScript SDK client against the real `vox mcp` and `vox serve`, and the `vox ci` gates.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -23,3 +23,7 @@ cargo build --quiet --bin vox --bin vox-orchestrator-d
 .venv/bin/python tests/python/test_long_calls.py "${CARGO_TARGET_DIR:-target}/debug/vox"
 .venv/bin/python tests/python/test_client_requests.py "${CARGO_TARGET_DIR:-target}/debug/vox"
 .venv/bin/python tests/python/test_workspace_mcp.py "${CARGO_TARGET_DIR:-target}/debug/vox"
+# The official TypeScript SDK client (pinned in tests/node/package-lock.json) on the same surface.
+[ -d tests/node/node_modules/@modelcontextprotocol/sdk ] ||
+  npm ci --prefix tests/node --no-audit --no-fund --loglevel=error
+node tests/node/workspace_mcp.mjs "${CARGO_TARGET_DIR:-target}/debug/vox"
