@@ -480,11 +480,17 @@ fn mcp(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> 
         match vox_mcp::stdio::connect(ws, profile.canonical().to_owned(), vox_cli::daemon_exe())
             .await
         {
-            Ok(server) => {
-                let input = server.watch_input(vox_mcp::pipes::stdin());
-                let lists = server.backend().list_cache();
-                serve_stdio(server, input, Some(lists)).await
-            }
+            Ok(server) => match server.backend().hand_off().await {
+                vox_mcp::stdio::Handoff::Ended => Ok(ExitCode::SUCCESS),
+                vox_mcp::stdio::Handoff::Kept => {
+                    let input = server.watch_input(vox_mcp::pipes::stdin());
+                    let lists = server.backend().list_cache();
+                    serve_stdio(server, input, Some(lists)).await
+                }
+                vox_mcp::stdio::Handoff::Lost(state, pending) => {
+                    resume_stdio(server, state, pending).await
+                }
+            },
             Err(e) => {
                 // The client shows a failed handshake's error, not a closed connection: answer
                 // the handshake with the reason, then end.
@@ -509,19 +515,42 @@ where
     R: tokio::io::AsyncRead + Unpin + Send + 'static,
 {
     use rmcp::ServiceExt;
-    use vox_mcp::list_cache::{ListCacheTransport, SharedOutput};
-    let out = SharedOutput::new(vox_mcp::pipes::stdout());
-    // Bound each incoming line: an oversized message is dropped and the stream recovers.
-    let stdio = rmcp::transport::async_rw::AsyncRwTransport::<rmcp::RoleServer, _, _>::new(
-        input,
-        out.clone(),
-    )
-    .with_max_line_length(vox_core::MAX_MESSAGE_BYTES);
-    let lists = lists.unwrap_or_default();
+    let out = vox_mcp::list_cache::SharedOutput::new(vox_mcp::pipes::stdout());
+    let transport = vox_mcp::stdio::transport(input, out, lists.unwrap_or_default());
     let service = server
-        .serve(ListCacheTransport::new(stdio, lists, out))
+        .serve(transport)
         .await
         .context("MCP session failed to start")?;
+    service
+        .waiting()
+        .await
+        .context("MCP session ended with an error")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Carries on, relaying, a session the daemon served until it died: answers the requests it
+/// left unanswered, then serves the initialized session (its level, subscriptions and active
+/// skill) until the client closes its input.
+async fn resume_stdio(
+    server: vox_mcp::McpServer<vox_mcp::stdio::DaemonBackend>,
+    state: vox_daemon::frames::SessionState,
+    pending: vox_daemon::handoff::Pending,
+) -> Result<ExitCode> {
+    let out = vox_mcp::list_cache::SharedOutput::new(vox_mcp::pipes::stdout());
+    let answered =
+        vox_mcp::stdio::answer_pending(&pending, server.backend().workspace(), &out).await;
+    server.backend().resume(&state, answered > 0).await;
+    let notifier = server.change_notifier();
+    let lists = server.backend().list_cache();
+    let server = server.resume(&state);
+    let input = server.watch_input(vox_mcp::pipes::stdin());
+    let peer = state.peer.and_then(|p| serde_json::from_value(p).ok());
+    let initialized = peer.is_some();
+    let service =
+        rmcp::service::serve_directly(server, vox_mcp::stdio::transport(input, out, lists), peer);
+    if initialized {
+        notifier.adopt_peer(service.peer().clone());
+    }
     service
         .waiting()
         .await
@@ -560,7 +589,7 @@ fn serve(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode
             vox_tools::families(),
             vox_daemon::lifetime::Kind::Started,
         ) {
-            Ok(d) => d,
+            Ok(d) => d.with_stdio_host(vox_mcp::hosted::host()),
             Err(e) => {
                 eprintln!("error: {e}");
                 return Ok(ExitCode::FAILURE);

@@ -154,15 +154,11 @@ async fn cancelling_a_skill_run_kills_its_process_tree_within_a_second() {
 #[tokio::test]
 async fn cancelling_a_looping_vox_tool_stops_the_interpreter() {
     let ws = Ws::new();
-    write(
-        &ws,
-        "tools/spin.vox",
-        "@tool \"Loop for ever\"\nfn spin() to int {\n    let mut i = 0\n    while true { i += 1 }\n    i\n}\n",
-    );
+    // The default 10 million steps take well under the 500 ms below on a fast machine.
+    spinner(&ws);
     let c = ws.client(&[]).await;
     let pid = daemon_pid(&ws);
     let spin = call(&c, "spin", json!({}));
-    // The interpreter's own wall budget is 5 s: cancel well before it.
     let cut = tokio::time::timeout(Duration::from_millis(500), spin).await;
     assert!(cut.is_err(), "spin returned: {cut:?}");
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -507,4 +503,77 @@ async fn a_client_that_exits_mid_call_takes_its_work_with_it() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     call.abort();
+}
+
+/// A spinning tool that only a cancel or the daemon's death stops (the most steps and wall
+/// time a tool may have).
+fn spinner(ws: &Ws) {
+    write(
+        ws,
+        "tools/spin.vox",
+        "@tool \"Loop for ever\"\nfn spin() to int {\n    let mut i = 0\n    while true { i += 1 }\n    i\n}\n",
+    );
+    write(
+        ws,
+        "contracts/mcp/workspace-mcp-surface.v1.yaml",
+        "version: 1\nscan_globs: [\"tools/**/*.vox\"]\nbudgets:\n  tools:\n    spin:\n      max_steps: 1000000000\n      max_wall_ms: 300000\n",
+    );
+}
+
+/// `vox mcp` hands its stdin and stdout to the daemon, which serves the session itself: a
+/// thousand calls cost `vox mcp` next to no CPU (relaying, they cost it a tick or more each
+/// ten calls on this VM).
+#[tokio::test]
+async fn a_stdio_session_is_served_by_the_daemon_not_relayed() {
+    let ws = Ws::new();
+    let c = ws.client(&["--profile", "knowledge"]).await;
+    ok(&c, "vox_memory_store", json!({"key": "k", "value": "v"})).await;
+    let adapter = pids_running("vox mcp")
+        .into_iter()
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/environ"))
+                .unwrap_or_default()
+                .contains(ws.root().to_str().unwrap())
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(adapter.len(), 1, "{adapter:?}");
+    let before = cpu_ticks(adapter[0] as u64);
+    for _ in 0..1000 {
+        ok(&c, "vox_memory_recall", json!({"key": "k"})).await;
+    }
+    let used = cpu_ticks(adapter[0] as u64) - before;
+    assert!(
+        used <= 2,
+        "vox mcp used {used} ticks over 1,000 handed-off calls"
+    );
+    c.cancel().await.unwrap();
+}
+
+/// A call in flight when the daemon dies is answered `daemon_unavailable` by `vox mcp` (from the
+/// pending table the daemon kept), and the next call respawns the daemon.
+#[tokio::test]
+async fn a_call_in_flight_when_the_daemon_dies_is_answered_and_the_next_respawns() {
+    let ws = Ws::new();
+    spinner(&ws);
+    let c = ws.client(&[]).await;
+    let pid = daemon_pid(&ws);
+    let spin = tokio::spawn({
+        let peer = c.peer().clone();
+        async move { peer.call_tool(CallToolRequestParams::new("spin")).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!spin.is_finished());
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let answered = tokio::time::timeout(Duration::from_secs(5), spin)
+        .await
+        .expect("the call in flight is answered")
+        .unwrap()
+        .unwrap();
+    assert_eq!(answered.is_error, Some(true));
+    let text = format!("{:?}", answered.content);
+    assert!(text.contains("daemon_unavailable"), "{text}");
+    assert!(text.contains("daemon.log"), "{text}");
+    assert!(ok(&c, "vox_grammar", json!({})).await["grammar"].is_string());
+    assert_ne!(daemon_pid(&ws), pid);
+    c.cancel().await.unwrap();
 }

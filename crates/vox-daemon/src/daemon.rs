@@ -34,6 +34,7 @@ pub struct Daemon {
     orch: Arc<Orchestrator>,
     listener: UnixListener,
     lifetime: Lifetime,
+    stdio: Option<crate::handoff::StdioHost>,
     _lock: File,
 }
 
@@ -118,8 +119,16 @@ impl Daemon {
             orch: Arc::new(orch),
             listener,
             lifetime: Lifetime::new(kind),
+            stdio: None,
             _lock: lock,
         })
+    }
+
+    /// Serves the stdio sessions `vox mcp` hands off (`orch.serve_stdio`) with `host`; without
+    /// one the daemon refuses them and `vox mcp` relays instead.
+    pub fn with_stdio_host(mut self, host: crate::handoff::StdioHost) -> Self {
+        self.stdio = Some(host);
+        self
     }
 
     /// The booted orchestrator.
@@ -172,6 +181,7 @@ impl Daemon {
             stop_tx,
             in_flight.clone(),
             self.lifetime.clone(),
+            self.stdio.clone(),
         ));
         let _ = stop_rx.wait_for(|s| *s).await;
         let _ = server.await;

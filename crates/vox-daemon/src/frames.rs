@@ -100,3 +100,31 @@ pub struct LogParams {
     pub id: Box<RawValue>,
     pub message: LogMessage,
 }
+
+/// `orch.serve_stdio` parameters (the request carries three descriptors: the client's input,
+/// its output, and the pending-request table).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeStdioParams {
+    /// The client's `VOX_MCP_WORKSPACE_TOOLS`.
+    #[serde(default)]
+    pub workspace_tools: bool,
+}
+
+/// `orch.session` (daemon → `vox mcp`, on the handoff connection): what `vox mcp` needs to
+/// carry the session on if the daemon dies, sent whenever it changes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionState {
+    /// The client's `initialize` parameters (none for a 2026-07-28 client).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_level: Option<LogLevel>,
+    /// Resources subscribed to (`resources/subscribe`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subscribed: Vec<String>,
+    /// The skill the client activated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_skill: Option<String>,
+}

@@ -9,10 +9,13 @@
 //!   `VOX_DAEMON_IDLE_SECS` without clients.
 //! - [`client`]: the multiplexed client `vox mcp` uses, and adoption (ping, else spawn under a
 //!   lock) with the profile and protocol checks.
+//! - [`handoff`]: `vox mcp` passing its stdin and stdout to the daemon, which then serves that
+//!   MCP session itself; the table of requests a dead daemon left unanswered.
 
 pub mod client;
 pub mod daemon;
 pub mod frames;
+pub mod handoff;
 pub mod lifetime;
 pub mod rpc;
 

@@ -10,8 +10,9 @@
 
 use crate::frames::{
     AnswerParams, AskParams, CancelParams, ListToolsParams, LogParams, PingParams, ProgressParams,
-    ToolCallAnswer, ToolCallParams,
+    ServeStdioParams, SessionState, ToolCallAnswer, ToolCallParams,
 };
+use crate::handoff::{FdReader, Pending, StdioHost, StdioSession};
 use crate::lifetime::{Attached, Lifetime};
 use crate::{MAX_MESSAGE_BYTES, PROTOCOL_VERSION};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -191,6 +192,7 @@ pub async fn serve(
     stop_tx: watch::Sender<bool>,
     in_flight: InFlight,
     lifetime: Lifetime,
+    stdio: Option<StdioHost>,
 ) {
     let mut stop = stop_tx.subscribe();
     let stop_tx = Arc::new(stop_tx);
@@ -199,7 +201,7 @@ pub async fn serve(
             _ = stop.changed() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    tokio::spawn(connection(stream, orch.clone(), stop_tx.clone(), in_flight.clone(), lifetime.clone()));
+                    tokio::spawn(connection(stream, orch.clone(), stop_tx.clone(), in_flight.clone(), lifetime.clone(), stdio.clone()));
                 }
                 Err(e) => tracing::warn!("accept failed: {e}"),
             },
@@ -341,6 +343,7 @@ async fn connection(
     stop: Arc<watch::Sender<bool>>,
     in_flight: InFlight,
     lifetime: Lifetime,
+    stdio: Option<StdioHost>,
 ) {
     // One connection is one session (a `vox mcp` process holds one): it scopes the active skill.
     static NEXT_CONNECTION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -378,7 +381,9 @@ async fn connection(
         attached: Default::default(),
         asks: Default::default(),
     });
-    let mut reader = BufReader::with_capacity(64 * 1024, read);
+    let mut reader = BufReader::with_capacity(64 * 1024, FdReader::new(read));
+    // Fires when this connection closes: a session handed off on it ends with it.
+    let closed = vox_core::Cancel::new();
     // This connection's requests: the session ends only after the last of them, so a
     // `vox_skill_use` still running cannot re-activate a skill for a session already gone.
     let mut tasks = tokio::task::JoinSet::new();
@@ -423,6 +428,31 @@ async fn connection(
             }
             continue;
         }
+        if req.method() == Some("orch.serve_stdio") {
+            let fds = reader.get_mut().take_fds();
+            match hand_off(&req, fds, stdio.as_ref(), &orch, &conn, &closed) {
+                Ok(serve) => {
+                    // Not attached as a client: `vox mcp`'s first connection is, for its life.
+                    let tx = tx.clone();
+                    tasks.spawn(async move {
+                        serve.await;
+                        let _ = tx.send(frame(&Note {
+                            jsonrpc: "2.0",
+                            method: "orch.stdio_done",
+                            params: json!({}),
+                        }));
+                    });
+                }
+                Err(message) => {
+                    let _ = tx.send(error_frame(
+                        req.id.as_deref().unwrap_or(RawValue::NULL),
+                        codes::INVALID_PARAMS,
+                        message,
+                    ));
+                }
+            }
+            continue;
+        }
         if req.method() == Some("orch.answer") {
             match serde_json::from_str::<AnswerParams>(req.params()) {
                 Ok(a) => conn.asks.answer(a),
@@ -463,7 +493,8 @@ async fn connection(
             }
         });
     }
-    // The client went away: its calls' work stops too.
+    // The client went away: its calls' work stops too, and a session it handed off.
+    closed.cancel();
     for c in conn.lock_calls().values() {
         c.cancel();
     }
@@ -472,6 +503,46 @@ async fn connection(
     drop(conn);
     let _ = writer.await;
     orch.end_session(&session);
+}
+
+/// Starts serving the stdio session `orch.serve_stdio` hands off with its three descriptors
+/// (input, output, pending table); the future serves it to its end.
+fn hand_off(
+    req: &Request,
+    fds: Vec<std::os::fd::OwnedFd>,
+    host: Option<&StdioHost>,
+    orch: &Arc<Orchestrator>,
+    conn: &Conn,
+    closed: &vox_core::Cancel,
+) -> Result<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>, String> {
+    let host = host.ok_or("this daemon serves no handed-off stdio session")?;
+    let params: ServeStdioParams = decode("orch.serve_stdio", req.params()).map_err(|e| e.1)?;
+    let [input, output, table]: [std::os::fd::OwnedFd; 3] =
+        fds.try_into().map_err(|f: Vec<_>| {
+            format!(
+                "orch.serve_stdio carries 3 descriptors (input, output, pending table), not {}",
+                f.len()
+            )
+        })?;
+    let pending = Pending::map(table).map_err(|e| format!("orch.serve_stdio: {e}"))?;
+    let tx = conn.tx.clone();
+    let report = Box::new(move |state: &SessionState| {
+        let _ = tx.send(frame(&Note {
+            jsonrpc: "2.0",
+            method: "orch.session",
+            params: state,
+        }));
+    });
+    Ok(host(StdioSession {
+        orch: orch.clone(),
+        input,
+        output,
+        pending,
+        params,
+        session: conn.session.clone(),
+        report,
+        closed: closed.clone(),
+    }))
 }
 
 /// Runs `work`, which may compile or run Vox code, on the blocking pool: its answer, a tool

@@ -18,6 +18,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use vox_core::{Orchestrator, ToolOutcome};
+use vox_mcp::hosted::off_worker;
 
 /// The `/mcp` backend of the one MCP server: one per session (rmcp builds them), sharing the
 /// state.
@@ -212,17 +213,6 @@ impl vox_mcp::Backend for HttpMcp {
     }
 }
 
-/// Runs `work`, which may run Vox code, on the blocking pool; a panic is an internal error
-/// saying `what` panicked.
-async fn off_worker<T: Send + 'static>(
-    what: &str,
-    work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, McpError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| McpError::internal_error(format!("{what} panicked: {e}"), None))
-}
-
 /// Who opened each live 2025-era `/mcp` session.
 pub struct SessionOwners {
     manager: Arc<LocalSessionManager>,
@@ -313,7 +303,7 @@ pub fn service(
             // Subscribed resources are announced when their file changes.
             server
                 .change_notifier()
-                .forward(shared.orch.ctx().notifier.subscribe(), false);
+                .forward(shared.orch.ctx().notifier.subscribe(), None);
             Ok(server)
         },
         manager,

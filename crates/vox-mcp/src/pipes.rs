@@ -48,6 +48,43 @@ fn socket(fd: OwnedFd) -> io::Result<tokio::net::UnixStream> {
     tokio::net::UnixStream::from_std(s)
 }
 
+/// A handed-off client input (in the daemon): a pipe or a socket; anything else is refused,
+/// and `vox mcp` keeps such a session ([`can_hand_off`]).
+pub fn input_from(fd: OwnedFd) -> io::Result<Input> {
+    match classify(fd.as_fd())? {
+        (fd, Kind::Pipe) => Ok(Box::pin(tokio::net::unix::pipe::Receiver::from_owned_fd(
+            fd,
+        )?)),
+        (fd, Kind::Socket) => Ok(Box::pin(socket(fd)?)),
+        (_, Kind::Other) => Err(not_a_channel()),
+    }
+}
+
+/// A handed-off client output (in the daemon): a pipe or a socket.
+pub fn output_from(fd: OwnedFd) -> io::Result<Output> {
+    match classify(fd.as_fd())? {
+        (fd, Kind::Pipe) => Ok(Box::pin(tokio::net::unix::pipe::Sender::from_owned_fd(fd)?)),
+        (fd, Kind::Socket) => Ok(Box::pin(socket(fd)?)),
+        (_, Kind::Other) => Err(not_a_channel()),
+    }
+}
+
+fn not_a_channel() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "a handed-off session's input and output are pipes or sockets",
+    )
+}
+
+/// Whether `vox mcp`'s stdin and stdout can be handed to the daemon: both pipes or sockets (a
+/// terminal or a file stays with `vox mcp`, which relays).
+pub fn can_hand_off() -> bool {
+    let channel = |fd: std::os::fd::BorrowedFd<'_>| {
+        classify(fd).is_ok_and(|(_, k)| matches!(k, Kind::Pipe | Kind::Socket))
+    };
+    channel(io::stdin().as_fd()) && channel(io::stdout().as_fd())
+}
+
 /// Standard input: a non-blocking pipe or socket when it is one, else tokio's.
 pub fn stdin() -> Input {
     let direct = || -> io::Result<Option<Input>> {

@@ -90,7 +90,12 @@ pub trait Backend: Send + Sync + 'static {
         ctx: &RequestContext<RoleServer>,
         uri: &str,
     ) -> impl Future<Output = Result<vox_core::ResourceBody, McpError>> + Send;
+    /// The session's state changed (the client initialized, set its log level, subscribed or
+    /// unsubscribed): what `vox mcp` needs to carry a handed-off session on. Others ignore it.
+    fn session_changed(&self, _state: SessionState) {}
 }
+
+pub use vox_daemon::frames::SessionState;
 
 /// The MCP server: one per stdio client, one per `/mcp` session.
 pub struct McpServer<B> {
@@ -116,6 +121,40 @@ impl<B: Backend> McpServer<B> {
     pub fn change_notifier(&self) -> ChangeNotifier {
         ChangeNotifier(self.listeners.clone())
     }
+    /// The state [`Backend::session_changed`] reports (without the active skill, which the
+    /// backend knows).
+    fn session_state(&self) -> SessionState {
+        SessionState {
+            peer: self
+                .listeners
+                .legacy()
+                .and_then(|p| p.peer_info().and_then(|i| serde_json::to_value(i).ok())),
+            log_level: *self.log_level.lock().unwrap_or_else(|p| p.into_inner()),
+            subscribed: self
+                .listeners
+                .subscribed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .cloned()
+                .collect(),
+            active_skill: None,
+        }
+    }
+
+    /// Carries on a session another process served until now: its log level and subscriptions
+    /// (the client's `initialize` goes to rmcp's `serve_directly`, and [`Self::adopt_peer`]
+    /// once it runs).
+    pub fn resume(self, state: &SessionState) -> Self {
+        *self.log_level.lock().unwrap_or_else(|p| p.into_inner()) = state.log_level;
+        self.listeners
+            .subscribed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(state.subscribed.iter().take(MAX_SUBSCRIPTIONS).cloned());
+        self
+    }
+
     /// Wraps the client's input so that its end also ends open `subscriptions/listen` streams
     /// (instead of holding the session open through rmcp's drain timeout).
     pub fn watch_input<R>(&self, inner: R) -> WatchedInput<R> {
@@ -396,6 +435,11 @@ const MAX_SUBSCRIPTIONS: usize = 1_000;
 pub struct ChangeNotifier(Arc<Listeners>);
 
 impl ChangeNotifier {
+    /// The 2025-era peer of a resumed session (it initialized with another process).
+    pub fn adopt_peer(&self, peer: rmcp::Peer<RoleServer>) {
+        *self.0.legacy.lock().unwrap_or_else(|p| p.into_inner()) = Some(peer);
+    }
+
     /// Tells the client that resource `uri` changed, if it subscribed to it.
     pub async fn resource_updated(&self, uri: &str) {
         let subscribed = self
@@ -426,8 +470,13 @@ impl ChangeNotifier {
     }
 
     /// Passes the orchestrator's change notifications (`orch.ctx().notifier`) to this client
-    /// until its server is gone: resource updates always, list changes when `lists`.
-    pub fn forward(&self, mut changes: tokio::sync::broadcast::Receiver<Value>, lists: bool) {
+    /// until its server is gone: resource updates always; list changes with `lists`, the tool
+    /// list cache that a tool list change invalidates first.
+    pub fn forward(
+        &self,
+        mut changes: tokio::sync::broadcast::Receiver<Value>,
+        lists: Option<Arc<crate::list_cache::ToolListCache>>,
+    ) {
         let weak = Arc::downgrade(&self.0);
         tokio::spawn(async move {
             loop {
@@ -446,10 +495,11 @@ impl ChangeNotifier {
                             notifier.resource_updated(uri).await;
                         }
                     }
-                    Some("notifications/tools/list_changed") if lists => {
+                    Some("notifications/tools/list_changed") if let Some(cache) = &lists => {
+                        cache.invalidate();
                         notifier.notify(true).await
                     }
-                    Some("notifications/resources/list_changed") if lists => {
+                    Some("notifications/resources/list_changed") if lists.is_some() => {
                         notifier.notify(false).await
                     }
                     _ => {}
@@ -544,6 +594,7 @@ impl<B: Backend> ServerHandler for McpServer<B> {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         *self.log_level.lock().unwrap_or_else(|p| p.into_inner()) = Some(from_rmcp(request.level));
+        self.backend.session_changed(self.session_state());
         Ok(())
     }
 
@@ -553,6 +604,7 @@ impl<B: Backend> ServerHandler for McpServer<B> {
             .legacy
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = Some(context.peer);
+        self.backend.session_changed(self.session_state());
     }
 
     /// The 2026-07-28 era's `subscriptions/listen`: tool and resource list changes.
@@ -710,6 +762,8 @@ impl<B: Backend> ServerHandler for McpServer<B> {
             ));
         }
         subscribed.insert(request.uri);
+        drop(subscribed);
+        self.backend.session_changed(self.session_state());
         Ok(())
     }
 
@@ -723,6 +777,7 @@ impl<B: Backend> ServerHandler for McpServer<B> {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&request.uri);
+        self.backend.session_changed(self.session_state());
         Ok(())
     }
 

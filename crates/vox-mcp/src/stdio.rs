@@ -1,6 +1,9 @@
-//! The stdio backend of `vox mcp`: forwards lists and calls to the workspace daemon over its
-//! socket. The daemon owns all state and makes every decision; this side only relays. When the
-//! daemon dies, the call that finds out reports it, and the next call adopts or respawns one.
+//! The stdio side of `vox mcp`. First it hands its stdin and stdout to the workspace daemon
+//! ([`DaemonBackend::hand_off`], `vox_daemon::handoff`), which then serves the session itself.
+//! Otherwise (a terminal or a file, a daemon that does not take sessions) and after the daemon
+//! serving it died, this backend relays: lists and calls go to the daemon over its socket. The
+//! daemon owns all state and makes every decision; this side only relays. When the daemon dies,
+//! the call that finds out reports it, and the next call adopts or respawns one.
 
 use crate::encode;
 use crate::list_cache::ToolListCache;
@@ -15,8 +18,10 @@ use tokio::sync::mpsc;
 use vox_core::{CallEvents, ToolError, ToolOutcome, Workspace};
 use vox_daemon::client::{AdoptError, ClientError, DaemonClient, Use, adopt_or_spawn};
 use vox_daemon::frames::{
-    AnswerParams, AskParams, ListToolsParams, LogParams, ProgressParams, ToolCallParams,
+    AnswerParams, AskParams, ListToolsParams, LogParams, ProgressParams, ServeStdioParams,
+    SessionState, ToolCallParams,
 };
+use vox_daemon::handoff::{Pending, PendingKind, send_with_fds};
 
 /// Which daemon to talk to, the live connection if any, and what this client chose.
 pub struct DaemonBackend {
@@ -61,6 +66,37 @@ pub async fn connect(
     Ok(server)
 }
 
+/// The server's `instructions` on stdio (relayed or handed off alike).
+pub fn instructions(root: &std::path::Path, profile: &str) -> String {
+    format!(
+        "vox orchestrator for workspace {} under capability profile `{profile}`.",
+        root.display()
+    )
+}
+
+/// The attention and rate-limit key of a stdio client: `stdio:<its name>`.
+pub fn agent_of(ctx: &RequestContext<RoleServer>) -> String {
+    ctx.peer
+        .peer_info()
+        .map(|i| format!("stdio:{}", i.client_info.name))
+        .unwrap_or_else(|| "stdio".into())
+}
+
+/// The stdio transport: lines bounded by the socket's message limit (an oversized message is
+/// dropped and the stream recovers), `tools/list` answered from `lists` once encoded.
+pub fn transport<R: tokio::io::AsyncRead + Send + Unpin + 'static>(
+    input: R,
+    out: crate::list_cache::SharedOutput,
+    lists: Arc<ToolListCache>,
+) -> crate::list_cache::ListCacheTransport<
+    rmcp::transport::async_rw::AsyncRwTransport<RoleServer, R, crate::list_cache::SharedOutput>,
+> {
+    let stdio =
+        rmcp::transport::async_rw::AsyncRwTransport::<RoleServer, _, _>::new(input, out.clone())
+            .with_max_line_length(vox_core::MAX_MESSAGE_BYTES);
+    crate::list_cache::ListCacheTransport::new(stdio, lists, out)
+}
+
 /// Forwards daemon notifications (`*/list_changed`) to the MCP client, dropping the cached
 /// tool list first.
 async fn forward_notifications(
@@ -91,7 +127,100 @@ fn internal(e: impl std::fmt::Display) -> McpError {
     McpError::internal_error(e.to_string(), None)
 }
 
+/// How a handoff of this process's stdin and stdout to the daemon went.
+pub enum Handoff {
+    /// The daemon served the session to its end.
+    Ended,
+    /// The daemon died serving it: the session's last state, and the requests it left
+    /// unanswered, for this process to carry the session on.
+    Lost(SessionState, Pending),
+    /// Not handed off (a terminal or a file, or a daemon that does not take sessions): this
+    /// process serves the session, relaying.
+    Kept,
+}
+
 impl DaemonBackend {
+    /// Hands this process's stdin and stdout to the daemon (`orch.serve_stdio` on a connection
+    /// of its own) and follows the session there until it ends.
+    pub async fn hand_off(&self) -> Handoff {
+        match self.try_hand_off().await {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::debug!("stdio session not handed off: {e}");
+                Handoff::Kept
+            }
+        }
+    }
+
+    async fn try_hand_off(&self) -> std::io::Result<Handoff> {
+        use std::os::fd::AsFd;
+        use tokio::io::AsyncBufReadExt;
+        if !crate::pipes::can_hand_off() {
+            return Ok(Handoff::Kept);
+        }
+        let pending = Pending::create()?;
+        let sock = std::os::unix::net::UnixStream::connect(self.ws.socket_path())?;
+        let request = json!({
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "orch.serve_stdio",
+            "params": ServeStdioParams { workspace_tools: self.workspace_tools },
+        });
+        let mut line = request.to_string().into_bytes();
+        line.push(b'\n');
+        send_with_fds(
+            &sock,
+            &line,
+            &[
+                std::io::stdin().as_fd(),
+                std::io::stdout().as_fd(),
+                pending.fd(),
+            ],
+        )?;
+        sock.set_nonblocking(true)?;
+        let mut lines = tokio::io::BufReader::new(tokio::net::UnixStream::from_std(sock)?).lines();
+        let mut state = SessionState::default();
+        while let Some(line) = lines.next_line().await.unwrap_or(None) {
+            let Ok(mut frame) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            match frame.get("method").and_then(Value::as_str) {
+                Some("orch.session") => {
+                    if let Ok(s) = serde_json::from_value(frame["params"].take()) {
+                        state = s;
+                    }
+                }
+                Some("orch.stdio_done") => return Ok(Handoff::Ended),
+                // The daemon refused before reading anything (only refusals are answered).
+                None if frame.get("error").is_some() => {
+                    tracing::debug!(
+                        "the daemon did not take the stdio session: {}",
+                        frame["error"]
+                    );
+                    return Ok(Handoff::Kept);
+                }
+                _ => {}
+            }
+        }
+        Ok(Handoff::Lost(state, pending))
+    }
+
+    /// Carries on a session the daemon served until it died, with the skill it had active. As
+    /// for a relayed session, the first call to find the daemon gone reports it and the next
+    /// adopts or respawns one (activating that skill again); when a call in flight has already
+    /// reported it (`reported`), the next call respawns.
+    pub async fn resume(&self, state: &SessionState, reported: bool) {
+        *self.active_skill.lock().unwrap_or_else(|p| p.into_inner()) = state.active_skill.clone();
+        if reported {
+            *self.client.lock().await = None;
+        }
+    }
+
+    /// The workspace this client serves.
+    pub fn workspace(&self) -> &Workspace {
+        &self.ws
+    }
+
     /// The tool list cache, which the stdio transport answers `tools/list` from.
     pub fn list_cache(&self) -> Arc<ToolListCache> {
         self.tools.clone()
@@ -246,11 +375,7 @@ impl DaemonBackend {
 
 impl Backend for DaemonBackend {
     fn instructions(&self) -> String {
-        format!(
-            "vox orchestrator for workspace {} under capability profile `{}`.",
-            self.ws.root.display(),
-            self.profile
-        )
+        instructions(&self.ws.root, &self.profile)
     }
 
     fn lists_change(&self) -> bool {
@@ -310,11 +435,7 @@ impl Backend for DaemonBackend {
             }
             Err(e) => return Err(e),
         };
-        let agent = ctx
-            .peer
-            .peer_info()
-            .map(|i| format!("stdio:{}", i.client_info.name))
-            .unwrap_or_else(|| "stdio".into());
+        let agent = agent_of(ctx);
         let params = ToolCallParams {
             name: call.name.clone(),
             arguments: call.arguments,
@@ -438,4 +559,48 @@ impl Backend for DaemonBackend {
             )),
         }
     }
+}
+
+/// Answers the requests a dead daemon left unanswered (read from its pending table): a tool
+/// call gets the `daemon_unavailable` tool error a relayed call gets, anything else an internal
+/// error; each frame is written whole to `out`. Returns how many were answered.
+pub async fn answer_pending(
+    pending: &Pending,
+    ws: &Workspace,
+    out: &crate::list_cache::SharedOutput,
+) -> usize {
+    use tokio::io::AsyncWriteExt;
+    let why = format!(
+        "the workspace daemon exited during this request; the next call adopts or respawns it (daemon log: {})",
+        ws.daemon_log_path().display()
+    );
+    let mut answered = 0;
+    for (id, kind) in pending.pending() {
+        let Ok(id) = serde_json::from_str::<Value>(&id) else {
+            continue;
+        };
+        let body = match kind {
+            PendingKind::ToolCall => {
+                match encode::call_result(ToolOutcome::Failed(ToolError::DaemonUnavailable(
+                    why.clone(),
+                ))) {
+                    Ok(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),
+                    Err(e) => json!({"jsonrpc": "2.0", "id": id, "error": e}),
+                }
+            }
+            PendingKind::Other => json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "error": {"code": -32603, "message": why},
+            }),
+        };
+        let mut frame = body.to_string().into_bytes();
+        frame.push(b'\n');
+        let mut out = out.clone();
+        if out.write_all(&frame).await.is_err() || out.flush().await.is_err() {
+            break;
+        }
+        answered += 1;
+    }
+    answered
 }
