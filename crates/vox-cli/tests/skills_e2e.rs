@@ -629,4 +629,11 @@ async fn skills_are_prompts_with_the_arguments_their_front_matter_declares() {
     assert_eq!(reviews.len(), 1, "one prompt per name: {reviews:?}");
     let got = get("review", json!({})).await.unwrap();
     assert_eq!(got.description, reviews[0].description, "got as listed");
+    // The refresh reports the drop, as for tools.
+    let report = ok(&c, "vox_workspace_mcp_refresh", json!({})).await;
+    assert_eq!(
+        report["hidden_prompts"],
+        json!([{"name": "review", "file": "skill:review", "kept_from": "tools/prompts.vox"}]),
+        "{report}"
+    );
 }

@@ -40,6 +40,51 @@ struct Refreshed {
     report: vox_workspace_mcp::RefreshReport,
     /// Whether a tool or resource name, description, schema or file changed.
     changed: bool,
+    /// Prompts a prompt of another provider hides (a workspace prompt and an installed skill
+    /// of one name: `prompts/get` answers the first provider's). `file` is the hidden one
+    /// (`skill:<id>` for a skill), `kept_from` the one served.
+    hidden_prompts: Vec<vox_workspace_mcp::Skipped>,
+}
+
+/// The prompt-name collisions between the workspace's `.vox` prompts and the other prompt
+/// providers (installed skills), in provider order: the first provider of a name keeps it.
+fn hidden_prompts(ctx: &Ctx, wt: &Arc<WorkspaceTools>) -> Vec<vox_workspace_mcp::Skipped> {
+    let surface = wt.surface();
+    let providers = &ctx.hooks().dynamic;
+    let is_workspace =
+        |p: &Arc<dyn vox_core::DynamicTools>| std::ptr::addr_eq(Arc::as_ptr(p), Arc::as_ptr(wt));
+    let from = |workspace: bool, name: &str| {
+        if workspace {
+            surface
+                .prompts
+                .get(name)
+                .map_or_else(|| "workspace".to_owned(), |p| p.file.clone())
+        } else {
+            format!("skill:{name}")
+        }
+    };
+    let mut first: std::collections::HashMap<String, bool> = Default::default();
+    let mut hidden = vec![];
+    for p in providers {
+        let workspace = is_workspace(p);
+        for d in p.prompts() {
+            let Some(name) = d["name"].as_str() else {
+                continue;
+            };
+            match first.get(name) {
+                None => {
+                    first.insert(name.to_owned(), workspace);
+                }
+                Some(&kept) if kept != workspace => hidden.push(vox_workspace_mcp::Skipped {
+                    name: name.to_owned(),
+                    file: from(workspace, name),
+                    kept_from: Some(from(kept, name)),
+                }),
+                Some(_) => {}
+            }
+        }
+    }
+    hidden
 }
 
 fn refresh(ctx: &Ctx, call: &CallCtx, _a: NoArgs) -> Result<Refreshed, ToolError> {
@@ -71,9 +116,23 @@ fn refresh(ctx: &Ctx, call: &CallCtx, _a: NoArgs) -> Result<Refreshed, ToolError
             format!("{} {what}: {}", e.file, e.diagnostic),
         );
     }
+    let hidden_prompts = hidden_prompts(ctx, wt);
+    for h in &hidden_prompts {
+        call.log(
+            LogLevel::Warning,
+            "workspace",
+            format!(
+                "prompt {} of {} is hidden by the one of {}",
+                h.name,
+                h.file,
+                h.kept_from.as_deref().unwrap_or_default()
+            ),
+        );
+    }
     Ok(Refreshed {
         report,
         changed: r.changed,
+        hidden_prompts,
     })
 }
 
