@@ -97,9 +97,14 @@ pub fn send_with_fds(
 /// One `recvmsg` into `buf`, keeping received descriptors in `fds` (beyond [`MAX_FDS`] they
 /// are closed). Non-blocking: `WouldBlock` when nothing is there.
 fn recv_with_fds(fd: RawFd, buf: &mut [u8], fds: &mut VecDeque<OwnedFd>) -> io::Result<usize> {
+    // Every read of every connection comes here: the control buffer lives on the stack,
+    // aligned for `cmsghdr`, with room for MAX_FDS descriptors.
+    #[repr(C, align(8))]
+    struct Control([u8; 64]);
     // SAFETY: CMSG_SPACE only computes a size.
     let space = unsafe { libc::CMSG_SPACE((MAX_FDS * std::mem::size_of::<RawFd>()) as u32) };
-    let mut control = vec![0u8; space as usize];
+    debug_assert!(space as usize <= 64);
+    let mut control = Control([0; 64]);
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
@@ -108,7 +113,7 @@ fn recv_with_fds(fd: RawFd, buf: &mut [u8], fds: &mut VecDeque<OwnedFd>) -> io::
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_control = control.0.as_mut_ptr().cast();
     msg.msg_controllen = space as _;
     // SAFETY: msg describes valid, writable memory.
     let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_CMSG_CLOEXEC | libc::MSG_DONTWAIT) };
@@ -401,5 +406,23 @@ mod tests {
         reader.read_line(&mut line).await.unwrap();
         assert_eq!(line, "{\"method\":\"x\"}\n");
         assert_eq!(reader.get_mut().take_fds().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn descriptors_beyond_the_bound_are_closed_not_kept() {
+        use tokio::io::AsyncBufReadExt;
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (r, _w) = std::io::pipe().unwrap();
+        let five = [r.as_fd(), r.as_fd(), r.as_fd(), r.as_fd(), r.as_fd()];
+        send_with_fds(&a, b"one\n", &five).unwrap();
+        send_with_fds(&a, b"two\n", &five).unwrap();
+        b.set_nonblocking(true).unwrap();
+        let (half, _write) = tokio::net::UnixStream::from_std(b).unwrap().into_split();
+        let mut reader = tokio::io::BufReader::new(FdReader::new(half));
+        let mut line = String::new();
+        reader.read_line(&mut line).await.unwrap();
+        reader.read_line(&mut line).await.unwrap();
+        assert_eq!(line, "one\ntwo\n");
+        assert_eq!(reader.get_mut().take_fds().len(), MAX_FDS);
     }
 }
