@@ -16,11 +16,13 @@ mod kb;
 mod memory;
 mod migrations;
 mod sessions;
+mod tasks;
 
 pub use attention::{AttentionEvent, CostRow, ToolSummary};
 pub use kb::{KbDocument, KbSummary};
 pub use memory::Memory;
 pub use sessions::{FileSessions, Session, SessionMessage, SessionStatus, SessionStore};
+pub use tasks::{NewTask, Task, TaskEvent, TaskMove, TaskState};
 
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};

@@ -59,6 +59,38 @@ const MIGRATIONS: &[&str] = &[
     );
     INSERT INTO store_meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))));
     "#,
+    // 3: the orchestrator's tasks: the DAG of their dependencies and every transition.
+    r#"
+    CREATE TABLE tasks (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        title       TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        priority    INTEGER NOT NULL DEFAULT 0,
+        state       TEXT NOT NULL CHECK (state IN
+                        ('queued', 'assigned', 'running', 'completed', 'failed', 'cancelled')),
+        owner       TEXT,
+        attempts    INTEGER NOT NULL DEFAULT 0,
+        files       TEXT NOT NULL DEFAULT '[]',
+        result      TEXT,
+        created_at  INTEGER NOT NULL,
+        updated_at  INTEGER NOT NULL
+    );
+    CREATE INDEX tasks_state ON tasks(state, priority DESC, id);
+    CREATE TABLE task_deps (
+        task_id    INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+        depends_on INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+        PRIMARY KEY (task_id, depends_on)
+    );
+    CREATE TABLE task_events (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        task_id    INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+        kind       TEXT NOT NULL,
+        from_state TEXT,
+        agent      TEXT,
+        detail     TEXT,
+        ts         INTEGER NOT NULL
+    );
+    "#,
 ];
 
 /// The highest version this build knows.

@@ -1,0 +1,513 @@
+//! Durable tasks for the orchestrator profile: priority, dependencies (a DAG: an edge that would
+//! close a cycle is refused), file affinity, an owner agent, attempts and a result, moved through
+//! one state machine in which every transition is a row of `task_events` (the cursor
+//! `vox_poll_events` will read).
+//!
+//! ```text
+//! queued ──assign──▶ assigned ──start──▶ running ──▶ completed | failed
+//!    ▲                  │                   │
+//!    └─────requeue──────┴───────────────────┘        (any active state) ──▶ cancelled
+//! ```
+//!
+//! A task is *ready* when it is queued and every task it depends on has completed.
+
+use crate::{Store, StoreError, now_ms};
+use rusqlite::{OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+/// Most dependencies of one task, and most files of its affinity.
+pub const MAX_TASK_DEPENDENCIES: usize = 64;
+pub const MAX_TASK_FILES: usize = 256;
+/// Longest title, description and result (bytes).
+pub const MAX_TASK_TITLE: usize = 512;
+pub const MAX_TASK_TEXT: usize = 64 * 1024;
+
+/// A task's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskState {
+    Queued,
+    Assigned,
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl TaskState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Queued => "queued",
+            TaskState::Assigned => "assigned",
+            TaskState::Running => "running",
+            TaskState::Completed => "completed",
+            TaskState::Failed => "failed",
+            TaskState::Cancelled => "cancelled",
+        }
+    }
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "queued" => TaskState::Queued,
+            "assigned" => TaskState::Assigned,
+            "running" => TaskState::Running,
+            "completed" => TaskState::Completed,
+            "failed" => TaskState::Failed,
+            "cancelled" => TaskState::Cancelled,
+            _ => return None,
+        })
+    }
+    /// Completed, failed and cancelled tasks do not move again.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TaskState::Completed | TaskState::Failed | TaskState::Cancelled
+        )
+    }
+}
+
+/// A task as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Task {
+    pub id: i64,
+    pub title: String,
+    pub description: String,
+    /// Higher runs first.
+    pub priority: i64,
+    pub state: TaskState,
+    /// The agent it is assigned to (kept after it ends, as who did it).
+    pub owner: Option<String>,
+    /// Times it was started.
+    pub attempts: i64,
+    pub depends_on: Vec<i64>,
+    /// Files it expects to touch (workspace-relative).
+    pub files: Vec<String>,
+    pub result: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// What a caller submits.
+#[derive(Debug, Clone, Default)]
+pub struct NewTask {
+    pub title: String,
+    pub description: String,
+    pub priority: i64,
+    pub depends_on: Vec<i64>,
+    pub files: Vec<String>,
+}
+
+/// One transition, as `task_events` holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct TaskEvent {
+    /// The cursor: events are read after an id.
+    pub id: i64,
+    pub task_id: i64,
+    /// `submitted`, or the state moved to.
+    pub kind: String,
+    pub from_state: Option<TaskState>,
+    pub agent: Option<String>,
+    pub detail: Option<String>,
+    pub ts: i64,
+}
+
+/// A move of the state machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskMove {
+    /// queued → assigned to `agent`.
+    Assign { agent: String },
+    /// assigned → running (its owner starts it; counts an attempt).
+    Start,
+    /// running → completed with a result.
+    Complete { result: String },
+    /// running → failed, saying why.
+    Fail { reason: String },
+    /// assigned or running → queued (rebalance, a dead worker), owner cleared.
+    Requeue { reason: String },
+    /// any active state → cancelled.
+    Cancel { reason: String },
+}
+
+impl TaskMove {
+    fn target(&self) -> TaskState {
+        match self {
+            TaskMove::Assign { .. } => TaskState::Assigned,
+            TaskMove::Start => TaskState::Running,
+            TaskMove::Complete { .. } => TaskState::Completed,
+            TaskMove::Fail { .. } => TaskState::Failed,
+            TaskMove::Requeue { .. } => TaskState::Queued,
+            TaskMove::Cancel { .. } => TaskState::Cancelled,
+        }
+    }
+    fn allowed_from(&self, from: TaskState) -> bool {
+        use TaskState::*;
+        match self {
+            TaskMove::Assign { .. } => from == Queued,
+            TaskMove::Start => from == Assigned,
+            TaskMove::Complete { .. } | TaskMove::Fail { .. } => from == Running,
+            TaskMove::Requeue { .. } => matches!(from, Assigned | Running),
+            TaskMove::Cancel { .. } => !from.is_terminal(),
+        }
+    }
+}
+
+fn invalid(message: String) -> StoreError {
+    StoreError::Conflict(message)
+}
+
+fn check_len(what: &str, text: &str, max: usize) -> Result<(), StoreError> {
+    if text.len() > max {
+        return Err(invalid(format!(
+            "a task's {what} is {} bytes, more than {max}",
+            text.len()
+        )));
+    }
+    Ok(())
+}
+
+const COLUMNS: &str = "id, title, description, priority, state, owner, attempts, files, result, created_at, updated_at";
+
+fn row_to_task(r: &rusqlite::Row<'_>) -> rusqlite::Result<Task> {
+    let state: String = r.get(4)?;
+    let files: String = r.get(7)?;
+    Ok(Task {
+        id: r.get(0)?,
+        title: r.get(1)?,
+        description: r.get(2)?,
+        priority: r.get(3)?,
+        state: TaskState::parse(&state).unwrap_or(TaskState::Failed),
+        owner: r.get(5)?,
+        attempts: r.get(6)?,
+        depends_on: vec![],
+        files: serde_json::from_str(&files).unwrap_or_default(),
+        result: r.get(8)?,
+        created_at: r.get(9)?,
+        updated_at: r.get(10)?,
+    })
+}
+
+fn deps_of(c: &rusqlite::Connection, id: i64) -> rusqlite::Result<Vec<i64>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT depends_on FROM task_deps WHERE task_id = ?1 ORDER BY depends_on",
+    )?;
+    stmt.query_map([id], |r| r.get(0))?.collect()
+}
+
+fn event(
+    c: &rusqlite::Connection,
+    task: i64,
+    kind: &str,
+    from: Option<TaskState>,
+    agent: Option<&str>,
+    detail: Option<&str>,
+    ts: i64,
+) -> rusqlite::Result<()> {
+    c.execute(
+        "INSERT INTO task_events (task_id, kind, from_state, agent, detail, ts) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![task, kind, from.map(TaskState::as_str), agent, detail, ts],
+    )?;
+    Ok(())
+}
+
+impl Store {
+    /// Stores a new queued task (its dependencies must exist) and its `submitted` event.
+    pub fn task_submit(&self, t: &NewTask) -> Result<Task, StoreError> {
+        if t.title.trim().is_empty() {
+            return Err(invalid("a task needs a non-empty title".into()));
+        }
+        check_len("title", &t.title, MAX_TASK_TITLE)?;
+        check_len("description", &t.description, MAX_TASK_TEXT)?;
+        if t.depends_on.len() > MAX_TASK_DEPENDENCIES {
+            return Err(invalid(format!(
+                "a task depends on at most {MAX_TASK_DEPENDENCIES} tasks, not {}",
+                t.depends_on.len()
+            )));
+        }
+        if t.files.len() > MAX_TASK_FILES {
+            return Err(invalid(format!(
+                "a task names at most {MAX_TASK_FILES} files, not {}",
+                t.files.len()
+            )));
+        }
+        let now = now_ms();
+        let mut c = self.conn();
+        let tx = c.transaction().map_err(|e| self.err(e))?;
+        for dep in &t.depends_on {
+            let found: Option<i64> = tx
+                .query_row("SELECT id FROM tasks WHERE id = ?1", [dep], |r| r.get(0))
+                .optional()
+                .map_err(|e| self.err(e))?;
+            if found.is_none() {
+                return Err(StoreError::NotFound(format!(
+                    "depends_on names task {dep}, which does not exist"
+                )));
+            }
+        }
+        let files = serde_json::to_string(&t.files).unwrap_or_else(|_| "[]".into());
+        tx.execute(
+            "INSERT INTO tasks (title, description, priority, state, files, created_at, updated_at)
+             VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?5)",
+            params![t.title, t.description, t.priority, files, now],
+        )
+        .map_err(|e| self.err(e))?;
+        let id = tx.last_insert_rowid();
+        for dep in &t.depends_on {
+            tx.execute(
+                "INSERT OR IGNORE INTO task_deps (task_id, depends_on) VALUES (?1, ?2)",
+                params![id, dep],
+            )
+            .map_err(|e| self.err(e))?;
+        }
+        event(&tx, id, "submitted", None, None, None, now).map_err(|e| self.err(e))?;
+        let task = Self::task_in(&tx, id).map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))?;
+        task.ok_or_else(|| StoreError::NotFound(format!("no task {id}")))
+    }
+
+    fn task_in(c: &rusqlite::Connection, id: i64) -> rusqlite::Result<Option<Task>> {
+        let task = c
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"),
+                [id],
+                row_to_task,
+            )
+            .optional()?;
+        match task {
+            Some(mut t) => {
+                t.depends_on = deps_of(c, id)?;
+                Ok(Some(t))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The task `id`.
+    pub fn task_get(&self, id: i64) -> Result<Task, StoreError> {
+        let c = self.conn();
+        Self::task_in(&c, id)
+            .map_err(|e| self.err(e))?
+            .ok_or_else(|| StoreError::NotFound(format!("no task {id}")))
+    }
+
+    /// Makes `task` depend on `on` as well; refused when `on` already depends, directly or not,
+    /// on `task` (the graph stays acyclic), or when either is missing.
+    pub fn task_add_dependency(&self, task: i64, on: i64) -> Result<(), StoreError> {
+        if task == on {
+            return Err(invalid(format!("task {task} cannot depend on itself")));
+        }
+        let mut c = self.conn();
+        let tx = c.transaction().map_err(|e| self.err(e))?;
+        for id in [task, on] {
+            if Self::task_in(&tx, id).map_err(|e| self.err(e))?.is_none() {
+                return Err(StoreError::NotFound(format!("no task {id}")));
+            }
+        }
+        // Everything `on` reaches through its dependencies.
+        let cycle: bool = tx
+            .query_row(
+                "WITH RECURSIVE reach(id) AS (
+                     SELECT depends_on FROM task_deps WHERE task_id = ?1
+                     UNION SELECT d.depends_on FROM task_deps d JOIN reach ON d.task_id = reach.id
+                 ) SELECT EXISTS (SELECT 1 FROM reach WHERE id = ?2)",
+                params![on, task],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))?;
+        if cycle {
+            return Err(invalid(format!(
+                "task {task} cannot depend on task {on}: task {on} already depends on task {task}, and dependencies form no cycle"
+            )));
+        }
+        let n: i64 = tx
+            .query_row(
+                "SELECT count(*) FROM task_deps WHERE task_id = ?1",
+                [task],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))?;
+        if n as usize >= MAX_TASK_DEPENDENCIES {
+            return Err(invalid(format!(
+                "task {task} already depends on {MAX_TASK_DEPENDENCIES} tasks"
+            )));
+        }
+        tx.execute(
+            "INSERT OR IGNORE INTO task_deps (task_id, depends_on) VALUES (?1, ?2)",
+            params![task, on],
+        )
+        .map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))
+    }
+
+    /// Moves task `id` through the state machine, as `agent` (the caller: the owner for start,
+    /// complete and fail); the transition and its event are one transaction.
+    pub fn task_move(&self, id: i64, m: &TaskMove, agent: &str) -> Result<Task, StoreError> {
+        let mut c = self.conn();
+        let tx = c.transaction().map_err(|e| self.err(e))?;
+        let task = Self::task_in(&tx, id)
+            .map_err(|e| self.err(e))?
+            .ok_or_else(|| StoreError::NotFound(format!("no task {id}")))?;
+        let to = m.target();
+        if !m.allowed_from(task.state) {
+            return Err(invalid(format!(
+                "task {id} is {}: it cannot become {}",
+                task.state.as_str(),
+                to.as_str()
+            )));
+        }
+        let owned = matches!(
+            m,
+            TaskMove::Start | TaskMove::Complete { .. } | TaskMove::Fail { .. }
+        );
+        if owned && task.owner.as_deref() != Some(agent) {
+            return Err(invalid(format!(
+                "task {id} is assigned to {}, not to {agent}",
+                task.owner.as_deref().unwrap_or("nobody")
+            )));
+        }
+        let now = now_ms();
+        let (owner, result, detail) = match m {
+            TaskMove::Assign { agent } => (Some(agent.as_str()), None, None),
+            TaskMove::Start => (task.owner.as_deref(), None, None),
+            TaskMove::Complete { result } => {
+                check_len("result", result, MAX_TASK_TEXT)?;
+                (task.owner.as_deref(), Some(result.as_str()), None)
+            }
+            TaskMove::Fail { reason } => {
+                check_len("failure reason", reason, MAX_TASK_TEXT)?;
+                (
+                    task.owner.as_deref(),
+                    Some(reason.as_str()),
+                    Some(reason.as_str()),
+                )
+            }
+            TaskMove::Requeue { reason } => (None, None, Some(reason.as_str())),
+            TaskMove::Cancel { reason } => (task.owner.as_deref(), None, Some(reason.as_str())),
+        };
+        let started = i64::from(matches!(m, TaskMove::Start));
+        tx.execute(
+            "UPDATE tasks SET state = ?2, owner = ?3, result = coalesce(?4, result),
+                 attempts = attempts + ?5, updated_at = ?6 WHERE id = ?1",
+            params![id, to.as_str(), owner, result, started, now],
+        )
+        .map_err(|e| self.err(e))?;
+        let who = match m {
+            TaskMove::Assign { agent } => agent.as_str(),
+            _ => agent,
+        };
+        event(
+            &tx,
+            id,
+            to.as_str(),
+            Some(task.state),
+            Some(who),
+            detail,
+            now,
+        )
+        .map_err(|e| self.err(e))?;
+        let task = Self::task_in(&tx, id).map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))?;
+        task.ok_or_else(|| StoreError::NotFound(format!("no task {id}")))
+    }
+
+    /// Queued tasks whose dependencies have all completed, highest priority first, then oldest.
+    pub fn tasks_ready(&self, limit: usize) -> Result<Vec<Task>, StoreError> {
+        self.tasks_where(
+            "state = 'queued' AND NOT EXISTS (
+                 SELECT 1 FROM task_deps d JOIN tasks t ON t.id = d.depends_on
+                 WHERE d.task_id = tasks.id AND t.state <> 'completed')",
+            limit,
+        )
+    }
+
+    /// Tasks in `state` (all when `None`), highest priority first, then oldest.
+    pub fn tasks_in_state(
+        &self,
+        state: Option<TaskState>,
+        limit: usize,
+    ) -> Result<Vec<Task>, StoreError> {
+        match state {
+            Some(s) => self.tasks_where(&format!("state = '{}'", s.as_str()), limit),
+            None => self.tasks_where("1", limit),
+        }
+    }
+
+    fn tasks_where(&self, condition: &str, limit: usize) -> Result<Vec<Task>, StoreError> {
+        let c = self.conn();
+        let mut stmt = c
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM tasks WHERE {condition} ORDER BY priority DESC, id LIMIT ?1"
+            ))
+            .map_err(|e| self.err(e))?;
+        let mut tasks: Vec<Task> = stmt
+            .query_map([limit as i64], row_to_task)
+            .map_err(|e| self.err(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.err(e))?;
+        for t in &mut tasks {
+            t.depends_on = deps_of(&c, t.id).map_err(|e| self.err(e))?;
+        }
+        Ok(tasks)
+    }
+
+    /// Cancels every task not yet ended (emergency stop), as `agent`, saying why; returns them.
+    pub fn tasks_cancel_active(&self, agent: &str, reason: &str) -> Result<Vec<i64>, StoreError> {
+        let mut c = self.conn();
+        let tx = c.transaction().map_err(|e| self.err(e))?;
+        let active: Vec<(i64, String)> = {
+            let mut stmt = tx
+                .prepare(
+                    "SELECT id, state FROM tasks WHERE state IN ('queued', 'assigned', 'running') ORDER BY id",
+                )
+                .map_err(|e| self.err(e))?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(|e| self.err(e))?
+                .collect::<Result<_, _>>()
+                .map_err(|e| self.err(e))?
+        };
+        let now = now_ms();
+        for (id, state) in &active {
+            tx.execute(
+                "UPDATE tasks SET state = 'cancelled', updated_at = ?2 WHERE id = ?1",
+                params![id, now],
+            )
+            .map_err(|e| self.err(e))?;
+            event(
+                &tx,
+                *id,
+                "cancelled",
+                TaskState::parse(state),
+                Some(agent),
+                Some(reason),
+                now,
+            )
+            .map_err(|e| self.err(e))?;
+        }
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(active.into_iter().map(|(id, _)| id).collect())
+    }
+
+    /// Task events after cursor `after` (0: from the start), oldest first, at most `limit`.
+    pub fn task_events(&self, after: i64, limit: usize) -> Result<Vec<TaskEvent>, StoreError> {
+        let c = self.conn();
+        let mut stmt = c
+            .prepare_cached(
+                "SELECT id, task_id, kind, from_state, agent, detail, ts FROM task_events
+                 WHERE id > ?1 ORDER BY id LIMIT ?2",
+            )
+            .map_err(|e| self.err(e))?;
+        stmt.query_map(params![after, limit as i64], |r| {
+            let from: Option<String> = r.get(3)?;
+            Ok(TaskEvent {
+                id: r.get(0)?,
+                task_id: r.get(1)?,
+                kind: r.get(2)?,
+                from_state: from.as_deref().and_then(TaskState::parse),
+                agent: r.get(4)?,
+                detail: r.get(5)?,
+                ts: r.get(6)?,
+            })
+        })
+        .map_err(|e| self.err(e))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| self.err(e))
+    }
+}
