@@ -194,6 +194,9 @@ pub struct CallCtx {
     pub caller: Caller,
     /// The attention and rate-limit key.
     pub agent: Arc<str>,
+    /// The orchestrator agent this caller is, proven by the credential the daemon issued it
+    /// (`vox_spawn_agent`); `None`: the operator (a person, or a client acting for them).
+    pub acting_agent: Option<Arc<str>>,
     pub session: SessionKey,
     pub cancel: Cancel,
     events: Option<Arc<dyn CallEvents>>,
@@ -208,12 +211,20 @@ impl CallCtx {
         CallCtx {
             caller,
             agent: agent.into(),
+            acting_agent: None,
             session: SessionKey::new(session),
             cancel: Cancel::new(),
             events: None,
             wants_progress: false,
             log_level: None,
         }
+    }
+    /// The caller is orchestrator agent `id` (its credential was checked): it is also the
+    /// attention key.
+    pub fn as_agent(mut self, id: &str) -> Self {
+        self.agent = id.into();
+        self.acting_agent = Some(id.into());
+        self
     }
     /// Uses `cancel` as this call's signal (the transport's).
     pub fn with_cancel(mut self, cancel: Cancel) -> Self {

@@ -10,17 +10,31 @@
 //! that is missing, empty (0 bytes), without tables, or holding another store's id is refused
 //! ([`StoreError::Lost`]) and left exactly as it is.
 
+mod agents;
+mod approvals;
 mod attention;
+mod clarifications;
+mod dispatch;
+mod events;
 mod identity;
 mod kb;
+mod locks;
 mod memory;
 mod migrations;
+mod plans;
 mod sessions;
 mod tasks;
 
+pub use agents::{Agent, AgentState, NewAgent, Retired, check_agent_id};
+pub use approvals::{AllowEntry, Approval, ApprovalState};
 pub use attention::{AttentionEvent, CostRow, ToolSummary};
+pub use clarifications::{Clarification, ClarificationState};
+pub use dispatch::Assignment;
+pub use events::{Event, EventFilter, Subject};
 pub use kb::{KbDocument, KbSummary};
+pub use locks::{Claim, FileLock, LockConflict, normalize_path};
 pub use memory::Memory;
+pub use plans::{Handoff, NewStep, Plan, PlanStep};
 pub use sessions::{FileSessions, Session, SessionMessage, SessionStatus, SessionStore};
 pub use tasks::{NewTask, Task, TaskEvent, TaskMove, TaskState};
 

@@ -91,6 +91,123 @@ const MIGRATIONS: &[&str] = &[
         ts         INTEGER NOT NULL
     );
     "#,
+    // 4: the rest of the orchestrator profile: one event stream for every subject (task events
+    // move into it), agents with daemon-issued credentials, file locks with leases and the
+    // conflicts they caused, plans, handoffs, clarifications gating tasks, approvals.
+    r#"
+    CREATE TABLE events (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        subject    TEXT NOT NULL,
+        subject_id TEXT NOT NULL,
+        kind       TEXT NOT NULL,
+        from_state TEXT,
+        agent      TEXT,
+        detail     TEXT,
+        ts         INTEGER NOT NULL
+    );
+    CREATE INDEX events_subject ON events(subject, subject_id, id);
+    INSERT INTO events (id, subject, subject_id, kind, from_state, agent, detail, ts)
+        SELECT id, 'task', CAST(task_id AS TEXT), kind, from_state, agent, detail, ts FROM task_events;
+    DROP TABLE task_events;
+    ALTER TABLE tasks ADD COLUMN pinned_agent TEXT;
+    CREATE INDEX tasks_owner ON tasks(owner, state);
+    CREATE TABLE agents (
+        id            TEXT PRIMARY KEY,
+        role          TEXT NOT NULL DEFAULT '',
+        profile       TEXT NOT NULL,
+        runner        TEXT,
+        state         TEXT NOT NULL CHECK (state IN ('active', 'paused', 'retired')),
+        capacity      INTEGER NOT NULL DEFAULT 1,
+        budget_tokens INTEGER,
+        token_hash    TEXT NOT NULL UNIQUE,
+        heartbeat_at  INTEGER NOT NULL,
+        created_at    INTEGER NOT NULL,
+        updated_at    INTEGER NOT NULL
+    );
+    CREATE TABLE file_locks (
+        path       TEXT PRIMARY KEY,
+        agent      TEXT NOT NULL REFERENCES agents(id),
+        task_id    INTEGER REFERENCES tasks(id) ON DELETE SET NULL,
+        lease_ms   INTEGER NOT NULL,
+        claimed_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+    );
+    CREATE INDEX file_locks_agent ON file_locks(agent);
+    CREATE TABLE lock_conflicts (
+        id        INTEGER PRIMARY KEY AUTOINCREMENT,
+        path      TEXT NOT NULL,
+        holder    TEXT NOT NULL,
+        requester TEXT NOT NULL,
+        task_id   INTEGER,
+        ts        INTEGER NOT NULL
+    );
+    CREATE INDEX lock_conflicts_path ON lock_conflicts(path);
+    CREATE TABLE plans (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        goal       TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        revision   INTEGER NOT NULL DEFAULT 1,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    );
+    CREATE TABLE plan_steps (
+        plan_id  INTEGER NOT NULL REFERENCES plans(id) ON DELETE CASCADE,
+        key      TEXT NOT NULL,
+        task_id  INTEGER NOT NULL REFERENCES tasks(id),
+        revision INTEGER NOT NULL,
+        PRIMARY KEY (plan_id, key)
+    );
+    CREATE TABLE handoffs (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        from_agent TEXT NOT NULL,
+        to_agent   TEXT NOT NULL,
+        task_id    INTEGER REFERENCES tasks(id),
+        parent     INTEGER REFERENCES handoffs(id),
+        summary    TEXT NOT NULL,
+        context    TEXT NOT NULL,
+        ts         INTEGER NOT NULL
+    );
+    CREATE INDEX handoffs_task ON handoffs(task_id);
+    CREATE TABLE clarifications (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        question    TEXT NOT NULL,
+        options     TEXT NOT NULL DEFAULT '[]',
+        asked_by    TEXT NOT NULL,
+        state       TEXT NOT NULL CHECK (state IN ('pending', 'answered', 'dismissed')),
+        answer      TEXT,
+        resolved_by TEXT,
+        created_at  INTEGER NOT NULL,
+        resolved_at INTEGER
+    );
+    CREATE TABLE clarification_gates (
+        clarification_id INTEGER NOT NULL REFERENCES clarifications(id) ON DELETE CASCADE,
+        task_id          INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+        PRIMARY KEY (clarification_id, task_id)
+    );
+    CREATE INDEX clarification_gates_task ON clarification_gates(task_id);
+    CREATE TABLE approvals (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        agent         TEXT NOT NULL,
+        tool          TEXT NOT NULL,
+        arguments     TEXT NOT NULL,
+        side_effect   TEXT NOT NULL,
+        state         TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'rejected', 'expired')),
+        decided_by    TEXT,
+        reason        TEXT,
+        new_arguments TEXT,
+        created_at    INTEGER NOT NULL,
+        decided_at    INTEGER
+    );
+    CREATE TABLE approval_allowlist (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        tool       TEXT NOT NULL,
+        agent      TEXT NOT NULL DEFAULT '*',
+        note       TEXT NOT NULL DEFAULT '',
+        created_by TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        UNIQUE (tool, agent)
+    );
+    "#,
 ];
 
 /// The highest version this build knows.

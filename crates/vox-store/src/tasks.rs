@@ -1,16 +1,19 @@
 //! Durable tasks for the orchestrator profile: priority, dependencies (a DAG: an edge that would
 //! close a cycle is refused), file affinity, an owner agent, attempts and a result, moved through
-//! one state machine in which every transition is a row of `task_events` (the cursor
-//! `vox_poll_events` will read).
+//! one state machine in which every transition is an event (the stream `vox_poll_events` reads).
 //!
 //! ```text
 //! queued ──assign──▶ assigned ──start──▶ running ──▶ completed | failed
+//!    ▲                  │  complete | fail ─────────▶ completed | failed
 //!    ▲                  │                   │
 //!    └─────requeue──────┴───────────────────┘        (any active state) ──▶ cancelled
 //! ```
 //!
-//! A task is *ready* when it is queued and every task it depends on has completed.
+//! A task is *ready* when it is queued, every task it depends on has completed, and no pending
+//! clarification gates it. An owner may complete or fail an assigned task without starting it
+//! first (the attempt is counted). Ending a task releases the file locks claimed for it.
 
+use crate::events::{NewEvent, Subject, record};
 use crate::{Store, StoreError, now_ms};
 use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
@@ -76,6 +79,8 @@ pub struct Task {
     pub state: TaskState,
     /// The agent it is assigned to (kept after it ends, as who did it).
     pub owner: Option<String>,
+    /// The only agent it may be assigned to, when the submitter named one.
+    pub pinned_agent: Option<String>,
     /// Times it was started.
     pub attempts: i64,
     pub depends_on: Vec<i64>,
@@ -94,9 +99,11 @@ pub struct NewTask {
     pub priority: i64,
     pub depends_on: Vec<i64>,
     pub files: Vec<String>,
+    /// The only agent it may be assigned to.
+    pub pinned_agent: Option<String>,
 }
 
-/// One transition, as `task_events` holds it.
+/// One transition of a task (the task events of the stream).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TaskEvent {
     /// The cursor: events are read after an id.
@@ -143,7 +150,9 @@ impl TaskMove {
         match self {
             TaskMove::Assign { .. } => from == Queued,
             TaskMove::Start => from == Assigned,
-            TaskMove::Complete { .. } | TaskMove::Fail { .. } => from == Running,
+            TaskMove::Complete { .. } | TaskMove::Fail { .. } => {
+                matches!(from, Assigned | Running)
+            }
             TaskMove::Requeue { .. } => matches!(from, Assigned | Running),
             TaskMove::Cancel { .. } => !from.is_terminal(),
         }
@@ -164,7 +173,15 @@ fn check_len(what: &str, text: &str, max: usize) -> Result<(), StoreError> {
     Ok(())
 }
 
-const COLUMNS: &str = "id, title, description, priority, state, owner, attempts, files, result, created_at, updated_at";
+/// A ready task: queued, every dependency completed, no pending clarification gating it.
+pub(crate) const READY: &str = "state = 'queued' AND NOT EXISTS (
+        SELECT 1 FROM task_deps d JOIN tasks t ON t.id = d.depends_on
+        WHERE d.task_id = tasks.id AND t.state <> 'completed')
+    AND NOT EXISTS (
+        SELECT 1 FROM clarification_gates g JOIN clarifications q ON q.id = g.clarification_id
+        WHERE g.task_id = tasks.id AND q.state = 'pending')";
+
+const COLUMNS: &str = "id, title, description, priority, state, owner, attempts, files, result, created_at, updated_at, pinned_agent";
 
 fn row_to_task(r: &rusqlite::Row<'_>) -> rusqlite::Result<Task> {
     let state: String = r.get(4)?;
@@ -182,6 +199,7 @@ fn row_to_task(r: &rusqlite::Row<'_>) -> rusqlite::Result<Task> {
         result: r.get(8)?,
         created_at: r.get(9)?,
         updated_at: r.get(10)?,
+        pinned_agent: r.get(11)?,
     })
 }
 
@@ -192,7 +210,7 @@ fn deps_of(c: &rusqlite::Connection, id: i64) -> rusqlite::Result<Vec<i64>> {
     stmt.query_map([id], |r| r.get(0))?.collect()
 }
 
-fn event(
+pub(crate) fn event(
     c: &rusqlite::Connection,
     task: i64,
     kind: &str,
@@ -201,69 +219,131 @@ fn event(
     detail: Option<&str>,
     ts: i64,
 ) -> rusqlite::Result<()> {
-    c.execute(
-        "INSERT INTO task_events (task_id, kind, from_state, agent, detail, ts) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![task, kind, from.map(TaskState::as_str), agent, detail, ts],
-    )?;
+    record(
+        c,
+        NewEvent {
+            subject: Subject::Task,
+            subject_id: &task.to_string(),
+            kind,
+            from_state: from.map(TaskState::as_str),
+            agent,
+            detail,
+        },
+        ts,
+    )
+}
+
+/// Checks a new task and stores it, queued, with its `submitted` event, inside `tx`.
+pub(crate) fn submit_in(
+    tx: &rusqlite::Connection,
+    t: &NewTask,
+    by: &str,
+    now: i64,
+) -> Result<i64, StoreError> {
+    let sql = |e| StoreError::Conflict(format!("storing the task: {e}"));
+    if t.title.trim().is_empty() {
+        return Err(invalid("a task needs a non-empty title".into()));
+    }
+    check_len("title", &t.title, MAX_TASK_TITLE)?;
+    check_len("description", &t.description, MAX_TASK_TEXT)?;
+    if t.depends_on.len() > MAX_TASK_DEPENDENCIES {
+        return Err(invalid(format!(
+            "a task depends on at most {MAX_TASK_DEPENDENCIES} tasks, not {}",
+            t.depends_on.len()
+        )));
+    }
+    if t.files.len() > MAX_TASK_FILES {
+        return Err(invalid(format!(
+            "a task names at most {MAX_TASK_FILES} files, not {}",
+            t.files.len()
+        )));
+    }
+    for dep in &t.depends_on {
+        let found: Option<i64> = tx
+            .query_row("SELECT id FROM tasks WHERE id = ?1", [dep], |r| r.get(0))
+            .optional()
+            .map_err(sql)?;
+        if found.is_none() {
+            return Err(StoreError::NotFound(format!(
+                "depends_on names task {dep}, which does not exist"
+            )));
+        }
+    }
+    let files = serde_json::to_string(&t.files).unwrap_or_else(|_| "[]".into());
+    tx.prepare_cached(
+        "INSERT INTO tasks (title, description, priority, state, files, created_at, updated_at, pinned_agent)
+         VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?5, ?6)",
+    )
+    .and_then(|mut st| {
+        st.execute(params![
+            t.title,
+            t.description,
+            t.priority,
+            files,
+            now,
+            t.pinned_agent
+        ])
+    })
+    .map_err(sql)?;
+    let id = tx.last_insert_rowid();
+    for dep in &t.depends_on {
+        tx.execute(
+            "INSERT OR IGNORE INTO task_deps (task_id, depends_on) VALUES (?1, ?2)",
+            params![id, dep],
+        )
+        .map_err(sql)?;
+    }
+    event(tx, id, "submitted", None, Some(by), None, now).map_err(sql)?;
+    Ok(id)
+}
+
+/// Releases the file locks claimed for task `id` (it ended), each an event.
+pub(crate) fn release_task_locks(
+    c: &rusqlite::Connection,
+    id: i64,
+    by: &str,
+    now: i64,
+) -> rusqlite::Result<()> {
+    let paths: Vec<String> = c
+        .prepare_cached("SELECT path FROM file_locks WHERE task_id = ?1 ORDER BY path")?
+        .query_map([id], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    for p in &paths {
+        c.execute("DELETE FROM file_locks WHERE path = ?1", [p])?;
+        record(
+            c,
+            NewEvent {
+                subject: Subject::Lock,
+                subject_id: p,
+                kind: "released",
+                from_state: None,
+                agent: Some(by),
+                detail: Some(&format!("task {id} ended")),
+            },
+            now,
+        )?;
+    }
     Ok(())
 }
 
 impl Store {
-    /// Stores a new queued task (its dependencies must exist) and its `submitted` event.
-    pub fn task_submit(&self, t: &NewTask) -> Result<Task, StoreError> {
-        if t.title.trim().is_empty() {
-            return Err(invalid("a task needs a non-empty title".into()));
-        }
-        check_len("title", &t.title, MAX_TASK_TITLE)?;
-        check_len("description", &t.description, MAX_TASK_TEXT)?;
-        if t.depends_on.len() > MAX_TASK_DEPENDENCIES {
-            return Err(invalid(format!(
-                "a task depends on at most {MAX_TASK_DEPENDENCIES} tasks, not {}",
-                t.depends_on.len()
-            )));
-        }
-        if t.files.len() > MAX_TASK_FILES {
-            return Err(invalid(format!(
-                "a task names at most {MAX_TASK_FILES} files, not {}",
-                t.files.len()
-            )));
-        }
+    /// Stores a new queued task (its dependencies must exist) and its `submitted` event, as `by`.
+    pub fn task_submit_by(&self, t: &NewTask, by: &str) -> Result<Task, StoreError> {
         let now = now_ms();
         let mut c = self.conn();
         let tx = c.transaction().map_err(|e| self.err(e))?;
-        for dep in &t.depends_on {
-            let found: Option<i64> = tx
-                .query_row("SELECT id FROM tasks WHERE id = ?1", [dep], |r| r.get(0))
-                .optional()
-                .map_err(|e| self.err(e))?;
-            if found.is_none() {
-                return Err(StoreError::NotFound(format!(
-                    "depends_on names task {dep}, which does not exist"
-                )));
-            }
-        }
-        let files = serde_json::to_string(&t.files).unwrap_or_else(|_| "[]".into());
-        tx.execute(
-            "INSERT INTO tasks (title, description, priority, state, files, created_at, updated_at)
-             VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?5)",
-            params![t.title, t.description, t.priority, files, now],
-        )
-        .map_err(|e| self.err(e))?;
-        let id = tx.last_insert_rowid();
-        for dep in &t.depends_on {
-            tx.execute(
-                "INSERT OR IGNORE INTO task_deps (task_id, depends_on) VALUES (?1, ?2)",
-                params![id, dep],
-            )
-            .map_err(|e| self.err(e))?;
-        }
-        event(&tx, id, "submitted", None, None, None, now).map_err(|e| self.err(e))?;
+        let id = submit_in(&tx, t, by, now)?;
         let task = Self::task_in(&tx, id).map_err(|e| self.err(e))?;
         tx.commit().map_err(|e| self.err(e))?;
         task.ok_or_else(|| StoreError::NotFound(format!("no task {id}")))
     }
 
-    fn task_in(c: &rusqlite::Connection, id: i64) -> rusqlite::Result<Option<Task>> {
+    /// [`Self::task_submit_by`] the operator.
+    pub fn task_submit(&self, t: &NewTask) -> Result<Task, StoreError> {
+        self.task_submit_by(t, "operator")
+    }
+
+    pub(crate) fn task_in(c: &rusqlite::Connection, id: i64) -> rusqlite::Result<Option<Task>> {
         let task = c
             .query_row(
                 &format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"),
@@ -382,7 +462,12 @@ impl Store {
             TaskMove::Requeue { reason } => (None, None, Some(reason.as_str())),
             TaskMove::Cancel { reason } => (task.owner.as_deref(), None, Some(reason.as_str())),
         };
-        let started = i64::from(matches!(m, TaskMove::Start));
+        // An owner that completes or fails an assigned task started it.
+        let started = i64::from(
+            matches!(m, TaskMove::Start)
+                || (task.state == TaskState::Assigned
+                    && matches!(m, TaskMove::Complete { .. } | TaskMove::Fail { .. })),
+        );
         tx.execute(
             "UPDATE tasks SET state = ?2, owner = ?3, result = coalesce(?4, result),
                  attempts = attempts + ?5, updated_at = ?6 WHERE id = ?1",
@@ -403,6 +488,9 @@ impl Store {
             now,
         )
         .map_err(|e| self.err(e))?;
+        if to.is_terminal() {
+            release_task_locks(&tx, id, who, now).map_err(|e| self.err(e))?;
+        }
         let task = Self::task_in(&tx, id).map_err(|e| self.err(e))?;
         tx.commit().map_err(|e| self.err(e))?;
         task.ok_or_else(|| StoreError::NotFound(format!("no task {id}")))
@@ -410,12 +498,7 @@ impl Store {
 
     /// Queued tasks whose dependencies have all completed, highest priority first, then oldest.
     pub fn tasks_ready(&self, limit: usize) -> Result<Vec<Task>, StoreError> {
-        self.tasks_where(
-            "state = 'queued' AND NOT EXISTS (
-                 SELECT 1 FROM task_deps d JOIN tasks t ON t.id = d.depends_on
-                 WHERE d.task_id = tasks.id AND t.state <> 'completed')",
-            limit,
-        )
+        self.tasks_where(READY, limit)
     }
 
     /// Tasks in `state` (all when `None`), highest priority first, then oldest.
@@ -480,6 +563,7 @@ impl Store {
                 now,
             )
             .map_err(|e| self.err(e))?;
+            release_task_locks(&tx, *id, agent, now).map_err(|e| self.err(e))?;
         }
         tx.commit().map_err(|e| self.err(e))?;
         Ok(active.into_iter().map(|(id, _)| id).collect())
@@ -487,27 +571,102 @@ impl Store {
 
     /// Task events after cursor `after` (0: from the start), oldest first, at most `limit`.
     pub fn task_events(&self, after: i64, limit: usize) -> Result<Vec<TaskEvent>, StoreError> {
+        let events = self.events(
+            &crate::EventFilter {
+                after,
+                subject: Some(Subject::Task),
+                ..Default::default()
+            },
+            limit,
+        )?;
+        Ok(events
+            .into_iter()
+            .map(|e| TaskEvent {
+                id: e.id,
+                task_id: e.subject_id.parse().unwrap_or(0),
+                kind: e.kind,
+                from_state: e.from_state.as_deref().and_then(TaskState::parse),
+                agent: e.agent,
+                detail: e.detail,
+                ts: e.ts,
+            })
+            .collect())
+    }
+
+    /// Sets the priority of a task not yet running (`vox_reorder_task`).
+    pub fn task_set_priority(&self, id: i64, priority: i64, by: &str) -> Result<Task, StoreError> {
+        let mut c = self.conn();
+        let tx = c.transaction().map_err(|e| self.err(e))?;
+        let task = Self::task_in(&tx, id)
+            .map_err(|e| self.err(e))?
+            .ok_or_else(|| StoreError::NotFound(format!("no task {id}")))?;
+        if !matches!(task.state, TaskState::Queued | TaskState::Assigned) {
+            return Err(invalid(format!(
+                "task {id} is {}: only a queued or assigned task can be reordered",
+                task.state.as_str()
+            )));
+        }
+        let now = now_ms();
+        tx.execute(
+            "UPDATE tasks SET priority = ?2, updated_at = ?3 WHERE id = ?1",
+            params![id, priority, now],
+        )
+        .map_err(|e| self.err(e))?;
+        let detail = format!("priority {} -> {priority}", task.priority);
+        event(&tx, id, "reprioritized", None, Some(by), Some(&detail), now)
+            .map_err(|e| self.err(e))?;
+        let task = Self::task_in(&tx, id).map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))?;
+        task.ok_or_else(|| StoreError::NotFound(format!("no task {id}")))
+    }
+
+    /// Tasks owned by `agent`: its queue (assigned and running) or, with `all`, every task it
+    /// ever owned; running first, then by priority.
+    pub fn tasks_of(&self, agent: &str, all: bool, limit: usize) -> Result<Vec<Task>, StoreError> {
+        let c = self.conn();
+        let mut stmt = c
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM tasks WHERE owner = ?1
+                   AND (?2 OR state IN ('assigned', 'running'))
+                 ORDER BY state = 'running' DESC, priority DESC, id LIMIT ?3"
+            ))
+            .map_err(|e| self.err(e))?;
+        let mut tasks: Vec<Task> = stmt
+            .query_map(params![agent, all, limit as i64], row_to_task)
+            .map_err(|e| self.err(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.err(e))?;
+        for t in &mut tasks {
+            t.depends_on = deps_of(&c, t.id).map_err(|e| self.err(e))?;
+        }
+        Ok(tasks)
+    }
+
+    /// How many tasks are in each state.
+    pub fn task_counts(&self) -> Result<std::collections::BTreeMap<String, i64>, StoreError> {
+        let c = self.conn();
+        let mut stmt = c
+            .prepare_cached("SELECT state, count(*) FROM tasks GROUP BY state")
+            .map_err(|e| self.err(e))?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.err(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.err(e))
+    }
+
+    /// The pending clarifications gating task `id`.
+    pub fn task_gates(&self, id: i64) -> Result<Vec<i64>, StoreError> {
         let c = self.conn();
         let mut stmt = c
             .prepare_cached(
-                "SELECT id, task_id, kind, from_state, agent, detail, ts FROM task_events
-                 WHERE id > ?1 ORDER BY id LIMIT ?2",
+                "SELECT g.clarification_id FROM clarification_gates g
+                   JOIN clarifications q ON q.id = g.clarification_id
+                 WHERE g.task_id = ?1 AND q.state = 'pending' ORDER BY 1",
             )
             .map_err(|e| self.err(e))?;
-        stmt.query_map(params![after, limit as i64], |r| {
-            let from: Option<String> = r.get(3)?;
-            Ok(TaskEvent {
-                id: r.get(0)?,
-                task_id: r.get(1)?,
-                kind: r.get(2)?,
-                from_state: from.as_deref().and_then(TaskState::parse),
-                agent: r.get(4)?,
-                detail: r.get(5)?,
-                ts: r.get(6)?,
-            })
-        })
-        .map_err(|e| self.err(e))?
-        .collect::<Result<_, _>>()
-        .map_err(|e| self.err(e))
+        stmt.query_map([id], |r| r.get(0))
+            .map_err(|e| self.err(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.err(e))
     }
 }

@@ -56,6 +56,8 @@ struct Window {
     events: VecDeque<AttentionEvent>,
     usage: BTreeMap<String, Usage>,
     overrides: BTreeMap<String, TrustOverride>,
+    /// Budgets set per agent (`vox_set_agent_budget`), in place of the default.
+    budgets: BTreeMap<String, u64>,
     /// Not yet written to the store.
     pending: Vec<AttentionEvent>,
 }
@@ -132,6 +134,7 @@ impl Attention {
                 events: VecDeque::new(),
                 usage: BTreeMap::new(),
                 overrides: BTreeMap::new(),
+                budgets: BTreeMap::new(),
                 pending: Vec::new(),
             }),
         }
@@ -202,12 +205,14 @@ impl Attention {
         let mut agents = Vec::new();
         let mut names: Vec<String> = w.usage.keys().cloned().collect();
         names.extend(w.overrides.keys().cloned());
+        names.extend(w.budgets.keys().cloned());
         names.sort();
         names.dedup();
         for name in names.into_iter().filter(|n| agent.is_none_or(|a| a == n)) {
             let u = w.usage.get(&name).copied().unwrap_or_default();
             let trust = w.overrides.get(&name).map_or(Trust::Normal, |o| o.level);
-            let budget = (self.budget_tokens as f64 * trust.factor()) as u64;
+            let base = w.budgets.get(&name).copied().unwrap_or(self.budget_tokens);
+            let budget = (base as f64 * trust.factor()) as u64;
             agents.push(AgentBudget {
                 agent: name,
                 trust,
@@ -225,6 +230,15 @@ impl Attention {
             agents,
             overrides: w.overrides.clone(),
         }
+    }
+
+    /// Sets (or with `None`, clears) an agent's own token budget per window.
+    pub fn set_agent_budget(&self, agent: &str, tokens: Option<u64>) {
+        let mut w = self.window();
+        match tokens {
+            Some(t) => w.budgets.insert(agent.to_owned(), t),
+            None => w.budgets.remove(agent),
+        };
     }
 
     /// Sets (or with `level = None`, clears) an agent's trust override.

@@ -3,21 +3,29 @@
 //! needs them, hooks into the call path. Adding a family is its module, its catalog rows and
 //! one line in [`families`].
 
+mod agents;
+mod approvals;
 pub mod attention;
 mod attention_state;
 mod boot_report;
+mod clarifications;
 mod lang;
+mod locks;
 mod memory;
+mod orchestration;
 mod placeholders;
+mod plans;
 mod repo;
 pub mod search;
 mod sessions;
 mod skills;
 mod skills_state;
 pub mod store;
+mod tasks;
 mod workspace;
 pub mod workspace_tools;
 
+pub use agents::{TOKEN_PREFIX, agent_of_token};
 pub use attention_state::{Attention, estimate_tokens};
 pub use skills_state::Skills;
 
@@ -37,6 +45,12 @@ pub fn families() -> Vec<Family> {
         lang::family(),
         workspace::family(),
         skills::family(),
+        agents::family(),
+        tasks::family(),
+        locks::family(),
+        plans::family(),
+        clarifications::family(),
+        approvals::family(),
         placeholders::family(),
     ]
 }
