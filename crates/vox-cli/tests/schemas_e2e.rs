@@ -355,6 +355,8 @@ async fn every_dev_catalog_tool_answers_what_its_output_schema_says() {
         .await;
     assert_eq!(forgotten["forgotten"], true);
 
+    orchestrator_tools(&mut k, &c).await;
+
     let missed: Vec<&String> = catalog
         .iter()
         .filter(|n| !k.exercised.contains(*n) && !unexercised.contains_key(n.as_str()))
@@ -367,6 +369,201 @@ async fn every_dev_catalog_tool_answers_what_its_output_schema_says() {
         eprintln!("exercised only on their error path: {unexercised:?}");
     }
     c.cancel().await.unwrap();
+}
+
+/// Every orchestrator tool, as the operator, over one story: two agents, a plan, a lock
+/// conflict, a clarification, a handoff, an approval, a drain, an emergency stop.
+async fn orchestrator_tools(k: &mut Checker, c: &Client) {
+    let a1 = k
+        .ok(
+            c,
+            "vox_spawn_agent",
+            json!({"agent_id": "a1", "role": "writer", "capacity": 2}),
+        )
+        .await;
+    assert!(a1["token"].as_str().unwrap().starts_with("voxa_"), "{a1}");
+    k.ok(c, "vox_spawn_agent", json!({"budget_tokens": 5000}))
+        .await;
+    let t = k
+        .ok(
+            c,
+            "vox_submit_task",
+            json!({"title": "build", "files": ["src/lib.rs"], "priority": 3}),
+        )
+        .await;
+    let task = t["task"]["id"].as_i64().unwrap();
+    assert_eq!(t["task"]["state"], "assigned", "{t}");
+    k.ok(c, "vox_task_status", json!({"task_id": task})).await;
+    k.ok(
+        c,
+        "vox_heartbeat",
+        json!({"agent_id": "a1", "task_id": task}),
+    )
+    .await;
+    k.ok(
+        c,
+        "vox_claim_file",
+        json!({"agent_id": "a1", "path": "src/lib.rs", "task_id": task}),
+    )
+    .await;
+    let held = k
+        .ok(
+            c,
+            "vox_claim_file",
+            json!({"agent_id": "agent-1", "path": "src/lib.rs"}),
+        )
+        .await;
+    assert_eq!(held["outcome"], "held", "{held}");
+    k.ok(c, "vox_conflicts", json!({})).await;
+    k.ok(c, "vox_check_file_owner", json!({"path": "./src/lib.rs"}))
+        .await;
+    k.ok(c, "vox_my_files", json!({"agent_id": "a1"})).await;
+    k.ok(c, "vox_lock_status", json!({})).await;
+    k.ok(
+        c,
+        "vox_claim_file",
+        json!({"agent_id": "a1", "path": "README.md"}),
+    )
+    .await;
+    k.ok(
+        c,
+        "vox_transfer_file",
+        json!({"agent_id": "a1", "path": "README.md", "to_agent": "agent-1"}),
+    )
+    .await;
+    k.ok(
+        c,
+        "vox_release_file",
+        json!({"agent_id": "agent-1", "path": "README.md"}),
+    )
+    .await;
+    let plan = k
+        .ok(
+            c,
+            "vox_plan",
+            json!({"goal": "ship", "steps": [
+                {"key": "test", "title": "test", "after": ["lint"]},
+                {"key": "lint", "title": "lint"}
+            ]}),
+        )
+        .await;
+    let plan_id = plan["plan"]["id"].as_i64().unwrap();
+    k.ok(c, "vox_plan_status", json!({"plan_id": plan_id}))
+        .await;
+    k.ok(
+        c,
+        "vox_replan",
+        json!({"plan_id": plan_id, "reason": "docs too", "add": [{"key": "docs", "title": "docs", "after": ["lint"]}]}),
+    )
+    .await;
+    let q = k
+        .ok(
+            c,
+            "vox_ask_clarification",
+            json!({"question": "Which branch?", "options": ["main", "next"], "gates": [task]}),
+        )
+        .await;
+    k.ok(c, "vox_feedback_list", json!({})).await;
+    k.ok(
+        c,
+        "vox_resolve_feedback",
+        json!({"id": q["id"], "action": "answer", "answer": "main"}),
+    )
+    .await;
+    let h = k
+        .ok(
+            c,
+            "vox_agent_handoff",
+            json!({"agent_id": "a1", "to_agent": "agent-1", "task_id": task, "summary": "finish it", "context": "tests pass"}),
+        )
+        .await;
+    k.ok(
+        c,
+        "vox_handoff_lineage",
+        json!({"handoff_id": h["handoff"]["id"]}),
+    )
+    .await;
+    k.ok(
+        c,
+        "vox_complete_task",
+        json!({"agent_id": "agent-1", "task_id": task, "result": "built"}),
+    )
+    .await;
+    let lint = plan["plan"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"] == "lint")
+        .unwrap()["task"]["id"]
+        .clone();
+    k.ok(
+        c,
+        "vox_reorder_task",
+        json!({"task_id": lint, "priority": 9}),
+    )
+    .await;
+    let owner = lint_owner(k, c, &lint).await;
+    k.ok(
+        c,
+        "vox_fail_task",
+        json!({"agent_id": owner, "task_id": lint, "reason": "flaky", "retry": true}),
+    )
+    .await;
+    k.ok(c, "vox_queue_status", json!({})).await;
+    k.ok(c, "vox_a2a_tasks", json!({})).await;
+    k.ok(c, "vox_rebalance", json!({})).await;
+    k.ok(c, "vox_drain_agent", json!({"agent_id": "a1"})).await;
+    k.ok(c, "vox_pause_agent", json!({"agent_id": "a1"})).await;
+    k.ok(c, "vox_resume_agent", json!({"agent_id": "a1"})).await;
+    k.ok(
+        c,
+        "vox_set_agent_budget",
+        json!({"agent_id": "a1", "tokens": 1000}),
+    )
+    .await;
+    k.ok(c, "vox_agent_status", json!({})).await;
+    k.ok(c, "vox_agent_events", json!({"agent_id": "a1"})).await;
+    k.ok(c, "vox_poll_events", json!({"subject": "task"})).await;
+    k.ok(c, "vox_orchestrator_status", json!({})).await;
+    k.ok(
+        c,
+        "vox_add_approval_allowlist_entry",
+        json!({"tool": "vox_memory_*", "note": "memories are cheap"}),
+    )
+    .await;
+    k.ok(c, "vox_list_approval_allowlist", json!({})).await;
+    k.ok(c, "vox_pending_approvals", json!({"all": true})).await;
+    // Nothing waits yet: deciding approval 1 is a clear not-found, on the error path.
+    let e = err(
+        c,
+        "vox_resolve_approval",
+        json!({"approval_id": 1, "decision": "approve"}),
+    )
+    .await;
+    assert_eq!(e["code"], "not_found", "{e}");
+    k.exercised.insert("vox_resolve_approval".into());
+    let other = k.ok(c, "vox_submit_task", json!({"title": "later"})).await;
+    k.ok(
+        c,
+        "vox_cancel_task",
+        json!({"task_id": other["task"]["id"], "reason": "not needed"}),
+    )
+    .await;
+    let stop = k
+        .ok(c, "vox_emergency_stop", json!({"reason": "drill"}))
+        .await;
+    assert!(
+        !stop["paused_agents"].as_array().unwrap().is_empty(),
+        "{stop}"
+    );
+    let gone = k.ok(c, "vox_retire_agent", json!({"agent_id": "a1"})).await;
+    assert_eq!(gone["agent"]["state"], "retired", "{gone}");
+}
+
+/// Who holds task `id` now.
+async fn lint_owner(k: &mut Checker, c: &Client, id: &Value) -> Value {
+    let s = k.ok(c, "vox_task_status", json!({"task_id": id})).await;
+    s["task"]["owner"].clone()
 }
 
 #[tokio::test]
