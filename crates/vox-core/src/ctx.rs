@@ -71,12 +71,43 @@ pub trait CallObserver: Send + Sync {
     fn flush(&self) {}
 }
 
+/// An orchestrator agent as the call path sees it: who, and under which profile its own calls
+/// are decided.
+#[derive(Debug, Clone)]
+pub struct AgentIdentity {
+    pub id: String,
+    pub profile: ProfileSet,
+}
+
+/// The agents the daemon issued credentials to (the agent fleet registers it).
+pub trait AgentDirectory: Send + Sync {
+    /// The agent a credential belongs to; `None` for an unknown credential or a retired agent.
+    fn authenticate(&self, credential: &str) -> Result<Option<AgentIdentity>, ToolError>;
+    /// Agent `id` as it is now; `None` once it is retired.
+    fn current(&self, id: &str) -> Result<Option<AgentIdentity>, ToolError>;
+}
+
+/// What an agent's call passes after authorization and before it runs: a person's approval of
+/// a call with side effects, the agent's budget. `Ok` holds the arguments to run with (an
+/// approver may change them).
+pub trait AgentGate: Send + Sync {
+    fn admit<'a>(
+        &'a self,
+        agent: &'a str,
+        tool: &'static vox_mcp_registry::ToolEntry,
+        args: Value,
+        cancel: &'a crate::Cancel,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, ToolError>> + Send + 'a>>;
+}
+
 /// The hooks families registered at boot.
 #[derive(Default)]
 pub struct Hooks {
     pub dynamic: Vec<Arc<dyn DynamicTools>>,
     pub guards: Vec<Arc<dyn SessionGuard>>,
     pub observers: Vec<Arc<dyn CallObserver>>,
+    pub agents: Option<Arc<dyn AgentDirectory>>,
+    pub agent_gate: Option<Arc<dyn AgentGate>>,
 }
 
 /// The booted context. Built once at boot, then read-only.
@@ -130,6 +161,12 @@ impl Ctx {
         self.hooks.guards.push(g);
     }
     /// Registers an observer of every finished call.
+    pub fn set_agent_directory(&mut self, d: Arc<dyn AgentDirectory>) {
+        self.hooks.agents = Some(d);
+    }
+    pub fn set_agent_gate(&mut self, g: Arc<dyn AgentGate>) {
+        self.hooks.agent_gate = Some(g);
+    }
     pub fn add_call_observer(&mut self, o: Arc<dyn CallObserver>) {
         self.hooks.observers.push(o);
     }

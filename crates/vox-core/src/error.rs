@@ -27,6 +27,12 @@ pub enum ToolError {
     /// `vox mcp` lost its daemon mid-call (the next call adopts or respawns one).
     #[error("{0}")]
     DaemonUnavailable(String),
+    /// An agent credential that is unknown, or whose agent retired.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// A person rejected the call, its approval expired, or its agent is over budget.
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl ToolError {
@@ -41,6 +47,8 @@ impl ToolError {
             ToolError::Failed(_) => "tool_error",
             ToolError::Cancelled(_) => "cancelled",
             ToolError::DaemonUnavailable(_) => "daemon_unavailable",
+            ToolError::Unauthorized(_) => "unauthorized",
+            ToolError::Refused(_) => "refused",
         }
     }
     /// The HTTP status that goes with the code.
@@ -53,6 +61,8 @@ impl ToolError {
             ToolError::Internal(_) | ToolError::Failed(_) => 500,
             // nginx's "client closed request": there is no client left to read it.
             ToolError::Cancelled(_) => 499,
+            ToolError::Unauthorized(_) => 401,
+            ToolError::Refused(_) => 403,
         }
     }
     /// The error a code and message name (the inverse of [`Self::code`]); an unknown code is
@@ -67,6 +77,8 @@ impl ToolError {
             "tool_error" => ToolError::Failed(message),
             "cancelled" => ToolError::Cancelled(message),
             "daemon_unavailable" => ToolError::DaemonUnavailable(message),
+            "unauthorized" => ToolError::Unauthorized(message),
+            "refused" => ToolError::Refused(message),
             other => ToolError::Internal(format!("{other}: {message}")),
         }
     }
@@ -208,6 +220,8 @@ mod tests {
             ToolError::Failed(m()),
             ToolError::Cancelled(m()),
             ToolError::DaemonUnavailable(m()),
+            ToolError::Unauthorized(m()),
+            ToolError::Refused(m()),
         ];
         for e in errors {
             assert_eq!(ToolError::from_code(e.code(), m()), e);

@@ -22,7 +22,9 @@ pub use call::{
     Ask, AskError, AskReply, CallCtx, CallEvents, Cancel, CancelGuard, LogLevel, LogMessage,
     Progress, SessionKey,
 };
-pub use ctx::{CallObserver, Ctx, DynamicTools, Hooks, SessionGuard};
+pub use ctx::{
+    AgentDirectory, AgentGate, AgentIdentity, CallObserver, Ctx, DynamicTools, Hooks, SessionGuard,
+};
 pub use error::{ToolError, ToolOutcome};
 pub use family::{Family, HandlerEntry, HandlerFuture, HandlerResult, StepDone, StepFn};
 pub use orchestrator::{Assembled, Orchestrator, ToolDescriptor, assemble, json_len};

@@ -3,7 +3,7 @@
 use crate::MAX_MESSAGE_BYTES;
 use crate::boot::{self, BootReport};
 use crate::call::CallCtx;
-use crate::ctx::Ctx;
+use crate::ctx::{AgentIdentity, Ctx};
 use crate::error::{ToolError, ToolOutcome};
 use crate::family::{Family, HandlerEntry, HandlerFuture, StepFn, run_blocking};
 use crate::workspace::Workspace;
@@ -356,6 +356,103 @@ impl Orchestrator {
     ) -> ToolOutcome {
         let outcome = self.call_inner(surface, name, args, call, workspace).await;
         self.narrowed(name, outcome)
+    }
+
+    /// The agent a credential belongs to: `Unauthorized` when none (or it retired), or when
+    /// this daemon runs no agent fleet.
+    pub fn authenticate_agent(&self, credential: &str) -> Result<AgentIdentity, ToolError> {
+        let dir = self.ctx.hooks().agents.as_ref().ok_or_else(|| {
+            ToolError::Unauthorized(
+                "an agent credential was given, but this daemon's profile runs no agent fleet"
+                    .into(),
+            )
+        })?;
+        dir.authenticate(credential)?.ok_or_else(|| {
+            ToolError::Unauthorized(
+                "the agent credential (VOX_AGENT_TOKEN) is unknown, or its agent is retired".into(),
+            )
+        })
+    }
+
+    /// What agent `a` may call: the daemon's profile narrowed to the agent's.
+    pub fn agent_surface(&self, a: &AgentIdentity) -> ProfileSet {
+        self.ctx.profile.restricted(a.profile.tools())
+    }
+
+    /// Exactly the tools agent `a` could call, in name order.
+    pub fn list_tools_for_agent(&self, a: &AgentIdentity) -> Vec<&ToolDescriptor> {
+        self.list_tools_as(&self.agent_surface(a), Caller::LOCAL)
+    }
+
+    /// [`Self::list_tools_for_agent`] as MCP tool descriptors (what the socket answers).
+    pub fn agent_tool_list_json(&self, a: &AgentIdentity) -> Vec<Value> {
+        self.list_tools_for_agent(a)
+            .into_iter()
+            .filter_map(|d| serde_json::to_value(d).ok())
+            .collect()
+    }
+
+    /// A call on the agent path: the caller is agent `id` (its credential checked by the
+    /// transport), whose current profile narrows the daemon's. Authorization comes first, then
+    /// the families' gate (a person's approval, the budget), then the call as any other.
+    /// Workspace and skill tools are not on this path: an agent's surface is its profile.
+    pub async fn call_as_agent(
+        &self,
+        id: &str,
+        name: &str,
+        args: Value,
+        call: CallCtx,
+    ) -> ToolOutcome {
+        let agent = match self.ctx.hooks().agents.as_ref().map(|d| d.current(id)) {
+            Some(Ok(Some(a))) => a,
+            Some(Ok(None)) => {
+                return ToolOutcome::Failed(ToolError::Unauthorized(format!(
+                    "agent {id} is retired: its credential no longer works"
+                )));
+            }
+            Some(Err(e)) => return ToolOutcome::Failed(e),
+            None => {
+                return ToolOutcome::Failed(ToolError::Unauthorized(
+                    "this daemon's profile runs no agent fleet".into(),
+                ));
+            }
+        };
+        let surface = self.agent_surface(&agent);
+        let call = call.as_agent(&agent.id);
+        let tool = match authorize_tool(&surface, name, call.caller, self.ctx.boot.booted_mask) {
+            Ok(t) => t,
+            Err(d)
+                if d.code == DenialCode::ToolNotInProfile
+                    && self.ctx.profile.tools().iter().any(|t| t.name == name) =>
+            {
+                let d = Denial::new(
+                    DenialCode::ToolNotInProfile,
+                    format!(
+                        "tool {name} is not in agent {}'s profile `{}`",
+                        agent.id,
+                        agent.profile.canonical()
+                    ),
+                );
+                return self.recorded(&call, name, ToolOutcome::Denied(d));
+            }
+            Err(d) => return self.recorded(&call, name, ToolOutcome::Denied(d)),
+        };
+        let args = match &self.ctx.hooks().agent_gate {
+            Some(gate) => match gate.admit(&agent.id, tool, args, &call.cancel).await {
+                Ok(args) => args,
+                Err(e) => return self.recorded(&call, name, ToolOutcome::Failed(e)),
+            },
+            None => args,
+        };
+        self.call_inner(&surface, name, args, call, false).await
+    }
+
+    /// Tells the observers of a call that ended before it ran (so an agent's refusals count).
+    fn recorded(&self, call: &CallCtx, name: &str, outcome: ToolOutcome) -> ToolOutcome {
+        for o in &self.ctx.hooks().observers {
+            o.record(&call.agent, name, &outcome, Duration::ZERO);
+        }
+        outcome
     }
 
     /// The authorization [`Self::call_as`] starts with, on its own: `Err` holds the denial it

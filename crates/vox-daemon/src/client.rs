@@ -278,6 +278,9 @@ pub enum AdoptError {
     Spawn { message: String, log: String },
     #[error("daemon_unavailable: {message} (daemon log: {log})")]
     Io { message: String, log: String },
+    /// `VOX_AGENT_TOKEN` names no agent the daemon knows (or one that retired).
+    #[error("unauthorized: {message}")]
+    Unauthorized { message: String },
 }
 
 impl AdoptError {
@@ -287,6 +290,7 @@ impl AdoptError {
             AdoptError::ProfileMismatch { .. } => "profile_mismatch",
             AdoptError::Protocol { .. } => "protocol_mismatch",
             AdoptError::Spawn { .. } | AdoptError::Io { .. } => "daemon_unavailable",
+            AdoptError::Unauthorized { .. } => "unauthorized",
         }
     }
 
@@ -309,6 +313,7 @@ impl AdoptError {
                 json!({"workspace": workspace, "running_protocol": running, "protocol": crate::PROTOCOL_VERSION, "log": log})
             }
             AdoptError::Spawn { log, .. } | AdoptError::Io { log, .. } => json!({"log": log}),
+            AdoptError::Unauthorized { .. } => json!({}),
         }
     }
 }

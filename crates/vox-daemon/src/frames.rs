@@ -22,6 +22,10 @@ pub struct ToolCallParams {
     /// Send `orch.log` frames at or above this level; none when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_level: Option<LogLevel>,
+    /// The credential of the orchestrator agent making the call (`VOX_AGENT_TOKEN`): the call
+    /// is then that agent's, decided under its profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_token: Option<String>,
 }
 
 /// `orch.tool_call` answer.
@@ -38,6 +42,9 @@ pub struct ListToolsParams {
     /// List the workspace's `.vox` tools (the client's `VOX_MCP_WORKSPACE_TOOLS`).
     #[serde(default)]
     pub workspace_tools: bool,
+    /// An agent's credential: list what that agent may call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_token: Option<String>,
 }
 
 /// `orch.ping` parameters.
@@ -109,6 +116,9 @@ pub struct ServeStdioParams {
     /// The client's `VOX_MCP_WORKSPACE_TOOLS`.
     #[serde(default)]
     pub workspace_tools: bool,
+    /// The client's `VOX_AGENT_TOKEN`: the session is that agent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_token: Option<String>,
 }
 
 /// `orch.session` (daemon → `vox mcp`, on the handoff connection): what `vox mcp` needs to

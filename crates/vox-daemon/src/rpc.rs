@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, watch};
-use vox_core::Orchestrator;
+use vox_core::{Orchestrator, ToolOutcome};
 use vox_mcp_registry::Caller;
 
 /// JSON-RPC error codes used on the socket.
@@ -611,6 +611,13 @@ async fn handle(
         }
         "orch.boot_report" => Ok(serde_json::to_value(orch.boot_report()).unwrap_or_default()),
         "orch.list_tools" => match decode::<ListToolsParams>(method, params) {
+            Ok(ListToolsParams {
+                agent_token: Some(token),
+                ..
+            }) => match orch.authenticate_agent(&token) {
+                Ok(a) => Ok(json!({"tools": orch.agent_tool_list_json(&a)})),
+                Err(e) => Err((codes::INVALID_PARAMS, e.to_string())),
+            },
             Ok(p) => Ok(json!({"tools": orch.tool_list_json(p.workspace_tools)})),
             Err(e) => Err(e),
         },
@@ -741,7 +748,13 @@ async fn tool_call(
     let call = vox_core::CallCtx::new(Caller::LOCAL, agent, &conn.session)
         .with_cancel(cancel)
         .with_events(events, p.progress, p.log_level);
-    let outcome = orch.call(&p.name, p.arguments, call).await;
+    let outcome = match &p.agent_token {
+        None => orch.call(&p.name, p.arguments, call).await,
+        Some(token) => match orch.authenticate_agent(token) {
+            Ok(a) => orch.call_as_agent(&a.id, &p.name, p.arguments, call).await,
+            Err(e) => ToolOutcome::Failed(e),
+        },
+    };
     serde_json::to_value(ToolCallAnswer { outcome })
         .map_err(|e| (codes::INVALID_PARAMS, e.to_string()))
 }

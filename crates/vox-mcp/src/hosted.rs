@@ -48,8 +48,15 @@ async fn serve(s: StdioSession) {
             return;
         }
     };
+    // The credential was checked when `vox mcp` started; a session whose agent is unknown now
+    // still gets every call refused, by the agent path itself.
+    let agent = params
+        .agent_token
+        .as_deref()
+        .map(|t| orch.authenticate_agent(t).map(|a| a.id));
     let tools = Arc::new(ToolListCache::default());
     let server = McpServer::new(HostedBackend {
+        agent,
         orch: orch.clone(),
         session: session.clone(),
         workspace_tools: params.workspace_tools,
@@ -84,6 +91,8 @@ async fn serve(s: StdioSession) {
 
 /// The in-process backend of a handed-off session.
 struct HostedBackend {
+    /// The orchestrator agent this session is (its credential's check), when it is one.
+    agent: Option<Result<String, vox_core::ToolError>>,
     orch: Arc<Orchestrator>,
     session: Arc<str>,
     workspace_tools: bool,
@@ -130,9 +139,22 @@ impl Backend for HostedBackend {
             return Ok(t);
         }
         let generation = self.tools.generation();
-        let tools = Arc::new(encode::tools(Value::Array(
-            self.orch.tool_list_json(self.workspace_tools),
-        ))?);
+        let list = match &self.agent {
+            None => self.orch.tool_list_json(self.workspace_tools),
+            Some(Err(e)) => return Err(McpError::invalid_request(e.to_string(), None)),
+            Some(Ok(id)) => match self
+                .orch
+                .ctx()
+                .hooks()
+                .agents
+                .as_ref()
+                .map(|d| d.current(id))
+            {
+                Some(Ok(Some(a))) => self.orch.agent_tool_list_json(&a),
+                _ => vec![],
+            },
+        };
+        let tools = Arc::new(encode::tools(Value::Array(list))?);
         self.tools.set_tools(generation, tools.clone());
         Ok(tools)
     }
@@ -147,7 +169,15 @@ impl Backend for HostedBackend {
             .with_cancel(call.cancel)
             .with_events(call.events, call.progress, call.log_level);
         let skill_use = call.name == "vox_skill_use";
-        let outcome = self.orch.call(&call.name, call.arguments, cx).await;
+        let outcome = match &self.agent {
+            None => self.orch.call(&call.name, call.arguments, cx).await,
+            Some(Ok(id)) => {
+                self.orch
+                    .call_as_agent(id, &call.name, call.arguments, cx)
+                    .await
+            }
+            Some(Err(e)) => ToolOutcome::Failed(e.clone()),
+        };
         if skill_use && let ToolOutcome::Ok(v) = &outcome {
             let mut last = self.state.lock().unwrap_or_else(|p| p.into_inner());
             last.active_skill = v["active"].as_str().map(str::to_owned);

@@ -30,6 +30,8 @@ pub struct DaemonBackend {
     daemon_exe: PathBuf,
     /// This client's `VOX_MCP_WORKSPACE_TOOLS`: the daemon lists workspace tools per client.
     workspace_tools: bool,
+    /// This client's `VOX_AGENT_TOKEN`: every call is that orchestrator agent's.
+    agent_token: Option<String>,
     client: tokio::sync::Mutex<Option<Arc<DaemonClient>>>,
     /// Daemon notification frames, forwarded to the MCP client.
     notes: mpsc::UnboundedSender<Value>,
@@ -51,12 +53,26 @@ pub async fn connect(
     let (notes, rx) = mpsc::unbounded_channel();
     let (client, _ping) =
         adopt_or_spawn(&ws, &profile, &daemon_exe, Some(notes.clone()), Use::Client).await?;
+    let agent_token = agent_token();
+    if let Some(token) = &agent_token {
+        // A credential the daemon does not know is refused now, not at every call.
+        let params = json!(ListToolsParams {
+            agent_token: Some(token.clone()),
+            ..ListToolsParams::default()
+        });
+        if let Err(e) = client.call("orch.list_tools", params).await {
+            return Err(AdoptError::Unauthorized {
+                message: e.to_string(),
+            });
+        }
+    }
     let tools = Arc::new(ToolListCache::default());
     let server = McpServer::new(DaemonBackend {
         ws,
         profile,
         daemon_exe,
         workspace_tools: vox_daemon::client::workspace_tools_requested(),
+        agent_token,
         client: tokio::sync::Mutex::new(Some(Arc::new(client))),
         notes,
         tools: tools.clone(),
@@ -64,6 +80,13 @@ pub async fn connect(
     });
     tokio::spawn(forward_notifications(rx, server.change_notifier(), tools));
     Ok(server)
+}
+
+/// `VOX_AGENT_TOKEN`: the credential `vox_spawn_agent` issued, when this client is an agent.
+fn agent_token() -> Option<String> {
+    std::env::var("VOX_AGENT_TOKEN")
+        .ok()
+        .filter(|t| !t.trim().is_empty())
 }
 
 /// The server's `instructions` on stdio (relayed or handed off alike).
@@ -164,7 +187,10 @@ impl DaemonBackend {
             "jsonrpc": "2.0",
             "id": 1,
             "method": "orch.serve_stdio",
-            "params": ServeStdioParams { workspace_tools: self.workspace_tools },
+            "params": ServeStdioParams {
+                workspace_tools: self.workspace_tools,
+                agent_token: self.agent_token.clone(),
+            },
         });
         let mut line = request.to_string().into_bytes();
         line.push(b'\n');
@@ -319,6 +345,7 @@ impl DaemonBackend {
                 agent: Some("stdio".into()),
                 progress: false,
                 log_level: None,
+                agent_token: self.agent_token.clone(),
             };
             let restored = c.tool_call(&restore, None, None).await;
             if !restored.as_ref().is_ok_and(|o| !o.is_error()) {
@@ -395,7 +422,8 @@ impl Backend for DaemonBackend {
             .call(
                 "orch.list_tools",
                 json!(ListToolsParams {
-                    workspace_tools: self.workspace_tools
+                    workspace_tools: self.workspace_tools,
+                    agent_token: self.agent_token.clone(),
                 }),
             )
             .await
@@ -442,6 +470,7 @@ impl Backend for DaemonBackend {
             agent: Some(agent),
             progress: call.progress,
             log_level: call.log_level,
+            agent_token: self.agent_token.clone(),
         };
         let (tx, mut rx) = mpsc::unbounded_channel();
         let answer = client.tool_call(&params, Some(tx), Some(&call.cancel));

@@ -389,10 +389,13 @@ fn boot(ctx: &mut Ctx) -> Result<StepDone, String> {
     ) {
         return Err("disabled by VOX_MCP_AGENT_FLEET".into());
     }
-    let Some(s) = ctx.get::<Arc<Store>>() else {
+    let Some(s) = ctx.get::<Arc<Store>>().cloned() else {
         return Err("needs the journey store, which is not open".into());
     };
     let agents = s.agents(false).map_err(|e| e.to_string())?;
+    let store = s.clone();
+    ctx.set_agent_directory(Arc::new(Directory { store }));
+    ctx.insert(Arc::new(crate::approvals::ApprovalBell::default()));
     // Nothing that waited for a decision survives its call: those calls died with the daemon.
     let expired = s
         .approvals_expire_pending("the daemon restarted while the call waited")
@@ -403,17 +406,56 @@ fn boot(ctx: &mut Ctx) -> Result<StepDone, String> {
     )))
 }
 
-/// Budgets set with `vox_set_agent_budget` outlive the daemon: attention boots after the fleet,
-/// so they are handed over once every step ran.
-fn restore_budgets(ctx: &mut Ctx) {
-    let (Some(s), Some(att)) = (ctx.get::<Arc<Store>>(), ctx.get::<Arc<crate::Attention>>()) else {
+/// Once every step ran (attention boots after the fleet): the gate of the agent path, and the
+/// budgets set with `vox_set_agent_budget`, which outlive the daemon.
+fn after_boot(ctx: &mut Ctx) {
+    let (Some(store), Some(bell)) = (
+        ctx.get::<Arc<Store>>().cloned(),
+        ctx.get::<Arc<crate::approvals::ApprovalBell>>().cloned(),
+    ) else {
         return;
     };
-    if let Ok(agents) = s.agents(false) {
+    let attention = ctx.get::<Arc<crate::Attention>>().cloned();
+    if let (Some(att), Ok(agents)) = (&attention, store.agents(false)) {
         for a in agents {
             if let Some(b) = a.budget_tokens {
                 att.set_agent_budget(&a.id, Some(b as u64));
             }
+        }
+    }
+    ctx.set_agent_gate(Arc::new(crate::approvals::Gate {
+        store,
+        bell,
+        attention,
+    }));
+}
+
+/// The agents' credentials, for the transports.
+struct Directory {
+    store: Arc<Store>,
+}
+
+impl Directory {
+    fn identity(a: Agent) -> Result<vox_core::AgentIdentity, ToolError> {
+        let profile = ProfileSet::parse(&a.profile).map_err(|e| {
+            ToolError::Internal(format!("agent {}'s profile {}: {e}", a.id, a.profile))
+        })?;
+        Ok(vox_core::AgentIdentity { id: a.id, profile })
+    }
+}
+
+impl vox_core::AgentDirectory for Directory {
+    fn authenticate(&self, credential: &str) -> Result<Option<vox_core::AgentIdentity>, ToolError> {
+        agent_of_token(&self.store, credential)?
+            .map(Self::identity)
+            .transpose()
+    }
+    fn current(&self, id: &str) -> Result<Option<vox_core::AgentIdentity>, ToolError> {
+        match self.store.agent_get(id) {
+            Ok(a) if a.state == vox_store::AgentState::Retired => Ok(None),
+            Ok(a) => Self::identity(a).map(Some),
+            Err(vox_store::StoreError::NotFound(_)) => Ok(None),
+            Err(e) => Err(db(e)),
         }
     }
 }
@@ -423,7 +465,7 @@ pub fn family() -> Family {
         name: "agents",
         steps: vec![(BootStep::AgentFleet, boot)],
         handlers: handlers(),
-        after_boot: Some(restore_budgets),
+        after_boot: Some(after_boot),
         ..Family::default()
     }
 }

@@ -92,7 +92,7 @@ fn resolve(ctx: &Ctx, call: &CallCtx, a: ResolveArgs) -> Result<Approval, ToolEr
         }
         Decision::Reject => (ApprovalState::Rejected, None),
     };
-    store(ctx)?
+    let decided = store(ctx)?
         .approval_decide(
             a.approval_id,
             to,
@@ -100,7 +100,11 @@ fn resolve(ctx: &Ctx, call: &CallCtx, a: ResolveArgs) -> Result<Approval, ToolEr
             a.reason.as_deref(),
             actor(call),
         )
-        .map_err(db)
+        .map_err(db)?;
+    if let Some(bell) = ctx.get::<std::sync::Arc<ApprovalBell>>() {
+        bell.0.notify_waiters();
+    }
+    Ok(decided)
 }
 
 fn allow(ctx: &Ctx, call: &CallCtx, a: AllowArgs) -> Result<AllowEntry, ToolError> {
@@ -158,4 +162,142 @@ fn handlers() -> Vec<(&'static str, HandlerEntry)> {
         ("vox_add_approval_allowlist_entry", blocking(allow)),
         ("vox_list_approval_allowlist", blocking(list_allow)),
     ]
+}
+
+/// Rung when a person decides an approval: waiting calls look again.
+#[derive(Default)]
+pub struct ApprovalBell(pub tokio::sync::Notify);
+
+/// How long an agent's call waits for a person, unless `VOX_APPROVAL_TIMEOUT_SECS` says
+/// otherwise (seconds).
+const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 900;
+
+fn approval_timeout() -> std::time::Duration {
+    std::time::Duration::from_secs(
+        std::env::var("VOX_APPROVAL_TIMEOUT_SECS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(DEFAULT_APPROVAL_TIMEOUT_SECS),
+    )
+}
+
+/// The gate of the agent path. The orchestrator's own tools (the `orchestrator` lane) are how
+/// an agent coordinates: they pass as they are (the operator-only ones refuse agents
+/// themselves). Every other call must fit the agent's budget, and one with side effects
+/// waits for a person unless the allowlist covers it.
+pub struct Gate {
+    pub store: std::sync::Arc<vox_store::Store>,
+    pub bell: std::sync::Arc<ApprovalBell>,
+    pub attention: Option<std::sync::Arc<crate::Attention>>,
+}
+
+impl Gate {
+    async fn admit_inner(
+        &self,
+        agent: &str,
+        tool: &'static vox_mcp_registry::ToolEntry,
+        args: serde_json::Value,
+        cancel: &vox_core::Cancel,
+    ) -> Result<serde_json::Value, ToolError> {
+        if tool.lane == "orchestrator" {
+            return Ok(args);
+        }
+        if let Some(b) = self
+            .attention
+            .as_ref()
+            .and_then(|a| a.budget_status(Some(agent)).agents.into_iter().next())
+            .filter(|b| b.over_budget)
+        {
+            return Err(ToolError::Refused(format!(
+                "agent {agent} used {} of its {} tokens in this attention window; the operator can raise it (vox_set_agent_budget) or start a new window",
+                b.tokens_used, b.token_budget
+            )));
+        }
+        if tool.side_effect_class == vox_mcp_registry::SideEffectClass::ReadOnly {
+            return Ok(args);
+        }
+        let store = self.store.clone();
+        let (who, name) = (agent.to_owned(), tool.name);
+        if vox_core::family::run_blocking(move || store.allowlist_covers(&who, name).map_err(db))
+            .await?
+        {
+            return Ok(args);
+        }
+        let store = self.store.clone();
+        let (who, a) = (agent.to_owned(), args.clone());
+        let side = tool.side_effect_class.as_str();
+        let pending = vox_core::family::run_blocking(move || {
+            store.approval_request(&who, name, &a, side).map_err(db)
+        })
+        .await?;
+        tracing::info!(
+            approval = pending.id,
+            agent,
+            tool = name,
+            "a call waits for a person's approval"
+        );
+        let deadline = tokio::time::Instant::now() + approval_timeout();
+        loop {
+            let store = self.store.clone();
+            let id = pending.id;
+            let now =
+                vox_core::family::run_blocking(move || store.approval_get(id).map_err(db)).await?;
+            match now.state {
+                ApprovalState::Approved => return Ok(now.new_arguments.unwrap_or(args)),
+                ApprovalState::Rejected => {
+                    return Err(ToolError::Refused(format!(
+                        "approval {id}: {} rejected this call of {name}{}",
+                        now.decided_by.as_deref().unwrap_or("a person"),
+                        now.reason.map(|r| format!(": {r}")).unwrap_or_default()
+                    )));
+                }
+                ApprovalState::Expired => {
+                    return Err(ToolError::Refused(format!("approval {id} expired")));
+                }
+                ApprovalState::Pending => {}
+            }
+            let ring = self.bell.0.notified();
+            // A decision by another process (or a missed ring) is seen within a second.
+            let wait = tokio::time::sleep(std::time::Duration::from_secs(1));
+            tokio::select! {
+                () = ring => {}
+                () = wait => {}
+                () = cancel.cancelled() => {
+                    self.expire(id, "the call was cancelled while it waited").await;
+                    return Err(ToolError::Cancelled("cancelled while waiting for approval".into()));
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    self.expire(id, "nobody decided in time").await;
+                    return Err(ToolError::Refused(format!(
+                        "approval {id}: nobody decided within {} s (VOX_APPROVAL_TIMEOUT_SECS)",
+                        approval_timeout().as_secs()
+                    )));
+                }
+            }
+        }
+    }
+
+    async fn expire(&self, id: i64, why: &'static str) {
+        let store = self.store.clone();
+        let _ = vox_core::family::run_blocking(move || {
+            store
+                .approval_decide(id, ApprovalState::Expired, None, Some(why), "daemon")
+                .map_err(db)
+        })
+        .await;
+    }
+}
+
+impl vox_core::AgentGate for Gate {
+    fn admit<'a>(
+        &'a self,
+        agent: &'a str,
+        tool: &'static vox_mcp_registry::ToolEntry,
+        args: serde_json::Value,
+        cancel: &'a vox_core::Cancel,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<serde_json::Value, ToolError>> + Send + 'a>,
+    > {
+        Box::pin(self.admit_inner(agent, tool, args, cancel))
+    }
 }

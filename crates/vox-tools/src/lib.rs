@@ -4,7 +4,7 @@
 //! one line in [`families`].
 
 mod agents;
-mod approvals;
+pub mod approvals;
 pub mod attention;
 mod attention_state;
 mod boot_report;
