@@ -61,6 +61,16 @@ struct SpawnArgs {
     capacity: Option<i64>,
     /// Its token budget per attention window (default: the window's default).
     budget_tokens: Option<i64>,
+    /// What runs it: `codex`, a `codex app-server` worker the daemon runs in its own git
+    /// worktree; left out, the agent is a client of its own that presents the credential.
+    runner: Option<Runner>,
+}
+
+/// What runs an agent.
+#[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum Runner {
+    Codex,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -126,6 +136,9 @@ struct AgentView {
     files: Vec<FileLock>,
     /// Milliseconds since its last heartbeat.
     silent_ms: i64,
+    /// Its `codex app-server` worker, when the daemon runs it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    worker: Option<crate::fleet::WorkerStatus>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -215,13 +228,29 @@ fn spawn(ctx: &Ctx, call: &CallCtx, a: SpawnArgs) -> Result<Spawned, ToolError> 
         None => next_id(s)?,
     };
     let token = new_token()?;
+    let fleet = match a.runner {
+        Some(Runner::Codex) => {
+            vox_store::check_agent_id(&id).map_err(db)?;
+            if s.agent_get(&id).is_ok() {
+                return Err(ToolError::Conflict(format!(
+                    "agent {id} exists already; agent ids are never reused"
+                )));
+            }
+            let fleet = ctx
+                .require::<Arc<crate::fleet::Fleet>>("the agent fleet")?
+                .clone();
+            fleet.prepare(&id, &token)?;
+            Some(fleet)
+        }
+        None => None,
+    };
     let agent = s
         .agent_spawn(
             &NewAgent {
                 id,
                 role: a.role,
                 profile,
-                runner: None,
+                runner: fleet.as_ref().map(|_| "codex".to_owned()),
                 capacity: a.capacity.unwrap_or(1),
                 budget_tokens: a.budget_tokens,
             },
@@ -231,6 +260,9 @@ fn spawn(ctx: &Ctx, call: &CallCtx, a: SpawnArgs) -> Result<Spawned, ToolError> 
         .map_err(db)?;
     if let (Some(att), Some(b)) = (ctx.get::<Arc<crate::Attention>>(), agent.budget_tokens) {
         att.set_agent_budget(&agent.id, Some(b as u64));
+    }
+    if let Some(f) = fleet {
+        f.start(&agent.id);
     }
     Ok(Spawned {
         agent,
@@ -246,6 +278,9 @@ fn retire(ctx: &Ctx, call: &CallCtx, a: RetireArgs) -> Result<RetiredOut, ToolEr
     let retired = store(ctx)?
         .agent_retire(&a.agent_id, actor(call), &reason)
         .map_err(db)?;
+    if let Some(f) = ctx.get::<Arc<crate::fleet::Fleet>>() {
+        f.stop(&a.agent_id);
+    }
     Ok(RetiredOut {
         retired,
         assigned: dispatch(ctx)?,
@@ -303,8 +338,11 @@ fn drain(ctx: &Ctx, call: &CallCtx, a: AgentArgs) -> Result<Drained, ToolError> 
     })
 }
 
-fn view(s: &Store, agent: Agent) -> Result<AgentView, ToolError> {
+fn view(ctx: &Ctx, s: &Store, agent: Agent) -> Result<AgentView, ToolError> {
     Ok(AgentView {
+        worker: ctx
+            .get::<Arc<crate::fleet::Fleet>>()
+            .and_then(|f| f.status(&agent.id)),
         tasks: s.tasks_of(&agent.id, false, 1000).map_err(db)?,
         files: s.locks(Some(&agent.id), 10_000).map_err(db)?,
         silent_ms: vox_store::now_ms().saturating_sub(agent.heartbeat_at),
@@ -322,7 +360,7 @@ fn status(ctx: &Ctx, call: &CallCtx, a: StatusArgs) -> Result<Agents, ToolError>
     Ok(Agents {
         agents: agents
             .into_iter()
-            .map(|agent| view(s, agent))
+            .map(|agent| view(ctx, s, agent))
             .collect::<Result<_, _>>()?,
     })
 }
@@ -395,13 +433,20 @@ fn boot(ctx: &mut Ctx) -> Result<StepDone, String> {
     let agents = s.agents(false).map_err(|e| e.to_string())?;
     let store = s.clone();
     ctx.set_agent_directory(Arc::new(Directory { store }));
+    let fleet = crate::fleet::Fleet::new(s.clone(), &ctx.workspace, ctx.profile.canonical());
+    ctx.insert(Arc::new(fleet));
+    let codex_workers = agents.iter().filter(|a| a.runner.is_some()).count();
+    let runner = match crate::fleet::Fleet::codex() {
+        Ok(_) => "codex workers can run here".to_owned(),
+        Err(e) => format!("codex workers cannot run here: {e}"),
+    };
     ctx.insert(Arc::new(crate::approvals::ApprovalBell::default()));
     // Nothing that waited for a decision survives its call: those calls died with the daemon.
     let expired = s
         .approvals_expire_pending("the daemon restarted while the call waited")
         .map_err(|e| e.to_string())?;
     Ok(StepDone::Ready(format!(
-        "{} agents in the store ({expired} pending approvals expired); agents run as clients presenting their credential (the daemon runs no workers in this build)",
+        "{} agents in the store, {codex_workers} run by the daemon ({runner}); {expired} pending approvals expired",
         agents.len()
     )))
 }
@@ -460,13 +505,55 @@ impl vox_core::AgentDirectory for Directory {
     }
 }
 
+/// Once the daemon is up: the workers of agents it runs start again (a task one was running
+/// when the daemon went away goes back to the queue first), and lapsed file leases are expired
+/// every two seconds, letting the tasks that waited for those files go.
+fn on_started(ctx: Arc<Ctx>) {
+    let (Some(fleet), Some(store)) = (
+        ctx.get::<Arc<crate::fleet::Fleet>>().cloned(),
+        ctx.get::<Arc<Store>>().cloned(),
+    ) else {
+        return;
+    };
+    let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    for a in store.agents(false).unwrap_or_default() {
+        if a.runner.as_deref() == Some("codex") {
+            if let Err(e) = store.agent_requeue(&a.id, true, "daemon", "the daemon restarted") {
+                tracing::warn!(agent = a.id, "requeueing after a restart: {e}");
+            }
+            let _guard = rt.enter();
+            fleet.start(&a.id);
+        }
+    }
+    rt.spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(2));
+        loop {
+            tick.tick().await;
+            let s = store.clone();
+            let lapsed = vox_core::family::run_blocking(move || {
+                let lapsed = s.locks_expire().map_err(db)?;
+                if !lapsed.is_empty() {
+                    s.dispatch(256).map_err(db)?;
+                }
+                Ok(lapsed)
+            })
+            .await;
+            if lapsed.is_ok_and(|l| !l.is_empty()) {
+                fleet.kick_all();
+            }
+        }
+    });
+}
+
 pub fn family() -> Family {
     Family {
         name: "agents",
         steps: vec![(BootStep::AgentFleet, boot)],
         handlers: handlers(),
         after_boot: Some(after_boot),
-        ..Family::default()
+        on_started: Some(on_started),
     }
 }
 

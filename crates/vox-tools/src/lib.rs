@@ -9,6 +9,7 @@ pub mod attention;
 mod attention_state;
 mod boot_report;
 mod clarifications;
+mod fleet;
 mod lang;
 mod locks;
 mod memory;

@@ -50,7 +50,12 @@ pub fn operator_only(call: &CallCtx, what: &str) -> Result<(), ToolError> {
     }
 }
 
-/// Routes ready tasks to agents with room after a change; what it assigned.
+/// Routes ready tasks to agents with room after a change, and wakes the workers the daemon
+/// runs (a task may have come to one, or left it); what it assigned.
 pub fn dispatch(ctx: &Ctx) -> Result<Vec<Assignment>, ToolError> {
-    store(ctx)?.dispatch(DISPATCH_WINDOW).map_err(db)
+    let made = store(ctx)?.dispatch(DISPATCH_WINDOW).map_err(db)?;
+    if let Some(f) = ctx.get::<std::sync::Arc<crate::fleet::Fleet>>() {
+        f.kick_all();
+    }
+    Ok(made)
 }
