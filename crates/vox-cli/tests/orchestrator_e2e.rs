@@ -246,3 +246,73 @@ async fn an_unknown_agent_credential_is_refused_at_the_handshake() {
     assert!(e.contains("unauthorized"), "{e}");
     op.cancel().await.unwrap();
 }
+
+struct Updates(tokio::sync::mpsc::UnboundedSender<String>);
+
+impl rmcp::ClientHandler for Updates {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send(params.uri);
+    }
+}
+
+/// A client that subscribed to `vox://orchestrator/events` is told of every transition, and
+/// reading the resource gives the newest events with a cursor for `vox_poll_events`.
+#[tokio::test]
+#[allow(deprecated)] // the 2025 era's resources/subscribe
+async fn subscribers_are_told_of_each_transition_and_read_the_events() {
+    use rmcp::ServiceExt;
+    let ws = Ws::new();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let transport =
+        rmcp::transport::TokioChildProcess::new(ws.mcp_command(&["--profile", PROFILE])).unwrap();
+    let c = Updates(tx).serve(transport).await.unwrap();
+    const URI: &str = "vox://orchestrator/events";
+    let listed = c.list_all_resources().await.unwrap();
+    assert!(listed.iter().any(|r| r.uri == URI), "{listed:?}");
+    c.subscribe(rmcp::model::SubscribeRequestParams::new(URI))
+        .await
+        .unwrap();
+    let call = |name: &'static str, args: Value| {
+        c.call_tool(
+            rmcp::model::CallToolRequestParams::new(name)
+                .with_arguments(args.as_object().cloned().unwrap()),
+        )
+    };
+    call("vox_spawn_agent", json!({"agent_id": "a1"}))
+        .await
+        .unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .expect("resources/updated after a spawn")
+        .unwrap();
+    assert_eq!(got, URI);
+    while rx.try_recv().is_ok() {}
+    call("vox_submit_task", json!({"title": "t"}))
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .expect("resources/updated after a submit");
+    let read = c
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(URI))
+        .await
+        .unwrap();
+    let text = match &read.contents[0] {
+        rmcp::model::ResourceContents::TextResourceContents { text, .. } => text.clone(),
+        other => panic!("{other:?}"),
+    };
+    let events: Value = serde_json::from_str(&text).unwrap();
+    let kinds: Vec<&str> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["spawned", "submitted", "assigned"], "{events}");
+    assert!(events["next_cursor"].as_i64().unwrap() >= 3);
+    c.cancel().await.unwrap();
+}

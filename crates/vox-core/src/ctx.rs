@@ -119,6 +119,52 @@ pub struct Ctx {
     pub notifier: tokio::sync::broadcast::Sender<Value>,
     state: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
     hooks: Hooks,
+    /// The calls agents have in flight.
+    pub agent_calls: AgentCalls,
+}
+
+/// The calls agents have in flight, each with its own cancellation signal: retiring an agent
+/// or an emergency stop cancels them through the core's cancellation, as a client would.
+#[derive(Default)]
+pub struct AgentCalls {
+    next: std::sync::atomic::AtomicU64,
+    calls: std::sync::Mutex<HashMap<u64, (Arc<str>, crate::Cancel)>>,
+}
+
+/// Removes its call from [`AgentCalls`] when the call ends.
+pub struct InFlight<'a> {
+    calls: &'a AgentCalls,
+    key: u64,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.calls.lock().remove(&self.key);
+    }
+}
+
+impl AgentCalls {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, (Arc<str>, crate::Cancel)>> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    /// Records a call of `agent` until the guard drops.
+    pub fn enter(&self, agent: &str, cancel: &crate::Cancel) -> InFlight<'_> {
+        let key = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.lock().insert(key, (agent.into(), cancel.clone()));
+        InFlight { calls: self, key }
+    }
+    /// Cancels the calls in flight of `agent` (of every agent with `None`); how many.
+    pub fn cancel(&self, agent: Option<&str>) -> usize {
+        let calls = self.lock();
+        let mut n = 0;
+        for (who, cancel) in calls.values() {
+            if agent.is_none_or(|a| **who == *a) {
+                cancel.cancel();
+                n += 1;
+            }
+        }
+        n
+    }
 }
 
 impl Ctx {
@@ -131,6 +177,7 @@ impl Ctx {
             notifier: tokio::sync::broadcast::channel(16).0,
             state: HashMap::new(),
             hooks: Hooks::default(),
+            agent_calls: AgentCalls::default(),
         }
     }
     /// A family's state of type `T`, if its boot step put one in.
@@ -160,13 +207,15 @@ impl Ctx {
     pub fn add_session_guard(&mut self, g: Arc<dyn SessionGuard>) {
         self.hooks.guards.push(g);
     }
-    /// Registers an observer of every finished call.
+    /// Registers the directory of agent credentials (the agent path).
     pub fn set_agent_directory(&mut self, d: Arc<dyn AgentDirectory>) {
         self.hooks.agents = Some(d);
     }
+    /// Registers what an agent's call passes before it runs.
     pub fn set_agent_gate(&mut self, g: Arc<dyn AgentGate>) {
         self.hooks.agent_gate = Some(g);
     }
+    /// Registers an observer of every finished call.
     pub fn add_call_observer(&mut self, o: Arc<dyn CallObserver>) {
         self.hooks.observers.push(o);
     }

@@ -419,6 +419,7 @@ impl Orchestrator {
         };
         let surface = self.agent_surface(&agent);
         let call = call.as_agent(&agent.id);
+        let _in_flight = self.ctx.agent_calls.enter(&agent.id, &call.cancel);
         let tool = match authorize_tool(&surface, name, call.caller, self.ctx.boot.booted_mask) {
             Ok(t) => t,
             Err(d)

@@ -281,6 +281,7 @@ fn retire(ctx: &Ctx, call: &CallCtx, a: RetireArgs) -> Result<RetiredOut, ToolEr
     if let Some(f) = ctx.get::<Arc<crate::fleet::Fleet>>() {
         f.stop(&a.agent_id);
     }
+    ctx.agent_calls.cancel(Some(&a.agent_id));
     Ok(RetiredOut {
         retired,
         assigned: dispatch(ctx)?,
@@ -393,6 +394,7 @@ fn heartbeat(ctx: &Ctx, call: &CallCtx, a: HeartbeatArgs) -> Result<Beat, ToolEr
     if let Some(t) = a.task_id {
         s.task_move(t, &vox_store::TaskMove::Start, &id)
             .map_err(db)?;
+        crate::orchestration::changed(ctx);
     }
     Ok(Beat {
         tasks: s.tasks_of(&id, false, 1000).map_err(db)?,
@@ -412,6 +414,7 @@ fn set_budget(ctx: &Ctx, call: &CallCtx, a: BudgetArgs) -> Result<BudgetSet, Too
         .agent_set_budget(&a.agent_id, a.tokens, actor(call))
         .map_err(db)?;
     attention.set_agent_budget(&agent.id, a.tokens.map(|t| t as u64));
+    crate::orchestration::changed(ctx);
     Ok(BudgetSet {
         budget: attention.budget_status(Some(&agent.id)),
         agent,
@@ -433,7 +436,12 @@ fn boot(ctx: &mut Ctx) -> Result<StepDone, String> {
     let agents = s.agents(false).map_err(|e| e.to_string())?;
     let store = s.clone();
     ctx.set_agent_directory(Arc::new(Directory { store }));
-    let fleet = crate::fleet::Fleet::new(s.clone(), &ctx.workspace, ctx.profile.canonical());
+    let fleet = crate::fleet::Fleet::new(
+        s.clone(),
+        &ctx.workspace,
+        ctx.profile.canonical(),
+        crate::orchestration::Announcer::new(ctx),
+    );
     ctx.insert(Arc::new(fleet));
     let codex_workers = agents.iter().filter(|a| a.runner.is_some()).count();
     let runner = match crate::fleet::Fleet::codex() {
@@ -468,11 +476,14 @@ fn after_boot(ctx: &mut Ctx) {
             }
         }
     }
+    let announce = crate::orchestration::Announcer::new(ctx);
     ctx.set_agent_gate(Arc::new(crate::approvals::Gate {
-        store,
+        store: store.clone(),
         bell,
         attention,
+        announce,
     }));
+    ctx.add_dynamic_tools(Arc::new(crate::orchestration::EventsResource(store)));
 }
 
 /// The agents' credentials, for the transports.

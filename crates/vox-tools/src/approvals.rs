@@ -104,6 +104,7 @@ fn resolve(ctx: &Ctx, call: &CallCtx, a: ResolveArgs) -> Result<Approval, ToolEr
     if let Some(bell) = ctx.get::<std::sync::Arc<ApprovalBell>>() {
         bell.0.notify_waiters();
     }
+    crate::orchestration::changed(ctx);
     Ok(decided)
 }
 
@@ -189,6 +190,7 @@ pub struct Gate {
     pub store: std::sync::Arc<vox_store::Store>,
     pub bell: std::sync::Arc<ApprovalBell>,
     pub attention: Option<std::sync::Arc<crate::Attention>>,
+    pub announce: crate::orchestration::Announcer,
 }
 
 impl Gate {
@@ -230,6 +232,7 @@ impl Gate {
             store.approval_request(&who, name, &a, side).map_err(db)
         })
         .await?;
+        self.announce.changed();
         tracing::info!(
             approval = pending.id,
             agent,
@@ -285,6 +288,7 @@ impl Gate {
                 .map_err(db)
         })
         .await;
+        self.announce.changed();
     }
 }
 

@@ -69,9 +69,11 @@ struct Resolved {
 }
 
 fn ask(ctx: &Ctx, call: &CallCtx, a: AskArgs) -> Result<Clarification, ToolError> {
-    store(ctx)?
+    let q = store(ctx)?
         .clarification_ask(&a.question, &a.options, &a.gates, actor(call))
-        .map_err(db)
+        .map_err(db)?;
+    crate::orchestration::changed(ctx);
+    Ok(q)
 }
 
 fn list(ctx: &Ctx, _call: &CallCtx, a: ListArgs) -> Result<Inbox, ToolError> {

@@ -58,6 +58,7 @@ pub struct Fleet {
     /// The daemon's canonical profile: a worker's `vox mcp` must ask for the same one.
     profile: String,
     workers: Mutex<HashMap<String, Worker>>,
+    announce: crate::orchestration::Announcer,
 }
 
 /// Where the fleet keeps agent `id`'s worktree and Codex home.
@@ -119,13 +120,19 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
 }
 
 impl Fleet {
-    pub fn new(store: Arc<Store>, ws: &vox_core::Workspace, profile: &str) -> Self {
+    pub fn new(
+        store: Arc<Store>,
+        ws: &vox_core::Workspace,
+        profile: &str,
+        announce: crate::orchestration::Announcer,
+    ) -> Self {
         Fleet {
             store,
             workspace: ws.root.clone(),
             vox_dir: ws.vox_dir.clone(),
             profile: profile.to_owned(),
             workers: Mutex::default(),
+            announce,
         }
     }
 
@@ -339,6 +346,7 @@ impl Fleet {
             }
             let store = self.store.clone();
             let _ = vox_core::family::run_blocking(move || store.dispatch(256).map_err(db)).await;
+            self.announce.changed();
             self.kick_all();
         }
         Self::set(&status, |s| {

@@ -2,7 +2,7 @@
 //! `vox_check_file_owner`, `vox_my_files`, `vox_lock_status`, `vox_conflicts`. A lock's lease
 //! runs from its claim and from each of its holder's heartbeats; a lapsed one is free.
 
-use crate::orchestration::{agent_for, dispatch};
+use crate::orchestration::{agent_for, changed, dispatch};
 use crate::store::{db, store};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -103,9 +103,11 @@ fn claim(ctx: &Ctx, call: &CallCtx, a: ClaimArgs) -> Result<Claim, ToolError> {
             "`lease_secs` is 1 to 86400, not {secs}"
         )));
     }
-    store(ctx)?
+    let claim = store(ctx)?
         .lock_claim(&a.path, &agent, a.task_id, i64::from(secs) * 1000)
-        .map_err(db)
+        .map_err(db)?;
+    changed(ctx);
+    Ok(claim)
 }
 
 fn release(ctx: &Ctx, call: &CallCtx, a: ReleaseArgs) -> Result<Released, ToolError> {
@@ -122,9 +124,11 @@ fn release(ctx: &Ctx, call: &CallCtx, a: ReleaseArgs) -> Result<Released, ToolEr
 
 fn transfer(ctx: &Ctx, call: &CallCtx, a: TransferArgs) -> Result<FileLock, ToolError> {
     let from = agent_for(call, a.agent_id)?;
-    store(ctx)?
+    let lock = store(ctx)?
         .lock_transfer(&a.path, &from, &a.to_agent)
-        .map_err(db)
+        .map_err(db)?;
+    changed(ctx);
+    Ok(lock)
 }
 
 fn owner(ctx: &Ctx, _call: &CallCtx, a: PathArgs) -> Result<Owner, ToolError> {

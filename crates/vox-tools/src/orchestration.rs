@@ -57,5 +57,82 @@ pub fn dispatch(ctx: &Ctx) -> Result<Vec<Assignment>, ToolError> {
     if let Some(f) = ctx.get::<std::sync::Arc<crate::fleet::Fleet>>() {
         f.kick_all();
     }
+    changed(ctx);
     Ok(made)
+}
+
+/// The resource that says "something changed": `vox://orchestrator/events` (the newest
+/// events). Every change of a task, an agent, a lock, a plan, a handoff, a clarification or an
+/// approval announces it (`notifications/resources/updated`) to the clients that subscribed.
+pub const EVENTS_URI: &str = "vox://orchestrator/events";
+
+/// How many events a read of [`EVENTS_URI`] gives.
+const EVENTS_READ: usize = 100;
+
+/// Announces a change to subscribers of [`EVENTS_URI`]; cheap when nobody listens.
+#[derive(Clone)]
+pub struct Announcer(tokio::sync::broadcast::Sender<serde_json::Value>);
+
+impl Announcer {
+    pub fn new(ctx: &Ctx) -> Self {
+        Announcer(ctx.notifier.clone())
+    }
+    pub fn changed(&self) {
+        let _ = self.0.send(serde_json::json!({"jsonrpc": "2.0",
+            "method": "notifications/resources/updated", "params": {"uri": EVENTS_URI}}));
+    }
+}
+
+/// Announces a change made by a tool.
+pub fn changed(ctx: &Ctx) {
+    ctx.notify_resource_updated(EVENTS_URI);
+}
+
+/// Serves [`EVENTS_URI`] (no tools).
+pub struct EventsResource(pub std::sync::Arc<vox_store::Store>);
+
+impl vox_core::DynamicTools for EventsResource {
+    fn descriptors(&self, _advertise_workspace: bool) -> Vec<serde_json::Value> {
+        vec![]
+    }
+    fn has_tool(&self, _name: &str) -> bool {
+        false
+    }
+    fn call(
+        &self,
+        _name: &str,
+        _args: &serde_json::Value,
+        _call: &CallCtx,
+    ) -> Option<vox_core::ToolOutcome> {
+        None
+    }
+    fn resources(&self) -> Vec<serde_json::Value> {
+        vec![serde_json::json!({
+            "uri": EVENTS_URI,
+            "name": "orchestrator-events",
+            "title": "Orchestrator events",
+            "description": "The newest 100 events of tasks, agents, locks, plans, handoffs, clarifications and approvals; subscribe to be told of each change, and page with vox_poll_events.",
+            "mimeType": "application/json",
+        })]
+    }
+    fn read(&self, uri: &str) -> Option<Result<vox_core::ResourceBody, ToolError>> {
+        if uri != EVENTS_URI {
+            return None;
+        }
+        Some((|| {
+            let head = self.0.events_head().map_err(db)?;
+            let events = self
+                .0
+                .events(
+                    &vox_store::EventFilter {
+                        after: (head - EVENTS_READ as i64).max(0),
+                        ..vox_store::EventFilter::default()
+                    },
+                    EVENTS_READ,
+                )
+                .map_err(db)?;
+            let text = serde_json::json!({"events": events, "next_cursor": head}).to_string();
+            Ok(vox_core::ResourceBody::typed_text(text, "application/json"))
+        })())
+    }
 }

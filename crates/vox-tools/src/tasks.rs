@@ -170,6 +170,8 @@ struct Stopped {
     cancelled: Vec<i64>,
     /// Agents paused so that nothing new starts.
     paused_agents: Vec<String>,
+    /// Agents' tool calls that were in flight, cancelled.
+    cancelled_calls: usize,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -386,9 +388,14 @@ fn emergency_stop(ctx: &Ctx, call: &CallCtx, a: StopArgs) -> Result<Stopped, Too
         }
     }
     let cancelled = s.tasks_cancel_active(actor(call), &reason).map_err(db)?;
+    // What agents are doing right now stops too: their calls in flight (waiting approvals
+    // among them) through the core's cancellation, their workers' turns by their task leaving.
+    let cancelled_calls = ctx.agent_calls.cancel(None);
+    dispatch(ctx)?;
     Ok(Stopped {
         cancelled,
         paused_agents,
+        cancelled_calls,
     })
 }
 
