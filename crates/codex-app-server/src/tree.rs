@@ -96,3 +96,25 @@ pub(crate) fn signal(pgid: i32, extra: &[i32], sig: i32) {
         }
     }
 }
+
+/// Kills (SIGKILL) every process whose working directory is `dir` or below it, but this one:
+/// what a crashed host's orphans are found by (a shell Codex started in a group of its own
+/// outlives the host, reparented, but keeps the worktree as its directory). Returns how many.
+pub fn kill_working_under(dir: &std::path::Path) -> usize {
+    let me = std::process::id() as i32;
+    let mut n = 0;
+    for (pid, _, _) in processes() {
+        if pid == me || pid <= 1 {
+            continue;
+        }
+        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd"));
+        if cwd.is_ok_and(|c| c.starts_with(dir)) {
+            // SAFETY: kill has no memory-safety preconditions; a gone pid yields ESRCH.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+            n += 1;
+        }
+    }
+    n
+}

@@ -230,3 +230,237 @@ unsafe fn libc_kill(pid: i32) {
         c_kill(pid, 9);
     }
 }
+
+/// Fails unless every process working under `dir` (a worker, its `vox mcp`) is gone within 5 s
+/// of the daemon's stop.
+fn assert_no_worker_left(dir: &std::path::Path) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = pids_in(dir);
+        if left.is_empty() {
+            return;
+        }
+        if Instant::now() > deadline {
+            let cmds: Vec<String> = left
+                .iter()
+                .map(|p| {
+                    String::from_utf8_lossy(
+                        &std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default(),
+                    )
+                    .replace('\0', " ")
+                })
+                .collect();
+            panic!("workers outlived the daemon: {cmds:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Processes whose working directory is under `dir`.
+fn pids_in(dir: &std::path::Path) -> Vec<u32> {
+    let mut pids = vec![];
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c.starts_with(dir)) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+fn step_task(plan: &Value, key: &str) -> Value {
+    plan["plan"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"] == key)
+        .unwrap()["task"]["id"]
+        .clone()
+}
+
+/// The whole story with two real workers: a plan's DAG, a lock conflict between them, a call
+/// that waits for a person's approval, a step gated by a clarification until it is answered,
+/// a worker killed mid-task and its task requeued, and all of it still there after the daemon
+/// restarts, with no process left behind.
+#[tokio::test]
+async fn two_codex_workers_run_a_plan_through_conflict_approval_clarification_and_a_crash() {
+    let Some(codex_js) = codex_js() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let first_task = "{{first_output/queues/0/tasks/0/id}}";
+    let script = json!({"actors": [
+        {"name": "w1", "match": "Agent w1:", "steps": [
+            // build: claim its file, remember something (waits for a person), complete.
+            vox("vox_queue_status", json!({})),
+            vox("vox_claim_file", json!({"path": "src/lib.rs", "task_id": "{{last_output/queues/0/tasks/0/id}}"})),
+            vox("vox_memory_store", json!({"key": "build/notes", "value": "lib builds"})),
+            vox("vox_complete_task", json!({"task_id": first_task, "result": "built"})),
+            [{"say": "built"}],
+            // ship, once the clarification is answered.
+            vox("vox_queue_status", json!({})),
+            vox("vox_complete_task", json!({"task_id": "{{last_output/queues/0/tasks/0/id}}", "result": "shipped"})),
+            [{"say": "shipped"}]
+        ]},
+        {"name": "w2", "match": "Agent w2:", "steps": [
+            [{"hang": true}],
+            // docs, after the crash: the file w1 holds is refused, its own is granted.
+            vox("vox_queue_status", json!({})),
+            vox("vox_claim_file", json!({"path": "src/lib.rs"})),
+            vox("vox_claim_file", json!({"path": "docs.md", "task_id": first_task})),
+            vox("vox_complete_task", json!({"task_id": first_task, "result": "documented"})),
+            [{"say": "documented"}]
+        ]}
+    ]});
+    let model = Model::start(dir.path(), &script);
+    let ws = fleet_workspace(&codex_js, &model, dir.path());
+    let op = ws.client(&["--profile", PROFILE]).await;
+    for id in ["w1", "w2"] {
+        ok(
+            &op,
+            "vox_spawn_agent",
+            json!({"agent_id": id, "runner": "codex", "profile": PROFILE}),
+        )
+        .await;
+    }
+    let plan = ok(
+        &op,
+        "vox_plan",
+        json!({"goal": "release", "steps": [
+            {"key": "build", "title": "build the library", "files": ["src/lib.rs"]},
+            {"key": "docs", "title": "write the docs", "files": ["docs.md"]},
+            {"key": "ship", "title": "ship it", "after": ["build", "docs"]}
+        ]}),
+    )
+    .await;
+    let (build, docs, ship) = (
+        step_task(&plan, "build"),
+        step_task(&plan, "docs"),
+        step_task(&plan, "ship"),
+    );
+    let q = ok(
+        &op,
+        "vox_ask_clarification",
+        json!({"question": "Ship to production?", "options": ["yes", "no"], "gates": [ship]}),
+    )
+    .await;
+
+    // w1 holds src/lib.rs, and its memory write waits for a person.
+    let approval = until(
+        Duration::from_secs(60),
+        "w1's approval request",
+        async || {
+            let p = ok(&op, "vox_pending_approvals", json!({})).await;
+            p["approvals"].as_array().unwrap().first().cloned()
+        },
+    )
+    .await;
+    assert_eq!(
+        (approval["agent"].as_str(), approval["tool"].as_str()),
+        (Some("w1"), Some("vox_memory_store")),
+        "{approval}"
+    );
+    let owner = ok(&op, "vox_check_file_owner", json!({"path": "src/lib.rs"})).await;
+    assert_eq!(owner["lock"]["agent"], "w1", "{owner}");
+
+    // Meanwhile w2 hangs on docs: kill its worker.
+    let pid = until(Duration::from_secs(60), "w2 at work", async || {
+        let s = ok(&op, "vox_agent_status", json!({"agent_id": "w2"})).await;
+        let w = &s["agents"][0]["worker"];
+        let asked = model.requests().iter().any(|r| r["actor"] == "w2");
+        (w["state"] == "working" && asked).then(|| w["pid"].clone())
+    })
+    .await;
+    unsafe { libc_kill(-(pid.as_i64().unwrap() as i32)) };
+    // Restarted, w2 asks for the file w1 holds while w1 waits: a conflict. Then the person
+    // approves w1's call.
+    let conflicts = until(Duration::from_secs(60), "w2's refused claim", async || {
+        let c = ok(&op, "vox_conflicts", json!({})).await;
+        c["conflicts"].as_array().unwrap().first().cloned()
+    })
+    .await;
+    assert_eq!(
+        (
+            conflicts["path"].as_str(),
+            conflicts["holder"].as_str(),
+            conflicts["requester"].as_str()
+        ),
+        (Some("src/lib.rs"), Some("w1"), Some("w2")),
+        "{conflicts}"
+    );
+    ok(
+        &op,
+        "vox_resolve_approval",
+        json!({"approval_id": approval["id"], "decision": "approve"}),
+    )
+    .await;
+
+    // Both finish; ship waits for the answer, then w1 ships.
+    for (task, result) in [(&build, "built"), (&docs, "documented")] {
+        let t = until(Duration::from_secs(90), result, async || {
+            let t = task_state(&op, task).await;
+            (t["state"] == "completed").then_some(t)
+        })
+        .await;
+        assert_eq!(t["result"], result, "{t}");
+    }
+    assert_eq!(
+        task_state(&op, &docs).await["attempts"],
+        2,
+        "docs ran twice"
+    );
+    let held = ok(&op, "vox_task_status", json!({"task_id": ship})).await;
+    assert_eq!(held["task"]["state"], "queued", "{held}");
+    assert_eq!(held["gated_by"], json!([q["id"]]), "{held}");
+    // The conflict is history once w1's task released the file.
+    let past = ok(&op, "vox_conflicts", json!({"all": true})).await;
+    assert_eq!(past["conflicts"][0]["active"], false, "{past}");
+    ok(
+        &op,
+        "vox_resolve_feedback",
+        json!({"id": q["id"], "action": "answer", "answer": "yes"}),
+    )
+    .await;
+    let shipped = until(Duration::from_secs(90), "ship", async || {
+        let t = task_state(&op, &ship).await;
+        (t["state"] == "completed").then_some(t)
+    })
+    .await;
+    assert_eq!(
+        (shipped["owner"].as_str(), shipped["result"].as_str()),
+        (Some("w1"), Some("shipped"))
+    );
+    let notes = ok(&op, "vox_memory_recall", json!({"key": "build/notes"})).await;
+    assert_eq!(notes["found"], true, "{notes}");
+    assert!(
+        model
+            .requests()
+            .iter()
+            .all(|r| r["exhausted"] != true && r["error"].is_null()),
+        "the model was asked more than the script says"
+    );
+    op.cancel().await.unwrap();
+
+    // Durable across a restart, which starts the workers again (idle now); then nothing is
+    // left running once the daemon stops.
+    ws.stop_daemon();
+    assert_no_worker_left(&ws.root().join(".vox/agents"));
+    let op = ws.client(&["--profile", PROFILE]).await;
+    let p = ok(
+        &op,
+        "vox_plan_status",
+        json!({"plan_id": plan["plan"]["id"]}),
+    )
+    .await;
+    assert_eq!(p["finished"], true, "{p}");
+    assert_eq!(p["progress"], json!({"completed": 3}), "{p}");
+    let all = ok(&op, "vox_pending_approvals", json!({"all": true})).await;
+    assert_eq!(all["approvals"][0]["state"], "approved", "{all}");
+    let asked = ok(&op, "vox_feedback_list", json!({"all": true})).await;
+    assert_eq!(asked["clarifications"][0]["answer"], "yes", "{asked}");
+    let lineage = ok(&op, "vox_agent_events", json!({"agent_id": "w2"})).await;
+    assert!(!lineage["events"].as_array().unwrap().is_empty());
+    op.cancel().await.unwrap();
+    ws.stop_daemon();
+    assert_no_worker_left(&ws.root().join(".vox/agents"));
+}

@@ -47,12 +47,17 @@ async fn spawn_agent(op: &Client, id: &str, profile: &str) -> String {
 }
 
 /// Every tool an agent under `profile` lists is one it may call, and every tool it may not
-/// call is refused with `tool_not_in_profile`, listed or not.
+/// call is refused with `tool_not_in_profile`, listed or not. An agent is offered the public
+/// tools of its profile (the daemon's serving them): never the operator's.
 async fn list_and_call_agree(agent: &Client, id: &str, profile: &str) {
     let listed: BTreeSet<String> = tool_names(agent).await.into_iter().collect();
     let allowed: BTreeSet<String> = registry_slice(profile)
         .into_iter()
         .filter(|n| registry_slice(PROFILE).contains(n))
+        .filter(|n| {
+            vox_mcp_registry::tool_by_name(n).unwrap().exposure
+                == vox_mcp_registry::Exposure::Public
+        })
         .collect();
     assert_eq!(listed, allowed, "agent {id} lists what its profile allows");
     for name in registry_slice("dev") {
@@ -113,7 +118,7 @@ async fn agents_are_decided_under_their_own_profile_and_wait_for_a_person() {
     )
     .await;
     assert!(
-        e["message"].as_str().unwrap().contains("only the operator"),
+        e["message"].as_str().unwrap().contains("the operator's"),
         "{e}"
     );
     ok(
@@ -175,7 +180,7 @@ async fn agents_are_decided_under_their_own_profile_and_wait_for_a_person() {
     );
     let e = err(&l, "vox_spawn_agent", json!({})).await;
     assert!(
-        e["message"].as_str().unwrap().contains("only the operator"),
+        e["message"].as_str().unwrap().contains("the operator's"),
         "{e}"
     );
     ok(

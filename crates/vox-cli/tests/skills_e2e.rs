@@ -140,7 +140,9 @@ async fn install_search_resources_macro_tools_and_uninstall() {
             "skill://index.json",
             "skill://git-helper/SKILL.md",
             "skill://home-skill/SKILL.md",
-            "skill://release-notes/SKILL.md"
+            "skill://release-notes/SKILL.md",
+            // Under dev the orchestrator's events resource is served too.
+            "vox://orchestrator/events"
         ]
     );
     let index = c

@@ -37,8 +37,16 @@ async fn workspace_tools_are_callable_under_dev_and_advertised_only_on_request()
     assert_eq!(r["stored"], true);
     let res = c.list_all_resources().await.unwrap();
     let uris: Vec<&str> = res.iter().map(|r| r.uri.as_str()).collect();
-    // Workspace resources first, then the skill index (no skill is installed here).
-    assert_eq!(uris, ["docs://team", "skill://index.json"]);
+    // Workspace resources first, then the skill index (no skill is installed here), then the
+    // orchestrator's events.
+    assert_eq!(
+        uris,
+        [
+            "docs://team",
+            "skill://index.json",
+            "vox://orchestrator/events"
+        ]
+    );
     let read = c
         .read_resource(ReadResourceRequestParams::new("docs://team"))
         .await

@@ -374,9 +374,17 @@ impl Orchestrator {
         })
     }
 
-    /// What agent `a` may call: the daemon's profile narrowed to the agent's.
+    /// What agent `a` may call: the daemon's profile narrowed to the agent's public tools.
+    /// Tools of `operator` (or `internal`) exposure are a person's (deciding approvals,
+    /// spawning agents, trust overrides): no agent is offered them, whatever its profile.
     pub fn agent_surface(&self, a: &AgentIdentity) -> ProfileSet {
-        self.ctx.profile.restricted(a.profile.tools())
+        let mut public = vox_mcp_registry::ToolSet::default();
+        for t in a.profile.tools().iter() {
+            if t.exposure == vox_mcp_registry::Exposure::Public {
+                public.insert(t.index);
+            }
+        }
+        self.ctx.profile.restricted(&public)
     }
 
     /// Exactly the tools agent `a` could call, in name order.
@@ -426,14 +434,20 @@ impl Orchestrator {
                 if d.code == DenialCode::ToolNotInProfile
                     && self.ctx.profile.tools().iter().any(|t| t.name == name) =>
             {
-                let d = Denial::new(
-                    DenialCode::ToolNotInProfile,
+                let mine = agent.profile.tools().iter().any(|t| t.name == name);
+                let why = if mine {
+                    format!(
+                        "tool {name} is the operator's (a person's): no agent calls it, {} included",
+                        agent.id
+                    )
+                } else {
                     format!(
                         "tool {name} is not in agent {}'s profile `{}`",
                         agent.id,
                         agent.profile.canonical()
-                    ),
-                );
+                    )
+                };
+                let d = Denial::new(DenialCode::ToolNotInProfile, why);
                 return self.recorded(&call, name, ToolOutcome::Denied(d));
             }
             Err(d) => return self.recorded(&call, name, ToolOutcome::Denied(d)),

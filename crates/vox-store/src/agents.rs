@@ -116,7 +116,7 @@ pub fn check_agent_id(id: &str) -> Result<(), StoreError> {
     if ok {
         Ok(())
     } else {
-        Err(StoreError::Conflict(format!(
+        Err(StoreError::Invalid(format!(
             "agent id {id:?} is not 1 to {MAX_AGENT_ID} letters, digits, '.', '_' or '-' starting with a letter or digit"
         )))
     }
@@ -165,13 +165,13 @@ impl Store {
     ) -> Result<Agent, StoreError> {
         check_agent_id(&a.id)?;
         if a.role.len() > MAX_AGENT_ROLE {
-            return Err(StoreError::Conflict(format!(
+            return Err(StoreError::Invalid(format!(
                 "an agent's role is at most {MAX_AGENT_ROLE} bytes, not {}",
                 a.role.len()
             )));
         }
         if !(1..=MAX_AGENT_CAPACITY).contains(&a.capacity) {
-            return Err(StoreError::Conflict(format!(
+            return Err(StoreError::Invalid(format!(
                 "an agent's capacity is 1 to {MAX_AGENT_CAPACITY} tasks, not {}",
                 a.capacity
             )));

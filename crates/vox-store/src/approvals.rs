@@ -142,7 +142,7 @@ impl Store {
     ) -> Result<Approval, StoreError> {
         let args = arguments.to_string();
         if args.len() > MAX_APPROVAL_ARGUMENTS {
-            return Err(StoreError::Conflict(format!(
+            return Err(StoreError::Invalid(format!(
                 "the call's arguments are {} bytes; an approval holds at most {MAX_APPROVAL_ARGUMENTS}",
                 args.len()
             )));
@@ -174,12 +174,10 @@ impl Store {
         by: &str,
     ) -> Result<Approval, StoreError> {
         if to == ApprovalState::Pending {
-            return Err(StoreError::Conflict(
-                "a decision cannot be `pending`".into(),
-            ));
+            return Err(StoreError::Invalid("a decision cannot be `pending`".into()));
         }
         if new_arguments.is_some() && to != ApprovalState::Approved {
-            return Err(StoreError::Conflict(
+            return Err(StoreError::Invalid(
                 "only an approval can change the call's arguments".into(),
             ));
         }
@@ -188,7 +186,7 @@ impl Store {
             .as_ref()
             .is_some_and(|a| a.len() > MAX_APPROVAL_ARGUMENTS)
         {
-            return Err(StoreError::Conflict(format!(
+            return Err(StoreError::Invalid(format!(
                 "new arguments are at most {MAX_APPROVAL_ARGUMENTS} bytes"
             )));
         }

@@ -99,7 +99,7 @@ impl Store {
         gates: &[i64],
         by: &str,
     ) -> Result<Clarification, StoreError> {
-        let bad = |m: String| Err(StoreError::Conflict(m));
+        let bad = |m: String| Err(StoreError::Invalid(m));
         if question.trim().is_empty() || question.len() > MAX_QUESTION {
             return bad(format!(
                 "a question is 1 to {MAX_QUESTION} bytes, not {}",
@@ -130,7 +130,9 @@ impl Store {
                     )));
                 }
                 Some("completed" | "failed" | "cancelled") => {
-                    return bad(format!("task {t} has ended: a question cannot gate it"));
+                    return Err(StoreError::Conflict(format!(
+                        "task {t} has ended: a question cannot gate it"
+                    )));
                 }
                 Some(_) => {}
             }
@@ -180,7 +182,7 @@ impl Store {
         by: &str,
     ) -> Result<Clarification, StoreError> {
         if answer.is_some_and(|a| a.trim().is_empty() || a.len() > MAX_ANSWER) {
-            return Err(StoreError::Conflict(format!(
+            return Err(StoreError::Invalid(format!(
                 "an answer is 1 to {MAX_ANSWER} bytes"
             )));
         }

@@ -67,6 +67,10 @@ pub enum StoreError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// Input that no state of the store would accept (an empty title, a path out of the
+    /// workspace, a plan with a cycle).
+    #[error("{0}")]
+    Invalid(String),
     #[error("session files {path}: {message}")]
     Files { path: PathBuf, message: String },
     #[error(

@@ -57,7 +57,7 @@ pub struct LockConflict {
 
 /// Normalizes a workspace-relative path: no absolute path, no `..`, no empty parts.
 pub fn normalize_path(path: &str) -> Result<String, StoreError> {
-    let bad = |why: &str| Err(StoreError::Conflict(format!("file path {path:?}: {why}")));
+    let bad = |why: &str| Err(StoreError::Invalid(format!("file path {path:?}: {why}")));
     if path.len() > MAX_LOCK_PATH {
         return bad(&format!("longer than {MAX_LOCK_PATH} bytes"));
     }
@@ -168,7 +168,7 @@ impl Store {
     ) -> Result<Claim, StoreError> {
         let path = normalize_path(path)?;
         if !(MIN_LEASE_MS..=MAX_LEASE_MS).contains(&lease_ms) {
-            return Err(StoreError::Conflict(format!(
+            return Err(StoreError::Invalid(format!(
                 "a lease is {} to {} seconds, not {} ms",
                 MIN_LEASE_MS / 1000,
                 MAX_LEASE_MS / 1000,

@@ -68,7 +68,7 @@ pub struct Handoff {
 }
 
 fn bad(m: String) -> StoreError {
-    StoreError::Conflict(m)
+    StoreError::Invalid(m)
 }
 
 /// Checks new steps against each other and the plan's existing keys, and orders them so that
@@ -425,7 +425,7 @@ impl Store {
                 None if a == from && a == "operator" => {}
                 None => return Err(StoreError::NotFound(format!("no agent {a}"))),
                 Some("retired") if a == to => {
-                    return Err(bad(format!(
+                    return Err(StoreError::Conflict(format!(
                         "agent {a} is retired: nothing can be handed to it"
                     )));
                 }
@@ -442,7 +442,7 @@ impl Store {
             match to_of_parent {
                 None => return Err(StoreError::NotFound(format!("no handoff {p}"))),
                 Some(t) if t != from => {
-                    return Err(bad(format!(
+                    return Err(StoreError::Conflict(format!(
                         "handoff {p} went to {t}, not to {from}: only its receiver continues it"
                     )));
                 }
@@ -454,13 +454,13 @@ impl Store {
                 .map_err(|e| self.err(e))?
                 .ok_or_else(|| StoreError::NotFound(format!("no task {t}")))?;
             if task.state.is_terminal() {
-                return Err(bad(format!(
+                return Err(StoreError::Conflict(format!(
                     "task {t} is {}: an ended task is not handed off",
                     task.state.as_str()
                 )));
             }
             if from != "operator" && task.owner.as_deref() != Some(from) {
-                return Err(bad(format!(
+                return Err(StoreError::Conflict(format!(
                     "task {t} is held by {}, not by {from}",
                     task.owner.as_deref().unwrap_or("nobody")
                 )));

@@ -160,7 +160,7 @@ impl TaskMove {
 }
 
 fn invalid(message: String) -> StoreError {
-    StoreError::Conflict(message)
+    StoreError::Invalid(message)
 }
 
 fn check_len(what: &str, text: &str, max: usize) -> Result<(), StoreError> {
@@ -269,7 +269,16 @@ pub(crate) fn submit_in(
             )));
         }
     }
-    let files = serde_json::to_string(&t.files).unwrap_or_else(|_| "[]".into());
+    let files = t
+        .files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            crate::locks::normalize_path(f)
+                .map_err(|e| StoreError::Invalid(format!("files[{i}]: {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let files = serde_json::to_string(&files).unwrap_or_else(|_| "[]".into());
     tx.prepare_cached(
         "INSERT INTO tasks (title, description, priority, state, files, created_at, updated_at, pinned_agent)
          VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?5, ?6)",
@@ -393,7 +402,7 @@ impl Store {
             )
             .map_err(|e| self.err(e))?;
         if cycle {
-            return Err(invalid(format!(
+            return Err(StoreError::Conflict(format!(
                 "task {task} cannot depend on task {on}: task {on} already depends on task {task}, and dependencies form no cycle"
             )));
         }
@@ -405,7 +414,7 @@ impl Store {
             )
             .map_err(|e| self.err(e))?;
         if n as usize >= MAX_TASK_DEPENDENCIES {
-            return Err(invalid(format!(
+            return Err(StoreError::Conflict(format!(
                 "task {task} already depends on {MAX_TASK_DEPENDENCIES} tasks"
             )));
         }
@@ -427,7 +436,7 @@ impl Store {
             .ok_or_else(|| StoreError::NotFound(format!("no task {id}")))?;
         let to = m.target();
         if !m.allowed_from(task.state) {
-            return Err(invalid(format!(
+            return Err(StoreError::Conflict(format!(
                 "task {id} is {}: it cannot become {}",
                 task.state.as_str(),
                 to.as_str()
@@ -438,7 +447,7 @@ impl Store {
             TaskMove::Start | TaskMove::Complete { .. } | TaskMove::Fail { .. }
         );
         if owned && task.owner.as_deref() != Some(agent) {
-            return Err(invalid(format!(
+            return Err(StoreError::Conflict(format!(
                 "task {id} is assigned to {}, not to {agent}",
                 task.owner.as_deref().unwrap_or("nobody")
             )));
@@ -601,7 +610,7 @@ impl Store {
             .map_err(|e| self.err(e))?
             .ok_or_else(|| StoreError::NotFound(format!("no task {id}")))?;
         if !matches!(task.state, TaskState::Queued | TaskState::Assigned) {
-            return Err(invalid(format!(
+            return Err(StoreError::Conflict(format!(
                 "task {id} is {}: only a queued or assigned task can be reordered",
                 task.state.as_str()
             )));

@@ -534,6 +534,8 @@ fn on_started(ctx: Arc<Ctx>) {
             if let Err(e) = store.agent_requeue(&a.id, true, "daemon", "the daemon restarted") {
                 tracing::warn!(agent = a.id, "requeueing after a restart: {e}");
             }
+            // A previous daemon killed outright leaves its workers' processes behind.
+            fleet.sweep(&a.id);
             let _guard = rt.enter();
             fleet.start(&a.id);
         }

@@ -334,6 +334,7 @@ impl Fleet {
                 TurnEnd::Stopped => break,
                 TurnEnd::HostDied(why) => {
                     tracing::warn!(agent = id, "a worker died: {why}");
+                    self.sweep(id);
                     Self::set(&status, |s| {
                         s.state = "restarting".into();
                         s.pid = None;
@@ -356,6 +357,16 @@ impl Fleet {
         });
         if let Some(h) = host {
             h.server.shutdown().await;
+        }
+        self.sweep(id);
+    }
+
+    /// Kills whatever still works in agent `id`'s directory: what a dead (or ended) worker
+    /// left behind, such as a shell Codex started in a group of its own.
+    pub fn sweep(&self, id: &str) {
+        let n = codex_app_server::tree::kill_working_under(&agent_dir(&self.vox_dir, id));
+        if n > 0 {
+            tracing::info!(agent = id, "killed {n} processes a worker left behind");
         }
     }
 

@@ -40,10 +40,11 @@ pub fn agent_for(call: &CallCtx, named: Option<String>) -> Result<String, ToolEr
     }
 }
 
-/// Refuses an agent what only the operator does.
+/// Refuses an agent what only the operator does. (The agent path does not even offer these
+/// tools, whose exposure is `operator`; this holds wherever else a handler may be called from.)
 pub fn operator_only(call: &CallCtx, what: &str) -> Result<(), ToolError> {
     match call.acting_agent.as_deref() {
-        Some(me) => Err(ToolError::Conflict(format!(
+        Some(me) => Err(ToolError::Refused(format!(
             "only the operator {what}; agent {me} cannot"
         ))),
         None => Ok(()),

@@ -15,6 +15,7 @@ pub fn db(e: StoreError) -> ToolError {
     match e {
         StoreError::NotFound(m) => ToolError::NotFound(m),
         StoreError::Conflict(m) => ToolError::Conflict(m),
+        StoreError::Invalid(m) => ToolError::InvalidArguments(m),
         other => ToolError::Internal(other.to_string()),
     }
 }
