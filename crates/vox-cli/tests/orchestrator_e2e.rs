@@ -159,6 +159,24 @@ async fn agents_are_decided_under_their_own_profile_and_wait_for_a_person() {
     .await;
     ok(&r, "vox_memory_store", json!({"key": "free", "value": "v"})).await;
 
+    // An agent over its budget is refused, until the operator raises it.
+    ok(
+        &op,
+        "vox_set_agent_budget",
+        json!({"agent_id": "reader", "tokens": 1}),
+    )
+    .await;
+    let e = err(&r, "vox_memory_list", json!({})).await;
+    assert_eq!(e["code"], "refused", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("tokens"), "{e}");
+    ok(
+        &op,
+        "vox_set_agent_budget",
+        json!({"agent_id": "reader", "tokens": 1000000}),
+    )
+    .await;
+    ok(&r, "vox_memory_list", json!({})).await;
+
     // The lead coordinates as itself, never as another agent or as the operator.
     let t = ok(
         &op,

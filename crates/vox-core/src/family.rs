@@ -345,13 +345,17 @@ where
     async_typed::<A, R, _, _>(move |ctx, _call, a| run_blocking(move || f(&ctx, a)))
 }
 
-/// A synchronous handler that is quick and bounded (a SQLite point lookup by key): it runs on
+/// A synchronous handler that is quick and bounded (a SQLite point lookup or a one-row write,
+/// reading the call if it needs to): it runs on
 /// the async worker itself when `inline(ctx)` says nothing it needs is busy, and on the
 /// blocking pool otherwise. The hand-off to the blocking pool costs two thread wake-ups, more
 /// than such a call's own work; but a worker must never wait behind a long write or scan, so
 /// `inline` checks (e.g. that no long store operation is under way). Anything that can take longer
 /// than a point read must use [`typed`].
-pub fn quick<A, R>(f: fn(&Ctx, A) -> Result<R, ToolError>, inline: fn(&Ctx) -> bool) -> HandlerEntry
+pub fn quick<A, R>(
+    f: fn(&Ctx, &CallCtx, A) -> Result<R, ToolError>,
+    inline: fn(&Ctx) -> bool,
+) -> HandlerEntry
 where
     A: DeserializeOwned + JsonSchema + Send + 'static,
     R: Serialize + JsonSchema + Send + 'static,
@@ -359,14 +363,14 @@ where
     HandlerEntry {
         schema: schema_of::<A>(),
         output_schema: output_schema_of::<R>(),
-        call: Box::new(move |ctx, _call, args| {
+        call: Box::new(move |ctx, call, args| {
             if inline(&ctx) {
-                let out = decode::<A>(args).and_then(|a| f(&ctx, a));
+                let out = decode::<A>(args).and_then(|a| f(&ctx, &call, a));
                 Box::pin(std::future::ready(encode(out)))
             } else {
                 Box::pin(async move {
                     let a = decode::<A>(args)?;
-                    encode(run_blocking(move || f(&ctx, a)).await)
+                    encode(run_blocking(move || f(&ctx, &call, a)).await)
                 })
             }
         }),

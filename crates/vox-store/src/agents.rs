@@ -146,12 +146,9 @@ pub(crate) fn agent_event(
 }
 
 pub(crate) fn agent_in(c: &rusqlite::Connection, id: &str) -> rusqlite::Result<Option<Agent>> {
-    c.query_row(
-        &format!("SELECT {COLUMNS} FROM agents WHERE id = ?1"),
-        [id],
-        row_to_agent,
-    )
-    .optional()
+    c.prepare_cached(&format!("SELECT {COLUMNS} FROM agents WHERE id = ?1"))?
+        .query_row([id], row_to_agent)
+        .optional()
 }
 
 impl Store {

@@ -114,12 +114,9 @@ fn lock_event(
 }
 
 fn lock_in(c: &rusqlite::Connection, path: &str) -> rusqlite::Result<Option<FileLock>> {
-    c.query_row(
-        &format!("SELECT {COLUMNS} FROM file_locks WHERE path = ?1"),
-        [path],
-        row_to_lock,
-    )
-    .optional()
+    c.prepare_cached(&format!("SELECT {COLUMNS} FROM file_locks WHERE path = ?1"))?
+        .query_row([path], row_to_lock)
+        .optional()
 }
 
 /// Releases every lock `agent` holds (it retired), each an event.

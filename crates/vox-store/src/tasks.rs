@@ -354,11 +354,8 @@ impl Store {
 
     pub(crate) fn task_in(c: &rusqlite::Connection, id: i64) -> rusqlite::Result<Option<Task>> {
         let task = c
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"),
-                [id],
-                row_to_task,
-            )
+            .prepare_cached(&format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"))?
+            .query_row([id], row_to_task)
             .optional()?;
         match task {
             Some(mut t) => {

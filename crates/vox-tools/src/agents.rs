@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 use std::sync::Arc;
-use vox_core::family::blocking;
+use vox_core::family::{blocking, quick};
 use vox_core::{CallCtx, Ctx, Family, HandlerEntry, StepDone, ToolError};
 use vox_mcp_registry::{BootStep, ProfileSet};
 use vox_store::{Agent, Assignment, Event, EventFilter, FileLock, NewAgent, Retired, Store, Task};
@@ -579,7 +579,7 @@ fn handlers() -> Vec<(&'static str, HandlerEntry)> {
         ("vox_drain_agent", blocking(drain)),
         ("vox_agent_status", blocking(status)),
         ("vox_agent_events", blocking(events)),
-        ("vox_heartbeat", blocking(heartbeat)),
+        ("vox_heartbeat", quick(heartbeat, crate::store::free)),
         ("vox_set_agent_budget", blocking(set_budget)),
     ]
 }

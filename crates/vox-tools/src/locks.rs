@@ -3,10 +3,10 @@
 //! runs from its claim and from each of its holder's heartbeats; a lapsed one is free.
 
 use crate::orchestration::{agent_for, changed, dispatch};
-use crate::store::{db, store};
+use crate::store::{db, free, store};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use vox_core::family::blocking;
+use vox_core::family::{blocking, quick};
 use vox_core::{CallCtx, Ctx, Family, ToolError};
 use vox_store::{Assignment, Claim, FileLock, LockConflict};
 
@@ -163,10 +163,10 @@ pub fn family() -> Family {
     Family {
         name: "locks",
         handlers: vec![
-            ("vox_claim_file", blocking(claim)),
-            ("vox_release_file", blocking(release)),
-            ("vox_transfer_file", blocking(transfer)),
-            ("vox_check_file_owner", blocking(owner)),
+            ("vox_claim_file", quick(claim, free)),
+            ("vox_release_file", quick(release, free)),
+            ("vox_transfer_file", quick(transfer, free)),
+            ("vox_check_file_owner", quick(owner, free)),
             ("vox_my_files", blocking(mine)),
             ("vox_lock_status", blocking(status)),
             ("vox_conflicts", blocking(conflicts)),

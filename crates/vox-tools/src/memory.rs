@@ -102,13 +102,7 @@ fn store(ctx: &Ctx, a: StoreArgs) -> Result<Stored, ToolError> {
     })
 }
 
-/// A recall runs inline unless a long store operation (a scan, a batch write) is under way:
-/// it must not stall an async worker behind one.
-fn store_free(ctx: &Ctx) -> bool {
-    crate::store::store(ctx).is_ok_and(|s| !s.busy())
-}
-
-fn recall(ctx: &Ctx, a: KeyArgs) -> Result<Recalled, ToolError> {
+fn recall(ctx: &Ctx, _call: &vox_core::CallCtx, a: KeyArgs) -> Result<Recalled, ToolError> {
     bounded("key", &a.key, MAX_KEY)?;
     Ok(
         match crate::store::store(ctx)?.memory_get(&a.key).map_err(db)? {
@@ -172,7 +166,7 @@ pub fn family() -> vox_core::Family {
 fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
         ("vox_memory_store", typed(store)),
-        ("vox_memory_recall", quick(recall, store_free)),
+        ("vox_memory_recall", quick(recall, crate::store::free)),
         ("vox_memory_list", typed(list)),
         ("vox_memory_forget", typed(forget)),
         ("vox_memory_search", typed(search)),

@@ -10,6 +10,12 @@ pub fn store(ctx: &Ctx) -> Result<&Store, ToolError> {
     Ok(ctx.require::<Arc<Store>>("the journey store")?.as_ref())
 }
 
+/// Whether a quick store operation may run inline on the async worker: yes unless a long one
+/// (a scan, a batch write) is under way, which it must not stall a worker behind.
+pub fn free(ctx: &Ctx) -> bool {
+    store(ctx).is_ok_and(|s| !s.busy())
+}
+
 /// A store error as a tool error (not found and conflicts keep their codes).
 pub fn db(e: StoreError) -> ToolError {
     match e {

@@ -4,11 +4,11 @@
 //! `vox_orchestrator_status`, over the journey store's task model.
 
 use crate::orchestration::{actor, agent_for, dispatch, operator_only};
-use crate::store::{db, store};
+use crate::store::{db, free, store};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use vox_core::family::blocking;
+use vox_core::family::{blocking, quick};
 use vox_core::{CallCtx, Ctx, Family, HandlerEntry, ToolError};
 use vox_store::{
     Agent, Assignment, Event, EventFilter, NewTask, Subject, Task, TaskMove, TaskState,
@@ -456,17 +456,17 @@ pub fn family() -> Family {
 
 fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
-        ("vox_submit_task", blocking(submit)),
-        ("vox_task_status", blocking(status)),
-        ("vox_cancel_task", blocking(cancel)),
-        ("vox_complete_task", blocking(complete)),
-        ("vox_fail_task", blocking(fail)),
-        ("vox_reorder_task", blocking(reorder)),
+        ("vox_submit_task", quick(submit, free)),
+        ("vox_task_status", quick(status, free)),
+        ("vox_cancel_task", quick(cancel, free)),
+        ("vox_complete_task", quick(complete, free)),
+        ("vox_fail_task", quick(fail, free)),
+        ("vox_reorder_task", quick(reorder, free)),
         ("vox_queue_status", blocking(queue_status)),
         ("vox_rebalance", blocking(rebalance)),
         ("vox_a2a_tasks", blocking(dag)),
         ("vox_emergency_stop", blocking(emergency_stop)),
-        ("vox_poll_events", blocking(poll_events)),
+        ("vox_poll_events", quick(poll_events, free)),
         ("vox_orchestrator_status", blocking(orchestrator_status)),
     ]
 }
