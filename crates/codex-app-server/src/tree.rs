@@ -99,22 +99,32 @@ pub(crate) fn signal(pgid: i32, extra: &[i32], sig: i32) {
 
 /// Kills (SIGKILL) every process whose working directory is `dir` or below it, but this one:
 /// what a crashed host's orphans are found by (a shell Codex started in a group of its own
-/// outlives the host, reparented, but keeps the worktree as its directory). Returns how many.
+/// outlives the host, reparented, but keeps the worktree as its directory). A process may start
+/// another while it dies (a shell loop), so it looks again until none is left (at most about
+/// half a second). Returns how many it killed.
 pub fn kill_working_under(dir: &std::path::Path) -> usize {
     let me = std::process::id() as i32;
     let mut n = 0;
-    for (pid, _, _) in processes() {
-        if pid == me || pid <= 1 {
-            continue;
+    for _ in 0..50 {
+        let found: Vec<i32> = processes()
+            .into_iter()
+            .map(|(pid, _, _)| pid)
+            .filter(|&pid| pid != me && pid > 1 && !is_zombie(pid))
+            .filter(|pid| {
+                std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c.starts_with(dir))
+            })
+            .collect();
+        if found.is_empty() {
+            break;
         }
-        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd"));
-        if cwd.is_ok_and(|c| c.starts_with(dir)) {
+        for pid in found {
             // SAFETY: kill has no memory-safety preconditions; a gone pid yields ESRCH.
             unsafe {
                 libc::kill(pid, libc::SIGKILL);
             }
             n += 1;
         }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
     n
 }

@@ -99,14 +99,29 @@ fn vox(tool: &str, args: Value) -> Value {
     json!({"call": {"name": format!("mcp__vox__{tool}"), "arguments": args}})
 }
 
-/// Polls `f` until it says yes, or fails after `limit` naming `what`.
-async fn until(limit: Duration, what: &str, mut f: impl AsyncFnMut() -> Option<Value>) -> Value {
+/// Polls `f` until it says yes, or fails after `limit` naming `what` and what the model was
+/// asked (which actor, which step of its script).
+async fn until(
+    model: &Model,
+    limit: Duration,
+    what: &str,
+    mut f: impl AsyncFnMut() -> Option<Value>,
+) -> Value {
     let deadline = Instant::now() + limit;
     loop {
         if let Some(v) = f().await {
             return v;
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        if Instant::now() > deadline {
+            let asked: Vec<Value> = model
+                .requests()
+                .iter()
+                .map(|r| json!([r["actor"], r["step"], r["exhausted"], r["error"]]))
+                .collect();
+            panic!(
+                "timed out waiting for {what}; the model was asked (actor, step, exhausted, error): {asked:?}"
+            );
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -147,6 +162,7 @@ async fn a_codex_worker_takes_its_task_and_a_killed_one_is_requeued_and_restarte
 
     // The worker starts the task, and its model hangs: kill the app-server.
     let pid = until(
+        &model,
         Duration::from_secs(60),
         "the worker to run the task",
         async || {
@@ -211,10 +227,15 @@ async fn a_codex_worker_takes_its_task_and_a_killed_one_is_requeued_and_restarte
     );
     // Retiring the agent ends its worker.
     ok(&op, "vox_retire_agent", json!({"agent_id": "w1"})).await;
-    until(Duration::from_secs(20), "the worker to stop", async || {
-        let s = ok(&op, "vox_agent_status", json!({"agent_id": "w1"})).await;
-        (s["agents"][0]["worker"]["state"] == "stopped").then_some(Value::Null)
-    })
+    until(
+        &model,
+        Duration::from_secs(20),
+        "the worker to stop",
+        async || {
+            let s = ok(&op, "vox_agent_status", json!({"agent_id": "w1"})).await;
+            (s["agents"][0]["worker"]["state"] == "stopped").then_some(Value::Null)
+        },
+    )
     .await;
     op.cancel().await.unwrap();
 }
@@ -347,6 +368,7 @@ async fn two_codex_workers_run_a_plan_through_conflict_approval_clarification_an
 
     // w1 holds src/lib.rs, and its memory write waits for a person.
     let approval = until(
+        &model,
         Duration::from_secs(60),
         "w1's approval request",
         async || {
@@ -364,7 +386,7 @@ async fn two_codex_workers_run_a_plan_through_conflict_approval_clarification_an
     assert_eq!(owner["lock"]["agent"], "w1", "{owner}");
 
     // Meanwhile w2 hangs on docs: kill its worker.
-    let pid = until(Duration::from_secs(60), "w2 at work", async || {
+    let pid = until(&model, Duration::from_secs(60), "w2 at work", async || {
         let s = ok(&op, "vox_agent_status", json!({"agent_id": "w2"})).await;
         let w = &s["agents"][0]["worker"];
         let asked = model.requests().iter().any(|r| r["actor"] == "w2");
@@ -374,10 +396,15 @@ async fn two_codex_workers_run_a_plan_through_conflict_approval_clarification_an
     unsafe { libc_kill(-(pid.as_i64().unwrap() as i32)) };
     // Restarted, w2 asks for the file w1 holds while w1 waits: a conflict. Then the person
     // approves w1's call.
-    let conflicts = until(Duration::from_secs(60), "w2's refused claim", async || {
-        let c = ok(&op, "vox_conflicts", json!({})).await;
-        c["conflicts"].as_array().unwrap().first().cloned()
-    })
+    let conflicts = until(
+        &model,
+        Duration::from_secs(60),
+        "w2's refused claim",
+        async || {
+            let c = ok(&op, "vox_conflicts", json!({})).await;
+            c["conflicts"].as_array().unwrap().first().cloned()
+        },
+    )
     .await;
     assert_eq!(
         (
@@ -397,7 +424,7 @@ async fn two_codex_workers_run_a_plan_through_conflict_approval_clarification_an
 
     // Both finish; ship waits for the answer, then w1 ships.
     for (task, result) in [(&build, "built"), (&docs, "documented")] {
-        let t = until(Duration::from_secs(90), result, async || {
+        let t = until(&model, Duration::from_secs(90), result, async || {
             let t = task_state(&op, task).await;
             (t["state"] == "completed").then_some(t)
         })
@@ -421,7 +448,7 @@ async fn two_codex_workers_run_a_plan_through_conflict_approval_clarification_an
         json!({"id": q["id"], "action": "answer", "answer": "yes"}),
     )
     .await;
-    let shipped = until(Duration::from_secs(90), "ship", async || {
+    let shipped = until(&model, Duration::from_secs(90), "ship", async || {
         let t = task_state(&op, &ship).await;
         (t["state"] == "completed").then_some(t)
     })

@@ -499,8 +499,11 @@ impl Fleet {
                     Some(Event::Malformed { .. }) => {}
                 },
                 _ = tick.tick() => {
-                    if !self.still_mine(id, task.id).await {
+                    // A task the agent finished itself lets its turn end as the model ends it;
+                    // one taken away (cancelled, requeued, handed off) stops the turn now.
+                    if self.taken_away(id, task.id).await {
                         let _ = host.server.turn_interrupt(&host.thread, &turn).await;
+                        Self::await_turn_end(host, &turn).await;
                         return TurnEnd::TaskLeft;
                     }
                 }
@@ -510,6 +513,31 @@ impl Fleet {
                 }
             }
         }
+    }
+
+    /// Waits (at most 10 s) until the interrupted `turn` has ended, so that the next turn does
+    /// not start while Codex still runs this one.
+    async fn await_turn_end(host: &mut Host, turn: &str) {
+        let ended = |e: &Event| {
+            matches!(e, Event::Exited { .. })
+                || e.notification("turn/completed")
+                    .is_some_and(|p| p.pointer("/turn/id").and_then(|t| t.as_str()) == Some(turn))
+        };
+        let _ = host.events.wait_for(Duration::from_secs(10), ended).await;
+    }
+
+    /// Whether task `task` stopped being agent `id`'s to work on without the agent ending it:
+    /// cancelled, put back in the queue, or given to another agent.
+    async fn taken_away(&self, id: &str, task: i64) -> bool {
+        let store = self.store.clone();
+        let t = vox_core::family::run_blocking(move || store.task_get(task).map_err(db)).await;
+        !t.is_ok_and(|t| {
+            t.owner.as_deref() == Some(id)
+                && matches!(
+                    t.state,
+                    TaskState::Running | TaskState::Completed | TaskState::Failed
+                )
+        })
     }
 
     /// Whether task `task` is still running as agent `id`'s.
@@ -562,6 +590,23 @@ impl Fleet {
             Ok(())
         })
         .await;
+    }
+}
+
+/// The daemon is ending (its runtime dropped every worker, and each `AppServer` killed its
+/// process tree): what escaped a tree, working in an agent's directory, goes too.
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        let ids: Vec<String> = self
+            .workers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        for id in ids {
+            self.sweep(&id);
+        }
     }
 }
 
