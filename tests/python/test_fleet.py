@@ -48,8 +48,8 @@ def codex_js() -> str | None:
     without it; under CI (`CI` set) a missing one fails instead of passing silently."""
     path = os.environ.get(CODEX_VAR)
     if not path:
-        check("CI" not in os.environ,
-              f"{CODEX_VAR} is set under CI (.ci/run must install @openai/codex@0.169.0 and export it)")
+        if "CI" in os.environ:
+            check(False, f"{CODEX_VAR} is unset under CI: .ci/run must install @openai/codex@0.169.0 and export it")
         print(f"NOTICE: the Codex fleet test did not run: set {CODEX_VAR} to "
               "<dir>/node_modules/@openai/codex/bin/codex.js", file=sys.stderr)
         return None
@@ -281,8 +281,12 @@ async def story(op: Client, w: Workspace, model: Model) -> dict:
     pid = await until(60, f"{s} w2 at work (its model asked)", w2_at_work, diagnose)
     # The app-server leads its own process group (node and the native codex under it): the
     # whole worker dies, as in a crash.
-    os.killpg(pid, signal.SIGKILL)
-    check(True, f"{s} w2's worker (process group {pid}) killed mid-task")
+    try:
+        os.killpg(pid, signal.SIGKILL)
+        killed = None
+    except OSError as e:
+        killed = repr(e)
+    check(killed is None, f"{s} w2's worker (process group {pid}) killed mid-task", killed)
 
     # Restarted, w2 asks for the file w1 holds while w1 waits: a conflict. Then the person
     # approves w1's call.
