@@ -50,6 +50,9 @@ pub struct Family {
     pub after_boot: Option<fn(&mut Ctx)>,
     /// Runs once the context is shared (background work such as a file watcher).
     pub on_started: Option<fn(Arc<Ctx>)>,
+    /// Runs when the daemon stops, before it lets go of its workspace: what the family started
+    /// outside this process must end here (processes it runs).
+    pub on_stopping: Option<fn(&Ctx)>,
 }
 
 /// What a handler's future yields once its typed result is encoded.

@@ -42,6 +42,8 @@ pub struct Orchestrator {
     /// `descriptors` as a loopback writer sees them, encoded once.
     local_tools: Arc<Vec<Value>>,
     timeout: Duration,
+    /// The families' `on_stopping`.
+    stopping: Vec<fn(&Ctx)>,
 }
 
 fn annotations(t: &ToolEntry) -> Value {
@@ -65,7 +67,7 @@ fn annotations(t: &ToolEntry) -> Value {
 pub fn assemble(families: Vec<Family>) -> Result<Assembled, String> {
     let mut handlers: Vec<Option<HandlerEntry>> = TOOL_REGISTRY.iter().map(|_| None).collect();
     let mut steps: Vec<Option<(StepFn, &str)>> = BOOT_STEPS.iter().map(|_| None).collect();
-    let (mut after_boot, mut started) = (Vec::new(), Vec::new());
+    let (mut after_boot, mut started, mut stopping) = (Vec::new(), Vec::new(), Vec::new());
     let mut problems = Vec::new();
     for f in families {
         for (name, entry) in f.handlers {
@@ -89,6 +91,7 @@ pub fn assemble(families: Vec<Family>) -> Result<Assembled, String> {
         }
         after_boot.extend(f.after_boot);
         started.extend(f.on_started);
+        stopping.extend(f.on_stopping);
     }
     for t in TOOL_REGISTRY.iter().filter(|t| t.built) {
         if handlers[t.index].is_none() {
@@ -108,6 +111,7 @@ pub fn assemble(families: Vec<Family>) -> Result<Assembled, String> {
         steps: steps.into_iter().flatten().map(|(f, _)| f).collect(),
         after_boot,
         started,
+        stopping,
     })
 }
 
@@ -117,6 +121,7 @@ pub struct Assembled {
     pub steps: Vec<StepFn>,
     pub after_boot: Vec<fn(&mut Ctx)>,
     pub started: Vec<fn(Arc<Ctx>)>,
+    pub stopping: Vec<fn(&Ctx)>,
 }
 
 impl Orchestrator {
@@ -132,6 +137,7 @@ impl Orchestrator {
             steps,
             after_boot,
             started,
+            stopping,
         } = assemble(families)?;
         let mut ctx = Ctx::new(workspace, profile.clone());
         let report = boot::boot(&profile, |i| steps[i](&mut ctx));
@@ -174,6 +180,7 @@ impl Orchestrator {
             descriptors,
             local_tools: Arc::default(),
             timeout: Duration::from_millis(timeout_ms),
+            stopping,
         };
         orch.local_tools = Arc::new(
             orch.list_tools(Caller::LOCAL)
@@ -333,6 +340,13 @@ impl Orchestrator {
     pub fn end_session(&self, session: &str) {
         for g in &self.ctx.hooks().guards {
             g.end_session(session);
+        }
+    }
+
+    /// The daemon is stopping: each family ends what it runs outside this process (blocking).
+    pub fn stopping(&self) {
+        for f in &self.stopping {
+            f(&self.ctx);
         }
     }
 

@@ -195,7 +195,11 @@ impl Daemon {
         flusher.abort();
         idle.abort();
         let orch = self.orch.clone();
-        let _ = tokio::task::spawn_blocking(move || orch.flush_observers()).await;
+        let _ = tokio::task::spawn_blocking(move || {
+            orch.stopping();
+            orch.flush_observers()
+        })
+        .await;
         let _ = std::fs::remove_file(ws.daemon_info_path());
         // Give the writer tasks a moment to deliver the last answers.
         tokio::time::sleep(Duration::from_millis(20)).await;

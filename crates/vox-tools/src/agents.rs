@@ -567,6 +567,11 @@ pub fn family() -> Family {
         handlers: handlers(),
         after_boot: Some(after_boot),
         on_started: Some(on_started),
+        on_stopping: Some(|ctx| {
+            if let Some(f) = ctx.get::<Arc<crate::fleet::Fleet>>() {
+                f.end_all();
+            }
+        }),
     }
 }
 

@@ -593,19 +593,19 @@ impl Fleet {
     }
 }
 
-/// The daemon is ending (its runtime dropped every worker, and each `AppServer` killed its
-/// process tree): what escaped a tree, working in an agent's directory, goes too.
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        let ids: Vec<String> = self
-            .workers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .keys()
-            .cloned()
-            .collect();
-        for id in ids {
-            self.sweep(&id);
+impl Fleet {
+    /// The daemon is stopping: every worker's process tree ends now, and whatever escaped a
+    /// tree, working in an agent's directory, goes too; before the daemon lets go of the
+    /// workspace, so a daemon started next never meets them.
+    pub fn end_all(&self) {
+        let workers = self.workers.lock().unwrap_or_else(|p| p.into_inner());
+        for (id, w) in workers.iter() {
+            let _ = w.stop.send(true);
+            let pid = w.status.lock().unwrap_or_else(|p| p.into_inner()).pid;
+            if let Some(pid) = pid {
+                codex_app_server::tree::kill_tree(pid as i32);
+            }
+            self.sweep(id);
         }
     }
 }
