@@ -1308,3 +1308,89 @@ async fn mcp_serves_workspace_tools_to_the_write_role_when_the_operator_opts_in(
     let r = mcp(&s, "127.0.0.1", "POST", Some(WRITE), Some(&id), Some(&call)).await;
     assert!(!sse(&r).contains("\"result\":42"), "{}", clip(&r));
 }
+
+/// An agent's credential works over HTTP as on stdio: REST lists and calls exactly the
+/// agent's own public tools (within the gateway's surface), a side effect waits for the
+/// operator's approval, and a retired credential is refused.
+#[tokio::test]
+async fn an_agent_credential_is_the_agent_over_rest() {
+    let s = Server::tokens(Ws::new(), "knowledge,orchestrator");
+    let spawned = call(
+        &s,
+        Some(WRITE),
+        "vox_spawn_agent",
+        json!({"agent_id": "remote", "profile": "knowledge"}),
+    )
+    .await;
+    assert_eq!(spawned.status, 200, "{:?}", spawned.body);
+    let token = spawned.body["result"]["token"].as_str().unwrap().to_owned();
+    let listed = names(
+        &http(s.addr, "GET", "/v1/tools", Some(&token), None)
+            .await
+            .body,
+    );
+    let public: Vec<String> = registry_slice("knowledge")
+        .into_iter()
+        .filter(|n| {
+            vox_mcp_registry::tool_by_name(n).unwrap().exposure
+                == vox_mcp_registry::Exposure::Public
+        })
+        .collect();
+    assert_eq!(listed, public);
+    let denied = call(&s, Some(&token), "vox_submit_task", json!({"title": "t"})).await;
+    assert_eq!(
+        (denied.status, denied.body["error"]["code"].as_str()),
+        (404, Some("tool_not_in_profile")),
+        "{:?}",
+        denied.body
+    );
+    assert_eq!(
+        call(&s, Some(&token), "vox_memory_list", json!({}))
+            .await
+            .status,
+        200
+    );
+    // The write waits for the operator, who approves it.
+    let addr = s.addr;
+    let token2 = token.clone();
+    let waiting = tokio::spawn(async move {
+        http(
+            addr,
+            "POST",
+            "/v1/tools/call",
+            Some(&token2),
+            Some(&json!({"name": "vox_memory_store", "args": {"key": "k", "value": "v"}})),
+        )
+        .await
+    });
+    let id = loop {
+        let p = call(&s, Some(WRITE), "vox_pending_approvals", json!({})).await;
+        if let Some(id) = p.body["result"]["approvals"][0]["id"].as_i64() {
+            assert_eq!(p.body["result"]["approvals"][0]["agent"], "remote");
+            break id;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let decided = call(
+        &s,
+        Some(WRITE),
+        "vox_resolve_approval",
+        json!({"approval_id": id, "decision": "approve"}),
+    )
+    .await;
+    assert_eq!(decided.status, 200, "{:?}", decided.body);
+    assert_eq!(waiting.await.unwrap().status, 200);
+    call(
+        &s,
+        Some(WRITE),
+        "vox_retire_agent",
+        json!({"agent_id": "remote"}),
+    )
+    .await;
+    assert_eq!(
+        http(s.addr, "GET", "/v1/tools", Some(&token), None)
+            .await
+            .status,
+        401
+    );
+}

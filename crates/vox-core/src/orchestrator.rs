@@ -388,27 +388,33 @@ impl Orchestrator {
         })
     }
 
-    /// What agent `a` may call: the daemon's profile narrowed to the agent's public tools.
-    /// Tools of `operator` (or `internal`) exposure are a person's (deciding approvals,
-    /// spawning agents, trust overrides): no agent is offered them, whatever its profile.
-    pub fn agent_surface(&self, a: &AgentIdentity) -> ProfileSet {
+    /// What agent `a` may call on a transport serving `base` (the daemon's profile, or a
+    /// gateway's narrower surface): `base` narrowed to the agent's public tools. Tools of
+    /// `operator` (or `internal`) exposure are a person's (deciding approvals, spawning agents,
+    /// trust overrides): no agent is offered them, whatever its profile.
+    pub fn agent_surface(&self, base: &ProfileSet, a: &AgentIdentity) -> ProfileSet {
         let mut public = vox_mcp_registry::ToolSet::default();
         for t in a.profile.tools().iter() {
             if t.exposure == vox_mcp_registry::Exposure::Public {
                 public.insert(t.index);
             }
         }
-        self.ctx.profile.restricted(&public)
+        base.restricted(&public)
     }
 
-    /// Exactly the tools agent `a` could call, in name order.
-    pub fn list_tools_for_agent(&self, a: &AgentIdentity) -> Vec<&ToolDescriptor> {
-        self.list_tools_as(&self.agent_surface(a), Caller::LOCAL)
+    /// Exactly the tools agent `a` could call on `base` as `caller`, in name order.
+    pub fn list_tools_for_agent(
+        &self,
+        base: &ProfileSet,
+        a: &AgentIdentity,
+        caller: Caller,
+    ) -> Vec<&ToolDescriptor> {
+        self.list_tools_as(&self.agent_surface(base, a), caller)
     }
 
-    /// [`Self::list_tools_for_agent`] as MCP tool descriptors (what the socket answers).
+    /// What the daemon socket lists to agent `a`: MCP tool descriptors.
     pub fn agent_tool_list_json(&self, a: &AgentIdentity) -> Vec<Value> {
-        self.list_tools_for_agent(a)
+        self.list_tools_for_agent(&self.ctx.profile, a, Caller::LOCAL)
             .into_iter()
             .filter_map(|d| serde_json::to_value(d).ok())
             .collect()
@@ -420,6 +426,19 @@ impl Orchestrator {
     /// Workspace and skill tools are not on this path: an agent's surface is its profile.
     pub async fn call_as_agent(
         &self,
+        id: &str,
+        name: &str,
+        args: Value,
+        call: CallCtx,
+    ) -> ToolOutcome {
+        self.call_as_agent_on(&self.ctx.profile, id, name, args, call)
+            .await
+    }
+
+    /// [`Self::call_as_agent`] on a transport serving `base` (a gateway's surface).
+    pub async fn call_as_agent_on(
+        &self,
+        base: &ProfileSet,
         id: &str,
         name: &str,
         args: Value,
@@ -439,14 +458,14 @@ impl Orchestrator {
                 ));
             }
         };
-        let surface = self.agent_surface(&agent);
+        let surface = self.agent_surface(base, &agent);
         let call = call.as_agent(&agent.id);
         let _in_flight = self.ctx.agent_calls.enter(&agent.id, &call.cancel);
         let tool = match authorize_tool(&surface, name, call.caller, self.ctx.boot.booted_mask) {
             Ok(t) => t,
             Err(d)
                 if d.code == DenialCode::ToolNotInProfile
-                    && self.ctx.profile.tools().iter().any(|t| t.name == name) =>
+                    && base.tools().iter().any(|t| t.name == name) =>
             {
                 let mine = agent.profile.tools().iter().any(|t| t.name == name);
                 let why = if mine {

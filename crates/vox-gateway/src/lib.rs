@@ -60,6 +60,9 @@ pub struct Who {
     /// Whether `session` names one session (a header, a connection, an MCP session) rather
     /// than everything the agent sends; only a named session may activate a skill.
     pub session_named: bool,
+    /// The orchestrator agent whose credential (`voxa_…`) the bearer token is: every call is
+    /// that agent's, on the agent path.
+    pub acting_agent: Option<String>,
 }
 
 impl Who {
@@ -99,15 +102,31 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// The tools a caller may list and call here.
+    /// The tools a caller may list and call here: an agent's are its own (public, of its
+    /// profile) within this gateway's surface.
+    fn listed(&self, who: &Who) -> Vec<&vox_core::ToolDescriptor> {
+        let agent = who.acting_agent.as_deref().and_then(|id| {
+            let dir = self.orch.ctx().hooks().agents.as_ref()?;
+            dir.current(id).ok().flatten()
+        });
+        match (&who.acting_agent, agent) {
+            (None, _) => self.orch.list_tools_as(&self.surface, who.caller),
+            (Some(_), Some(a)) => self
+                .orch
+                .list_tools_for_agent(&self.surface, &a, who.caller),
+            // Retired since the request was let in: nothing.
+            (Some(_), None) => vec![],
+        }
+    }
+    /// [`Self::listed`] as MCP tool descriptors.
     fn tools_json(&self, who: &Who) -> Value {
-        serde_json::to_value(self.orch.list_tools_as(&self.surface, who.caller)).unwrap_or_default()
+        serde_json::to_value(self.listed(who)).unwrap_or_default()
     }
     /// Whether `/mcp` serves this caller the workspace's `.vox` tools and resources (and skill
     /// macro tools): only with `VOX_MCP_HTTP_WORKSPACE_TOOLS=1` (dev only, checked at start)
     /// and only to the write role.
     fn serves_workspace(&self, who: &Who) -> bool {
-        self.config.workspace_tools && who.caller.role == Role::Write
+        self.config.workspace_tools && who.caller.role == Role::Write && who.acting_agent.is_none()
     }
     /// `/mcp`'s tool list: [`Self::tools_json`], then the workspace's when served.
     fn mcp_tools_json(&self, who: &Who) -> Value {
@@ -121,13 +140,14 @@ impl Shared {
     }
     /// Skill resources are served to callers who may list skills here.
     fn serves_skill_resources(&self, who: &Who) -> bool {
-        vox_mcp_registry::authorize_tool(
-            &self.surface,
-            "vox_skill_list",
-            who.caller,
-            self.orch.boot_report().booted_mask,
-        )
-        .is_ok()
+        who.acting_agent.is_none()
+            && vox_mcp_registry::authorize_tool(
+                &self.surface,
+                "vox_skill_list",
+                who.caller,
+                self.orch.boot_report().booted_mask,
+            )
+            .is_ok()
     }
     /// `/mcp`'s resources: every provider's when the workspace is served, else `skill://`
     /// ones to callers who may list skills.
@@ -214,9 +234,18 @@ impl Shared {
                 "vox_skill_use over HTTP needs a session: send an X-Vox-Session header (REST), use one WebSocket connection, or a 2025-era /mcp session".into(),
             ));
         }
-        self.orch
-            .call_as(&self.surface, name, args, call, workspace)
-            .await
+        match &who.acting_agent {
+            Some(id) => {
+                self.orch
+                    .call_as_agent_on(&self.surface, id, name, args, call)
+                    .await
+            }
+            None => {
+                self.orch
+                    .call_as(&self.surface, name, args, call, workspace)
+                    .await
+            }
+        }
     }
     /// `/mcp`'s call: [`Self::call`], with workspace tools when they are served to `who`.
     async fn mcp_call(
@@ -375,6 +404,7 @@ async fn guard(
     }
     let loopback = trusted_loopback(peer.ip());
     let token = bearer(headers);
+    let mut acting_agent = None;
     let role = match token {
         Some(t)
             if s.config
@@ -392,7 +422,18 @@ async fn guard(
         {
             Some(Role::Read)
         }
-        Some(_) => None,
+        // An agent's credential (issued by vox_spawn_agent): the request is that agent's, and
+        // decided on the agent path (its own profile's public tools, approvals, budget).
+        Some(t) => match std::str::from_utf8(t)
+            .map_err(|_| ())
+            .and_then(|t| s.orch.authenticate_agent(t).map_err(|_| ()))
+        {
+            Ok(a) => {
+                acting_agent = Some(a.id);
+                Some(Role::Write)
+            }
+            Err(_) => None,
+        },
         // Accepted at startup only on a 127.0.0.1 or ::1 bind; and only for peers that count
         // as loopback (another 127/8 source address can reach that bind).
         None if s.config.allow_unauthenticated && loopback => Some(Role::Write),
@@ -400,7 +441,7 @@ async fn guard(
     };
     if path == "/metrics" {
         // Metrics: loopback peers, or the write token from anywhere.
-        if loopback || role == Some(Role::Write) && token.is_some() {
+        if loopback || role == Some(Role::Write) && token.is_some() && acting_agent.is_none() {
             return next.run(req).await;
         }
         return error(
@@ -420,6 +461,7 @@ async fn guard(
         return r;
     };
     let agent = match (token, role) {
+        _ if acting_agent.is_some() => acting_agent.clone().unwrap_or_default(),
         (Some(_), Role::Write) => "http:write".to_owned(),
         (Some(_), Role::Read) => "http:read".to_owned(),
         (None, _) => format!("http:{}", peer.ip()),
@@ -444,6 +486,7 @@ async fn guard(
         agent,
         session,
         session_named,
+        acting_agent,
     });
     next.run(req).await
 }
@@ -499,8 +542,7 @@ async fn list_tools(
     axum::Extension(who): axum::Extension<Who>,
 ) -> Json<Value> {
     let tools: Vec<Value> = s
-        .orch
-        .list_tools_as(&s.surface, who.caller)
+        .listed(&who)
         .into_iter()
         .map(|d| {
             let mut t = json!({"name": d.name, "description": d.description, "input_schema": d.input_schema, "lane": d.meta["vox_lane"]});
