@@ -339,3 +339,64 @@ async fn subscribers_are_told_of_each_transition_and_read_the_events() {
     assert!(events["next_cursor"].as_i64().unwrap() >= 3);
     c.cancel().await.unwrap();
 }
+
+/// `vox_emergency_stop` reaches what agents are doing: a call waiting for a person is
+/// cancelled (its approval expires), the agent is paused, its task cancelled.
+#[tokio::test]
+async fn an_emergency_stop_cancels_an_agents_call_in_flight() {
+    let ws = Ws::new().with_env("VOX_APPROVAL_TIMEOUT_SECS", "60");
+    let op = ws.client(&["--profile", PROFILE]).await;
+    let token = spawn_agent(&op, "busy", "knowledge,orchestrator").await;
+    let t = ok(
+        &op,
+        "vox_submit_task",
+        json!({"title": "t", "agent_id": "busy"}),
+    )
+    .await;
+    let a = agent_client(&ws, &token).await;
+    let waiting = in_background(&a, "vox_memory_store", json!({"key": "k", "value": "v"}));
+    loop {
+        let p = ok(&op, "vox_pending_approvals", json!({})).await;
+        if !p["approvals"].as_array().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let stop = ok(&op, "vox_emergency_stop", json!({"reason": "drill"})).await;
+    assert_eq!(stop["cancelled_calls"], 1, "{stop}");
+    assert_eq!(stop["paused_agents"], json!(["busy"]), "{stop}");
+    assert_eq!(stop["cancelled"], json!([t["task"]["id"]]), "{stop}");
+    // The cancelled call is answered (or dropped, as MCP allows); either way it did not run.
+    let _ = tokio::time::timeout(Duration::from_secs(5), waiting).await;
+    let all = ok(&op, "vox_pending_approvals", json!({"all": true})).await;
+    assert_eq!(all["approvals"][0]["state"], "expired", "{all}");
+    let got = ok(&op, "vox_memory_recall", json!({"key": "k"})).await;
+    assert_eq!(got["found"], false, "{got}");
+    a.cancel().await.unwrap();
+    op.cancel().await.unwrap();
+}
+
+/// `VOX_MCP_AGENT_FLEET=0` turns the agent fleet off: its subsystem is failed in the boot
+/// report and its tools are refused as not booted (the rest of the profile still serves).
+#[tokio::test]
+async fn vox_mcp_agent_fleet_0_turns_the_fleet_off() {
+    let ws = Ws::new().with_env("VOX_MCP_AGENT_FLEET", "0");
+    let op = ws.client(&["--profile", PROFILE]).await;
+    let e = err(&op, "vox_submit_task", json!({"title": "t"})).await;
+    assert_eq!(e["code"], "subsystem_not_booted", "{e}");
+    assert_eq!(e["subsystem"], "agent_fleet", "{e}");
+    ok(&op, "vox_feedback_list", json!({})).await;
+    let names = tool_names(&op).await;
+    assert!(!names.contains(&"vox_spawn_agent".to_owned()), "{names:?}");
+    let status = ws.daemon_status();
+    let failed = status
+        .pointer("/boot_report/failed/agent_fleet")
+        .or_else(|| status.pointer("/boot/failed/agent_fleet"));
+    assert!(
+        failed
+            .and_then(Value::as_str)
+            .is_some_and(|m| m.contains("VOX_MCP_AGENT_FLEET")),
+        "{status}"
+    );
+    op.cancel().await.unwrap();
+}

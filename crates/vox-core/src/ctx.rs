@@ -100,6 +100,11 @@ pub trait AgentGate: Send + Sync {
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, ToolError>> + Send + 'a>>;
 }
 
+/// The `notifications/resources/updated` frame for `uri`, as [`Ctx::notifier`] carries it.
+pub fn resource_updated(uri: &str) -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
+}
+
 /// The hooks families registered at boot.
 #[derive(Default)]
 pub struct Hooks {
@@ -234,7 +239,6 @@ impl Ctx {
     /// Tells every connected client that resource `uri` changed (clients forward it to the
     /// peers that subscribed to it).
     pub fn notify_resource_updated(&self, uri: &str) {
-        let _ = self.notifier.send(json!({"jsonrpc": "2.0",
-            "method": "notifications/resources/updated", "params": {"uri": uri}}));
+        let _ = self.notifier.send(resource_updated(uri));
     }
 }

@@ -24,6 +24,7 @@ pub use call::{
 };
 pub use ctx::{
     AgentDirectory, AgentGate, AgentIdentity, CallObserver, Ctx, DynamicTools, Hooks, SessionGuard,
+    resource_updated,
 };
 pub use error::{ToolError, ToolOutcome};
 pub use family::{Family, HandlerEntry, HandlerFuture, HandlerResult, StepDone, StepFn};

@@ -138,13 +138,18 @@ pub(crate) fn release_all_in(
     Ok(paths)
 }
 
-fn check_agent_live(c: &rusqlite::Connection, agent: &str) -> Result<(), StoreError> {
+/// Refuses an agent that does not exist or retired (`sql` names the store in a database error).
+fn check_agent_live(
+    c: &rusqlite::Connection,
+    agent: &str,
+    sql: impl Fn(rusqlite::Error) -> StoreError,
+) -> Result<(), StoreError> {
     let state: Option<String> = c
         .query_row("SELECT state FROM agents WHERE id = ?1", [agent], |r| {
             r.get(0)
         })
         .optional()
-        .map_err(|e| StoreError::Conflict(e.to_string()))?;
+        .map_err(sql)?;
     match state.as_deref() {
         None => Err(StoreError::NotFound(format!("no agent {agent}"))),
         Some("retired") => Err(StoreError::Conflict(format!(
@@ -175,7 +180,7 @@ impl Store {
         let now = now_ms();
         let mut c = self.conn();
         let tx = c.transaction().map_err(|e| self.err(e))?;
-        check_agent_live(&tx, agent)?;
+        check_agent_live(&tx, agent, |e| self.err(e))?;
         if let Some(t) = task_id {
             let found: Option<i64> = tx
                 .query_row("SELECT id FROM tasks WHERE id = ?1", [t], |r| r.get(0))
@@ -265,7 +270,7 @@ impl Store {
         let now = now_ms();
         let mut c = self.conn();
         let tx = c.transaction().map_err(|e| self.err(e))?;
-        check_agent_live(&tx, to)?;
+        check_agent_live(&tx, to, |e| self.err(e))?;
         match lock_in(&tx, &path).map_err(|e| self.err(e))? {
             Some(l) if l.agent == from && l.expires_at > now => {}
             Some(l) if l.expires_at > now => {

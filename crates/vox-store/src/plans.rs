@@ -524,16 +524,13 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<Handoff>, StoreError> {
         let c = self.conn();
-        let sql = if chain_of.is_some() {
-            "WITH RECURSIVE chain(id) AS (SELECT ?3 UNION SELECT h.parent FROM handoffs h JOIN chain ON h.id = chain.id WHERE h.parent IS NOT NULL)
+        // The chain is seeded with `chain_of`; without one it holds only NULL and is not asked.
+        let sql = "WITH RECURSIVE chain(id) AS (SELECT ?3 UNION SELECT h.parent FROM handoffs h
+                 JOIN chain ON h.id = chain.id WHERE h.parent IS NOT NULL)
              SELECT id, from_agent, to_agent, task_id, parent, summary, context, ts FROM handoffs
-             WHERE id IN chain AND (?1 IS NULL OR task_id = ?1) AND (?2 IS NULL OR from_agent = ?2 OR to_agent = ?2)
-             ORDER BY id LIMIT ?4"
-        } else {
-            "SELECT id, from_agent, to_agent, task_id, parent, summary, context, ts FROM handoffs
-             WHERE (?3 IS NULL OR 1) AND (?1 IS NULL OR task_id = ?1) AND (?2 IS NULL OR from_agent = ?2 OR to_agent = ?2)
-             ORDER BY id LIMIT ?4"
-        };
+             WHERE (?3 IS NULL OR id IN chain) AND (?1 IS NULL OR task_id = ?1)
+               AND (?2 IS NULL OR from_agent = ?2 OR to_agent = ?2)
+             ORDER BY id LIMIT ?4";
         let mut stmt = c.prepare_cached(sql).map_err(|e| self.err(e))?;
         stmt.query_map(params![task_id, agent, chain_of, limit as i64], |r| {
             Ok(Handoff {

@@ -79,8 +79,7 @@ impl Announcer {
         Announcer(ctx.notifier.clone())
     }
     pub fn changed(&self) {
-        let _ = self.0.send(serde_json::json!({"jsonrpc": "2.0",
-            "method": "notifications/resources/updated", "params": {"uri": EVENTS_URI}}));
+        let _ = self.0.send(vox_core::resource_updated(EVENTS_URI));
     }
 }
 
