@@ -353,10 +353,9 @@ fn view(ctx: &Ctx, s: &Store, agent: Agent) -> Result<AgentView, ToolError> {
 
 fn status(ctx: &Ctx, call: &CallCtx, a: StatusArgs) -> Result<Agents, ToolError> {
     let s = store(ctx)?;
-    let agents = match (&call.acting_agent, a.agent_id) {
-        (Some(_), named) => vec![s.agent_get(&agent_for(call, named)?).map_err(db)?],
-        (None, Some(id)) => vec![s.agent_get(&id).map_err(db)?],
-        (None, None) => s.agents(a.retired).map_err(db)?,
+    let agents = match crate::orchestration::scope(call, a.agent_id)? {
+        Some(id) => vec![s.agent_get(&id).map_err(db)?],
+        None => s.agents(a.retired).map_err(db)?,
     };
     Ok(Agents {
         agents: agents

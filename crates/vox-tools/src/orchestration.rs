@@ -40,6 +40,15 @@ pub fn agent_for(call: &CallCtx, named: Option<String>) -> Result<String, ToolEr
     }
 }
 
+/// Whose things a call looks at: an agent always its own (`named`, if given, must be it), the
+/// operator the agent it names, or everyone's (`None`).
+pub fn scope(call: &CallCtx, named: Option<String>) -> Result<Option<String>, ToolError> {
+    match call.acting_agent {
+        Some(_) => agent_for(call, named).map(Some),
+        None => Ok(named),
+    }
+}
+
 /// Refuses an agent what only the operator does. (The agent path does not even offer these
 /// tools, whose exposure is `operator`; this holds wherever else a handler may be called from.)
 pub fn operator_only(call: &CallCtx, what: &str) -> Result<(), ToolError> {

@@ -162,11 +162,8 @@ fn replan(ctx: &Ctx, call: &CallCtx, a: ReplanArgs) -> Result<Planned, ToolError
 }
 
 fn handoff(ctx: &Ctx, call: &CallCtx, a: HandoffArgs) -> Result<HandedOff, ToolError> {
-    let from = match (&call.acting_agent, a.agent_id) {
-        (Some(_), named) => crate::orchestration::agent_for(call, named)?,
-        (None, Some(n)) => n,
-        (None, None) => OPERATOR.to_owned(),
-    };
+    let from =
+        crate::orchestration::scope(call, a.agent_id)?.unwrap_or_else(|| OPERATOR.to_owned());
     let handoff = store(ctx)?
         .handoff_record(
             &from,

@@ -3,7 +3,7 @@
 //! `vox_rebalance`, `vox_a2a_tasks` (the DAG), `vox_emergency_stop`, `vox_poll_events` and
 //! `vox_orchestrator_status`, over the journey store's task model.
 
-use crate::orchestration::{actor, agent_for, dispatch, operator_only};
+use crate::orchestration::{actor, agent_for, dispatch, operator_only, scope};
 use crate::store::{db, free, store};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -328,10 +328,7 @@ fn reorder(ctx: &Ctx, call: &CallCtx, a: ReorderArgs) -> Result<Moved, ToolError
 
 fn queue_status(ctx: &Ctx, call: &CallCtx, a: QueueArgs) -> Result<Queues, ToolError> {
     let s = store(ctx)?;
-    let only = match (&call.acting_agent, a.agent_id) {
-        (Some(_), named) => Some(agent_for(call, named)?),
-        (None, named) => named,
-    };
+    let only = scope(call, a.agent_id)?;
     let agents = match &only {
         Some(id) => vec![s.agent_get(id).map_err(db)?],
         None => s.agents(false).map_err(db)?,
@@ -401,10 +398,7 @@ fn emergency_stop(ctx: &Ctx, call: &CallCtx, a: StopArgs) -> Result<Stopped, Too
 
 fn poll_events(ctx: &Ctx, call: &CallCtx, a: PollArgs) -> Result<Polled, ToolError> {
     let limit = a.limit.unwrap_or(100).clamp(1, MAX_LIST as u32) as usize;
-    let agent = match (&call.acting_agent, a.agent_id) {
-        (Some(_), named) => Some(agent_for(call, named)?),
-        (None, named) => named,
-    };
+    let agent = scope(call, a.agent_id)?;
     let events = store(ctx)?
         .events(
             &EventFilter {
