@@ -1,5 +1,5 @@
-//! The runtime's commands: `run`, `sessions`, `inspect`, `attach`, `stop`, `agent-mcp`, and
-//! the two the runtime itself starts (`supervise`, `mesh-stdio`).
+//! The runtime's commands: `run`, `sessions`, `inspect`, `attach`, `stop`, `resume`, `control`,
+//! `agent-mcp`, and the two the runtime itself starts (`supervise`, `mesh-stdio`).
 
 use clap::Subcommand;
 use mmo_profile::store::{Dirs, Store as ProfileStore};
@@ -92,11 +92,22 @@ pub enum RuntimeCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Resume a suspended session (its supervisor stopped while it was live): a new
+    /// supervisor takes it, its root continues its own thread, and its suspended jobs wait for
+    /// an authorized controller's `continue`. A terminal session cannot be resumed.
+    Resume {
+        session: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// (started by the runtime) The supervisor of one session.
     #[command(hide = true)]
     Supervise {
         #[arg(long)]
         session: String,
+        /// Take a session `codex-mmo resume` marked `resuming`.
+        #[arg(long)]
+        resume: bool,
     },
     /// (started by Codex) The `mmo_mesh` stdio server: a pipe to the session's supervisor.
     #[command(hide = true)]
@@ -144,7 +155,8 @@ pub fn main(cmd: RuntimeCmd) -> ExitCode {
             workspace,
             json,
         } => crate::smoke::smoke(&profile, workspace, json),
-        RuntimeCmd::Supervise { session } => supervise(session),
+        RuntimeCmd::Resume { session, json } => resume(&session, json),
+        RuntimeCmd::Supervise { session, resume } => supervise(session, resume),
         RuntimeCmd::MeshStdio { socket } => pipe(&socket),
     };
     match r {
@@ -336,23 +348,41 @@ pub(crate) fn start(
         &workspace,
         task.as_deref(),
     )?;
-    let log = std::fs::File::create(Path::new(&session.dir).join("logs").join("supervisor.log"))?;
+    launch_supervisor(&store, &session, false)?;
+    Ok((session, report.address))
+}
+
+/// Starts the supervisor of `session` (`supervise`, in a process group of its own, its output
+/// in the session's `logs/supervisor.log`) and waits until it has taken the session: a new one
+/// (`starting`), or with `resume` one marked `resuming`.
+fn launch_supervisor(store: &Store, session: &Session, resume: bool) -> R<()> {
+    let logs = Path::new(&session.dir).join("logs");
+    std::fs::create_dir_all(&logs)?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(logs.join("supervisor.log"))?;
     let mut cmd = std::process::Command::new(std::env::current_exe()?);
     cmd.args(["supervise", "--session", &session.id])
         .stdin(std::process::Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
+    if resume {
+        cmd.arg("--resume");
+    }
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let mut child = cmd.spawn()?;
+    let taking = if resume { "resuming" } else { "starting" };
     // Wait until the supervisor has taken the session (or failed to).
     let deadline = Instant::now() + supervisor::START_WAIT;
     loop {
         let s = store.session(&session.id)?;
-        if s.state != "starting" {
-            if s.state == "failed" {
+        if s.state != taking {
+            if s.state == "failed" || (resume && s.state == "suspended") {
                 return Err(Fail(format!(
-                    "session {} failed to start: {}",
+                    "session {} failed to {}: {}",
                     s.id,
+                    if resume { "resume" } else { "start" },
                     s.reason.unwrap_or_default()
                 )));
             }
@@ -374,7 +404,54 @@ pub(crate) fn start(
     }
     // The supervisor runs on by itself; it is reaped by whoever inherits it.
     std::mem::forget(child);
-    Ok((session, report.address))
+    Ok(())
+}
+
+/// `codex-mmo resume`: a suspended session (its supervisor died) gets a new supervisor. Its
+/// root continues its own thread; its suspended and paused jobs keep their threads, homes and
+/// worktrees for an authorized controller's `continue`. A terminal session cannot be resumed,
+/// and a live one needs no resuming.
+fn resume(id: &str, json_out: bool) -> R<ExitCode> {
+    let (_, paths) = paths()?;
+    let store = paths.open()?;
+    let s = load(&store, id)?;
+    if is_terminal_session(&s.state) {
+        return Err(Fail(format!(
+            "session {id} is `{}`: a terminal session cannot be resumed; start a new one with `codex-mmo run`",
+            s.state
+        )));
+    }
+    if s.state != "suspended" {
+        return Err(Fail(format!(
+            "session {id} is `{}` with a live supervisor; only a suspended session is resumed",
+            s.state
+        )));
+    }
+    if !store.mark_resuming(id)? {
+        return Err(Fail(format!(
+            "session {id} is no longer suspended (another resume took it?)"
+        )));
+    }
+    let started = Instant::now();
+    launch_supervisor(&store, &s, true)?;
+    let s = store.session(id)?;
+    let waiting: Vec<String> = store
+        .runs(id)?
+        .into_iter()
+        .filter(|r| matches!(r.state.as_str(), "suspended" | "paused"))
+        .map(|r| r.run_ref)
+        .collect();
+    if json_out {
+        print(&json!({"session": id, "state": s.state, "resumed_in_ms": started.elapsed().as_millis() as u64, "awaiting_continue": waiting}).to_string());
+    } else {
+        print(&format!("session {id} {}", s.state));
+        for r in waiting {
+            print(&format!(
+                "  {r} waits for a controller's continue (codex-mmo control {id} {r} continue)"
+            ));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run(
@@ -723,12 +800,12 @@ fn pipe(socket: &Path) -> R<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn supervise(session: String) -> R<ExitCode> {
+fn supervise(session: String, resume: bool) -> R<ExitCode> {
     let (_, paths) = paths()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    rt.block_on(supervisor::serve(paths, session))?;
+    rt.block_on(supervisor::serve(paths, session, resume))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -363,6 +363,8 @@ async fn pump(
     goal: bool,
 ) -> Result<TurnEnd, String> {
     let mut last_message = None;
+    // A goal that left `active` while its turn was still running: how it ended.
+    let mut goal_end: Option<String> = None;
     loop {
         let next = tokio::select! {
             e = host.events.recv() => Ok(e),
@@ -416,6 +418,14 @@ async fn pump(
                             stopped: None,
                         });
                     }
+                    if let Some(done) = goal_end.take() {
+                        return Ok(TurnEnd {
+                            status: done,
+                            error: None,
+                            last_message,
+                            stopped: None,
+                        });
+                    }
                 }
                 "thread/goal/updated" if goal => {
                     let status = params
@@ -434,12 +444,17 @@ async fn pump(
                         } else {
                             format!("goal {status}")
                         };
-                        return Ok(TurnEnd {
-                            status: done,
-                            error: None,
-                            last_message,
-                            stopped: None,
-                        });
+                        // The goal's last word is its turn's: a turn still running (the model
+                        // answering after update_goal) ends first.
+                        if host.turn.is_none() {
+                            return Ok(TurnEnd {
+                                status: done,
+                                error: None,
+                                last_message,
+                                stopped: None,
+                            });
+                        }
+                        goal_end = Some(done);
                     }
                 }
                 "thread/tokenUsage/updated" => {
@@ -841,8 +856,19 @@ async fn drive_worker(team: &Arc<Team>, run: &Run, resume: Option<String>) -> Re
         None => worker_prompt(run, contract_value.as_ref()),
     };
     let mut repaired = run.repairs > 0;
+    // A goal-mode job's work is its goal (the task, or on a continuation the goal its thread
+    // already has); a repair after it is an ordinary turn.
+    let mut goal = role.execution_mode == "goal";
     let outcome = loop {
-        let end = run_turn(team, run, &mut host, &prompt, schema.clone(), &mut commands).await;
+        let end = if std::mem::take(&mut goal) {
+            let objective = worker_prompt(run, contract_value.as_ref());
+            match set_goal(team, run, &mut host, &objective).await {
+                Ok(()) => pump(team, run, &mut host, &mut commands, true).await,
+                Err(e) => Err(e),
+            }
+        } else {
+            run_turn(team, run, &mut host, &prompt, schema.clone(), &mut commands).await
+        };
         let end = match end {
             Ok(e) => e,
             Err(reason) => {
@@ -861,6 +887,29 @@ async fn drive_worker(team: &Arc<Team>, run: &Run, resume: Option<String>) -> Re
             {
                 let _ = crate::worktree::remove(&team.workspace, wt);
             }
+            return Ok(());
+        }
+        if let Some(status) = end.status.strip_prefix("goal ") {
+            // The goal stopped short of complete (its token budget used up, or Codex paused
+            // or blocked it): the job pauses with its partial evidence, and its controller may
+            // continue it (with a larger budget, within max_goal_token_budget).
+            keep_partial(team, &job, end.last_message.as_deref());
+            host.end(team).await;
+            let why = match status {
+                "budgetLimited" => format!(
+                    "its goal used its token budget ({}); a controller may continue it with a larger goal_token_budget, up to max_goal_token_budget ({})",
+                    goal_budget(team, run)
+                        .map(|b| format!("{b} tokens"))
+                        .unwrap_or_else(|| "unset".into()),
+                    role.max_goal_token_budget
+                        .map(|b| b.to_string())
+                        .unwrap_or_else(|| "unset".into()),
+                ),
+                other => format!("its goal is `{other}`"),
+            };
+            let _ = team
+                .store
+                .transition(&run.run_ref, JobState::Paused, Some(&why));
             return Ok(());
         }
         if end.status == "interrupted" {
@@ -1038,8 +1087,18 @@ fn keep_partial(team: &Team, job: &str, text: Option<&str>) {
 
 /// The root's host: its task as one turn (or its goal). The session ends with it.
 pub fn start_root(team: Arc<Team>, run: Run, task: String) {
+    spawn_root(team, run, task, false);
+}
+
+/// The root of a resumed session continues its own thread (`thread/resume` in its own home):
+/// a turn-mode root is told to continue; a goal-mode root's goal is made active again.
+pub fn continue_root(team: Arc<Team>, run: Run, task: String) {
+    spawn_root(team, run, task, true);
+}
+
+fn spawn_root(team: Arc<Team>, run: Run, task: String, resume: bool) {
     tokio::spawn(async move {
-        let outcome = drive_root(&team, &run, &task).await;
+        let outcome = drive_root(&team, &run, &task, resume).await;
         match outcome {
             Ok(state) => {
                 let _ = team.store.set_session_state(&team.session, &state, None);
@@ -1060,33 +1119,45 @@ pub fn start_root(team: Arc<Team>, run: Run, task: String) {
     });
 }
 
-async fn drive_root(team: &Arc<Team>, run: &Run, task: &str) -> Result<String, String> {
-    let mut host = start_host(team, run, &team.workspace.clone(), Thread::Fresh).await?;
-    team.store
-        .transition(&run.run_ref, JobState::Running, None)
-        .map_err(|e| e.to_string())?;
+async fn drive_root(
+    team: &Arc<Team>,
+    run: &Run,
+    task: &str,
+    resume: bool,
+) -> Result<String, String> {
+    let thread = match (resume, run.thread_id.as_deref()) {
+        (false, _) => Thread::Fresh,
+        (true, Some(id)) => Thread::Resume(id),
+        (true, None) => {
+            return Err("the root never started its thread, so there is none to resume".into());
+        }
+    };
+    if resume {
+        team.store
+            .transition(
+                &run.run_ref,
+                JobState::Running,
+                Some("resumed on its own thread"),
+            )
+            .map_err(|e| e.to_string())?;
+    }
+    let mut host = start_host(team, run, &team.workspace.clone(), thread).await?;
+    if !resume {
+        team.store
+            .transition(&run.run_ref, JobState::Running, None)
+            .map_err(|e| e.to_string())?;
+    }
     team.notify();
     let mut commands = Vec::new();
     let role = team.role(&run.role).map_err(|e| e.message)?.clone();
     let end = if role.execution_mode == "goal" {
-        // Setting an active goal starts its first turn; Codex continues it until the model
-        // marks it complete (update_goal) or its token budget is used up.
-        let set = host
-            .server
-            .thread_goal_set(&ThreadGoalSetParams {
-                thread_id: host.thread.clone(),
-                objective: Some(task.to_string()),
-                status: Some(GoalStatus::Active),
-                token_budget: role.goal_token_budget.map(|b| b as i64),
-            })
-            .await
-            .map_err(|e| format!("thread/goal/set: {e}"));
-        match set {
-            Ok(_) => pump(team, run, &mut host, &mut commands, true).await,
+        match set_goal(team, run, &mut host, task).await {
+            Ok(()) => pump(team, run, &mut host, &mut commands, true).await,
             Err(e) => Err(e),
         }
     } else {
-        run_turn(team, run, &mut host, task, None, &mut commands).await
+        let text = if resume { CONTINUE_ROOT_MESSAGE } else { task };
+        run_turn(team, run, &mut host, text, None, &mut commands).await
     };
     host.end(team).await;
     let end = end?;
@@ -1105,6 +1176,51 @@ async fn drive_root(team: &Arc<Team>, run: &Run, task: &str) -> Result<String, S
         .transition(&run.run_ref, JobState::Completed, None)
         .map_err(|e| e.to_string())?;
     Ok("completed".into())
+}
+
+/// What a resumed turn-mode root is told.
+const CONTINUE_ROOT_MESSAGE: &str =
+    "Your session was interrupted and is resumed now. Continue your task from where you left off.";
+
+/// Makes the run's goal active with its current token budget (`goal_budget`). Setting an active
+/// goal starts a turn by itself; Codex continues it until the model marks it complete
+/// (update_goal) or its cumulative token use reaches the budget. A thread that already has its
+/// goal (a resumed or continued one) keeps its objective and its token count.
+async fn set_goal(team: &Team, run: &Run, host: &mut Host, objective: &str) -> Result<(), String> {
+    let existing = host
+        .server
+        .thread_goal_get(&host.thread)
+        .await
+        .map_err(|e| format!("thread/goal/get: {e}"))?;
+    let token_budget = goal_budget(team, run);
+    host.server
+        .thread_goal_set(&ThreadGoalSetParams {
+            thread_id: host.thread.clone(),
+            objective: existing.is_none().then(|| objective.to_string()),
+            status: Some(GoalStatus::Active),
+            token_budget,
+        })
+        .await
+        .map_err(|e| format!("thread/goal/set: {e}"))?;
+    Ok(())
+}
+
+/// A goal-mode run's token budget now: the last one a controller's `continue` extended it to,
+/// else its role's `goal_token_budget`.
+pub fn goal_budget(team: &Team, run: &Run) -> Option<i64> {
+    let extended = team
+        .store
+        .last_event(&run.run_ref, "goalBudget")
+        .ok()
+        .flatten()
+        .and_then(|e| serde_json::from_str::<Value>(&e.body).ok())
+        .and_then(|b| b["token_budget"].as_i64());
+    extended.or_else(|| {
+        team.role(&run.role)
+            .ok()
+            .and_then(|r| r.goal_token_budget)
+            .map(|b| b as i64)
+    })
 }
 
 /// A stored patch as the worktree module integrates it.

@@ -161,6 +161,10 @@ pub struct ControlArgs {
     pub message: Option<String>,
     /// The reasoning effort `set_effort` chooses.
     pub effort: Option<String>,
+    /// `continue` of a goal-mode run: the goal's new total token budget (Codex counts tokens
+    /// cumulatively), larger than its current one and at most its role's
+    /// max_goal_token_budget.
+    pub goal_token_budget: Option<u64>,
     /// `respond`: the pending input answered (its `request_id` from `pending_inputs`).
     pub request_id: Option<String>,
     /// `respond`: the answer, as the request's method defines it (for a command approval,
@@ -749,8 +753,20 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
         }
         ControlAction::Continue => {
             team.may_control(caller, &run, "continue")?;
-            let message =
-                message(a.message, "continue")?.unwrap_or_else(|| CONTINUE_MESSAGE.to_string());
+            let role = team.role(&run.role)?;
+            let goal_mode = role.execution_mode == "goal";
+            let message = message(a.message, "continue")?;
+            if goal_mode && message.is_some() {
+                return Err(MeshError::new(
+                    "invalid_arguments",
+                    "a goal-mode run continues its goal and takes no `message`; steer it once it runs",
+                ));
+            }
+            let budget = match a.goal_token_budget {
+                Some(total) => Some(extended_goal_budget(team, &run, total)?),
+                None => None,
+            };
+            let message = message.unwrap_or_else(|| CONTINUE_MESSAGE.to_string());
             let target = run.run_ref.clone();
             mutate(
                 team,
@@ -758,7 +774,7 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
                 &run,
                 a.control_revision,
                 "continue",
-                || async move { resume(team, &target, message).await },
+                || async move { resume(team, &target, message, budget).await },
             )
             .await
         }
@@ -779,7 +795,7 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
                     })
                     .await
                 } else {
-                    resume(team, &target, FINALIZE_MESSAGE.into()).await
+                    resume(team, &target, FINALIZE_MESSAGE.into(), None).await
                 };
                 if !matches!(asked, Delivery::Delivered(_)) {
                     return asked;
@@ -989,15 +1005,64 @@ const FINALIZE_MESSAGE: &str =
 /// What a continued job is told when its controller says nothing more.
 const CONTINUE_MESSAGE: &str = "Continue your task from where you left off. Your final message is your result, as the task said.";
 
-/// Continues a paused or suspended job with `message` once it is admitted again.
-async fn resume(team: &Arc<Team>, target: &str, message: String) -> Delivery {
+/// Continues a paused or suspended job with `message` once it is admitted again; a goal-mode
+/// job's goal with `budget` as its new total, when the controller extended it.
+async fn resume(team: &Arc<Team>, target: &str, message: String, budget: Option<u64>) -> Delivery {
     match readmit(team, target).await {
         Ok(run) => {
+            if let Some(total) = budget
+                && let Err(e) = team.store.event(
+                    &team.session,
+                    target,
+                    "goalBudget",
+                    &json!({"token_budget": total}).to_string(),
+                )
+            {
+                return Delivery::Unknown(format!("recording the goal budget: {e}"));
+            }
             crate::host::continue_worker(team.clone(), run, message);
-            Delivery::Delivered(Value::Null)
+            Delivery::Delivered(json!({"goal_token_budget": budget}))
         }
         Err(why) => Delivery::Failed(why),
     }
+}
+
+/// A controller's new total for a goal-mode run's token budget: larger than the budget it has,
+/// at most its role's max_goal_token_budget.
+fn extended_goal_budget(team: &Team, run: &Run, total: u64) -> MeshResult<u64> {
+    let role = team.role(&run.role)?;
+    if role.execution_mode != "goal" {
+        return Err(MeshError::new(
+            "invalid_arguments",
+            format!(
+                "goal_token_budget is for goal-mode runs; role `{}` runs in `{}` mode",
+                run.role, role.execution_mode
+            ),
+        ));
+    }
+    let ceiling = role
+        .max_goal_token_budget
+        .or(role.goal_token_budget)
+        .unwrap_or(0);
+    if total > ceiling {
+        return Err(MeshError::new(
+            "goal_budget_ceiling",
+            format!(
+                "goal_token_budget {total} is above role `{}`'s max_goal_token_budget ({ceiling})",
+                run.role
+            ),
+        ));
+    }
+    let current = crate::host::goal_budget(team, run).unwrap_or(0);
+    if total as i64 <= current {
+        return Err(MeshError::new(
+            "invalid_arguments",
+            format!(
+                "goal_token_budget {total} does not extend the goal's current budget ({current})"
+            ),
+        ));
+    }
+    Ok(total)
 }
 
 /// Admission again for a paused or suspended job about to continue (the spec: continuation

@@ -486,6 +486,28 @@ impl Store {
         Ok(())
     }
 
+    /// Marks a `suspended` session `resuming` for a new supervisor to take (and forgets the
+    /// dead one's pid). Compare-and-swap: `false` when the session is not suspended any more
+    /// (another resume got there first, or it ended).
+    pub fn mark_resuming(&self, id: &str) -> Result<bool> {
+        let n = self.db().execute(
+            "UPDATE sessions SET state = 'resuming', supervisor_pid = NULL, reason = 'resuming: a new supervisor is taking the session', updated_at = ?2 WHERE id = ?1 AND state = 'suspended'",
+            params![id, now_ms()],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// A supervisor takes a session in state `from` (`starting` or `resuming`) that no other
+    /// supervisor has taken: compare-and-swap of the supervisor pid, so two supervisors never
+    /// both run one session.
+    pub fn claim_session(&self, id: &str, from: &str, pid: u32) -> Result<bool> {
+        let n = self.db().execute(
+            "UPDATE sessions SET supervisor_pid = ?3, updated_at = ?4 WHERE id = ?1 AND state = ?2 AND supervisor_pid IS NULL",
+            params![id, from, pid, now_ms()],
+        )?;
+        Ok(n == 1)
+    }
+
     /// Records the supervisor's pid.
     pub fn set_supervisor(&self, id: &str, pid: Option<u32>) -> Result<()> {
         self.db().execute(

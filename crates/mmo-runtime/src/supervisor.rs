@@ -183,20 +183,36 @@ pub fn recover(store: &Store, session: &Session) -> Result<bool, String> {
     {
         return Ok(false);
     }
-    if session.state == "starting" && session.supervisor_pid.is_none() {
-        // Not taken yet; `codex-mmo run` waits at most START_WAIT for its supervisor, so one
-        // still untaken well after that never will be (its supervisor died first).
-        if crate::store::now_ms() - session.created_at < 2 * START_WAIT.as_millis() as i64 {
+    if matches!(session.state.as_str(), "starting" | "resuming") {
+        // Not taken yet, or its supervisor died while taking it. `codex-mmo run` and `resume`
+        // wait at most START_WAIT for their supervisor, so one still untaken well after that
+        // never will be. A new session then failed; a resumed one is suspended again, as it was.
+        if session.supervisor_pid.is_none()
+            && crate::store::now_ms() - session.updated_at < 2 * START_WAIT.as_millis() as i64
+        {
             return Ok(false);
         }
-        store
-            .set_session_state(
-                &session.id,
+        let (state, why) = match (session.state.as_str(), session.supervisor_pid) {
+            ("starting", None) => ("failed", "its supervisor never took the session"),
+            ("starting", Some(_)) => (
                 "failed",
-                Some("its supervisor never took the session (it exited while starting)"),
-            )
+                "its supervisor exited before it started the session",
+            ),
+            (_, None) => (
+                "suspended",
+                "no new supervisor took the session to resume it",
+            ),
+            (_, Some(_)) => (
+                "suspended",
+                "its new supervisor exited before it resumed the session",
+            ),
+        };
+        store
+            .set_session_state(&session.id, state, Some(why))
             .map_err(|e| e.to_string())?;
-        return Ok(true);
+        if session.state == "starting" {
+            return Ok(true);
+        }
     }
     for run in store.runs(&session.id).map_err(|e| e.to_string())? {
         if let Some(pid) = run.host_pid.filter(|_| run.is_active()) {
@@ -280,18 +296,35 @@ fn end_stray_host(pid: u32) {
     }
 }
 
-/// Runs the supervisor of session `id` until the session ends.
-pub async fn serve(paths: Paths, id: String) -> Result<(), String> {
+/// Runs the supervisor of session `id` until the session ends: a new session (`starting`), or
+/// with `resume` a suspended one that `codex-mmo resume` marked `resuming`. A resumed session
+/// keeps its runs: the root continues its own thread (or, operator-driven, runs again), and its
+/// suspended and paused jobs wait for an authorized controller's `continue`.
+pub async fn serve(paths: Paths, id: String, resume: bool) -> Result<(), String> {
     let store = Arc::new(paths.open()?);
     let session = store.session(&id).map_err(|e| e.to_string())?;
-    if session.state != "starting" {
+    let expected = if resume { "resuming" } else { "starting" };
+    if session.state != expected
+        || !store
+            .claim_session(&id, expected, std::process::id())
+            .map_err(|e| e.to_string())?
+    {
         return Err(format!(
-            "session {id} is `{}`; a supervisor starts only a new session",
-            session.state
+            "session {id} is `{}` and {}; this supervisor was started to take a `{expected}` one",
+            session.state,
+            if session.supervisor_pid.is_some() {
+                "has a supervisor"
+            } else {
+                "has none"
+            }
         ));
     }
+    // A new session that cannot start has failed; a resumed one that cannot is suspended again
+    // (its evidence and threads are still there for a later resume).
     let fail = |why: String| {
-        let _ = store.set_session_state(&id, "failed", Some(&why));
+        let state = if resume { "suspended" } else { "failed" };
+        let _ = store.set_session_state(&id, state, Some(&why));
+        let _ = store.set_supervisor(&id, None);
         why
     };
     let snapshot = mmo_profile::store::Dirs::from_env()
@@ -324,7 +357,10 @@ pub async fn serve(paths: Paths, id: String) -> Result<(), String> {
     let listener =
         UnixListener::bind(&socket).map_err(|e| fail(format!("{}: {e}", socket.display())))?;
 
-    let root_ref = crate::jobs::new_id("run");
+    let root_ref = match resume {
+        true => resumed_root(&store, &id).map_err(fail)?.run_ref,
+        false => crate::jobs::new_id("run"),
+    };
     let root_role = profile.root.clone();
     let root_units = profile
         .agents
@@ -350,24 +386,28 @@ pub async fn serve(paths: Paths, id: String) -> Result<(), String> {
             profile.id
         )));
     }
-    let root = store
-        .create_run(&NewRun {
-            run_ref: &root_ref,
-            session: &id,
-            job: None,
-            role: &root_role,
-            parent: None,
-            depth: 0,
-            lineage: &[],
-            task_kind: None,
-            task: session.task.as_deref(),
-            literal: None,
-            write_scope: &[],
-            is_writer: false,
-            resource_group: root_group.as_deref(),
-            units: root_units,
-        })
-        .map_err(|e| fail(e.to_string()))?;
+    let root = if resume {
+        resumed_root(&store, &id).map_err(fail)?
+    } else {
+        store
+            .create_run(&NewRun {
+                run_ref: &root_ref,
+                session: &id,
+                job: None,
+                role: &root_role,
+                parent: None,
+                depth: 0,
+                lineage: &[],
+                task_kind: None,
+                task: session.task.as_deref(),
+                literal: None,
+                write_scope: &[],
+                is_writer: false,
+                resource_group: root_group.as_deref(),
+                units: root_units,
+            })
+            .map_err(|e| fail(e.to_string()))?
+    };
     drop(lock);
     let (changed, _) = tokio::sync::watch::channel(0u64);
     let (done, mut done_rx) = tokio::sync::watch::channel(false);
@@ -394,17 +434,26 @@ pub async fn serve(paths: Paths, id: String) -> Result<(), String> {
         .set_supervisor(&id, Some(std::process::id()))
         .map_err(|e| e.to_string())?;
     store
-        .set_session_state(&id, "running", None)
+        .set_session_state(
+            &id,
+            "running",
+            resume.then_some("resumed by the operator after a suspension"),
+        )
         .map_err(|e| e.to_string())?;
-    let _ = store.audit(&id, "runtime", "session_start", &id, &json!({"snapshot": session.snapshot, "workspace": session.workspace, "pid": std::process::id()}));
+    let _ = store.audit(&id, "runtime", if resume { "session_resume" } else { "session_start" }, &id, &json!({"snapshot": session.snapshot, "workspace": session.workspace, "pid": std::process::id()}));
     match session.task.clone() {
+        Some(task) if resume => crate::host::continue_root(team.clone(), root, task),
         Some(task) => crate::host::start_root(team.clone(), root, task),
         None => {
             // Operator-driven: the operator is the root (`codex-mmo agent-mcp`); no root host.
             let _ = store.transition(
                 &root_ref,
                 JobState::Running,
-                Some("operator-driven: no root host"),
+                Some(if resume {
+                    "operator-driven: resumed, no root host"
+                } else {
+                    "operator-driven: no root host"
+                }),
             );
         }
     }
@@ -433,6 +482,24 @@ pub async fn serve(paths: Paths, id: String) -> Result<(), String> {
     let _ = std::fs::remove_file(&socket);
     let _ = store.set_supervisor(&id, None);
     Ok(())
+}
+
+/// The root run of a session being resumed. A root that ended cannot be resumed (a terminal
+/// root session stays terminal), nor can one that is still active (its supervisor is live).
+fn resumed_root(store: &Store, id: &str) -> Result<Run, String> {
+    let root = store
+        .runs(id)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .find(|r| r.parent.is_none())
+        .ok_or_else(|| format!("session {id} has no root run to resume"))?;
+    if !matches!(root.state.as_str(), "suspended" | "paused") {
+        return Err(format!(
+            "the root run {} is `{}`; only a suspended or paused root is resumed",
+            root.run_ref, root.state
+        ));
+    }
+    Ok(root)
 }
 
 /// Ends every active run as `end` (`stopped`, or `cancelled` at a harness boundary) and the
@@ -811,11 +878,41 @@ mod tests {
         assert!(!recover(&store, &fresh).unwrap(), "still within the wait");
         assert_eq!(store.session("s1").unwrap().state, "starting");
         let mut old = fresh.clone();
-        old.created_at -= 3 * START_WAIT.as_millis() as i64;
+        old.updated_at -= 3 * START_WAIT.as_millis() as i64;
         assert!(recover(&store, &old).unwrap());
         let s = store.session("s1").unwrap();
         assert_eq!(s.state, "failed");
         assert!(s.reason.unwrap().contains("never took"));
+    }
+
+    #[test]
+    fn a_resume_no_supervisor_took_is_suspended_again_and_only_one_supervisor_claims() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("state.db"), "digest").unwrap();
+        store
+            .create_session("s1", "p", "addr", "/w", "/d", None)
+            .unwrap();
+        assert!(
+            !store.mark_resuming("s1").unwrap(),
+            "only a suspended session"
+        );
+        store.set_session_state("s1", "suspended", None).unwrap();
+        assert!(store.mark_resuming("s1").unwrap());
+        assert!(!store.mark_resuming("s1").unwrap(), "a second resume loses");
+        let resuming = store.session("s1").unwrap();
+        assert!(
+            !recover(&store, &resuming).unwrap(),
+            "still within the wait"
+        );
+        let mut old = resuming.clone();
+        old.updated_at -= 3 * START_WAIT.as_millis() as i64;
+        assert!(recover(&store, &old).unwrap());
+        assert_eq!(store.session("s1").unwrap().state, "suspended");
+        // Two supervisors racing for one session: the first claim wins.
+        assert!(store.mark_resuming("s1").unwrap());
+        assert!(store.claim_session("s1", "resuming", 1).unwrap());
+        assert!(!store.claim_session("s1", "resuming", 2).unwrap());
+        assert!(!store.claim_session("s1", "starting", 3).unwrap());
     }
 
     #[test]

@@ -231,7 +231,13 @@ impl Team {
             .unwrap_or_else(|p| p.into_inner())
             .get(&run.run_ref)
             .and_then(|h| h.pid);
-        view_of(&self.store, run, live)
+        let mut v = view_of(&self.store, run, live);
+        if v["goal"].is_object()
+            && let Ok(role) = self.role(&run.role)
+        {
+            v["goal"]["max_goal_token_budget"] = json!(role.max_goal_token_budget);
+        }
+        v
     }
 }
 
@@ -279,6 +285,16 @@ pub fn view_of(store: &Store, run: &Run, live_pid: Option<u32>) -> Value {
     };
     // A stall warning holds until the run makes progress again.
     let stall_warning = store.stall_warning(run).ok().flatten();
+    // A goal's state and Codex's cumulative token count, as its last `thread/goal/updated`.
+    let goal = store
+        .last_event(&run.run_ref, "goal")
+        .ok()
+        .flatten()
+        .and_then(|e| serde_json::from_str::<Value>(&e.body).ok())
+        .map(|p| {
+            let g = &p["goal"];
+            json!({"status": g["status"], "tokens_used": g["tokensUsed"], "token_budget": g["tokenBudget"]})
+        });
     json!({
         "agent_run_ref": run.run_ref,
         "job": run.job,
@@ -295,6 +311,7 @@ pub fn view_of(store: &Store, run: &Run, live_pid: Option<u32>) -> Value {
         "last_control": last_control,
         "stall_warning": stall_warning,
         "pending_inputs": pending_inputs,
+        "goal": goal,
         "preview": run.preview,
         "thread_id": run.thread_id,
         "host_pid": live_pid.map(i64::from).or(if run.is_active() { run.host_pid } else { None }),

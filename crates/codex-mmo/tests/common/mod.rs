@@ -3,6 +3,8 @@
 //! routes point at it, the `codex-mmo` binary, and a stdio MCP client for `agent-mcp`.
 #![allow(dead_code)]
 
+pub mod review;
+
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

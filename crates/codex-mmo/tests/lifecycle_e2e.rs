@@ -1,0 +1,199 @@
+//! codex-mmo's session and run lifecycle beyond one supervisor's life, end to end on the real
+//! `codex app-server` and the scripted model: a suspended session resumed by a new supervisor
+//! (the root on its own thread, jobs continued by their controller), terminal sessions refusing
+//! to resume, goal-mode jobs and their token budgets, detach and reattach, fork and compact.
+
+mod common;
+
+use common::review::*;
+use common::{World, codex_js};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Waits until the run of `role` is running with a host and a thread; returns the inspection.
+fn running_with_host(w: &World, session: &str, role: &str) -> (Value, Value) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let v = w.inspect(session);
+        if let Some(r) = runs_of(&v, role).into_iter().next()
+            && r["state"] == "running"
+            && r["host_pid"].is_i64()
+            && r["thread_id"].is_string()
+        {
+            return (v, r);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the {role} never ran: {v:#}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn kill_supervisor(v: &Value) {
+    unsafe {
+        libc::kill(v["supervisor_pid"].as_i64().unwrap() as i32, libc::SIGKILL);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+}
+
+fn resume(w: &World, session: &str) -> Value {
+    let o = w.run(&["resume", session, "--json"]);
+    assert!(
+        o.status.success(),
+        "resume: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn resume_refused(w: &World, session: &str) -> String {
+    let o = w.run(&["resume", session]);
+    assert!(!o.status.success(), "resume of {session} was not refused");
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_suspended_session_resumes_and_its_controller_continues_the_exact_thread() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
+    let answer = verdict(&w);
+    w.start_model(&json!({"actors": [
+        {"name": "reviewer", "match": REVIEWER_MARK, "steps": [[{"say": "looking at src/lib.rs"}, {"hang": true}], [{"say": answer}]]},
+    ]}));
+    let profile = review_profile("").replacen(
+        r#"actions = ["inspect", "stop"]"#,
+        r#"actions = ["inspect", "continue", "stop"]"#,
+        1,
+    );
+    let session = review_session_with(&w, &profile, &[]);
+    let mut op = w.operator(&session);
+    let spawned = op.ok(
+        "agents_spawn",
+        json!({"role": "reviewer", "task": "Review src/lib.rs for correctness.", "task_kind": "review"}),
+    );
+    let job = spawned["job"].as_str().unwrap().to_string();
+    let run = spawned["agent_run_ref"].as_str().unwrap().to_string();
+    let (v, r) = running_with_host(&w, &session, "reviewer");
+    let thread = r["thread_id"].as_str().unwrap().to_string();
+    wait_for_actor(&w, "reviewer");
+    drop(op);
+    kill_supervisor(&v);
+
+    // The next look recovers it: suspended, with the job's partial evidence.
+    let v = w.inspect(&session);
+    assert_eq!(v["state"], "suspended", "{v:#}");
+    assert_eq!(runs_of(&v, "reviewer")[0]["state"], "suspended");
+    // A live session's control needs its supervisor; resuming brings one.
+    let resumed = resume(&w, &session);
+    assert_eq!(resumed["state"], "running", "{resumed:#}");
+    assert_eq!(resumed["awaiting_continue"], json!([run]), "{resumed:#}");
+    assert!(resume_refused(&w, &session).contains("only a suspended session is resumed"));
+    let v = w.inspect(&session);
+    assert_ne!(v["supervisor_pid"], Value::Null);
+    assert_eq!(
+        runs_of(&v, "lead")[0]["state"],
+        "running",
+        "the operator-driven root runs again: {v:#}"
+    );
+    let audit: Vec<&str> = v["audit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["action"].as_str())
+        .collect();
+    assert!(audit.contains(&"session_resume"), "{audit:?}");
+
+    // The job stays suspended until its controller continues it, on its exact thread.
+    let mut op = w.operator(&session);
+    let seen = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "inspect"}),
+    );
+    assert_eq!(seen["state"], "suspended");
+    assert_eq!(seen["result"]["final"], false, "{seen:#}");
+    let continued = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "continue", "control_revision": seen["control_revision"]}),
+    );
+    assert_eq!(continued["state"], "running", "{continued:#}");
+    assert_eq!(op.wait_terminal(&job, Duration::from_secs(60)), "completed");
+    let done = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "inspect"}),
+    );
+    assert_eq!(done["thread_id"], thread.as_str(), "{done:#}");
+    assert_eq!(done["result"]["final"], true);
+    let r = op.ok("agent_result", json!({"job": job}));
+    assert_eq!(r["value"]["verdict"], "approve", "{r:#}");
+    let last = w
+        .model_requests()
+        .into_iter()
+        .rfind(|r| r["actor"] == "reviewer")
+        .unwrap();
+    assert!(
+        last["body"]
+            .to_string()
+            .contains("Review src/lib.rs for correctness."),
+        "the continued turn carries the thread's history"
+    );
+    drop(op);
+
+    // A terminal session cannot be resumed.
+    assert!(w.run(&["stop", &session]).status.success());
+    let why = resume_refused(&w, &session);
+    assert!(why.contains("terminal session cannot be resumed"), "{why}");
+}
+
+#[test]
+fn a_resumed_root_continues_its_own_thread_and_a_completed_root_session_stays_ended() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[("README.md", "hello\n")]);
+    w.start_model(&json!({"actors": [
+        {"name": "lead", "match": LEAD_MARK, "steps": [
+            [{"say": "Starting on it."}, {"hang": true}],
+            [{"say": "Resumed and done."}],
+        ]},
+    ]}));
+    let pack = review_pack(&w);
+    let session = w.start_session(&pack, Some("Say hello."));
+    let (v, root) = running_with_host(&w, &session, "lead");
+    let thread = root["thread_id"].as_str().unwrap().to_string();
+    wait_for_actor(&w, "lead");
+    kill_supervisor(&v);
+    let v = w.inspect(&session);
+    assert_eq!(v["state"], "suspended", "{v:#}");
+    assert_eq!(runs_of(&v, "lead")[0]["state"], "suspended");
+
+    resume(&w, &session);
+    let v = w.wait_state(
+        &session,
+        &["completed", "failed", "stopped"],
+        Duration::from_secs(60),
+    );
+    assert_eq!(v["state"], "completed", "{v:#}");
+    let root = &runs_of(&v, "lead")[0];
+    assert_eq!(root["state"], "completed");
+    assert_eq!(root["thread_id"], thread.as_str(), "the root's own thread");
+    let last = w
+        .model_requests()
+        .into_iter()
+        .rfind(|r| r["actor"] == "lead")
+        .unwrap();
+    let body = last["body"].to_string();
+    assert!(
+        body.contains("Say hello.") && body.contains("resumed now"),
+        "the resumed turn holds the root's history and the continuation: {body}"
+    );
+    let why = resume_refused(&w, &session);
+    assert!(
+        why.contains("`completed`: a terminal session cannot be resumed"),
+        "{why}"
+    );
+}
