@@ -30,6 +30,25 @@ fn running_with_host(w: &World, session: &str, role: &str) -> (Value, Value) {
     }
 }
 
+/// Inspects `run` until it is in `state` (at most 60 s); returns that inspection.
+fn wait_run(op: &mut common::Mcp, run: &str, state: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let v = op.ok(
+            "agent_control",
+            json!({"agent_run_ref": run, "action": "inspect"}),
+        );
+        if v["state"] == state {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{run} never became {state}: {v:#}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn kill_supervisor(v: &Value) {
     unsafe {
         libc::kill(v["supervisor_pid"].as_i64().unwrap() as i32, libc::SIGKILL);
@@ -196,4 +215,101 @@ fn a_resumed_root_continues_its_own_thread_and_a_completed_root_session_stays_en
         why.contains("`completed`: a terminal session cannot be resumed"),
         "{why}"
     );
+}
+
+#[test]
+fn a_goal_mode_job_pauses_at_its_token_budget_and_continues_within_its_ceiling() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
+    let answer = verdict(&w);
+    // Every answer costs 6,020 tokens: the goal's 10,000 are used up by the second.
+    let heavy = json!({"usage": {"input_tokens": 6000, "output_tokens": 20}});
+    w.start_model(&json!({"actors": [
+        {"name": "reviewer", "match": REVIEWER_MARK, "steps": [
+            [{"say": "reading src/lib.rs"}, heavy],
+            [{"say": "still reading"}, heavy],
+            [{"say": answer}, {"call": {"name": "update_goal", "arguments": {"status": "complete"}}}, heavy],
+            [{"say": answer}, heavy],
+        ]},
+    ]}));
+    let profile = review_profile("")
+        .replacen(
+            r#"actions = ["inspect", "stop"]"#,
+            r#"actions = ["inspect", "continue", "stop"]"#,
+            1,
+        )
+        .replacen(
+            "allowed_task_kinds = [\"review\"]",
+            "allowed_task_kinds = [\"review\"]\nexecution_mode = \"goal\"\ngoal_token_budget = 10000\nmax_goal_token_budget = 30000",
+            1,
+        );
+    let session = review_session_with(&w, &profile, &[]);
+    let mut op = w.operator(&session);
+    let spawned = op.ok(
+        "agents_spawn",
+        json!({"role": "reviewer", "task": "Review src/lib.rs for correctness.", "task_kind": "review"}),
+    );
+    let job = spawned["job"].as_str().unwrap().to_string();
+    let run = spawned["agent_run_ref"].as_str().unwrap().to_string();
+    let seen = wait_run(&mut op, &run, "paused");
+    let thread = seen["thread_id"].as_str().unwrap().to_string();
+    assert_eq!(seen["goal"]["status"], "budgetLimited", "{seen:#}");
+    assert_eq!(seen["goal"]["token_budget"], 10000, "{seen:#}");
+    assert!(
+        seen["goal"]["tokens_used"].as_i64().unwrap() >= 10000,
+        "{seen:#}"
+    );
+    assert_eq!(seen["goal"]["max_goal_token_budget"], 30000);
+    assert!(
+        seen["reason"].as_str().unwrap().contains("token budget"),
+        "{seen:#}"
+    );
+    assert_eq!(seen["result"]["final"], false);
+    let rev = seen["control_revision"].as_i64().unwrap();
+    // Above the ceiling, or not larger: refused before anything is delivered.
+    assert_eq!(
+        op.refused("agent_control", json!({"agent_run_ref": run, "action": "continue", "control_revision": rev, "goal_token_budget": 40000})),
+        "goal_budget_ceiling"
+    );
+    assert_eq!(
+        op.refused("agent_control", json!({"agent_run_ref": run, "action": "continue", "control_revision": rev, "goal_token_budget": 10000})),
+        "invalid_arguments"
+    );
+    assert_eq!(
+        op.refused("agent_control", json!({"agent_run_ref": run, "action": "continue", "control_revision": rev, "message": "go on"})),
+        "invalid_arguments"
+    );
+    let continued = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "continue", "control_revision": rev, "goal_token_budget": 30000}),
+    );
+    assert_eq!(continued["state"], "running", "{continued:#}");
+    std::thread::sleep(Duration::from_secs(5));
+    let dbg = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "inspect"}),
+    );
+    let t = op.ok("agent_trace", json!({"agent_run_ref": run, "filter": ["goal", "turn", "tokenUsage", "agentMessage", "error"]}));
+    let reqs: Vec<String> = w
+        .model_requests()
+        .iter()
+        .map(|r| format!("{} {}", r["actor"], r["step"]))
+        .collect();
+    eprintln!("DEBUG {dbg:#} {reqs:?}\nTRACE {t:#}");
+    assert_eq!(op.wait_terminal(&job, Duration::from_secs(60)), "completed");
+    let done = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "inspect"}),
+    );
+    assert_eq!(done["thread_id"], thread.as_str());
+    assert_eq!(done["goal"]["status"], "complete", "{done:#}");
+    assert_eq!(done["goal"]["token_budget"], 30000, "{done:#}");
+    let r = op.ok("agent_result", json!({"job": job}));
+    assert_eq!(r["value"]["verdict"], "approve", "{r:#}");
+    drop(op);
+    assert!(w.run(&["stop", &session]).status.success());
 }

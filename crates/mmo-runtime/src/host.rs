@@ -365,6 +365,7 @@ async fn pump(
     let mut last_message = None;
     // A goal that left `active` while its turn was still running: how it ended.
     let mut goal_end: Option<String> = None;
+    let mut armed = false;
     loop {
         let next = tokio::select! {
             e = host.events.recv() => Ok(e),
@@ -438,7 +439,12 @@ async fn pump(
                             .event(&team.session, &run.run_ref, "goal", &params.to_string());
                     let _ = team.store.progress(&run.run_ref, &format!("goal {status}"));
                     team.notify();
-                    if status != "active" {
+                    // A resumed thread first reports the goal as it was (say `budgetLimited`);
+                    // the goal this host set is the one from its `active` update on.
+                    if status == "active" {
+                        armed = true;
+                    }
+                    if armed && status != "active" {
                         let done = if status == "complete" {
                             "completed".to_string()
                         } else {
