@@ -313,3 +313,147 @@ fn a_goal_mode_job_pauses_at_its_token_budget_and_continues_within_its_ceiling()
     drop(op);
     assert!(w.run(&["stop", &session]).status.success());
 }
+
+#[test]
+fn detach_reattach_compact_and_fork_of_a_persisted_thread() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
+    let answer = verdict(&w);
+    w.start_model(&json!({"actors": [
+        {"name": "reviewer", "match": REVIEWER_MARK, "steps": [
+            [{"say": "looking at src/lib.rs"}, {"hang": true}],
+            [{"say": "SUMMARY-OF-WORK: half of src/lib.rs reviewed"}],
+            [{"say": answer}],
+            [{"say": answer}],
+        ]},
+        {"name": "other", "match": "", "steps": [[{"say": "SUMMARY-OF-WORK: half of src/lib.rs reviewed"}]]},
+    ]}));
+    let profile = review_profile("").replacen(
+        r#"actions = ["inspect", "stop"]"#,
+        r#"actions = ["inspect", "pause", "continue", "detach", "compact", "fork", "stop"]"#,
+        1,
+    );
+    let session = review_session_with(&w, &profile, &[]);
+    let mut op = w.operator(&session);
+    let spawned = op.ok(
+        "agents_spawn",
+        json!({"role": "reviewer", "task": "Review src/lib.rs for correctness.", "task_kind": "review"}),
+    );
+    let job = spawned["job"].as_str().unwrap().to_string();
+    let run = spawned["agent_run_ref"].as_str().unwrap().to_string();
+    wait_for_actor(&w, "reviewer");
+    let seen = wait_run(&mut op, &run, "running");
+    let pid = seen["host_pid"].clone();
+    let thread = seen["thread_id"].as_str().unwrap().to_string();
+    let ctl = |op: &mut common::Mcp, action: &str, extra: Value| {
+        let rev = op.ok(
+            "agent_control",
+            json!({"agent_run_ref": run, "action": "inspect"}),
+        )["control_revision"]
+            .clone();
+        let mut args = json!({"agent_run_ref": run, "action": action, "control_revision": rev});
+        for (k, v) in extra.as_object().unwrap() {
+            args[k] = v.clone();
+        }
+        op.call("agent_control", args)
+    };
+
+    // A running job's thread is not forked (pause it first), nor compacted.
+    let (v, err) = ctl(&mut op, "fork", json!({}));
+    assert!(err && v["error"]["code"] == "control_failed", "{v}");
+    let (v, err) = ctl(&mut op, "compact", json!({}));
+    assert!(err && v["error"]["code"] == "control_failed", "{v}");
+
+    // Detach: the job goes on (same host, its admission kept), its evidence so far partial.
+    let (v, err) = ctl(&mut op, "detach", json!({}));
+    assert!(!err, "{v}");
+    assert_eq!(v["state"], "running", "{v:#}");
+    assert_eq!(v["detached"], true, "{v:#}");
+    assert_eq!(v["host_pid"], pid);
+    assert_eq!(v["result"]["final"], false, "{v:#}");
+    let (v, err) = ctl(&mut op, "detach", json!({}));
+    assert!(err && v["error"]["code"] == "control_failed", "{v}");
+    // Continue reattaches: no new admission, no new host.
+    let (v, err) = ctl(&mut op, "continue", json!({}));
+    assert!(!err, "{v}");
+    assert_eq!(v["detached"], false, "{v:#}");
+    assert_eq!(v["host_pid"], pid);
+    assert_eq!(v["delivery"]["answer"]["reattached"], true, "{v:#}");
+
+    // Pause, then compact the durable thread: the job stays paused.
+    let (v, err) = ctl(&mut op, "pause", json!({}));
+    assert!(!err, "{v}");
+    let before = w.model_requests().len();
+    let (v, err) = ctl(&mut op, "compact", json!({}));
+    assert!(!err, "{v}");
+    assert_eq!(v["state"], "paused", "{v:#}");
+    assert_eq!(v["delivery"]["answer"]["compacted"], true, "{v:#}");
+    assert_eq!(v["thread_id"], thread.as_str());
+    assert!(
+        w.model_requests().len() > before,
+        "the compaction asked the model"
+    );
+    let trace = op.ok(
+        "agent_trace",
+        json!({"agent_run_ref": run, "filter": ["contextCompaction"]}),
+    );
+    assert!(
+        !trace["records"].as_array().unwrap().is_empty(),
+        "{trace:#}"
+    );
+
+    // Fork: a new job of the same role and parent on a fork of the persisted thread.
+    let (v, err) = ctl(&mut op, "fork", json!({}));
+    assert!(!err, "{v}");
+    let fork = v.clone();
+    assert_eq!(
+        fork["forked_from"]["agent_run_ref"],
+        run.as_str(),
+        "{fork:#}"
+    );
+    assert_eq!(fork["parent"], seen["parent"]);
+    let fork_job = fork["job"].as_str().unwrap().to_string();
+    assert_ne!(fork_job, job);
+    let end = op.wait_terminal(&fork_job, Duration::from_secs(60));
+    let dbg = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": fork["agent_run_ref"], "action": "inspect"}),
+    );
+    let reqs: Vec<String> = w
+        .model_requests()
+        .iter()
+        .map(|r| format!("{} {}", r["actor"], r["step"]))
+        .collect();
+    assert_eq!(end, "completed", "{dbg:#} {reqs:?}");
+    let forked = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": fork["agent_run_ref"], "action": "inspect"}),
+    );
+    assert_ne!(forked["thread_id"], thread.as_str(), "a new thread");
+    let r = op.ok("agent_result", json!({"job": fork_job}));
+    assert_eq!(r["value"]["verdict"], "approve", "{r:#}");
+    let first_fork_request = w
+        .model_requests()
+        .into_iter()
+        .filter(|r| r["actor"] == "reviewer")
+        .nth(2)
+        .unwrap();
+    assert!(
+        first_fork_request["body"]
+            .to_string()
+            .contains("You are a fork"),
+        "the fork's turn"
+    );
+    // The source is unchanged by its fork, and continues on its own thread.
+    let src = wait_run(&mut op, &run, "paused");
+    assert_eq!(src["thread_id"], thread.as_str());
+    let (v, err) = ctl(&mut op, "continue", json!({}));
+    assert!(!err, "{v}");
+    assert_eq!(op.wait_terminal(&job, Duration::from_secs(60)), "completed");
+    drop(op);
+    assert!(w.run(&["stop", &session]).status.success());
+}

@@ -31,22 +31,38 @@ fn field(v: &Value, key: &str, default: &str) -> String {
 /// Characters of the progress preview kept per run.
 const PREVIEW_CHARS: usize = 200;
 
+/// How a worker starts.
+enum Start {
+    /// A new thread on the job's task.
+    Fresh,
+    /// The job's own thread again (a continued job), with this input.
+    Continue(String),
+    /// A fork of another run's persisted thread, in that run's home, with this input.
+    Fork { source: Run, message: String },
+}
+
 /// Starts a job's worker in the background.
 pub fn start_worker(team: Arc<Team>, run: Run) {
-    spawn_worker(team, run, None);
+    spawn_worker(team, run, Start::Fresh);
 }
 
 /// Continues a paused (or suspended) job's worker on its own thread, in its own home and
 /// worktree, with `message` as the next turn's input. The run is already `running` (its
 /// admission was taken again by the caller).
 pub fn continue_worker(team: Arc<Team>, run: Run, message: String) {
-    spawn_worker(team, run, Some(message));
+    spawn_worker(team, run, Start::Continue(message));
 }
 
-fn spawn_worker(team: Arc<Team>, run: Run, resume: Option<String>) {
+/// Starts a new job's worker on a fork of `source`'s persisted thread (`thread/fork`), with
+/// `message` as its first turn's input. The new run was admitted and recorded by the caller.
+pub fn fork_worker(team: Arc<Team>, run: Run, source: Run, message: String) {
+    spawn_worker(team, run, Start::Fork { source, message });
+}
+
+fn spawn_worker(team: Arc<Team>, run: Run, start: Start) {
     tokio::spawn(async move {
         let run_ref = run.run_ref.clone();
-        let outcome = drive_worker(&team, &run, resume).await;
+        let outcome = drive_worker(&team, &run, start).await;
         if let Err(reason) = outcome {
             fail(&team, &run_ref, &reason);
         }
@@ -192,12 +208,14 @@ struct Host {
 }
 
 /// How a host starts its thread.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Thread<'a> {
     /// A new thread in a fresh copy of the role's home.
     Fresh,
     /// The run's own persisted thread (`thread/resume`) in its existing home.
     Resume(&'a str),
+    /// A fork (`thread/fork`) of another run's persisted thread, in that run's home.
+    Fork(&'a Run),
 }
 
 async fn start_host(
@@ -218,6 +236,18 @@ async fn start_host(
                 .ok_or("the run's Codex home is gone, so its thread cannot be resumed")?;
             let log = format!("{}-resumed-{}.log", run.run_ref, crate::store::now_ms());
             (home, log)
+        }
+        Thread::Fork(source) => {
+            // Codex forks only a rollout inside the home it runs in (its state database names
+            // the rollout's path), so a fork runs in its source's home, as several Codex
+            // processes share one home anywhere; its thread is a new rollout there.
+            let home = source
+                .home
+                .as_deref()
+                .map(PathBuf::from)
+                .filter(|h| h.is_dir())
+                .ok_or("the forked run's Codex home is gone, so its thread cannot be forked")?;
+            (home, format!("{}.log", run.run_ref))
         }
     };
     let logs = team.dir.join("logs");
@@ -278,6 +308,24 @@ async fn start_host(
                 return Err(format!("thread/resume of {id} answered thread {resumed:?}"));
             }
             id.to_string()
+        }
+        Thread::Fork(source) => {
+            let id = source
+                .thread_id
+                .as_deref()
+                .ok_or("the forked run never had a thread")?;
+            let r = server
+                .request(
+                    "thread/fork",
+                    json!({"threadId": id, "cwd": cwd.to_string_lossy()}),
+                )
+                .await
+                .map_err(|e| format!("thread/fork: {e}"))?;
+            r.pointer("/thread/id")
+                .and_then(Value::as_str)
+                .filter(|t| *t != id)
+                .ok_or_else(|| format!("thread/fork of {id} answered no new thread: {r}"))?
+                .to_string()
         }
     };
     team.store
@@ -779,7 +827,56 @@ fn read_json(path: &Path) -> Result<Value, String> {
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-async fn drive_worker(team: &Arc<Team>, run: &Run, resume: Option<String>) -> Result<(), String> {
+/// Durable-thread compaction of a paused or suspended job (`thread/compact/start`): a host is
+/// started on the job's own thread for the compaction turn and retired after it; the job stays
+/// paused, its thread shorter for the turn that continues it. Bounded by `wait`.
+pub async fn compact_thread(team: &Arc<Team>, run: &Run, wait: Duration) -> Result<Value, String> {
+    let thread = run
+        .thread_id
+        .as_deref()
+        .ok_or("the run never had a thread to compact")?;
+    let cwd = run
+        .cwd
+        .as_deref()
+        .map(PathBuf::from)
+        .filter(|c| c.is_dir())
+        .unwrap_or_else(|| team.workspace.clone());
+    let mut host = start_host(team, run, &cwd, Thread::Resume(thread)).await?;
+    let compacted = async {
+        host.server
+            .request("thread/compact/start", json!({"threadId": host.thread}))
+            .await
+            .map_err(|e| format!("thread/compact/start: {e}"))?;
+        let mut commands = Vec::new();
+        pump(team, run, &mut host, &mut commands, false).await
+    };
+    let end = tokio::time::timeout(wait, compacted).await;
+    host.end(team).await;
+    team.hosts
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&run.run_ref);
+    team.notify();
+    match end {
+        Err(_) => Err(format!(
+            "the compaction turn did not end within {} ms",
+            wait.as_millis()
+        )),
+        Ok(Err(e)) => Err(e),
+        Ok(Ok(end)) if end.status == "completed" => Ok(json!({"compacted": true})),
+        Ok(Ok(end)) => Err(format!(
+            "the compaction turn ended `{}`{}",
+            end.status,
+            end.error.map(|e| format!(": {e}")).unwrap_or_default()
+        )),
+    }
+}
+
+async fn drive_worker(team: &Arc<Team>, run: &Run, start: Start) -> Result<(), String> {
+    let resume = match &start {
+        Start::Continue(m) => Some(m.clone()),
+        _ => None,
+    };
     let job = run.job.clone().ok_or("a worker run has a job")?;
     let role = team.role(&run.role).map_err(|e| e.message)?.clone();
     let worktree = if run.is_writer {
@@ -828,13 +925,14 @@ async fn drive_worker(team: &Arc<Team>, run: &Run, resume: Option<String>) -> Re
     };
     let strict = role.contract_enforcement == "strict";
 
-    let thread = match &resume {
-        Some(_) => Thread::Resume(
+    let thread = match &start {
+        Start::Continue(_) => Thread::Resume(
             run.thread_id
                 .as_deref()
                 .ok_or("the run never had a thread to resume")?,
         ),
-        None => Thread::Fresh,
+        Start::Fork { source, .. } => Thread::Fork(source),
+        Start::Fresh => Thread::Fresh,
     };
     let mut host = start_host(team, run, &cwd, thread).await?;
     if resume.is_none()
@@ -852,14 +950,15 @@ async fn drive_worker(team: &Arc<Team>, run: &Run, resume: Option<String>) -> Re
     }
     team.notify();
     // A continued run's earlier commands still count for its contract's correlation.
-    let mut commands = if resume.is_some() {
-        recorded_commands(team, &run.run_ref)
-    } else {
-        Vec::new()
+    let mut commands = match &start {
+        Start::Continue(_) => recorded_commands(team, &run.run_ref),
+        // A fork's history holds its source's commands.
+        Start::Fork { source, .. } => recorded_commands(team, &source.run_ref),
+        Start::Fresh => Vec::new(),
     };
-    let mut prompt = match resume {
-        Some(m) => m,
-        None => worker_prompt(run, contract_value.as_ref()),
+    let mut prompt = match start {
+        Start::Continue(m) | Start::Fork { message: m, .. } => m,
+        Start::Fresh => worker_prompt(run, contract_value.as_ref()),
     };
     let mut repaired = run.repairs > 0;
     // A goal-mode job's work is its goal (the task, or on a continuation the goal its thread
@@ -1087,7 +1186,7 @@ fn recorded_commands(team: &Team, run_ref: &str) -> Vec<CommandEvent> {
 }
 
 /// Keeps a job's partial evidence (never final, never acceptable).
-fn keep_partial(team: &Team, job: &str, text: Option<&str>) {
+pub(crate) fn keep_partial(team: &Team, job: &str, text: Option<&str>) {
     let _ = team.store.put_result(job, text.unwrap_or(""), false, false);
 }
 

@@ -139,7 +139,7 @@ pub struct TraceRecordArgs {
     pub page: Option<u32>,
 }
 
-/// `agent_control` (this generation: `inspect`, `steer` and `stop`)
+/// `agent_control`: every action of the control graph
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ControlArgs {
@@ -152,12 +152,18 @@ pub struct ControlArgs {
     /// final result from the evidence it has, within its role's finalization_grace_seconds,
     /// then stopped if it has not finished); `set_effort` (`effort` for its next turns, within
     /// its role's allowed_reasoning_efforts and its model's); `respond` (`response` to a pending
-    /// input named by `request_id`, as inspection's `pending_inputs` lists them); `stop`.
+    /// input named by `request_id`, as inspection's `pending_inputs` lists them); `detach`
+    /// (the controller stops following a running job: it keeps its host and admission, its
+    /// evidence so far is kept as partial, and `continue` reattaches); `compact` (a paused or
+    /// suspended job's durable thread is compacted by the app-server, for a smaller continuation);
+    /// `fork` (a new job of the same role and parent on a fork of a paused, suspended or ended
+    /// job's persisted thread, after admission, with `message` as its input); `stop`.
     pub action: ControlAction,
     /// The `control_revision` from your last inspection (required for every action but
     /// `inspect`).
     pub control_revision: Option<i64>,
-    /// The text `steer` adds to the active turn, or the input `continue` resumes with.
+    /// The text `steer` adds to the active turn, the input `continue` resumes with, or a
+    /// fork's first input.
     pub message: Option<String>,
     /// The reasoning effort `set_effort` chooses.
     pub effort: Option<String>,
@@ -188,6 +194,9 @@ pub enum ControlAction {
     Finalize,
     SetEffort,
     Respond,
+    Detach,
+    Compact,
+    Fork,
     Stop,
 }
 
@@ -751,6 +760,27 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
             )
             .await
         }
+        ControlAction::Continue
+            if run.state == "running" && crate::team::is_detached(&team.store, &run) =>
+        {
+            // Reattaching a detached job keeps its host and its admission.
+            team.may_control(caller, &run, "continue")?;
+            let target = run.run_ref.clone();
+            mutate(
+                team,
+                caller,
+                &run,
+                a.control_revision,
+                "continue",
+                || async move {
+                    match team.store.event(&team.session, &target, "reattached", "{}") {
+                        Ok(_) => Delivery::Delivered(json!({"reattached": true})),
+                        Err(e) => Delivery::Unknown(e.to_string()),
+                    }
+                },
+            )
+            .await
+        }
         ControlAction::Continue => {
             team.may_control(caller, &run, "continue")?;
             let role = team.role(&run.role)?;
@@ -912,6 +942,69 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
             )
             .await
         }
+        ControlAction::Detach => {
+            team.may_control(caller, &run, "detach")?;
+            jobs_only(&run, "detach")?;
+            let target = run.run_ref.clone();
+            let job = run.job.clone().unwrap_or_default();
+            mutate(
+                team,
+                caller,
+                &run,
+                a.control_revision,
+                "detach",
+                || async move {
+                    match team.store.run(&target) {
+                        Ok(r)
+                            if r.state == "running"
+                                && !crate::team::is_detached(&team.store, &r) => {}
+                        Ok(r) if r.state == "running" => {
+                            return Delivery::Failed("the job is already detached".into());
+                        }
+                        Ok(r) => {
+                            return Delivery::Failed(format!(
+                                "only a running job can be detached; it is `{}`",
+                                r.state
+                            ));
+                        }
+                        Err(e) => return Delivery::Failed(e.to_string()),
+                    }
+                    // Its evidence so far, as partial: what a leaving controller has in hand.
+                    if team.store.result(&job).ok().flatten().is_none() {
+                        let text = crate::supervisor::last_message(&team.store, &target);
+                        crate::host::keep_partial(team, &job, text.as_deref());
+                    }
+                    match team.store.event(&team.session, &target, "detached", "{}") {
+                        Ok(_) => Delivery::Delivered(json!({"detached": true})),
+                        Err(e) => Delivery::Unknown(e.to_string()),
+                    }
+                },
+            )
+            .await
+        }
+        ControlAction::Compact => {
+            team.may_control(caller, &run, "compact")?;
+            jobs_only(&run, "compact")?;
+            let target = run.run_ref.clone();
+            mutate(team, caller, &run, a.control_revision, "compact", || async move {
+                let run = match team.store.run(&target) {
+                    Ok(r) if matches!(r.state.as_str(), "paused" | "suspended") => r,
+                    Ok(r) => {
+                        return Delivery::Failed(format!(
+                            "compact works on a paused or suspended job's durable thread; it is `{}` (pause it first)",
+                            r.state
+                        ));
+                    }
+                    Err(e) => return Delivery::Failed(e.to_string()),
+                };
+                match crate::host::compact_thread(team, &run, control_timeout()).await {
+                    Ok(v) => Delivery::Delivered(v),
+                    Err(e) => Delivery::Failed(e),
+                }
+            })
+            .await
+        }
+        ControlAction::Fork => fork(team, caller, &run, a.message).await,
         ControlAction::Stop => {
             team.may_control(caller, &run, "stop")?;
             let target = run.run_ref.clone();
@@ -935,6 +1028,104 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
             .await
         }
     }
+}
+
+/// What a fork is told when its controller says nothing more.
+const FORK_MESSAGE: &str = "You are a fork of an earlier run of this task: continue it from where this history ends. Your final message is your result, as the task said.";
+
+/// `fork`: a new job of the target's role, under the target's parent (its result lifecycle
+/// stays with the lineage, not with the controller), on a fork of the target's persisted
+/// thread in its home, after admission like any spawn. The target does not change,
+/// so no revision is needed; forks of one target are serialized by its control lock.
+async fn fork(
+    team: &Arc<Team>,
+    caller: &Run,
+    run: &Run,
+    message_text: Option<String>,
+) -> MeshResult<Value> {
+    team.may_control(caller, run, "fork")?;
+    jobs_only(run, "fork")?;
+    let unsupported = |why: &str| {
+        Err(MeshError::new(
+            "control_unsupported",
+            format!("agent run `{}` cannot be forked: {why}", run.run_ref),
+        ))
+    };
+    if run.is_writer {
+        return unsupported(
+            "it is a writer, and a fork of its uncommitted worktree is not served; fork a read-only job, or spawn the task again",
+        );
+    }
+    if run.literal.is_some() {
+        return unsupported("a low-trust literal job is spawned again, not forked");
+    }
+    let message = message(message_text, "fork")?.unwrap_or_else(|| FORK_MESSAGE.to_string());
+    let lock = team.control_lock(&run.run_ref);
+    let _serial = lock.lock().await;
+    let source = team.run(&run.run_ref)?;
+    if matches!(source.state.as_str(), "queued" | "running") {
+        return Err(MeshError::new(
+            "control_failed",
+            format!(
+                "fork forks a persisted thread: agent run `{}` is `{}`; pause it first",
+                source.run_ref, source.state
+            ),
+        ));
+    }
+    if source.thread_id.is_none() || source.home.is_none() {
+        return unsupported("it never had a thread");
+    }
+    let parent = source
+        .parent
+        .clone()
+        .ok_or_else(|| MeshError::new("control_unsupported", "the root is not forked"))?;
+    let guard = team.admit.lock().await;
+    let _admission = team.store.admission_lock()?;
+    let request = crate::admission::SpawnRequest {
+        role: source.role.clone(),
+        task: source.task.clone(),
+        task_kind: source.task_kind.clone(),
+        write_scope: None,
+        literal_task: None,
+    };
+    let admitted = decide(team, &parent, &request)?;
+    let job = new_id("job");
+    let run_ref = new_id("run");
+    let forked = team.store.create_run(&NewRun {
+        run_ref: &run_ref,
+        session: &team.session,
+        job: Some(&job),
+        role: &source.role,
+        parent: Some(&parent),
+        depth: source.depth,
+        lineage: &source.lineage,
+        task_kind: Some(&admitted.task_kind),
+        task: source.task.as_deref(),
+        literal: None,
+        write_scope: &[],
+        is_writer: false,
+        resource_group: admitted.resource_group.as_deref(),
+        units: admitted.resource_units,
+    })?;
+    team.audit(
+        caller,
+        "agent_control.fork",
+        &source.run_ref,
+        json!({"job": job, "agent_run_ref": run_ref, "thread": source.thread_id}),
+    )?;
+    team.store.event(
+        &team.session,
+        &source.run_ref,
+        "forked",
+        &json!({"agent_run_ref": run_ref, "job": job}).to_string(),
+    )?;
+    drop(_admission);
+    drop(guard);
+    crate::host::fork_worker(team.clone(), forked.clone(), source.clone(), message);
+    team.notify();
+    let mut view = team.view(&forked);
+    view["forked_from"] = json!({"agent_run_ref": source.run_ref, "thread_id": source.thread_id});
+    Ok(view)
 }
 
 /// A control's `message`: `None` when absent or blank, refused when longer than

@@ -251,7 +251,8 @@ pub fn recover(store: &Store, session: &Session) -> Result<bool, String> {
     Ok(true)
 }
 
-fn last_message(store: &Store, run: &str) -> Option<String> {
+/// The text of a run's last agent message, if it has one.
+pub(crate) fn last_message(store: &Store, run: &str) -> Option<String> {
     let kinds = ["agentMessage".to_string()];
     let events = store.events(run, 0, usize::MAX, Some(&kinds)).ok()?;
     let last = events.last()?;

@@ -264,6 +264,17 @@ fn pending_inputs(store: &Store, run_ref: &str) -> Vec<Value> {
     pending
 }
 
+/// Whether a running run's controller detached from it (and has not reattached).
+pub fn is_detached(store: &Store, run: &Run) -> bool {
+    let kinds = ["detached".to_string(), "reattached".to_string()];
+    run.state == "running"
+        && store
+            .events(&run.run_ref, 0, usize::MAX, Some(&kinds))
+            .ok()
+            .and_then(|e| e.last().map(|e| e.kind == "detached"))
+            .unwrap_or(false)
+}
+
 /// A run as inspection shows it: state, revisions, scope, and its result's and patch's status.
 pub fn view_of(store: &Store, run: &Run, live_pid: Option<u32>) -> Value {
     let (result, patch) = match &run.job {
@@ -312,6 +323,7 @@ pub fn view_of(store: &Store, run: &Run, live_pid: Option<u32>) -> Value {
         "stall_warning": stall_warning,
         "pending_inputs": pending_inputs,
         "goal": goal,
+        "detached": is_detached(store, run),
         "preview": run.preview,
         "thread_id": run.thread_id,
         "host_pid": live_pid.map(i64::from).or(if run.is_active() { run.host_pid } else { None }),
