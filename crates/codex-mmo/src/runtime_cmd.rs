@@ -58,20 +58,33 @@ pub enum RuntimeCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Control one agent run of a live session as its operator (the root's authority):
-    /// `inspect`, `steer --message`, `stop`. A mutating action takes `--revision` (the
-    /// control_revision you inspected); without it the command inspects first and acts on that
-    /// revision, so a change in between still fails as stale rather than being overridden.
+    /// Control one agent run of a live session as its operator (the root's authority, within
+    /// the root's controls table): any `agent_control` action (inspect, trace, steer,
+    /// interrupt, pause, continue, detach, stop, finalize, compact, respond, set_effort, fork).
+    /// A mutating action takes `--revision` (the control_revision you inspected); without it
+    /// the command inspects first and acts on that revision, so a change in between still
+    /// fails as stale rather than being overridden.
     Control {
         session: String,
         agent_run_ref: String,
-        /// inspect, steer or stop.
         action: String,
         #[arg(long)]
         revision: Option<i64>,
-        /// The text of a `steer`.
+        /// The text of a `steer`, a `continue`'s input, or a fork's first input.
         #[arg(long)]
         message: Option<String>,
+        /// `set_effort`: the reasoning effort.
+        #[arg(long)]
+        effort: Option<String>,
+        /// `continue` of a goal-mode run: the goal's new total token budget.
+        #[arg(long)]
+        goal_token_budget: Option<u64>,
+        /// `respond`: the pending input's request id (from inspection's pending_inputs).
+        #[arg(long)]
+        request_id: Option<String>,
+        /// `respond`: the answer, a JSON object (e.g. '{"decision":"accept"}').
+        #[arg(long)]
+        response: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -148,8 +161,25 @@ pub fn main(cmd: RuntimeCmd) -> ExitCode {
             action,
             revision,
             message,
+            effort,
+            goal_token_budget,
+            request_id,
+            response,
             json,
-        } => control(&session, &agent_run_ref, &action, revision, message, json),
+        } => {
+            let response = match response
+                .map(|r| serde_json::from_str::<Value>(&r))
+                .transpose()
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr(), "error: --response is not JSON: {e}");
+                    return ExitCode::from(1);
+                }
+            };
+            let extra = json!({"message": message, "effort": effort, "goal_token_budget": goal_token_budget, "request_id": request_id, "response": response});
+            control(&session, &agent_run_ref, &action, revision, extra, json)
+        }
         RuntimeCmd::Smoke {
             profile,
             workspace,
@@ -228,7 +258,7 @@ fn control(
     run: &str,
     action: &str,
     revision: Option<i64>,
-    message: Option<String>,
+    extra: Value,
     json_out: bool,
 ) -> R<ExitCode> {
     let (_, paths) = paths()?;
@@ -242,7 +272,8 @@ fn control(
     }
     let socket = paths.socket(id);
     let mut args = json!({"agent_run_ref": run, "action": action});
-    if action != "inspect" {
+    // Inspection, traces and forks change nothing in the target: no revision.
+    if !matches!(action, "inspect" | "trace" | "fork") {
         let rev = match revision {
             Some(r) => r,
             None => tool(
@@ -255,8 +286,10 @@ fn control(
         };
         args["control_revision"] = json!(rev);
     }
-    if let Some(m) = message {
-        args["message"] = json!(m);
+    for (k, v) in extra.as_object().into_iter().flatten() {
+        if !v.is_null() {
+            args[k] = v.clone();
+        }
     }
     let v = tool(&socket, "agent_control", args)?;
     if json_out {
@@ -576,17 +609,7 @@ fn attach(id: &str, stop_on_interrupt: bool) -> R<String> {
         }
         for run in r["runs"].as_array().into_iter().flatten() {
             let key = run["agent_run_ref"].as_str().unwrap_or("").to_string();
-            let line = format!(
-                "[{}] {} {} rev {}{}",
-                run["role"].as_str().unwrap_or("?"),
-                run["job"].as_str().unwrap_or("root"),
-                run["state"].as_str().unwrap_or("?"),
-                run["progress_revision"],
-                run["preview"]
-                    .as_str()
-                    .map(|p| format!(" · {}", p.chars().take(80).collect::<String>()))
-                    .unwrap_or_default()
-            );
+            let line = run_line(run);
             if lines.get(&key) != Some(&line) {
                 print(&line);
                 lines.insert(key, line);
@@ -598,6 +621,58 @@ fn attach(id: &str, stop_on_interrupt: bool) -> R<String> {
             return Ok(state);
         }
     }
+}
+
+/// One agent's line in `attach`: its state, and what an operator acts on: goal budget use,
+/// a stall warning, pending inputs (approvals, elicitations) waiting for `respond`, detached.
+fn run_line(run: &Value) -> String {
+    let mut line = format!(
+        "[{}] {} {} rev {}",
+        run["role"].as_str().unwrap_or("?"),
+        run["job"].as_str().unwrap_or("root"),
+        run["state"].as_str().unwrap_or("?"),
+        run["progress_revision"],
+    );
+    let goal = &run["goal"];
+    if goal.is_object() {
+        line.push_str(&format!(
+            " · goal {} {}/{} tokens",
+            goal["status"].as_str().unwrap_or("?"),
+            goal["tokens_used"],
+            goal["token_budget"]
+        ));
+        if let Some(max) = goal["max_goal_token_budget"].as_u64() {
+            line.push_str(&format!(" (ceiling {max})"));
+        }
+    }
+    if run["detached"] == json!(true) {
+        line.push_str(" · DETACHED");
+    }
+    if run["stall_warning"].is_object() {
+        line.push_str(&format!(
+            " · STALL WARNING: silent {} s",
+            run["stall_warning"]["silent_seconds"]
+        ));
+    }
+    let pending: Vec<String> = run["pending_inputs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            format!(
+                "{} {}",
+                p["method"].as_str().unwrap_or("?"),
+                p["request_id"]
+            )
+        })
+        .collect();
+    if !pending.is_empty() {
+        line.push_str(&format!(" · PENDING INPUT: {}", pending.join(", ")));
+    }
+    if let Some(p) = run["preview"].as_str() {
+        line.push_str(&format!(" · {}", p.chars().take(80).collect::<String>()));
+    }
+    line
 }
 
 fn sessions(json_out: bool) -> R<ExitCode> {

@@ -270,6 +270,40 @@ fn a_goal_mode_job_pauses_at_its_token_budget_and_continues_within_its_ceiling()
     );
     assert_eq!(seen["result"]["final"], false);
     let rev = seen["control_revision"].as_i64().unwrap();
+    // The operator sees the goal's budget use live.
+    let mut attach = w
+        .cmd()
+        .args(["attach", &session])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    unsafe {
+        libc::kill(attach.id() as i32, libc::SIGINT);
+    }
+    let shown = attach.wait_with_output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains("paused rev")
+            && shown.contains("· goal budgetLimited ")
+            && shown.contains("/10000 tokens (ceiling 30000)"),
+        "{shown}"
+    );
+    // Through the operator's CLI as through the tool: above the ceiling is refused.
+    let o = w.run(&[
+        "control",
+        &session,
+        &run,
+        "continue",
+        "--goal-token-budget",
+        "40000",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("goal_budget_ceiling"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // Above the ceiling, or not larger: refused before anything is delivered.
     assert_eq!(
         op.refused("agent_control", json!({"agent_run_ref": run, "action": "continue", "control_revision": rev, "goal_token_budget": 40000})),
