@@ -5,7 +5,7 @@
 //! ```text
 //! team-bench [--codex-mmo PATH] [--scripted-model PATH] [--runs N] [--refusals N]
 //!            [--wakeups N] [--wake-delay-ms MS] [--idle K] [--swarm N] [--controls N]
-//!            [--only LIST]
+//!            [--recover K] [--only LIST]
 //!            [--keep] [--json]
 //! ```
 //!
@@ -40,6 +40,12 @@
 //!    host, answered, recorded), `pause` (→ answer: host retired, `paused`), `continue`
 //!    (→ answer: admission again, `running`) and continue → the resumed thread's first model
 //!    request (a new host started and `thread/resume`d).
+//! 7. recovery after a supervisor restart: a second session with `--recover` workers (default
+//!    4) whose model requests hang; once each is running and at the model, `kill -9` of the
+//!    supervisor. Then: `codex-mmo resume` (the CLI recovers the session: hosts killed, runs
+//!    `suspended`; a new supervisor takes it) → its exit; the operator continues every
+//!    suspended worker (inspect + `continue` each) → all `running`; → every worker's resumed
+//!    thread has made its model request (hosts started, `thread/resume`). All from the resume.
 //!
 //! The table goes to stdout (to stderr with `--json`, which prints the figures as JSON).
 
@@ -52,7 +58,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const USAGE: &str = "usage: team-bench [--codex-mmo PATH] [--scripted-model PATH] [--runs N] \
-[--refusals N] [--wakeups N] [--wake-delay-ms MS] [--idle K] [--swarm N] [--controls N] [--only 1,2,3,4,5,6] \
+[--refusals N] [--wakeups N] [--wake-delay-ms MS] [--idle K] [--swarm N] [--controls N] [--recover K] [--only 1,2,3,4,5,6,7] \
 [--keep] [--json]   (CODEX_MMO_CODEX_JS must name codex.js)";
 
 /// How long one job may take before the bench gives up on it.
@@ -94,6 +100,7 @@ struct Opts {
     idle: usize,
     swarm: usize,
     controls: usize,
+    recover: usize,
     only: Vec<u32>,
     keep: bool,
     json: bool,
@@ -123,7 +130,8 @@ fn parse_opts() -> Result<Opts, String> {
         idle: 4,
         swarm: 8,
         controls: 10,
-        only: vec![1, 2, 3, 4, 5, 6],
+        recover: 4,
+        only: vec![1, 2, 3, 4, 5, 6, 7],
         keep: false,
         json: false,
     };
@@ -140,6 +148,7 @@ fn parse_opts() -> Result<Opts, String> {
             "--idle" => o.idle = number(&a, val()?)?,
             "--swarm" => o.swarm = number(&a, val()?)?,
             "--controls" => o.controls = number(&a, val()?)?,
+            "--recover" => o.recover = number(&a, val()?)?,
             "--only" => {
                 o.only = val()?
                     .split(',')
@@ -166,8 +175,11 @@ fn parse_opts() -> Result<Opts, String> {
             ));
         }
     }
-    if o.only.iter().any(|n| !(1..=6).contains(n)) {
-        return Err("--only takes figure numbers 1 to 6".into());
+    if o.only.iter().any(|n| !(1..=7).contains(n)) {
+        return Err("--only takes figure numbers 1 to 7".into());
+    }
+    if o.recover == 0 || o.recover > 63 {
+        return Err("--recover must be 1 to 63".into());
     }
     if o.swarm == 0 || o.swarm > 63 {
         return Err("--swarm must be 1 to 63".into());
@@ -831,6 +843,99 @@ fn control(w: &World, op: &mut Mcp, n: usize) -> Result<Value, String> {
     }))
 }
 
+/// Figure 7: `k` hanging workers, `kill -9` of their supervisor, `codex-mmo resume`, and the
+/// operator continuing each on its own thread.
+fn recovery(w: &mut World, pack: &Path, k: usize) -> Result<Value, String> {
+    let session = w.start_session(pack)?;
+    let mut op = w.operator(&session)?;
+    let mut runs = vec![];
+    for i in 0..k {
+        let args = json!({"role": "reviewer", "task": format!("TB-REC-{i:02}: review src/lib.rs."), "task_kind": "review"});
+        let (v, _) = op.ok("agents_spawn", args)?;
+        runs.push(v["agent_run_ref"].as_str().unwrap_or("").to_string());
+    }
+    let deadline = Instant::now() + JOB_TIMEOUT;
+    let supervisor = loop {
+        let insp = w.inspect(&session)?;
+        let running = runs
+            .iter()
+            .filter(|r| {
+                insp["runs"].as_array().into_iter().flatten().any(|x| {
+                    x["agent_run_ref"] == r.as_str()
+                        && x["state"] == "running"
+                        && x["thread_id"].is_string()
+                })
+            })
+            .count();
+        let asked = w
+            .model_requests()
+            .iter()
+            .filter(|r| r["actor"] == "rec")
+            .count();
+        if running == k && asked >= k {
+            break insp["supervisor_pid"].as_i64().unwrap_or(0) as i32;
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "{running} of {k} workers running, {asked} at the model"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    drop(op);
+    unsafe {
+        libc::kill(supervisor, libc::SIGKILL);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let asked_before = w
+        .model_requests()
+        .iter()
+        .filter(|r| r["actor"] == "rec")
+        .count();
+    let t = Instant::now();
+    let out = w.run(&["resume", &session, "--json"])?;
+    let resume_ms = ms(t.elapsed());
+    let resumed: Value = serde_json::from_str(&out).map_err(|e| format!("resume --json: {e}"))?;
+    let mut op = w.operator(&session)?;
+    for run in &runs {
+        let (insp, _) = op.ok(
+            "agent_control",
+            json!({"agent_run_ref": run, "action": "inspect"}),
+        )?;
+        if insp["state"] != "suspended" {
+            return Err(format!(
+                "{run} is {} after the restart, not suspended",
+                insp["state"]
+            ));
+        }
+        op.ok("agent_control", json!({"agent_run_ref": run, "action": "continue", "control_revision": insp["control_revision"]}))?;
+    }
+    let continued_ms = ms(t.elapsed());
+    let deadline = Instant::now() + JOB_TIMEOUT;
+    while w
+        .model_requests()
+        .iter()
+        .filter(|r| r["actor"] == "rec")
+        .count()
+        < asked_before + k
+    {
+        if Instant::now() > deadline {
+            return Err("the continued workers never reached the model".into());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let at_model_ms = ms(t.elapsed());
+    drop(op);
+    w.stop(&session)?;
+    Ok(json!({
+        "workers": k,
+        "resume_cli_ms": resume_ms,
+        "all_continued_ms": continued_ms,
+        "all_at_model_ms": at_model_ms,
+        "awaiting_continue": resumed["awaiting_continue"].as_array().map(Vec::len),
+    }))
+}
+
 /// Figure 3: a worker that says a line every `delay` ms; block in agents_wait before each.
 fn wait_wakeup(op: &mut Mcp, n: usize, delay: u64) -> Result<Value, String> {
     let args = json!({"role": "reviewer", "task": "TB-WAKE: review src/lib.rs and report as you go.", "task_kind": "review"});
@@ -1107,12 +1212,16 @@ fn script(o: &Opts, verdict: &str) -> Value {
     let ctl: Vec<Value> = (0..2 * o.controls + 4)
         .map(|_| json!([{"hang": true}]))
         .collect();
+    let rec: Vec<Value> = (0..2 * o.recover + 4)
+        .map(|_| json!([{"hang": true}]))
+        .collect();
     json!({"actors": [
         {"name": "first", "match": "TB-FIRST-", "steps": first},
         {"name": "wake", "match": "TB-WAKE:", "steps": [wake]},
         {"name": "swarm", "match": "TB-SWARM-", "steps": swarm},
         {"name": "idle", "match": "TB-IDLE-", "steps": idle},
         {"name": "ctl", "match": "TB-CTL", "steps": ctl},
+        {"name": "rec", "match": "TB-REC-", "steps": rec},
     ]})
 }
 
@@ -1218,6 +1327,28 @@ fn table(r: &Value) -> String {
             row(&mut rows, what, p5090(&f[key], "ms", 1), n(&f[key]));
         }
     }
+    if let Some(f) = r.get("recovery") {
+        let f2 = |v: &Value| format!("{:.0} ms", v.as_f64().unwrap_or(f64::NAN));
+        let k = format!("workers={}", f["workers"]);
+        row(
+            &mut rows,
+            "7 kill -9 -> `resume` returned (recovered, new supervisor)",
+            f2(&f["resume_cli_ms"]),
+            k.clone(),
+        );
+        row(
+            &mut rows,
+            "7 resume -> every worker continued (running)",
+            f2(&f["all_continued_ms"]),
+            k.clone(),
+        );
+        row(
+            &mut rows,
+            "7 resume -> every resumed thread at the model",
+            f2(&f["all_at_model_ms"]),
+            k,
+        );
+    }
     if let Some(f) = r.get("concurrent") {
         row(
             &mut rows,
@@ -1288,6 +1419,10 @@ timestamped by a reader thread as they arrive).
 5: N agents_spawn written at once on one connection; a terminal state observed via agents_wait.
 6: one worker whose model requests hang; per round: steer, pause and continue, each timed from
    the agent_control call to its answer, and continue -> the resumed thread's next model request.
+7: a session of its own with K workers whose model requests hang, all running and at the model;
+   kill -9 of its supervisor; timed from `codex-mmo resume` (which recovers the session and
+   starts a new supervisor) to its exit, to every worker continued by the operator (inspect +
+   continue each), and to every resumed thread's model request.
 ";
 
 fn main() {
@@ -1371,6 +1506,11 @@ fn bench(o: &Opts) -> Result<Value, String> {
     let t = Instant::now();
     w.stop(&session)?;
     r["session_stop_ms"] = json!(ms(t.elapsed()));
+    // A session of its own: the root's max_active (1) holds across the profile's sessions.
+    if on(7) {
+        eprintln!("[7] recovery of {} suspended workers", o.recover);
+        r["recovery"] = recovery(&mut w, &pack, o.recover)?;
+    }
     r["inspect_cli_ms"] = summary(&w.inspect_ms.borrow());
     let reqs = w.model_requests();
     r["model_requests"] = json!(reqs.len());
