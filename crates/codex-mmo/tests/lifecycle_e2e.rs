@@ -491,3 +491,191 @@ fn detach_reattach_compact_and_fork_of_a_persisted_thread() {
     drop(op);
     assert!(w.run(&["stop", &session]).status.success());
 }
+
+/// Inspects the root through the operator until it is in `state`.
+fn root_state(w: &World, session: &str, state: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let v = w.inspect(session);
+        if runs_of(&v, "lead")[0]["state"] == state {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the root never became {state}: {v:#}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn lead_requests(w: &World) -> Vec<Value> {
+    w.model_requests()
+        .into_iter()
+        .filter(|r| r["actor"] == "lead")
+        .collect()
+}
+
+fn wait_lead_requests(w: &World, n: usize) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let r = lead_requests(w);
+        if r.len() >= n {
+            return r;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the root made {} model requests, not {n}",
+            r.len()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_operator_pauses_interrupts_and_continues_the_root_on_its_own_thread() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[("README.md", "hello\n")]);
+    w.start_model(&json!({"actors": [
+        {"name": "lead", "match": LEAD_MARK, "steps": [
+            [{"say": "Starting."}, {"hang": true}],
+            [{"say": "Going on."}, {"hang": true}],
+            [{"say": "Done."}],
+        ]},
+    ]}));
+    let pack = review_pack(&w);
+    let session = w.start_session(&pack, Some("Say hello."));
+    wait_lead_requests(&w, 1);
+    let v = root_state(&w, &session, "running");
+    let root = runs_of(&v, "lead")[0].clone();
+    let root_ref = root["agent_run_ref"].as_str().unwrap().to_string();
+    let thread = root["thread_id"].as_str().unwrap().to_string();
+    let host = root["host_pid"].as_i64().unwrap();
+
+    // Pause: the root's host is retired, the session waits (its supervisor lives on).
+    let o = w.run(&["control", &session, &root_ref, "pause", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = root_state(&w, &session, "paused");
+    assert_eq!(v["state"], "paused", "{v:#}");
+    assert_ne!(v["supervisor_pid"], Value::Null);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !std::path::Path::new(&format!("/proc/{host}")).exists() || is_zombie(host),
+        "a paused root's host is retired"
+    );
+
+    // Continue with the operator's message, on the root's own thread.
+    let o = w.run(&[
+        "control",
+        &session,
+        &root_ref,
+        "continue",
+        "--message",
+        "Go on, please.",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let reqs = wait_lead_requests(&w, 2);
+    let body = reqs[1]["body"].to_string();
+    assert!(
+        body.contains("Say hello.") && body.contains("Go on, please."),
+        "the continued turn holds the root's history: {body}"
+    );
+    let v = root_state(&w, &session, "running");
+    assert_eq!(v["state"], "running");
+    assert_eq!(runs_of(&v, "lead")[0]["thread_id"], thread.as_str());
+
+    // Interrupt: its turn ends through the app-server and the root pauses; continue finishes.
+    let o = w.run(&["control", &session, &root_ref, "interrupt"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = root_state(&w, &session, "paused");
+    assert!(
+        runs_of(&v, "lead")[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("interrupted"),
+        "{v:#}"
+    );
+    let o = w.run(&["control", &session, &root_ref, "continue"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = w.wait_state(
+        &session,
+        &["completed", "failed", "stopped"],
+        Duration::from_secs(60),
+    );
+    assert_eq!(v["state"], "completed", "{v:#}");
+    let root = &runs_of(&v, "lead")[0];
+    assert_eq!(root["thread_id"], thread.as_str());
+    assert_eq!(root["last_control"]["action"], "continue");
+}
+
+#[test]
+fn a_goal_mode_root_pauses_at_its_budget_and_its_operator_extends_it() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[("README.md", "hello\n")]);
+    let heavy = json!({"usage": {"input_tokens": 6000, "output_tokens": 20}});
+    w.start_model(&json!({"actors": [
+        {"name": "lead", "match": LEAD_MARK, "steps": [
+            [{"say": "Working."}, heavy],
+            [{"say": "Still working."}, heavy],
+            [{"call": {"name": "update_goal", "arguments": {"status": "complete"}}}, heavy],
+            [{"say": "Goal complete."}, heavy],
+        ]},
+    ]}));
+    let goal =
+        "execution_mode = \"goal\"\ngoal_token_budget = 10000\nmax_goal_token_budget = 30000\n";
+    let profile = review_profile("").replace(
+        "instructions = \"agents/lead.md\"\n",
+        &format!("instructions = \"agents/lead.md\"\n{goal}"),
+    );
+    let pack = w.pack(
+        "review-team",
+        &profile,
+        &[
+            ("agents/lead.md", &format!("{LEAD_MARK} You lead.")),
+            (
+                "agents/reviewer.md",
+                &format!("{REVIEWER_MARK} You review."),
+            ),
+            ("contracts/review.json", REVIEW_CONTRACT),
+        ],
+    );
+    let session = w.start_session(&pack, Some("Say hello."));
+    let v = root_state(&w, &session, "paused");
+    assert_eq!(v["state"], "paused", "{v:#}");
+    let root = runs_of(&v, "lead")[0].clone();
+    assert_eq!(root["goal"]["status"], "budgetLimited", "{root:#}");
+    let root_ref = root["agent_run_ref"].as_str().unwrap().to_string();
+    // The operator stays within the ceiling.
+    let o = w.run(&[
+        "control",
+        &session,
+        &root_ref,
+        "continue",
+        "--goal-token-budget",
+        "30001",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("goal_budget_ceiling"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = w.run(&[
+        "control",
+        &session,
+        &root_ref,
+        "continue",
+        "--goal-token-budget",
+        "30000",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = w.wait_state(
+        &session,
+        &["completed", "failed", "stopped"],
+        Duration::from_secs(60),
+    );
+    assert_eq!(v["state"], "completed", "{v:#}");
+    let root = &runs_of(&v, "lead")[0];
+    assert_eq!(root["goal"]["status"], "complete", "{root:#}");
+    assert_eq!(root["goal"]["token_budget"], 30000);
+}

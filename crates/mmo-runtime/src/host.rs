@@ -1192,35 +1192,56 @@ pub(crate) fn keep_partial(team: &Team, job: &str, text: Option<&str>) {
 
 /// The root's host: its task as one turn (or its goal). The session ends with it.
 pub fn start_root(team: Arc<Team>, run: Run, task: String) {
-    spawn_root(team, run, task, false);
+    spawn_root(team, run, task, None);
 }
 
-/// The root of a resumed session continues its own thread (`thread/resume` in its own home):
-/// a turn-mode root is told to continue; a goal-mode root's goal is made active again.
-pub fn continue_root(team: Arc<Team>, run: Run, task: String) {
-    spawn_root(team, run, task, true);
+/// The root continues its own thread (`thread/resume` in its own home): after a resume of its
+/// session, or its operator's `continue` of a paused root. A turn-mode root's next turn is
+/// `message`; a goal-mode root's goal is made active again (with its current budget). The root
+/// is `paused` or `suspended`; it becomes `running` here.
+pub fn continue_root(team: Arc<Team>, run: Run, task: String, message: String) {
+    spawn_root(team, run, task, Some(message));
 }
 
-fn spawn_root(team: Arc<Team>, run: Run, task: String, resume: bool) {
+/// How the root's host ended.
+enum RootEnd {
+    /// The session ends in this state.
+    Ended(&'static str),
+    /// The root is paused (by its operator, an interrupt, or its goal's budget): the session
+    /// waits, its supervisor and jobs live on, for the operator's `continue`.
+    Paused(String),
+}
+
+fn spawn_root(team: Arc<Team>, run: Run, task: String, resume: Option<String>) {
     tokio::spawn(async move {
         let outcome = drive_root(&team, &run, &task, resume).await;
-        match outcome {
-            Ok(state) => {
-                let _ = team.store.set_session_state(&team.session, &state, None);
+        let ended = match outcome {
+            Ok(RootEnd::Ended(state)) => {
+                let _ = team.store.set_session_state(&team.session, state, None);
+                true
+            }
+            Ok(RootEnd::Paused(why)) => {
+                let _ = team
+                    .store
+                    .set_session_state(&team.session, "paused", Some(&why));
+                false
             }
             Err(reason) => {
                 fail(&team, &run.run_ref, &reason);
                 let _ = team
                     .store
                     .set_session_state(&team.session, "failed", Some(&reason));
+                true
             }
-        }
+        };
         team.hosts
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&run.run_ref);
         team.notify();
-        crate::supervisor::finish(&team).await;
+        if ended {
+            crate::supervisor::finish(&team).await;
+        }
     });
 }
 
@@ -1228,16 +1249,16 @@ async fn drive_root(
     team: &Arc<Team>,
     run: &Run,
     task: &str,
-    resume: bool,
-) -> Result<String, String> {
-    let thread = match (resume, run.thread_id.as_deref()) {
-        (false, _) => Thread::Fresh,
-        (true, Some(id)) => Thread::Resume(id),
-        (true, None) => {
+    resume: Option<String>,
+) -> Result<RootEnd, String> {
+    let thread = match (&resume, run.thread_id.as_deref()) {
+        (None, _) => Thread::Fresh,
+        (Some(_), Some(id)) => Thread::Resume(id),
+        (Some(_), None) => {
             return Err("the root never started its thread, so there is none to resume".into());
         }
     };
-    if resume {
+    if resume.is_some() {
         team.store
             .transition(
                 &run.run_ref,
@@ -1245,9 +1266,10 @@ async fn drive_root(
                 Some("resumed on its own thread"),
             )
             .map_err(|e| e.to_string())?;
+        let _ = team.store.set_session_state(&team.session, "running", None);
     }
     let mut host = start_host(team, run, &team.workspace.clone(), thread).await?;
-    if !resume {
+    if resume.is_none() {
         team.store
             .transition(&run.run_ref, JobState::Running, None)
             .map_err(|e| e.to_string())?;
@@ -1261,14 +1283,35 @@ async fn drive_root(
             Err(e) => Err(e),
         }
     } else {
-        let text = if resume { CONTINUE_ROOT_MESSAGE } else { task };
+        let text = resume.as_deref().unwrap_or(task);
         run_turn(team, run, &mut host, text, None, &mut commands).await
     };
     host.end(team).await;
     let end = end?;
-    if let Some((state, why)) = &end.stopped {
-        let _ = team.store.transition(&run.run_ref, *state, Some(why));
-        return Ok("stopped".into());
+    let paused = match (&end.stopped, end.status.as_str()) {
+        (Some((JobState::Paused, why)), _) => Some(why.clone()),
+        (Some((state, why)), _) => {
+            let _ = team.store.transition(&run.run_ref, *state, Some(why));
+            return Ok(RootEnd::Ended("stopped"));
+        }
+        (None, "interrupted") => Some("its turn was interrupted by its operator".to_string()),
+        (None, s) if s.starts_with("goal budgetLimited") => Some(format!(
+            "its goal used its token budget ({}); its operator may continue it with a larger goal_token_budget, up to max_goal_token_budget ({})",
+            goal_budget(team, run)
+                .map(|b| format!("{b} tokens"))
+                .unwrap_or_else(|| "unset".into()),
+            role.max_goal_token_budget
+                .map(|b| b.to_string())
+                .unwrap_or_else(|| "unset".into()),
+        )),
+        (None, s) if s.starts_with("goal ") => Some(format!("its goal is `{}`", &s[5..])),
+        _ => None,
+    };
+    if let Some(why) = paused {
+        team.store
+            .transition(&run.run_ref, JobState::Paused, Some(&why))
+            .map_err(|e| e.to_string())?;
+        return Ok(RootEnd::Paused(why));
     }
     if end.status != "completed" {
         return Err(format!(
@@ -1280,11 +1323,11 @@ async fn drive_root(
     team.store
         .transition(&run.run_ref, JobState::Completed, None)
         .map_err(|e| e.to_string())?;
-    Ok("completed".into())
+    Ok(RootEnd::Ended("completed"))
 }
 
 /// What a resumed turn-mode root is told.
-const CONTINUE_ROOT_MESSAGE: &str =
+pub const CONTINUE_ROOT_MESSAGE: &str =
     "Your session was interrupted and is resumed now. Continue your task from where you left off.";
 
 /// Makes the run's goal active with its current token budget (`goal_budget`). Setting an active

@@ -182,6 +182,27 @@ pub struct ControlArgs {
     pub filter: Option<Vec<String>>,
 }
 
+impl ControlAction {
+    /// The action's name, as the controls table lists it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ControlAction::Inspect => "inspect",
+            ControlAction::Trace => "trace",
+            ControlAction::Steer => "steer",
+            ControlAction::Interrupt => "interrupt",
+            ControlAction::Pause => "pause",
+            ControlAction::Continue => "continue",
+            ControlAction::Finalize => "finalize",
+            ControlAction::SetEffort => "set_effort",
+            ControlAction::Respond => "respond",
+            ControlAction::Detach => "detach",
+            ControlAction::Compact => "compact",
+            ControlAction::Fork => "fork",
+            ControlAction::Stop => "stop",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "snake_case")]
 pub enum ControlAction {
@@ -571,6 +592,11 @@ pub fn inspect(team: &Team, caller: &Run, a: RunArgs) -> MeshResult<Value> {
 pub fn trace(team: &Team, caller: &Run, a: TraceArgs) -> MeshResult<Value> {
     let run = team.run(&a.agent_run_ref)?;
     team.may_control(caller, &run, "trace")?;
+    trace_page(team, &run, a)
+}
+
+/// A page of `run`'s trace, for a caller already allowed to read it.
+fn trace_page(team: &Team, run: &Run, a: TraceArgs) -> MeshResult<Value> {
     let after = match a.cursor.as_deref() {
         None => 0,
         Some(c) => c
@@ -654,16 +680,33 @@ pub fn trace_record(team: &Team, caller: &Run, a: TraceRecordArgs) -> MeshResult
 }
 
 /// `agent_control` with `inspect` or `stop`.
-pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResult<Value> {
+pub async fn control(
+    team: &Arc<Team>,
+    caller: &Run,
+    operator: bool,
+    a: ControlArgs,
+) -> MeshResult<Value> {
     let run = team.run(&a.agent_run_ref)?;
-    match a.action {
-        ControlAction::Inspect => {
-            team.may_control(caller, &run, "inspect")?;
-            Ok(team.view(&run))
+    // The control graph decides a job; the root is its operator's (a person's authority, as
+    // `codex-mmo stop` is): no agent, the root's own host included, controls the root.
+    if run.parent.is_none() {
+        if !operator {
+            return Err(MeshError::new(
+                "control_denied",
+                format!(
+                    "agent run `{}` is the root: only its operator controls it (codex-mmo control)",
+                    run.run_ref
+                ),
+            ));
         }
-        ControlAction::Trace => trace(
+    } else {
+        team.may_control(caller, &run, a.action.as_str())?;
+    }
+    match a.action {
+        ControlAction::Inspect => Ok(team.view(&run)),
+        ControlAction::Trace => trace_page(
             team,
-            caller,
+            &run,
             TraceArgs {
                 agent_run_ref: a.agent_run_ref,
                 cursor: a.cursor,
@@ -671,7 +714,6 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
             },
         ),
         ControlAction::Steer => {
-            team.may_control(caller, &run, "steer")?;
             let text = message(a.message, "steer")?.ok_or_else(|| {
                 MeshError::new("invalid_arguments", "steer needs a non-empty `message`")
             })?;
@@ -693,8 +735,7 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
             .await
         }
         ControlAction::Interrupt => {
-            team.may_control(caller, &run, "interrupt")?;
-            jobs_only(&run, "interrupt")?;
+            not_native(&run, "interrupt")?;
             let target = run.run_ref.clone();
             mutate(team, caller, &run, a.control_revision, "interrupt", || async move {
                 let mut changed = team.changed.subscribe();
@@ -723,8 +764,7 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
             .await
         }
         ControlAction::Pause => {
-            team.may_control(caller, &run, "pause")?;
-            jobs_only(&run, "pause")?;
+            not_native(&run, "pause")?;
             let target = run.run_ref.clone();
             mutate(
                 team,
@@ -764,7 +804,6 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
             if run.state == "running" && crate::team::is_detached(&team.store, &run) =>
         {
             // Reattaching a detached job keeps its host and its admission.
-            team.may_control(caller, &run, "continue")?;
             let target = run.run_ref.clone();
             mutate(
                 team,
@@ -781,8 +820,50 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
             )
             .await
         }
+        ControlAction::Continue if run.parent.is_none() => {
+            let role = team.role(&run.role)?;
+            let message = message(a.message, "continue")?;
+            if role.execution_mode == "goal" && message.is_some() {
+                return Err(MeshError::new(
+                    "invalid_arguments",
+                    "a goal-mode root continues its goal and takes no `message`",
+                ));
+            }
+            let budget = match a.goal_token_budget {
+                Some(total) => Some(extended_goal_budget(team, &run, total)?),
+                None => None,
+            };
+            let Some(task) = team.store.session(&team.session)?.task else {
+                return Err(MeshError::new(
+                    "control_unsupported",
+                    "an operator-driven root has no host or thread to continue",
+                ));
+            };
+            let message = message.unwrap_or_else(|| crate::host::CONTINUE_ROOT_MESSAGE.to_string());
+            let target = run.run_ref.clone();
+            mutate(
+                team,
+                caller,
+                &run,
+                a.control_revision,
+                "continue",
+                || async move {
+                    let run = match readmit_root(team, &target) {
+                        Ok(r) => r,
+                        Err(why) => return Delivery::Failed(why),
+                    };
+                    if let Some(total) = budget
+                        && let Err(e) = record_goal_budget(team, &target, total)
+                    {
+                        return Delivery::Unknown(format!("recording the goal budget: {e}"));
+                    }
+                    crate::host::continue_root(team.clone(), run, task, message);
+                    Delivery::Delivered(json!({"goal_token_budget": budget}))
+                },
+            )
+            .await
+        }
         ControlAction::Continue => {
-            team.may_control(caller, &run, "continue")?;
             let role = team.role(&run.role)?;
             let goal_mode = role.execution_mode == "goal";
             let message = message(a.message, "continue")?;
@@ -809,7 +890,6 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
             .await
         }
         ControlAction::Finalize => {
-            team.may_control(caller, &run, "finalize")?;
             jobs_only(&run, "finalize")?;
             let grace_seconds = team.role(&run.role)?.finalization_grace_seconds;
             let target = run.run_ref.clone();
@@ -859,7 +939,6 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
             .await
         }
         ControlAction::SetEffort => {
-            team.may_control(caller, &run, "set_effort")?;
             let effort = a.effort.ok_or_else(|| {
                 MeshError::new("invalid_arguments", "set_effort needs an `effort`")
             })?;
@@ -901,7 +980,6 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
             .await
         }
         ControlAction::Respond => {
-            team.may_control(caller, &run, "respond")?;
             let (Some(request_id), Some(result)) = (a.request_id, a.response) else {
                 return Err(MeshError::new(
                     "invalid_arguments",
@@ -943,10 +1021,9 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
             .await
         }
         ControlAction::Detach => {
-            team.may_control(caller, &run, "detach")?;
-            jobs_only(&run, "detach")?;
+            not_native(&run, "detach")?;
             let target = run.run_ref.clone();
-            let job = run.job.clone().unwrap_or_default();
+            let job = run.job.clone();
             mutate(
                 team,
                 caller,
@@ -959,20 +1036,22 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
                             if r.state == "running"
                                 && !crate::team::is_detached(&team.store, &r) => {}
                         Ok(r) if r.state == "running" => {
-                            return Delivery::Failed("the job is already detached".into());
+                            return Delivery::Failed("the run is already detached".into());
                         }
                         Ok(r) => {
                             return Delivery::Failed(format!(
-                                "only a running job can be detached; it is `{}`",
+                                "only a running run can be detached; it is `{}`",
                                 r.state
                             ));
                         }
                         Err(e) => return Delivery::Failed(e.to_string()),
                     }
                     // Its evidence so far, as partial: what a leaving controller has in hand.
-                    if team.store.result(&job).ok().flatten().is_none() {
+                    if let Some(job) = &job
+                        && team.store.result(job).ok().flatten().is_none()
+                    {
                         let text = crate::supervisor::last_message(&team.store, &target);
-                        crate::host::keep_partial(team, &job, text.as_deref());
+                        crate::host::keep_partial(team, job, text.as_deref());
                     }
                     match team.store.event(&team.session, &target, "detached", "{}") {
                         Ok(_) => Delivery::Delivered(json!({"detached": true})),
@@ -983,8 +1062,7 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
             .await
         }
         ControlAction::Compact => {
-            team.may_control(caller, &run, "compact")?;
-            jobs_only(&run, "compact")?;
+            not_native(&run, "compact")?;
             let target = run.run_ref.clone();
             mutate(team, caller, &run, a.control_revision, "compact", || async move {
                 let run = match team.store.run(&target) {
@@ -1006,7 +1084,6 @@ pub async fn control(team: &Arc<Team>, caller: &Run, a: ControlArgs) -> MeshResu
         }
         ControlAction::Fork => fork(team, caller, &run, a.message).await,
         ControlAction::Stop => {
-            team.may_control(caller, &run, "stop")?;
             let target = run.run_ref.clone();
             mutate(
                 team,
@@ -1043,7 +1120,6 @@ async fn fork(
     run: &Run,
     message_text: Option<String>,
 ) -> MeshResult<Value> {
-    team.may_control(caller, run, "fork")?;
     jobs_only(run, "fork")?;
     let unsupported = |why: &str| {
         Err(MeshError::new(
@@ -1143,6 +1219,21 @@ fn message(m: Option<String>, action: &str) -> MeshResult<Option<String>> {
     Ok(m)
 }
 
+/// Refuses an action on a native run: a native thread runs inside its spawner's host, under
+/// that host's model, and the runtime observes it without a host of its own to act on.
+fn not_native(run: &Run, action: &str) -> MeshResult<()> {
+    if !run.is_native() {
+        return Ok(());
+    }
+    Err(MeshError::new(
+        "control_unsupported",
+        format!(
+            "{action} is not served for native runs: agent run `{}` is a thread inside its spawner's host, observed, not hosted",
+            run.run_ref
+        ),
+    ))
+}
+
 /// Refuses an action served only for Agent-MCP jobs when the target is the root or a native run.
 fn jobs_only(run: &Run, action: &str) -> MeshResult<()> {
     if run.job.is_some() {
@@ -1202,12 +1293,7 @@ async fn resume(team: &Arc<Team>, target: &str, message: String, budget: Option<
     match readmit(team, target).await {
         Ok(run) => {
             if let Some(total) = budget
-                && let Err(e) = team.store.event(
-                    &team.session,
-                    target,
-                    "goalBudget",
-                    &json!({"token_budget": total}).to_string(),
-                )
+                && let Err(e) = record_goal_budget(team, target, total)
             {
                 return Delivery::Unknown(format!("recording the goal budget: {e}"));
             }
@@ -1216,6 +1302,32 @@ async fn resume(team: &Arc<Team>, target: &str, message: String, budget: Option<
         }
         Err(why) => Delivery::Failed(why),
     }
+}
+
+/// Records a goal's new total budget (`host::goal_budget` reads it from there).
+fn record_goal_budget(team: &Team, run_ref: &str, total: u64) -> MeshResult<()> {
+    team.store.event(
+        &team.session,
+        run_ref,
+        "goalBudget",
+        &json!({"token_budget": total}).to_string(),
+    )?;
+    Ok(())
+}
+
+/// Admission again for a paused or suspended root about to continue: its role's `max_active`
+/// across the profile's sessions, under the store's admission lock.
+fn readmit_root(team: &Team, run_ref: &str) -> Result<Run, String> {
+    let _lock = team.store.admission_lock().map_err(|e| e.to_string())?;
+    let run = team.store.run(run_ref).map_err(|e| e.to_string())?;
+    if !matches!(run.state.as_str(), "paused" | "suspended") {
+        return Err(format!(
+            "only a paused or suspended root can continue; it is `{}`",
+            run.state
+        ));
+    }
+    crate::supervisor::admit_root(&team.store, &team.profile, &team.session)?;
+    Ok(run)
 }
 
 /// A controller's new total for a goal-mode run's token budget: larger than the budget it has,

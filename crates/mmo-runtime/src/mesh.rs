@@ -122,7 +122,15 @@ pub fn list(team: &Team, caller: &Run) -> Value {
 }
 
 /// Calls a tool as `caller`: the same visibility check as `list`, then strict decoding.
-pub async fn call(team: &Arc<Team>, caller: &Run, name: &str, args: Value) -> MeshResult<Value> {
+/// `operator` says the caller is the operator acting as the root (not the root's own host):
+/// only the operator controls the root itself.
+pub async fn call(
+    team: &Arc<Team>,
+    caller: &Run,
+    operator: bool,
+    name: &str,
+    args: Value,
+) -> MeshResult<Value> {
     let Some(tool) = TOOLS.iter().find(|t| t.name == name) else {
         return Err(MeshError::new(
             "unknown_tool",
@@ -149,7 +157,7 @@ pub async fn call(team: &Arc<Team>, caller: &Run, name: &str, args: Value) -> Me
         "agent_trace" => jobs::trace(team, caller, decode(args).map_err(bad)?),
         "agent_trace_record" => jobs::trace_record(team, caller, decode(args).map_err(bad)?),
         "agent_inspect" => jobs::inspect(team, caller, decode(args).map_err(bad)?),
-        "agent_control" => jobs::control(team, caller, decode(args).map_err(bad)?).await,
+        "agent_control" => jobs::control(team, caller, operator, decode(args).map_err(bad)?).await,
         _ => Err(MeshError::new(
             "unknown_tool",
             format!("mmo_mesh has no tool `{name}`"),
@@ -178,6 +186,7 @@ pub fn tool_result(r: MeshResult<Value>) -> Value {
 pub async fn handle(
     team: &Arc<Team>,
     caller: &Run,
+    operator: bool,
     method: &str,
     params: Value,
 ) -> Option<Result<Value, (i64, String)>> {
@@ -211,7 +220,9 @@ pub async fn handle(
                 .get("arguments")
                 .cloned()
                 .unwrap_or_else(|| json!({}));
-            Some(Ok(tool_result(call(team, caller, &name, args).await)))
+            Some(Ok(tool_result(
+                call(team, caller, operator, &name, args).await,
+            )))
         }
         m if m.starts_with("notifications/") => None,
         m => Some(Err((-32601, format!("mmo_mesh does not serve `{m}`")))),

@@ -372,21 +372,8 @@ pub async fn serve(paths: Paths, id: String, resume: bool) -> Result<(), String>
         .agents
         .get(&root_role)
         .and_then(|a| a.resource_group.clone());
-    // The root is an instance of its role too: `max_active` holds across the profile's sessions.
     let lock = store.admission_lock().map_err(|e| fail(e.to_string()))?;
-    let elsewhere = active_elsewhere(&store, &profile.id, &id).map_err(|e| fail(e.to_string()))?;
-    let running = elsewhere.get(&root_role).copied().unwrap_or(0);
-    let root_max = profile
-        .agents
-        .get(&root_role)
-        .map(|a| a.max_active)
-        .unwrap_or(1);
-    if running >= root_max {
-        return Err(fail(format!(
-            "[admission_max_active] role `{root_role}` (the root) has max_active = {root_max} across the sessions of profile `{}` and {running} are active in other sessions; stop one, or raise the root's max_active",
-            profile.id
-        )));
-    }
+    admit_root(&store, &profile, &id).map_err(fail)?;
     let root = if resume {
         resumed_root(&store, &id).map_err(fail)?
     } else {
@@ -443,7 +430,12 @@ pub async fn serve(paths: Paths, id: String, resume: bool) -> Result<(), String>
         .map_err(|e| e.to_string())?;
     let _ = store.audit(&id, "runtime", if resume { "session_resume" } else { "session_start" }, &id, &json!({"snapshot": session.snapshot, "workspace": session.workspace, "pid": std::process::id()}));
     match session.task.clone() {
-        Some(task) if resume => crate::host::continue_root(team.clone(), root, task),
+        Some(task) if resume => crate::host::continue_root(
+            team.clone(),
+            root,
+            task,
+            crate::host::CONTINUE_ROOT_MESSAGE.to_string(),
+        ),
         Some(task) => crate::host::start_root(team.clone(), root, task),
         None => {
             // Operator-driven: the operator is the root (`codex-mmo agent-mcp`); no root host.
@@ -482,6 +474,31 @@ pub async fn serve(paths: Paths, id: String, resume: bool) -> Result<(), String>
     tokio::time::sleep(Duration::from_millis(100)).await;
     let _ = std::fs::remove_file(&socket);
     let _ = store.set_supervisor(&id, None);
+    Ok(())
+}
+
+/// Admission of a session's root, decided under the store's admission lock (the caller holds
+/// it): the root is an instance of its role too, and `max_active` holds across the profile's
+/// sessions.
+pub fn admit_root(
+    store: &Store,
+    profile: &mmo_profile::model::Profile,
+    session: &str,
+) -> Result<(), String> {
+    let root_role = &profile.root;
+    let elsewhere = active_elsewhere(store, &profile.id, session).map_err(|e| e.to_string())?;
+    let running = elsewhere.get(root_role).copied().unwrap_or(0);
+    let root_max = profile
+        .agents
+        .get(root_role)
+        .map(|a| a.max_active)
+        .unwrap_or(1);
+    if running >= root_max {
+        return Err(format!(
+            "[admission_max_active] role `{root_role}` (the root) has max_active = {root_max} across the sessions of profile `{}` and {running} are active in other sessions; stop one, or raise the root's max_active",
+            profile.id
+        ));
+    }
     Ok(())
 }
 
@@ -639,7 +656,9 @@ async fn connection(team: Arc<Team>, stream: UnixStream) {
                     } else {
                         // A run's row may have changed since the connection opened: reread it.
                         match team.store.run(&run.run_ref) {
-                            Ok(now) => crate::mesh::handle(&team, &now, &method, params).await,
+                            Ok(now) => {
+                                crate::mesh::handle(&team, &now, *operator, &method, params).await
+                            }
                             Err(e) => Some(Err((-32603, e.to_string()))),
                         }
                     }
