@@ -584,7 +584,7 @@ fn the_operator_pauses_interrupts_and_continues_the_root_on_its_own_thread() {
     assert_eq!(v["state"], "running");
     assert_eq!(runs_of(&v, "lead")[0]["thread_id"], thread.as_str());
 
-    // Interrupt: its turn ends through the app-server and the root pauses; continue finishes.
+    // Interrupt: its turn ends through the app-server and the root pauses.
     let o = w.run(&["control", &session, &root_ref, "interrupt"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v = root_state(&w, &session, "paused");
@@ -595,7 +595,8 @@ fn the_operator_pauses_interrupts_and_continues_the_root_on_its_own_thread() {
             .contains("interrupted"),
         "{v:#}"
     );
-    let o = w.run(&["control", &session, &root_ref, "continue"]);
+    // Finalize a paused root: it continues with the request for its final answer.
+    let o = w.run(&["control", &session, &root_ref, "finalize"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v = w.wait_state(
         &session,
@@ -605,7 +606,13 @@ fn the_operator_pauses_interrupts_and_continues_the_root_on_its_own_thread() {
     assert_eq!(v["state"], "completed", "{v:#}");
     let root = &runs_of(&v, "lead")[0];
     assert_eq!(root["thread_id"], thread.as_str());
-    assert_eq!(root["last_control"]["action"], "continue");
+    assert_eq!(root["last_control"]["action"], "finalize");
+    assert!(
+        lead_requests(&w)[2]["body"]
+            .to_string()
+            .contains("Finish now"),
+        "the finalizing turn"
+    );
 }
 
 #[test]
@@ -678,4 +685,125 @@ fn a_goal_mode_root_pauses_at_its_budget_and_its_operator_extends_it() {
     let root = &runs_of(&v, "lead")[0];
     assert_eq!(root["goal"]["status"], "complete", "{root:#}");
     assert_eq!(root["goal"]["token_budget"], 30000);
+}
+
+#[test]
+fn a_paused_writer_forks_into_a_worktree_holding_its_changes() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[("src/a.rs", "// a\n"), ("README.md", "readme\n")]);
+    let exec = |cmd: &str| json!({"call": {"name": "exec_command", "arguments": {"cmd": cmd}}});
+    w.start_model(&json!({"actors": [
+        {"name": "w", "match": "TASK-W", "steps": [
+            exec("printf 'pub fn a() {}\\n' > src/a.rs"),
+            [{"say": "half done"}, {"hang": true}],
+            [{"say": "the fork is done"}],
+            [{"say": "the source is done"}],
+        ]},
+    ]}));
+    let profile = r#"schema_version = 8
+id = "forks"
+version = "8.0.0"
+display_name = "Forks"
+description = "A root and a writer on a scripted model."
+maturity = "lab"
+root = "lead"
+
+[agents.lead]
+kind = "root"
+description = "Root"
+model = "scripted_responses__scripted_large"
+reasoning = "none"
+permissions = "workspace-write"
+can_spawn = ["implementer"]
+trust = "high"
+instructions = "agents/lead.md"
+
+[agents.lead.controls.implementer]
+actions = ["inspect", "pause", "continue", "fork", "stop"]
+
+[agents.implementer]
+description = "Implements one scoped change"
+model = "scripted_responses__scripted_large"
+reasoning = "none"
+permissions = "workspace-write"
+backends = ["mcp"]
+max_active = 2
+allowed_task_kinds = ["implementation"]
+network_access = true
+instructions = "agents/implementer.md"
+
+[coordination]
+max_active_agents = 3
+max_active_writers = 2
+"#;
+    let pack = w.pack(
+        "forks",
+        profile,
+        &[
+            ("agents/lead.md", &format!("{LEAD_MARK} You lead.")),
+            ("agents/implementer.md", "You implement."),
+        ],
+    );
+    let session = w.start_session(&pack, None);
+    let mut op = w.operator(&session);
+    let src = op.ok("agents_spawn", json!({"role": "implementer", "task": "TASK-W change src/a.rs", "task_kind": "implementation", "write_scope": ["src/a.rs"]}));
+    let run = src["agent_run_ref"].as_str().unwrap().to_string();
+    let job = src["job"].as_str().unwrap().to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while w
+        .model_requests()
+        .iter()
+        .filter(|r| r["actor"] == "w")
+        .count()
+        < 2
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the writer never wrote"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let seen = wait_run(&mut op, &run, "running");
+    let paused = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "pause", "control_revision": seen["control_revision"]}),
+    );
+    assert_eq!(paused["state"], "paused", "{paused:#}");
+    let fork = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "fork"}),
+    );
+    assert_eq!(fork["write_scope"], json!(["src/a.rs"]), "{fork:#}");
+    let fork_job = fork["job"].as_str().unwrap().to_string();
+    assert_eq!(
+        op.wait_terminal(&fork_job, Duration::from_secs(60)),
+        "completed"
+    );
+    // The fork never wrote src/a.rs itself: its patch holds the change it inherited.
+    let forked = op.ok(
+        "agent_inspect",
+        json!({"agent_run_ref": fork["agent_run_ref"]}),
+    );
+    let files = forked["patch"]["files"].to_string();
+    assert!(files.contains("src/a.rs"), "{forked:#}");
+    assert_eq!(
+        std::fs::read_to_string(w.ws().join("src/a.rs")).unwrap(),
+        "// a\n",
+        "nothing reached the canonical checkout"
+    );
+    // The source continues in its own kept worktree.
+    let again = wait_run(&mut op, &run, "paused");
+    op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "continue", "control_revision": again["control_revision"]}),
+    );
+    assert_eq!(op.wait_terminal(&job, Duration::from_secs(60)), "completed");
+    let done = op.ok("agent_inspect", json!({"agent_run_ref": run}));
+    assert!(
+        done["patch"]["files"].to_string().contains("src/a.rs"),
+        "{done:#}"
+    );
+    drop(op);
+    assert!(w.run(&["stop", &session]).status.success());
 }

@@ -885,15 +885,26 @@ async fn drive_worker(team: &Arc<Team>, run: &Run, start: Start) -> Result<(), S
         // The worktree's record outlives a pause, so a continued writer works in it again.
         let record = worktree_record(team, &job);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        Some(if resume.is_some() {
-            serde_json::from_value(read_json(&record)?)
-                .map_err(|e| format!("{}: {e}", record.display()))?
-        } else {
-            let wt =
-                crate::worktree::create(&team.workspace, &dest, &job).map_err(|e| e.to_string())?;
-            std::fs::write(&record, serde_json::to_vec(&wt).unwrap_or_default())
-                .map_err(|e| format!("{}: {e}", record.display()))?;
-            wt
+        let read = |path: &Path| -> Result<crate::worktree::Worktree, String> {
+            serde_json::from_value(read_json(path)?).map_err(|e| format!("{}: {e}", path.display()))
+        };
+        Some(match &start {
+            Start::Continue(_) => read(&record)?,
+            Start::Fresh | Start::Fork { .. } => {
+                let wt = match &start {
+                    // A writer's fork starts from what its source has on disk.
+                    Start::Fork { source, .. } => {
+                        let source_job = source.job.as_deref().unwrap_or_default();
+                        let from = read(&worktree_record(team, source_job))?;
+                        crate::worktree::fork(&from, &dest, &job)
+                    }
+                    _ => crate::worktree::create(&team.workspace, &dest, &job),
+                }
+                .map_err(|e| e.to_string())?;
+                std::fs::write(&record, serde_json::to_vec(&wt).unwrap_or_default())
+                    .map_err(|e| format!("{}: {e}", record.display()))?;
+                wt
+            }
         })
     } else {
         None

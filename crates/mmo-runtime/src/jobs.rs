@@ -820,54 +820,10 @@ pub async fn control(
             )
             .await
         }
-        ControlAction::Continue if run.parent.is_none() => {
+        ControlAction::Continue => {
             let role = team.role(&run.role)?;
             let message = message(a.message, "continue")?;
             if role.execution_mode == "goal" && message.is_some() {
-                return Err(MeshError::new(
-                    "invalid_arguments",
-                    "a goal-mode root continues its goal and takes no `message`",
-                ));
-            }
-            let budget = match a.goal_token_budget {
-                Some(total) => Some(extended_goal_budget(team, &run, total)?),
-                None => None,
-            };
-            let Some(task) = team.store.session(&team.session)?.task else {
-                return Err(MeshError::new(
-                    "control_unsupported",
-                    "an operator-driven root has no host or thread to continue",
-                ));
-            };
-            let message = message.unwrap_or_else(|| crate::host::CONTINUE_ROOT_MESSAGE.to_string());
-            let target = run.run_ref.clone();
-            mutate(
-                team,
-                caller,
-                &run,
-                a.control_revision,
-                "continue",
-                || async move {
-                    let run = match readmit_root(team, &target) {
-                        Ok(r) => r,
-                        Err(why) => return Delivery::Failed(why),
-                    };
-                    if let Some(total) = budget
-                        && let Err(e) = record_goal_budget(team, &target, total)
-                    {
-                        return Delivery::Unknown(format!("recording the goal budget: {e}"));
-                    }
-                    crate::host::continue_root(team.clone(), run, task, message);
-                    Delivery::Delivered(json!({"goal_token_budget": budget}))
-                },
-            )
-            .await
-        }
-        ControlAction::Continue => {
-            let role = team.role(&run.role)?;
-            let goal_mode = role.execution_mode == "goal";
-            let message = message(a.message, "continue")?;
-            if goal_mode && message.is_some() {
                 return Err(MeshError::new(
                     "invalid_arguments",
                     "a goal-mode run continues its goal and takes no `message`; steer it once it runs",
@@ -877,7 +833,21 @@ pub async fn control(
                 Some(total) => Some(extended_goal_budget(team, &run, total)?),
                 None => None,
             };
-            let message = message.unwrap_or_else(|| CONTINUE_MESSAGE.to_string());
+            let root = run.parent.is_none();
+            if root && team.store.session(&team.session)?.task.is_none() {
+                return Err(MeshError::new(
+                    "control_unsupported",
+                    "an operator-driven root has no host or thread to continue",
+                ));
+            }
+            let message = message.unwrap_or_else(|| {
+                if root {
+                    crate::host::CONTINUE_ROOT_MESSAGE
+                } else {
+                    CONTINUE_MESSAGE
+                }
+                .to_string()
+            });
             let target = run.run_ref.clone();
             mutate(
                 team,
@@ -890,7 +860,7 @@ pub async fn control(
             .await
         }
         ControlAction::Finalize => {
-            jobs_only(&run, "finalize")?;
+            not_native(&run, "finalize")?;
             let grace_seconds = team.role(&run.role)?.finalization_grace_seconds;
             let target = run.run_ref.clone();
             mutate(team, caller, &run, a.control_revision, "finalize", || async move {
@@ -1127,11 +1097,6 @@ async fn fork(
             format!("agent run `{}` cannot be forked: {why}", run.run_ref),
         ))
     };
-    if run.is_writer {
-        return unsupported(
-            "it is a writer, and a fork of its uncommitted worktree is not served; fork a read-only job, or spawn the task again",
-        );
-    }
     if run.literal.is_some() {
         return unsupported("a low-trust literal job is spawned again, not forked");
     }
@@ -1151,6 +1116,13 @@ async fn fork(
     if source.thread_id.is_none() || source.home.is_none() {
         return unsupported("it never had a thread");
     }
+    // A writer's fork starts from its kept worktree, which only a paused or suspended writer
+    // has (an ended one's worktree is gone, its work in its patch).
+    if source.is_writer && !matches!(source.state.as_str(), "paused" | "suspended") {
+        return unsupported(
+            "it is a writer that ended, and its worktree is gone; a writer is forked while it is paused or suspended",
+        );
+    }
     let parent = source
         .parent
         .clone()
@@ -1161,7 +1133,7 @@ async fn fork(
         role: source.role.clone(),
         task: source.task.clone(),
         task_kind: source.task_kind.clone(),
-        write_scope: None,
+        write_scope: source.is_writer.then(|| source.write_scope.clone()),
         literal_task: None,
     };
     let admitted = decide(team, &parent, &request)?;
@@ -1178,8 +1150,8 @@ async fn fork(
         task_kind: Some(&admitted.task_kind),
         task: source.task.as_deref(),
         literal: None,
-        write_scope: &[],
-        is_writer: false,
+        write_scope: &admitted.write_scope,
+        is_writer: admitted.is_writer,
         resource_group: admitted.resource_group.as_deref(),
         units: admitted.resource_units,
     })?;
@@ -1287,21 +1259,30 @@ const FINALIZE_MESSAGE: &str =
 /// What a continued job is told when its controller says nothing more.
 const CONTINUE_MESSAGE: &str = "Continue your task from where you left off. Your final message is your result, as the task said.";
 
-/// Continues a paused or suspended job with `message` once it is admitted again; a goal-mode
-/// job's goal with `budget` as its new total, when the controller extended it.
+/// Continues a paused or suspended run (a job, or the root) with `message` once it is admitted
+/// again; a goal-mode run's goal with `budget` as its new total, when the controller extended it.
 async fn resume(team: &Arc<Team>, target: &str, message: String, budget: Option<u64>) -> Delivery {
-    match readmit(team, target).await {
-        Ok(run) => {
-            if let Some(total) = budget
-                && let Err(e) = record_goal_budget(team, target, total)
-            {
-                return Delivery::Unknown(format!("recording the goal budget: {e}"));
-            }
-            crate::host::continue_worker(team.clone(), run, message);
-            Delivery::Delivered(json!({"goal_token_budget": budget}))
-        }
-        Err(why) => Delivery::Failed(why),
+    let root = team.root_ref == target;
+    let admitted = if root {
+        readmit_root(team, target)
+    } else {
+        readmit(team, target).await
+    };
+    let run = match admitted {
+        Ok(run) => run,
+        Err(why) => return Delivery::Failed(why),
+    };
+    if let Some(total) = budget
+        && let Err(e) = record_goal_budget(team, target, total)
+    {
+        return Delivery::Unknown(format!("recording the goal budget: {e}"));
     }
+    match (root, team.store.session(&team.session).map(|s| s.task)) {
+        (false, _) => crate::host::continue_worker(team.clone(), run, message),
+        (true, Ok(Some(task))) => crate::host::continue_root(team.clone(), run, task, message),
+        (true, _) => return Delivery::Failed("the root has no task to continue".into()),
+    }
+    Delivery::Delivered(json!({"goal_token_budget": budget}))
 }
 
 /// Records a goal's new total budget (`host::goal_budget` reads it from there).

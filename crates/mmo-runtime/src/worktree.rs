@@ -471,11 +471,46 @@ pub struct Integrated {
 /// Creates a detached worktree of `canonical`'s current `HEAD` at `dest` (which must not exist, or
 /// be an empty directory, and must lie outside the canonical checkout).
 pub fn create(canonical: &Path, dest: &Path, name: &str) -> Result<Worktree, WorktreeError> {
+    create_at(canonical, dest, name, None)
+}
+
+/// A worktree for `name` at `dest` holding what `source`'s writer has on disk now: `source`'s
+/// base commit checked out and its recorded changes (`record`) applied to the files. The fork
+/// of a paused writer; `source` is not touched. Its patch is recorded against the same base.
+pub fn fork(source: &Worktree, dest: &Path, name: &str) -> Result<Worktree, WorktreeError> {
+    let patch = record(source)?;
+    let wt = create_at(&source.canonical, dest, name, Some(&source.base_commit))?;
+    if !patch.bytes.is_empty() {
+        let applied = GitCmd::for_worktree(&wt)
+            .args(["apply", "--whitespace=nowarn", "-"])
+            .stdin(patch.bytes)
+            .run()?;
+        if !applied.success {
+            let _ = remove(&source.canonical, &wt);
+            return Err(WorktreeError::Git {
+                command: "git apply (the forked writer's changes)".into(),
+                stderr: applied.stderr,
+            });
+        }
+    }
+    Ok(wt)
+}
+
+/// `create` at `base` (a commit), or at the canonical checkout's `HEAD`.
+fn create_at(
+    canonical: &Path,
+    dest: &Path,
+    name: &str,
+    base: Option<&str>,
+) -> Result<Worktree, WorktreeError> {
     if !valid_name(name) {
         return Err(WorktreeError::InvalidName(name.to_owned()));
     }
     let toplevel = repo_toplevel(canonical)?;
-    let base_commit = head_commit(&toplevel)?;
+    let base_commit = match base {
+        Some(b) => b.to_owned(),
+        None => head_commit(&toplevel)?,
+    };
 
     if let Ok(meta) = std::fs::symlink_metadata(dest) {
         let empty_dir = meta.is_dir()

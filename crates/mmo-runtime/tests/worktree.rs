@@ -674,3 +674,49 @@ fn two_worktrees_are_independent() {
     assert_eq!(worktree::record(&b).unwrap().sha256, pb.sha256);
     worktree::remove(&f.canonical, &b).unwrap();
 }
+
+#[test]
+fn a_fork_holds_the_writers_changes_on_its_base_and_leaves_the_source_alone() {
+    let f = fixture();
+    let src = f.create("job-src");
+    write(
+        &src.path,
+        "src/lib.rs",
+        "pub fn a() {}\npub fn forked() {}\n",
+    );
+    write(&src.path, "src/new.rs", "// untracked in the source\n");
+    fs::remove_file(src.path.join("src/keep.rs")).unwrap();
+    let before = snapshot(&src.path);
+    // The canonical checkout moves on: the fork still starts from the source's base.
+    write(&f.canonical, "docs/readme.md", "moved on\n");
+    git(&f.canonical, &["commit", "-qam", "later"]);
+
+    let fork = worktree::fork(&src, &f.writers.join("job-fork"), "job-fork").expect("fork");
+    assert_eq!(fork.base_commit, src.base_commit);
+    assert_ne!(fork.base_commit, f.head());
+    assert_eq!(
+        fs::read_to_string(fork.path.join("src/lib.rs")).unwrap(),
+        "pub fn a() {}\npub fn forked() {}\n"
+    );
+    assert!(fork.path.join("src/new.rs").is_file());
+    assert!(!fork.path.join("src/keep.rs").exists());
+    assert_eq!(
+        fs::read_to_string(fork.path.join("docs/readme.md")).unwrap(),
+        "hello\n"
+    );
+    assert_eq!(snapshot(&src.path), before, "the source is not touched");
+    // The fork records the same changes as its source.
+    let (a, b) = (
+        worktree::record(&src).unwrap(),
+        worktree::record(&fork).unwrap(),
+    );
+    assert_eq!(a.files, b.files);
+    // Its own changes stay its own.
+    write(&fork.path, "src/lib.rs", "pub fn only_in_the_fork() {}\n");
+    assert_eq!(
+        fs::read_to_string(src.path.join("src/lib.rs")).unwrap(),
+        "pub fn a() {}\npub fn forked() {}\n"
+    );
+    let err = worktree::fork(&src, &fork.path, "again").unwrap_err();
+    assert_eq!(err.code(), "worktree_destination_exists");
+}
