@@ -807,3 +807,137 @@ max_active_writers = 2
     drop(op);
     assert!(w.run(&["stop", &session]).status.success());
 }
+
+#[test]
+fn a_native_run_pauses_logically_and_continues_on_its_thread_in_the_roots_host() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[("README.md", "hello\n")]);
+    const SCOUT: &str = "SCOUT-ROLE-5d1e";
+    let collab = |tool: &str, args: Value| json!({"call": {"name": tool, "namespace": "multi_agent_v1", "arguments": args}});
+    w.start_model(&json!({"actors": [
+        {"name": "scout", "match": SCOUT, "steps": [
+            [{"say": "scouting"}, {"hang": true}],
+            [{"say": "SCOUT-ANSWER the repository has a README"}],
+        ]},
+        {"name": "lead", "match": LEAD_MARK, "steps": [
+            collab("spawn_agent", json!({"agent_type": "test-scout", "message": "Map the repository."})),
+            [{"say": "waiting for the scout"}, {"hang": true}],
+        ]},
+    ]}));
+    let profile = r#"schema_version = 8
+id = "native-team"
+version = "8.0.0"
+display_name = "Native team"
+description = "A root and a native scout on a scripted model."
+maturity = "lab"
+root = "lead"
+
+[coordination]
+orchestration = "native"
+max_active_agents = 2
+max_active_writers = 0
+
+[agents.lead]
+kind = "root"
+description = "Root"
+model = "scripted_responses__scripted_large"
+reasoning = "none"
+permissions = "workspace-write"
+can_spawn = ["scout"]
+trust = "high"
+instructions = "agents/lead.md"
+
+[agents.lead.controls.scout]
+actions = ["inspect", "pause", "continue", "compact", "stop"]
+
+[agents.scout]
+description = "Native scout that maps the repository"
+model = "scripted_responses__scripted_large"
+reasoning = "none"
+permissions = "read-only"
+backends = ["native"]
+allowed_task_kinds = ["analysis"]
+native_name = "test-scout"
+instructions = "agents/scout.md"
+"#;
+    let pack = w.pack(
+        "native-team",
+        profile,
+        &[
+            ("agents/lead.md", &format!("{LEAD_MARK} You lead.")),
+            ("agents/scout.md", &format!("{SCOUT} You scout.")),
+        ],
+    );
+    let session = w.start_session(&pack, Some("Have the repository mapped."));
+    wait_for_actor(&w, "scout");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let scout = loop {
+        let v = w.inspect(&session);
+        if let Some(s) = runs_of(&v, "scout").into_iter().next()
+            && s["state"] == "running"
+        {
+            break s;
+        }
+        assert!(std::time::Instant::now() < deadline, "no scout run: {v:#}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(scout["backend"], "native");
+    let scout_ref = scout["agent_run_ref"].as_str().unwrap().to_string();
+    let thread = scout["thread_id"].as_str().unwrap().to_string();
+    let root_host = runs_of(&w.inspect(&session), "lead")[0]["host_pid"].clone();
+
+    // A logical pause: the scout's turn is interrupted, the run stays paused, the root's host
+    // (which the scout's thread lives in) goes on.
+    let o = w.run(&["control", &session, &scout_ref, "pause", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["state"], "paused", "{v:#}");
+    assert!(v["delivery"]["answer"]["interrupted"].is_string(), "{v:#}");
+    std::thread::sleep(Duration::from_millis(500));
+    let v = w.inspect(&session);
+    assert_eq!(runs_of(&v, "scout")[0]["state"], "paused", "{v:#}");
+    assert_eq!(runs_of(&v, "lead")[0]["state"], "running");
+    assert_eq!(runs_of(&v, "lead")[0]["host_pid"], root_host);
+    // Pause and continue are all a native run takes beyond inspection: it has no host to
+    // compact or fork from.
+    let o = w.run(&["control", &session, &scout_ref, "compact"]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("control_unsupported"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = w.run(&[
+        "control",
+        &session,
+        &scout_ref,
+        "continue",
+        "--message",
+        "Go on: finish the map.",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let v = w.inspect(&session);
+        let s = &runs_of(&v, "scout")[0];
+        if s["state"] == "completed" {
+            assert_eq!(s["thread_id"], thread.as_str());
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the scout never completed: {v:#}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let last = w
+        .model_requests()
+        .into_iter()
+        .rfind(|r| r["actor"] == "scout")
+        .unwrap();
+    assert!(
+        last["body"].to_string().contains("Go on: finish the map."),
+        "the continued turn on the scout's thread"
+    );
+    assert!(w.run(&["stop", &session]).status.success());
+}

@@ -183,6 +183,17 @@ pub enum Control {
     Interrupt {
         reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
     },
+    /// `turn/interrupt` of a native thread's active turn, if it has one (its logical pause).
+    InterruptThread {
+        thread: String,
+        reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
+    },
+    /// `turn/start` on a native thread of this host (continuing its logically paused run).
+    StartTurn {
+        thread: String,
+        text: String,
+        reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
+    },
     /// The answer to a pending server→client request (an approval, an elicitation, user
     /// input), named by its `request_id` as `pending_inputs` shows it.
     Respond {
@@ -617,6 +628,33 @@ async fn deliver(host: &mut Host, control: Control) {
             }
             let _ = reply.send(answer);
         }
+        Control::InterruptThread { thread, reply } => {
+            let Some(turn) = host.threads.turn(&thread).map(str::to_string) else {
+                let _ = reply.send(Ok(json!({"interrupted": null})));
+                return;
+            };
+            let request = host.server.turn_interrupt(&thread, &turn);
+            tokio::select! {
+                answer = request => {
+                    let _ = reply.send(answer.map(|()| json!({"interrupted": turn})).map_err(|e| format!("turn/interrupt: {e}")));
+                }
+                _ = host.stop.wait_for(|s| s.is_some()) => {}
+            }
+        }
+        Control::StartTurn {
+            thread,
+            text,
+            reply,
+        } => {
+            let params = json!({"threadId": thread, "input": [{"type": "text", "text": text}]});
+            let request = host.server.request("turn/start", params);
+            tokio::select! {
+                answer = request => {
+                    let _ = reply.send(answer.map_err(|e| format!("turn/start: {e}")));
+                }
+                _ = host.stop.wait_for(|s| s.is_some()) => {}
+            }
+        }
         Control::Interrupt { reply } => {
             let Some(turn) = host.turn.clone() else {
                 let _ = reply.send(Err("the run has no active turn to interrupt".to_string()));
@@ -741,6 +779,7 @@ fn native_event(team: &Team, run_ref: &str, method: &str, params: &Value) -> Vec
 /// A notification of another thread than the host's own: a known native thread's is recorded,
 /// an unknown thread's held until its spawn item names it.
 async fn on_native(team: &Team, host: &mut Host, thread: &str, method: &str, params: &Value) {
+    host.threads.track_turn(thread, method, params);
     match host.threads.run(thread).map(|r| r.run_ref.clone()) {
         Some(run_ref) => {
             let spawned = native_event(team, &run_ref, method, params);

@@ -763,6 +763,58 @@ pub async fn control(
             })
             .await
         }
+        ControlAction::Pause if run.is_native() => {
+            // Logical: the thread shares its spawner's host, which goes on. The run is paused
+            // first, so the end of the turn the pause interrupts does not end it.
+            let target = run.run_ref.clone();
+            let (thread, host) = native_thread_and_host(team, &run)?;
+            mutate(team, caller, &run, a.control_revision, "pause", || async move {
+                if let Err(e) = team.store.transition(
+                    &target,
+                    JobState::Paused,
+                    Some("paused logically by its controller: its thread shares its spawner's host"),
+                ) {
+                    return Delivery::Failed(e.to_string());
+                }
+                ask_host(team, &host, |reply| crate::host::Control::InterruptThread {
+                    thread,
+                    reply,
+                })
+                .await
+            })
+            .await
+        }
+        ControlAction::Continue if run.is_native() => {
+            let text =
+                message(a.message, "continue")?.unwrap_or_else(|| CONTINUE_MESSAGE.to_string());
+            let target = run.run_ref.clone();
+            let (thread, host) = native_thread_and_host(team, &run)?;
+            mutate(team, caller, &run, a.control_revision, "continue", || async move {
+                if let Err(e) = team.store.transition(
+                    &target,
+                    JobState::Running,
+                    Some("continued by its controller"),
+                ) {
+                    return Delivery::Failed(e.to_string());
+                }
+                let started = ask_host(team, &host, |reply| crate::host::Control::StartTurn {
+                    thread,
+                    text,
+                    reply,
+                })
+                .await;
+                if let Delivery::Failed(_) = &started {
+                    // Nothing reached the thread: the run is paused as it was.
+                    let _ = team.store.transition(
+                        &target,
+                        JobState::Paused,
+                        Some("paused logically by its controller: its thread shares its spawner's host"),
+                    );
+                }
+                started
+            })
+            .await
+        }
         ControlAction::Pause => {
             not_native(&run, "pause")?;
             let target = run.run_ref.clone();
@@ -1191,8 +1243,34 @@ fn message(m: Option<String>, action: &str) -> MeshResult<Option<String>> {
     Ok(m)
 }
 
-/// Refuses an action on a native run: a native thread runs inside its spawner's host, under
-/// that host's model, and the runtime observes it without a host of its own to act on.
+/// A native run's thread, and the ref of the run whose host it lives in (its nearest ancestor
+/// with a live host).
+fn native_thread_and_host(team: &Team, run: &Run) -> MeshResult<(String, String)> {
+    let thread = run
+        .thread_id
+        .clone()
+        .ok_or_else(|| MeshError::new("control_failed", "the native run has no thread recorded"))?;
+    let hosts = team.hosts.lock().unwrap_or_else(|p| p.into_inner());
+    let host = run
+        .lineage
+        .iter()
+        .rev()
+        .find(|r| hosts.contains_key(*r))
+        .cloned()
+        .ok_or_else(|| {
+            MeshError::new(
+                "control_failed",
+                format!(
+                    "the host agent run `{}` lives in has ended",
+                    run.parent.as_deref().unwrap_or("?")
+                ),
+            )
+        })?;
+    Ok((thread, host))
+}
+
+/// Refuses an action on a native run that only a hosted run has (a native thread runs inside
+/// its spawner's host, under that host's model, with no host of its own to retire or resume).
 fn not_native(run: &Run, action: &str) -> MeshResult<()> {
     if !run.is_native() {
         return Ok(());

@@ -11,7 +11,9 @@
 //! item completes are held (bounded) and replayed once it is known. That observation is the "native-role behavioural marker" smoke
 //! needs: a thread whose `agentRole` is the role's `native_name`, started under the root, whose
 //! turn completed. Native runs hold no Agent-MCP admission slot: Codex's own thread cap
-//! (`agents.max_concurrent_threads_per_session`) bounds them.
+//! (`agents.max_concurrent_threads_per_session`) bounds them. Their pause is logical: the run
+//! is marked paused and its active turn interrupted through its spawner's host, which goes on;
+//! a `continue` starts a turn on the same thread there.
 
 use crate::result::JobState;
 use crate::store::{NewRun, Run};
@@ -27,6 +29,8 @@ pub const BUILTIN_PREFIX: &str = "codex:";
 /// started under it (nested native threads included).
 pub struct Threads {
     runs: HashMap<String, Run>,
+    /// The active turn of each thread that has one (a native run's logical pause interrupts it).
+    turns: HashMap<String, String>,
     /// Notifications of threads not (yet) known, oldest first.
     pending: HashMap<String, Vec<(String, Value)>>,
 }
@@ -40,8 +44,31 @@ impl Threads {
     pub fn new(thread: &str, run: &Run) -> Threads {
         Threads {
             runs: HashMap::from([(thread.to_string(), run.clone())]),
+            turns: HashMap::new(),
             pending: HashMap::new(),
         }
+    }
+
+    /// Follows a thread's active turn from its `turn/started` and `turn/completed`.
+    pub fn track_turn(&mut self, thread: &str, method: &str, params: &Value) {
+        match method {
+            "turn/started" => {
+                if let Some(turn) = params.pointer("/turn/id").and_then(Value::as_str)
+                    && (self.turns.contains_key(thread) || self.turns.len() < PENDING_THREADS)
+                {
+                    self.turns.insert(thread.to_string(), turn.to_string());
+                }
+            }
+            "turn/completed" => {
+                self.turns.remove(thread);
+            }
+            _ => {}
+        }
+    }
+
+    /// A thread's active turn, if it has one.
+    pub fn turn(&self, thread: &str) -> Option<&str> {
+        self.turns.get(thread).map(String::as_str)
     }
 
     /// Holds a notification of a thread that is not known yet (beyond the bounds it is dropped).
@@ -65,13 +92,13 @@ impl Threads {
         self.runs.get(thread)
     }
 
-    /// The native runs still active, for when their host ends.
+    /// The native runs not ended yet (active, or logically paused), for when their host ends.
     pub fn active_native(&self, team: &Team) -> Vec<String> {
         self.runs
             .values()
             .filter(|r| r.is_native())
             .filter_map(|r| team.store.run(&r.run_ref).ok())
-            .filter(Run::is_active)
+            .filter(|r| r.is_active() || r.state == "paused")
             .map(|r| r.run_ref)
             .collect()
     }
@@ -152,8 +179,12 @@ fn role_of(team: &Team, agent_role: Option<&str>) -> String {
 }
 
 /// A native thread's turn ended: its run takes that end (the first end counts; a later turn on
-/// the same thread, after `send_input`, is traced but cannot reopen a terminal run).
+/// the same thread, after `send_input`, is traced but cannot reopen a terminal run). A run its
+/// controller paused stays paused: the pause interrupted that turn.
 pub fn turn_ended(team: &Team, run_ref: &str, status: &str, error: Option<&str>) {
+    if team.store.run(run_ref).is_ok_and(|r| r.state == "paused") {
+        return;
+    }
     let (state, reason) = match status {
         "completed" => (JobState::Completed, None),
         "interrupted" => (JobState::Stopped, Some("its turn was interrupted")),
