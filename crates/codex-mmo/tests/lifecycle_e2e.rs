@@ -941,3 +941,65 @@ instructions = "agents/scout.md"
     );
     assert!(w.run(&["stop", &session]).status.success());
 }
+
+#[test]
+fn a_host_killed_mid_delivery_leaves_the_control_delivery_unknown() {
+    let Some(js) = codex_js() else { return };
+    let mut w = World::new(js);
+    w.git_workspace(&[(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    )]);
+    w.start_model(&json!({"actors": [
+        {"name": "reviewer", "match": REVIEWER_MARK, "steps": [[{"say": "looking"}, {"hang": true}]]},
+    ]}));
+    let profile = review_profile("").replacen(
+        r#"actions = ["inspect", "stop"]"#,
+        r#"actions = ["inspect", "steer", "stop"]"#,
+        1,
+    );
+    let session = review_session_with(&w, &profile, &[]);
+    let mut op = w.operator(&session);
+    let spawned = op.ok(
+        "agents_spawn",
+        json!({"role": "reviewer", "task": "Review src/lib.rs for correctness.", "task_kind": "review"}),
+    );
+    let run = spawned["agent_run_ref"].as_str().unwrap().to_string();
+    wait_for_actor(&w, "reviewer");
+    let seen = wait_run(&mut op, &run, "running");
+    let pid = seen["host_pid"].as_i64().unwrap() as i32;
+    let rev = seen["control_revision"].as_i64().unwrap();
+    // The steer reaches a frozen host (delivery has begun), which is then killed before it
+    // answers: whether the turn got the input is unknown.
+    unsafe { libc::kill(-pid, libc::SIGSTOP) };
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(700));
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+    });
+    let t = std::time::Instant::now();
+    assert_eq!(
+        op.refused("agent_control", json!({"agent_run_ref": run, "action": "steer", "control_revision": rev, "message": "hello?"})),
+        "delivery_unknown"
+    );
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    killer.join().unwrap();
+    let after = op.ok(
+        "agent_control",
+        json!({"agent_run_ref": run, "action": "inspect"}),
+    );
+    assert_eq!(
+        after["last_control"]["status"], "delivery_unknown",
+        "{after:#}"
+    );
+    assert_eq!(after["last_control"]["action"], "steer");
+    assert_eq!(
+        after["control_revision"],
+        rev + 1,
+        "inspect before retrying"
+    );
+    // The killed host failed the job, its partial evidence kept.
+    let failed = wait_run(&mut op, &run, "failed");
+    assert_eq!(failed["result"]["final"], false, "{failed:#}");
+    drop(op);
+    assert!(w.run(&["stop", &session]).status.success());
+}

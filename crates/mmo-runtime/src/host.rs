@@ -601,7 +601,7 @@ async fn deliver(host: &mut Host, control: Control) {
             let request = host.server.request("turn/steer", params);
             tokio::select! {
                 answer = request => {
-                    let _ = reply.send(answer.map_err(|e| format!("turn/steer: {e}")));
+                    answer_control(reply, "turn/steer", answer);
                 }
                 _ = host.stop.wait_for(|s| s.is_some()) => {}
             }
@@ -621,12 +621,11 @@ async fn deliver(host: &mut Host, control: Control) {
                 .server
                 .respond(&id, result.clone())
                 .await
-                .map(|()| json!({"request_id": request_id}))
-                .map_err(|e| format!("answering {request_id}: {e}"));
+                .map(|()| json!({"request_id": request_id}));
             if answer.is_ok() {
                 host.pending.remove(&request_id);
             }
-            let _ = reply.send(answer);
+            answer_control(reply, &format!("answering {request_id}"), answer);
         }
         Control::InterruptThread { thread, reply } => {
             let Some(turn) = host.threads.turn(&thread).map(str::to_string) else {
@@ -636,7 +635,7 @@ async fn deliver(host: &mut Host, control: Control) {
             let request = host.server.turn_interrupt(&thread, &turn);
             tokio::select! {
                 answer = request => {
-                    let _ = reply.send(answer.map(|()| json!({"interrupted": turn})).map_err(|e| format!("turn/interrupt: {e}")));
+                    answer_control(reply, "turn/interrupt", answer.map(|()| json!({"interrupted": turn})));
                 }
                 _ = host.stop.wait_for(|s| s.is_some()) => {}
             }
@@ -650,7 +649,7 @@ async fn deliver(host: &mut Host, control: Control) {
             let request = host.server.request("turn/start", params);
             tokio::select! {
                 answer = request => {
-                    let _ = reply.send(answer.map_err(|e| format!("turn/start: {e}")));
+                    answer_control(reply, "turn/start", answer);
                 }
                 _ = host.stop.wait_for(|s| s.is_some()) => {}
             }
@@ -663,11 +662,31 @@ async fn deliver(host: &mut Host, control: Control) {
             let request = host.server.turn_interrupt(&host.thread, &turn);
             tokio::select! {
                 answer = request => {
-                    let _ = reply.send(answer.map(|()| Value::Null).map_err(|e| format!("turn/interrupt: {e}")));
+                    answer_control(reply, "turn/interrupt", answer.map(|()| Value::Null));
                 }
                 _ = host.stop.wait_for(|s| s.is_some()) => {}
             }
         }
+    }
+}
+
+/// Answers a control's sender with the app-server's answer: its result, or the error it
+/// answered (nothing was done: `failed`). An answer that never came, because the host exited,
+/// closed its output or timed out mid-request, leaves the sender unanswered: the control may or
+/// may not have reached the thread, and the delivery is `delivery_unknown`.
+fn answer_control(
+    reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
+    what: &str,
+    answer: Result<Value, codex_app_server::Error>,
+) {
+    match answer {
+        Ok(v) => {
+            let _ = reply.send(Ok(v));
+        }
+        Err(e @ codex_app_server::Error::Rpc { .. }) => {
+            let _ = reply.send(Err(format!("{what}: {e}")));
+        }
+        Err(_) => drop(reply),
     }
 }
 
