@@ -809,7 +809,7 @@ max_active_writers = 2
 }
 
 #[test]
-fn a_native_run_pauses_logically_and_continues_on_its_thread_in_the_roots_host() {
+fn in_a_hybrid_team_a_native_run_pauses_logically_beside_an_mcp_job() {
     let Some(js) = codex_js() else { return };
     let mut w = World::new(js);
     w.git_workspace(&[("README.md", "hello\n")]);
@@ -820,22 +820,23 @@ fn a_native_run_pauses_logically_and_continues_on_its_thread_in_the_roots_host()
             [{"say": "scouting"}, {"hang": true}],
             [{"say": "SCOUT-ANSWER the repository has a README"}],
         ]},
+        {"name": "reviewer", "match": REVIEWER_MARK, "steps": [[{"say": "the README is fine"}]]},
         {"name": "lead", "match": LEAD_MARK, "steps": [
             collab("spawn_agent", json!({"agent_type": "test-scout", "message": "Map the repository."})),
             [{"say": "waiting for the scout"}, {"hang": true}],
         ]},
     ]}));
     let profile = r#"schema_version = 8
-id = "native-team"
+id = "hybrid-team"
 version = "8.0.0"
-display_name = "Native team"
-description = "A root and a native scout on a scripted model."
+display_name = "Hybrid team"
+description = "A root, a native scout and an MCP reviewer on a scripted model."
 maturity = "lab"
 root = "lead"
 
 [coordination]
-orchestration = "native"
-max_active_agents = 2
+orchestration = "hybrid"
+max_active_agents = 3
 max_active_writers = 0
 
 [agents.lead]
@@ -844,12 +845,21 @@ description = "Root"
 model = "scripted_responses__scripted_large"
 reasoning = "none"
 permissions = "workspace-write"
-can_spawn = ["scout"]
+can_spawn = ["scout", "reviewer"]
 trust = "high"
 instructions = "agents/lead.md"
 
 [agents.lead.controls.scout]
 actions = ["inspect", "pause", "continue", "compact", "stop"]
+
+[agents.reviewer]
+description = "Reviewer"
+model = "scripted_responses__scripted_large"
+reasoning = "none"
+permissions = "read-only"
+backends = ["mcp"]
+allowed_task_kinds = ["review"]
+instructions = "agents/reviewer.md"
 
 [agents.scout]
 description = "Native scout that maps the repository"
@@ -862,11 +872,15 @@ native_name = "test-scout"
 instructions = "agents/scout.md"
 "#;
     let pack = w.pack(
-        "native-team",
+        "hybrid-team",
         profile,
         &[
             ("agents/lead.md", &format!("{LEAD_MARK} You lead.")),
             ("agents/scout.md", &format!("{SCOUT} You scout.")),
+            (
+                "agents/reviewer.md",
+                &format!("{REVIEWER_MARK} You review."),
+            ),
         ],
     );
     let session = w.start_session(&pack, Some("Have the repository mapped."));
@@ -886,6 +900,26 @@ instructions = "agents/scout.md"
     let scout_ref = scout["agent_run_ref"].as_str().unwrap().to_string();
     let thread = scout["thread_id"].as_str().unwrap().to_string();
     let root_host = runs_of(&w.inspect(&session), "lead")[0]["host_pid"].clone();
+    // Beside it, an Agent-MCP job of the same team, in a host of its own.
+    let mut op = w.operator(&session);
+    let job = op.ok(
+        "agents_spawn",
+        json!({"role": "reviewer", "task": "Review README.md.", "task_kind": "review"}),
+    );
+    assert_eq!(
+        op.wait_terminal(job["job"].as_str().unwrap(), Duration::from_secs(60)),
+        "completed"
+    );
+    let r = op.ok(
+        "agent_inspect",
+        json!({"agent_run_ref": job["agent_run_ref"]}),
+    );
+    assert_eq!(r["backend"], "mcp");
+    assert!(
+        r["home"].as_str().unwrap().ends_with("/homes/reviewer"),
+        "its own host's home: {r:#}"
+    );
+    drop(op);
 
     // A logical pause: the scout's turn is interrupted, the run stays paused, the root's host
     // (which the scout's thread lives in) goes on.
