@@ -271,7 +271,7 @@ fn a_goal_mode_job_pauses_at_its_token_budget_and_continues_within_its_ceiling()
     assert_eq!(seen["result"]["final"], false);
     let rev = seen["control_revision"].as_i64().unwrap();
     // The operator sees the goal's budget use live.
-    let mut attach = w
+    let attach = w
         .cmd()
         .args(["attach", &session])
         .stdout(std::process::Stdio::piped())

@@ -38,7 +38,7 @@ enum Start {
     /// The job's own thread again (a continued job), with this input.
     Continue(String),
     /// A fork of another run's persisted thread, in that run's home, with this input.
-    Fork { source: Run, message: String },
+    Fork { source: Box<Run>, message: String },
 }
 
 /// Starts a job's worker in the background.
@@ -56,7 +56,14 @@ pub fn continue_worker(team: Arc<Team>, run: Run, message: String) {
 /// Starts a new job's worker on a fork of `source`'s persisted thread (`thread/fork`), with
 /// `message` as its first turn's input. The new run was admitted and recorded by the caller.
 pub fn fork_worker(team: Arc<Team>, run: Run, source: Run, message: String) {
-    spawn_worker(team, run, Start::Fork { source, message });
+    spawn_worker(
+        team,
+        run,
+        Start::Fork {
+            source: Box::new(source),
+            message,
+        },
+    );
 }
 
 fn spawn_worker(team: Arc<Team>, run: Run, start: Start) {

@@ -1332,3 +1332,51 @@ mod tests {
         assert_eq!(s.run("r2").unwrap().state, "failed");
     }
 }
+
+#[cfg(test)]
+mod runner_tests {
+    use super::*;
+
+    #[test]
+    fn inspection_says_whether_a_run_was_written_by_the_installed_runner() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("state.db");
+        let old = Store::open(&db, "old-digest").unwrap();
+        old.create_session("s1", "p", "addr", "/w", "/d", None)
+            .unwrap();
+        let run = old
+            .create_run(&NewRun {
+                run_ref: "r1",
+                session: "s1",
+                job: None,
+                role: "lead",
+                parent: None,
+                depth: 0,
+                lineage: &[],
+                task_kind: None,
+                task: None,
+                literal: None,
+                write_scope: &[],
+                is_writer: false,
+                resource_group: None,
+                units: 1,
+            })
+            .unwrap();
+        assert_eq!(
+            crate::team::view_of(&old, &run, None)["runner_matches_installed"],
+            true
+        );
+        // Another binary installed since: the same rows no longer match it.
+        let new = Store::open(&db, "new-digest").unwrap();
+        let run = new.run("r1").unwrap();
+        assert_eq!(
+            crate::team::view_of(&new, &run, None)["runner_matches_installed"],
+            false
+        );
+        let session = new.session("s1").unwrap();
+        assert_eq!(
+            crate::supervisor::inspect_value(&new, &session, None)["runner_matches_installed"],
+            false
+        );
+    }
+}

@@ -701,7 +701,8 @@ pub fn inspect_value(store: &Store, session: &Session, live: Option<&Team>) -> V
         "supervisor_pid": session.supervisor_pid,
         "package_version": session.package_version,
         "runtime_digest": session.runtime_digest,
-        "runner_matches_installed": session.runtime_digest == digest,
+        "runner_matches_installed": session.runtime_digest == digest
+            && session.package_version == crate::store::PACKAGE_VERSION,
         "runs": views,
         "active": runs.iter().filter(|r| r.is_active()).count(),
         "audit": store.audit_log(&session.id).unwrap_or_default(),

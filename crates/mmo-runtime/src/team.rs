@@ -334,6 +334,9 @@ pub fn view_of(store: &Store, run: &Run, live_pid: Option<u32>) -> Value {
         "patch": patch,
         "package_version": run.package_version,
         "runtime_digest": run.runtime_digest,
+        // Whether the binary that runs (or last ran) this run is the installed one.
+        "runner_matches_installed": run.runtime_digest == store.runtime_digest()
+            && run.package_version == crate::store::PACKAGE_VERSION,
         "updated_at": run.updated_at,
     })
 }
