@@ -770,6 +770,9 @@ max_active_writers = 2
         json!({"agent_run_ref": run, "action": "pause", "control_revision": seen["control_revision"]}),
     );
     assert_eq!(paused["state"], "paused", "{paused:#}");
+    // Its changes so far are kept as a partial patch (evidence, never integrated).
+    assert_eq!(paused["patch"]["state"], "partial", "{paused:#}");
+    assert!(paused["patch"]["files"].to_string().contains("src/a.rs"));
     let fork = op.ok(
         "agent_control",
         json!({"agent_run_ref": run, "action": "fork"}),
@@ -803,6 +806,10 @@ max_active_writers = 2
     assert!(
         done["patch"]["files"].to_string().contains("src/a.rs"),
         "{done:#}"
+    );
+    assert_eq!(
+        done["patch"]["state"], "recorded",
+        "the completed job's own patch"
     );
     drop(op);
     assert!(w.run(&["stop", &session]).status.success());

@@ -884,7 +884,7 @@ fn worker_prompt(run: &Run, contract: Option<&Value>) -> String {
 
 /// Where a writer job's worktree is described (`worktree::Worktree` as JSON).
 fn worktree_record(team: &Team, job: &str) -> PathBuf {
-    team.dir.join("worktrees").join(format!("{job}.json"))
+    worktree_record_in(&team.dir, job)
 }
 
 fn read_json(path: &Path) -> Result<Value, String> {
@@ -1036,6 +1036,12 @@ async fn drive_worker(team: &Arc<Team>, run: &Run, start: Start) -> Result<(), S
         Start::Continue(m) | Start::Fork { message: m, .. } => m,
         Start::Fresh => worker_prompt(run, contract_value.as_ref()),
     };
+    // A writer that pauses or stops keeps what it changed so far as its partial patch.
+    let keep_patch_so_far = || {
+        if let Some(wt) = &worktree {
+            keep_partial_patch(&team.store, &job, wt);
+        }
+    };
     let mut repaired = run.repairs > 0;
     // A goal-mode job's work is its goal (the task, or on a continuation the goal its thread
     // already has); a repair after it is an ordinary turn.
@@ -1061,6 +1067,7 @@ async fn drive_worker(team: &Arc<Team>, run: &Run, start: Start) -> Result<(), S
         if let Some((state, why)) = &end.stopped {
             keep_partial(team, &job, end.last_message.as_deref());
             host.end(team).await;
+            keep_patch_so_far();
             let _ = team.store.transition(&run.run_ref, *state, Some(why));
             // A paused writer keeps its worktree for its continuation.
             if *state != JobState::Paused
@@ -1076,6 +1083,7 @@ async fn drive_worker(team: &Arc<Team>, run: &Run, start: Start) -> Result<(), S
             // continue it (with a larger budget, within max_goal_token_budget).
             keep_partial(team, &job, end.last_message.as_deref());
             host.end(team).await;
+            keep_patch_so_far();
             let why = match status {
                 "budgetLimited" => format!(
                     "its goal used its token budget ({}); a controller may continue it with a larger goal_token_budget, up to max_goal_token_budget ({})",
@@ -1098,6 +1106,7 @@ async fn drive_worker(team: &Arc<Team>, run: &Run, start: Start) -> Result<(), S
             // partial evidence kept, and may continue.
             keep_partial(team, &job, end.last_message.as_deref());
             host.end(team).await;
+            keep_patch_so_far();
             let _ = team.store.transition(
                 &run.run_ref,
                 JobState::Paused,
@@ -1259,6 +1268,26 @@ fn recorded_commands(team: &Team, run_ref: &str) -> Vec<CommandEvent> {
             })
         })
         .collect()
+}
+
+/// Keeps a writer's changes so far as its patch in state `partial`: evidence, never integrated
+/// (integration takes only a `recorded` patch), replaced by the patch its completion records.
+pub(crate) fn keep_partial_patch(
+    store: &crate::store::Store,
+    job: &str,
+    wt: &crate::worktree::Worktree,
+) {
+    if let Ok(p) = crate::worktree::record(wt)
+        && !p.files.is_empty()
+    {
+        let files = serde_json::to_value(&p.files).unwrap_or(Value::Null);
+        let _ = store.put_patch(job, &p.base_commit, &p.sha256, &p.bytes, &files, "partial");
+    }
+}
+
+/// Where a writer job's worktree is described, under a session's directory.
+pub(crate) fn worktree_record_in(session_dir: &Path, job: &str) -> PathBuf {
+    session_dir.join("worktrees").join(format!("{job}.json"))
 }
 
 /// Keeps a job's partial evidence (never final, never acceptable).

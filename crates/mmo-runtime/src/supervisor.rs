@@ -220,10 +220,21 @@ pub fn recover(store: &Store, session: &Session) -> Result<bool, String> {
         }
         if run.is_active()
             && let Some(job) = &run.job
-            && store.result(job).map_err(|e| e.to_string())?.is_none()
         {
-            let partial = last_message(store, &run.run_ref).unwrap_or_default();
-            let _ = store.put_result(job, &partial, false, false);
+            if store.result(job).map_err(|e| e.to_string())?.is_none() {
+                let partial = last_message(store, &run.run_ref).unwrap_or_default();
+                let _ = store.put_result(job, &partial, false, false);
+            }
+            // A writer's changes so far, from its kept worktree.
+            if run.is_writer
+                && let Ok(text) = std::fs::read_to_string(crate::host::worktree_record_in(
+                    Path::new(&session.dir),
+                    job,
+                ))
+                && let Ok(wt) = serde_json::from_str(&text)
+            {
+                crate::host::keep_partial_patch(store, job, &wt);
+            }
         }
     }
     let suspended = store
