@@ -53,6 +53,9 @@ pub enum Item {
     Hang(bool),
     /// This answer's usage.
     Usage(Usage),
+    /// Answer with this HTTP status and a JSON error body instead of a stream (a 429 or 5xx for
+    /// a client's retries).
+    Status(u16),
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -131,6 +134,8 @@ pub struct Plan {
     pub error: Option<String>,
     pub outputs: Vec<Out>,
     pub usage: Usage,
+    /// An HTTP status to answer with instead of a stream.
+    pub status: Option<u16>,
 }
 
 impl Plan {
@@ -140,6 +145,7 @@ impl Plan {
             "step": self.step,
             "exhausted": self.exhausted,
             "error": self.error,
+            "status": self.status,
         })
     }
 }
@@ -180,6 +186,7 @@ impl Engine {
         };
         self.cursors[a] += 1;
         let mut usage = default_usage;
+        let mut status = None;
         let mut outputs = vec![];
         let templates = Outputs::of(body);
         for item in step.items() {
@@ -206,6 +213,7 @@ impl Engine {
                             outputs: vec![Out::Message(format!("scripted-model: {e}"))],
                             error: Some(e),
                             usage,
+                            status: None,
                         };
                     }
                 },
@@ -213,6 +221,7 @@ impl Engine {
                 Item::Hang(true) => outputs.push(Out::Hang),
                 Item::Hang(false) => {}
                 Item::Usage(u) => usage = *u,
+                Item::Status(code) => status = Some(*code),
             }
         }
         Plan {
@@ -222,6 +231,7 @@ impl Engine {
             error: None,
             outputs,
             usage,
+            status,
         }
     }
 }
@@ -271,6 +281,7 @@ fn exhausted(actor: Option<String>, usage: Usage) -> Plan {
         error: None,
         outputs: vec![Out::Message(format!("{EXHAUSTED} {who}"))],
         usage,
+        status: None,
     }
 }
 
@@ -282,13 +293,31 @@ pub fn routing_text(body: &Value) -> String {
         out.push_str(s);
         out.push('\n');
     }
-    match body.get("input") {
+    // Anthropic Messages: `system` as a string or text blocks.
+    match body.get("system") {
+        Some(Value::String(s)) => {
+            out.push_str(s);
+            out.push('\n');
+        }
+        Some(Value::Array(blocks)) => {
+            for b in blocks {
+                if let Some(t) = b.get("text").and_then(Value::as_str) {
+                    out.push_str(t);
+                    out.push('\n');
+                }
+            }
+        }
+        _ => {}
+    }
+    // Chat Completions and Anthropic Messages: `messages`, the Responses API: `input`.
+    match body.get("input").or_else(|| body.get("messages")) {
         Some(Value::String(s)) => out.push_str(s),
         Some(Value::Array(items)) => {
             for item in items {
                 let is_message = item.get("type").and_then(Value::as_str) == Some("message")
                     || (item.get("type").is_none() && item.get("role").is_some());
-                if !is_message || item.get("role").and_then(Value::as_str) == Some("assistant") {
+                let role = item.get("role").and_then(Value::as_str);
+                if !is_message || matches!(role, Some("assistant" | "tool")) {
                     continue;
                 }
                 match item.get("content") {

@@ -1,7 +1,8 @@
-//! The HTTP side: one route, a request log, streamed answers.
+//! The HTTP side: the three provider APIs (Responses, Chat Completions, Anthropic Messages), a
+//! request log, streamed answers.
 
 use crate::script::Engine;
-use crate::sse::{Chunk, chunks};
+use crate::sse::{Chunk, anthropic_chunks, chat_chunks, chunks};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -43,12 +44,36 @@ impl Model {
     }
 }
 
+/// Which provider API a request came in on.
+#[derive(Clone, Copy)]
+enum Api {
+    Responses,
+    Chat,
+    Anthropic,
+}
+
 pub fn router(model: Arc<Model>) -> Router {
     Router::new()
         .route("/v1/responses", post(responses))
         .route("/responses", post(responses))
+        .route("/v1/chat/completions", post(chat))
+        .route("/chat/completions", post(chat))
+        .route("/v1/messages", post(messages))
+        .route("/messages", post(messages))
         .fallback(other)
         .with_state(model)
+}
+
+async fn responses(state: State<Arc<Model>>, request: Request) -> Response {
+    answer(state, request, Api::Responses).await
+}
+
+async fn chat(state: State<Arc<Model>>, request: Request) -> Response {
+    answer(state, request, Api::Chat).await
+}
+
+async fn messages(state: State<Arc<Model>>, request: Request) -> Response {
+    answer(state, request, Api::Anthropic).await
 }
 
 async fn other(State(m): State<Arc<Model>>, method: Method, uri: Uri) -> Response {
@@ -56,12 +81,12 @@ async fn other(State(m): State<Arc<Model>>, method: Method, uri: Uri) -> Respons
     m.log(&json!({"seq": seq, "method": method.as_str(), "path": uri.path(), "status": 404}));
     (
         StatusCode::NOT_FOUND,
-        "scripted-model serves POST /v1/responses only\n",
+        "scripted-model serves POST /v1/responses, /v1/chat/completions and /v1/messages\n",
     )
         .into_response()
 }
 
-async fn responses(State(m): State<Arc<Model>>, request: Request) -> Response {
+async fn answer(State(m): State<Arc<Model>>, request: Request, api: Api) -> Response {
     let seq = m.seq.fetch_add(1, Ordering::SeqCst) + 1;
     let path = request.uri().path().to_owned();
     let headers = request.headers();
@@ -119,7 +144,18 @@ async fn responses(State(m): State<Arc<Model>>, request: Request) -> Response {
     line["body"] = parsed;
     m.log(&line);
 
-    let queue: VecDeque<Chunk> = chunks(&plan, seq, &model).into();
+    if let Some(code) = plan.status {
+        let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = json!({"error": {"type": "scripted_status", "message": format!("scripted-model answers {code}")}});
+        return (status, [(header::CONTENT_TYPE, "application/json")], body.to_string())
+            .into_response();
+    }
+    let queue: VecDeque<Chunk> = match api {
+        Api::Responses => chunks(&plan, seq, &model),
+        Api::Chat => chat_chunks(&plan, seq, &model),
+        Api::Anthropic => anthropic_chunks(&plan, seq, &model),
+    }
+    .into();
     let stream = futures_util::stream::unfold(queue, |mut q| async move {
         loop {
             match q.pop_front()? {

@@ -109,6 +109,135 @@ pub fn chunks(plan: &Plan, seq: u64, model: &str) -> Vec<Chunk> {
     out
 }
 
+/// A message's text as the pieces a streaming model sends: word by word, each with the space
+/// after it, so a client sees many deltas.
+fn pieces(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        if c == ' ' {
+            out.push(&text[start..=i]);
+            start = i + 1;
+        }
+    }
+    if start < text.len() {
+        out.push(&text[start..]);
+    }
+    out
+}
+
+fn data_only(data: Value) -> Chunk {
+    Chunk::Event(format!("data: {data}\n\n"))
+}
+
+/// The whole stream for `plan` in OpenAI's Chat Completions form (`stream: true`): one
+/// `chat.completion.chunk` per text piece or tool call, a last chunk with its `finish_reason`,
+/// a usage chunk (as with `stream_options.include_usage`), then `data: [DONE]`.
+pub fn chat_chunks(plan: &Plan, seq: u64, model: &str) -> Vec<Chunk> {
+    let id = format!("chatcmpl_{seq}");
+    let chunk = |delta: Value, finish: Value| {
+        data_only(json!({"id": id, "object": "chat.completion.chunk", "model": model,
+                         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}))
+    };
+    let mut out = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    let mut calls = 0;
+    for o in &plan.outputs {
+        match o {
+            Out::Delay(ms) => out.push(Chunk::Delay(*ms)),
+            Out::Hang => {
+                out.push(Chunk::Hang);
+                return out;
+            }
+            Out::Message(text) => {
+                for p in pieces(text) {
+                    out.push(chunk(json!({"content": p}), Value::Null));
+                }
+            }
+            Out::Call {
+                name, arguments, ..
+            } => {
+                out.push(chunk(
+                    json!({"tool_calls": [{"index": calls, "id": format!("call_{seq}_{calls}"), "type": "function",
+                                           "function": {"name": name, "arguments": arguments}}]}),
+                    Value::Null,
+                ));
+                calls += 1;
+            }
+        }
+    }
+    let finish = if calls > 0 { "tool_calls" } else { "stop" };
+    out.push(chunk(json!({}), json!(finish)));
+    let u = plan.usage;
+    out.push(data_only(json!({"id": id, "object": "chat.completion.chunk", "model": model, "choices": [],
+        "usage": {"prompt_tokens": u.input_tokens, "completion_tokens": u.output_tokens,
+                  "total_tokens": u.input_tokens + u.output_tokens,
+                  "prompt_tokens_details": {"cached_tokens": u.cached_tokens}}})));
+    out.push(Chunk::Event("data: [DONE]\n\n".into()));
+    out
+}
+
+/// The whole stream for `plan` in Anthropic's Messages form: `message_start`, a text or
+/// `tool_use` content block per output (text in word-sized `text_delta`s, a call's input as one
+/// `input_json_delta`), `message_delta` with the stop reason and output tokens, `message_stop`.
+pub fn anthropic_chunks(plan: &Plan, seq: u64, model: &str) -> Vec<Chunk> {
+    let u = plan.usage;
+    let mut out = vec![event(
+        "message_start",
+        json!({"message": {"id": format!("msg_{seq}"), "type": "message", "role": "assistant",
+                           "model": model, "content": [], "stop_reason": null,
+                           "usage": {"input_tokens": u.input_tokens, "output_tokens": 1,
+                                     "cache_read_input_tokens": u.cached_tokens}}}),
+    )];
+    let mut index = 0;
+    let mut tool = false;
+    for o in &plan.outputs {
+        match o {
+            Out::Delay(ms) => out.push(Chunk::Delay(*ms)),
+            Out::Hang => {
+                out.push(Chunk::Hang);
+                return out;
+            }
+            Out::Message(text) => {
+                out.push(event(
+                    "content_block_start",
+                    json!({"index": index, "content_block": {"type": "text", "text": ""}}),
+                ));
+                for p in pieces(text) {
+                    out.push(event(
+                        "content_block_delta",
+                        json!({"index": index, "delta": {"type": "text_delta", "text": p}}),
+                    ));
+                }
+                out.push(event("content_block_stop", json!({"index": index})));
+                index += 1;
+            }
+            Out::Call {
+                name, arguments, ..
+            } => {
+                tool = true;
+                out.push(event(
+                    "content_block_start",
+                    json!({"index": index, "content_block": {"type": "tool_use",
+                           "id": format!("toolu_{seq}_{index}"), "name": name, "input": {}}}),
+                ));
+                out.push(event(
+                    "content_block_delta",
+                    json!({"index": index, "delta": {"type": "input_json_delta", "partial_json": arguments}}),
+                ));
+                out.push(event("content_block_stop", json!({"index": index})));
+                index += 1;
+            }
+        }
+    }
+    out.push(event(
+        "message_delta",
+        json!({"delta": {"stop_reason": if tool { "tool_use" } else { "end_turn" }},
+               "usage": {"output_tokens": u.output_tokens}}),
+    ));
+    out.push(event("message_stop", json!({})));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +264,7 @@ mod tests {
                 },
             ],
             usage: Usage::default(),
+            status: None,
         };
         let c = chunks(&plan, 4, "m");
         let types: Vec<String> = c
