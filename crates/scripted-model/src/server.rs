@@ -147,7 +147,11 @@ async fn answer(State(m): State<Arc<Model>>, request: Request, api: Api) -> Resp
     if let Some(code) = plan.status {
         let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let body = json!({"error": {"type": "scripted_status", "message": format!("scripted-model answers {code}")}});
-        return (status, [(header::CONTENT_TYPE, "application/json")], body.to_string())
+        return (
+            status,
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
             .into_response();
     }
     let queue: VecDeque<Chunk> = match api {

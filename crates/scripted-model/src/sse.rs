@@ -136,10 +136,15 @@ fn data_only(data: Value) -> Chunk {
 pub fn chat_chunks(plan: &Plan, seq: u64, model: &str) -> Vec<Chunk> {
     let id = format!("chatcmpl_{seq}");
     let chunk = |delta: Value, finish: Value| {
-        data_only(json!({"id": id, "object": "chat.completion.chunk", "model": model,
-                         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}))
+        data_only(
+            json!({"id": id, "object": "chat.completion.chunk", "model": model,
+                         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
+        )
     };
-    let mut out = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    let mut out = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
     let mut calls = 0;
     for o in &plan.outputs {
         match o {
@@ -168,10 +173,12 @@ pub fn chat_chunks(plan: &Plan, seq: u64, model: &str) -> Vec<Chunk> {
     let finish = if calls > 0 { "tool_calls" } else { "stop" };
     out.push(chunk(json!({}), json!(finish)));
     let u = plan.usage;
-    out.push(data_only(json!({"id": id, "object": "chat.completion.chunk", "model": model, "choices": [],
+    out.push(data_only(
+        json!({"id": id, "object": "chat.completion.chunk", "model": model, "choices": [],
         "usage": {"prompt_tokens": u.input_tokens, "completion_tokens": u.output_tokens,
                   "total_tokens": u.input_tokens + u.output_tokens,
-                  "prompt_tokens_details": {"cached_tokens": u.cached_tokens}}})));
+                  "prompt_tokens_details": {"cached_tokens": u.cached_tokens}}}),
+    ));
     out.push(Chunk::Event("data: [DONE]\n\n".into()));
     out
 }

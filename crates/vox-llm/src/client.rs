@@ -255,10 +255,8 @@ impl Facade {
     /// The wait before retry `attempt`: the server's `Retry-After` (at most 30 s), else the
     /// exponential backoff.
     fn backoff(&self, attempt: u32, after: Option<Duration>) -> Duration {
-        after.map(|a| a.min(MAX_RETRY_AFTER)).unwrap_or_else(|| {
-            self.opts
-                .backoff
-                .saturating_mul(1 << (attempt - 1).min(6))
-        })
+        after
+            .map(|a| a.min(MAX_RETRY_AFTER))
+            .unwrap_or_else(|| self.opts.backoff.saturating_mul(1 << (attempt - 1).min(6)))
     }
 }

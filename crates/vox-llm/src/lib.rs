@@ -52,7 +52,10 @@ pub enum Message {
         tool_calls: Vec<ToolCall>,
     },
     /// A tool's result, answering the call `call_id`.
-    Tool { call_id: String, content: String },
+    Tool {
+        call_id: String,
+        content: String,
+    },
 }
 
 /// A tool the model may call: a name, what it does, and its JSON Schema input.
@@ -100,7 +103,9 @@ pub enum LlmError {
     #[error("no model `{id}` in the registry ({known} models; vox_list_models lists them)")]
     UnknownModel { id: String, known: usize },
     /// The provider needs a key and its variable is not set.
-    #[error("provider `{provider}` needs its key in the environment variable {variable}, which is not set")]
+    #[error(
+        "provider `{provider}` needs its key in the environment variable {variable}, which is not set"
+    )]
     Credentials { provider: String, variable: String },
     /// The provider answered an HTTP error (after retries, for 429 and 5xx).
     #[error("{url} answered HTTP {status} after {attempts} attempt(s): {body}")]

@@ -216,7 +216,11 @@ impl Registry {
                         "{}: `{}` is not a provider (known: {})",
                         at("provider"),
                         m.provider,
-                        self.providers.keys().cloned().collect::<Vec<_>>().join(", ")
+                        self.providers
+                            .keys()
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 ));
             }
@@ -289,7 +293,11 @@ impl Registry {
                 ),
             ));
         }
-        let (api, base, model) = (api.unwrap_or_default(), base.unwrap_or_default(), model.unwrap_or_default());
+        let (api, base, model) = (
+            api.unwrap_or_default(),
+            base.unwrap_or_default(),
+            model.unwrap_or_default(),
+        );
         let api = Api::parse(&api).ok_or_else(|| {
             invalid(
                 "the environment",
@@ -433,13 +441,34 @@ mod tests {
         assert_eq!(r.sources.len(), 2);
 
         for (text, wanted) in [
-            ("[models.\"x/y\"]\nprovider = \"nope\"\nname = \"y\"\ncontext_window = 1\n", "`nope` is not a provider"),
-            ("[models.\"x/y\"]\nprovider = \"ollama\"\nname = \"y\"\ncontext_window = 1\nspeed = 3\n", "unknown field `speed`"),
-            ("[providers.p]\napi = \"grpc\"\nbase_url = \"http://x\"\n", "grpc"),
-            ("[providers.p]\napi = \"chat\"\nbase_url = \"ftp://x\"\n", "is not an http(s) URL"),
-            ("[models.\"o/y\"]\nprovider = \"ollama\"\nname = \"y\"\ncontext_window = 1\nprice_input_per_mtok = -1.0\n", "price_input_per_mtok must be a price"),
-            ("[models.\"o/y\"]\nprovider = \"ollama\"\nname = \"y\"\ncontext_window = 1\ninput_modalities = [\"smell\"]\n", "`smell` is not one of"),
-            ("[providers.p]\napi = \"chat\"\nbase_url = \"http://x\"\napi_key_env = \"sk-123 secret\"\n", "is not an environment variable name"),
+            (
+                "[models.\"x/y\"]\nprovider = \"nope\"\nname = \"y\"\ncontext_window = 1\n",
+                "`nope` is not a provider",
+            ),
+            (
+                "[models.\"x/y\"]\nprovider = \"ollama\"\nname = \"y\"\ncontext_window = 1\nspeed = 3\n",
+                "unknown field `speed`",
+            ),
+            (
+                "[providers.p]\napi = \"grpc\"\nbase_url = \"http://x\"\n",
+                "grpc",
+            ),
+            (
+                "[providers.p]\napi = \"chat\"\nbase_url = \"ftp://x\"\n",
+                "is not an http(s) URL",
+            ),
+            (
+                "[models.\"o/y\"]\nprovider = \"ollama\"\nname = \"y\"\ncontext_window = 1\nprice_input_per_mtok = -1.0\n",
+                "price_input_per_mtok must be a price",
+            ),
+            (
+                "[models.\"o/y\"]\nprovider = \"ollama\"\nname = \"y\"\ncontext_window = 1\ninput_modalities = [\"smell\"]\n",
+                "`smell` is not one of",
+            ),
+            (
+                "[providers.p]\napi = \"chat\"\nbase_url = \"http://x\"\napi_key_env = \"sk-123 secret\"\n",
+                "is not an environment variable name",
+            ),
         ] {
             std::fs::write(&f, text).unwrap();
             let e = Registry::load(&env(&[("VOX_MODELS_FILE", &path)])).unwrap_err();

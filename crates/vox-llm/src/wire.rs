@@ -279,7 +279,9 @@ impl Accumulator {
     fn responses(&mut self, v: &Value) -> Result<Option<String>, Fault> {
         match v["type"].as_str().unwrap_or("") {
             "response.output_text.delta" => Ok(v["delta"].as_str().map(str::to_string)),
-            "response.output_item.done" if v.pointer("/item/type") == Some(&json!("function_call")) => {
+            "response.output_item.done"
+                if v.pointer("/item/type") == Some(&json!("function_call")) =>
+            {
                 let item = &v["item"];
                 let index = self.calls.len();
                 let call = self.call_at(index)?;
@@ -292,8 +294,14 @@ impl Accumulator {
             "response.completed" | "response.incomplete" => {
                 let r = &v["response"];
                 self.usage = Usage {
-                    input_tokens: r.pointer("/usage/input_tokens").and_then(Value::as_u64).unwrap_or(0),
-                    output_tokens: r.pointer("/usage/output_tokens").and_then(Value::as_u64).unwrap_or(0),
+                    input_tokens: r
+                        .pointer("/usage/input_tokens")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0),
+                    output_tokens: r
+                        .pointer("/usage/output_tokens")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0),
                 };
                 self.finish = Some(r["status"].as_str().unwrap_or("completed").to_string());
                 self.done = true;
@@ -429,7 +437,10 @@ mod tests {
     fn each_api_gets_its_own_body() {
         let c = body(Api::Chat, "m", &req());
         assert_eq!(c["messages"][0]["role"], "system");
-        assert_eq!(c["messages"][2]["tool_calls"][0]["function"]["name"], "look");
+        assert_eq!(
+            c["messages"][2]["tool_calls"][0]["function"]["name"],
+            "look"
+        );
         assert_eq!(c["messages"][3]["tool_call_id"], "c1");
         assert_eq!(c["tools"][0]["function"]["name"], "look");
         let r = body(Api::Responses, "m", &req());
@@ -463,7 +474,13 @@ mod tests {
         }
         assert!(acc.done);
         assert_eq!(acc.text, "Hello");
-        assert_eq!(acc.usage, Usage { input_tokens: 7, output_tokens: 3 });
+        assert_eq!(
+            acc.usage,
+            Usage {
+                input_tokens: 7,
+                output_tokens: 3
+            }
+        );
         let calls = acc.tool_calls();
         assert_eq!(calls[0].arguments, "{\"x\":1}");
         let mut bad = Accumulator::default();
@@ -488,18 +505,39 @@ mod tests {
     fn anthropic_and_responses_streams_fold_the_same_way() {
         let mut a = Accumulator::default();
         for (name, data) in [
-            ("message_start", r#"{"message":{"usage":{"input_tokens":5}}}"#),
-            ("content_block_delta", r#"{"index":0,"delta":{"type":"text_delta","text":"ok "}}"#),
-            ("content_block_start", r#"{"index":1,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}"#),
-            ("content_block_delta", r#"{"index":1,"delta":{"type":"input_json_delta","partial_json":"{}"}}"#),
-            ("message_delta", r#"{"delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}"#),
+            (
+                "message_start",
+                r#"{"message":{"usage":{"input_tokens":5}}}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"index":0,"delta":{"type":"text_delta","text":"ok "}}"#,
+            ),
+            (
+                "content_block_start",
+                r#"{"index":1,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"index":1,"delta":{"type":"input_json_delta","partial_json":"{}"}}"#,
+            ),
+            (
+                "message_delta",
+                r#"{"delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}"#,
+            ),
             ("message_stop", "{}"),
         ] {
             a.on_event(Api::Anthropic, name, data).unwrap();
         }
         assert!(a.done);
         assert_eq!(a.text, "ok ");
-        assert_eq!(a.usage, Usage { input_tokens: 5, output_tokens: 9 });
+        assert_eq!(
+            a.usage,
+            Usage {
+                input_tokens: 5,
+                output_tokens: 9
+            }
+        );
         assert_eq!(a.tool_calls()[0].name, "f");
         let mut r = Accumulator::default();
         for data in [
