@@ -237,7 +237,8 @@ impl Facade {
             }
         }
         // A Chat Completions server may close without `[DONE]` once it sent a finish reason.
-        if !acc.done && !(ep.api == Api::Chat && acc.finish.is_some()) {
+        let ended = acc.done || (ep.api == Api::Chat && acc.finish.is_some());
+        if !ended {
             return Err(LlmError::Protocol {
                 url,
                 message: "the stream ended before the answer did".into(),
