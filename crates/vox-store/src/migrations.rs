@@ -208,6 +208,37 @@ const MIGRATIONS: &[&str] = &[
         UNIQUE (tool, agent)
     );
     "#,
+    // 5: models: sticky preferences (the active model, a model per agent), recorded benchmarks,
+    // and chat history with each answer's model, tokens and cost.
+    r#"
+    CREATE TABLE model_preferences (
+        scope      TEXT PRIMARY KEY,
+        model_id   TEXT NOT NULL,
+        updated_at INTEGER NOT NULL
+    );
+    CREATE TABLE model_benchmarks (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        model_id    TEXT NOT NULL,
+        category    TEXT NOT NULL,
+        score       REAL NOT NULL CHECK (score >= 0 AND score <= 1),
+        metric      TEXT NOT NULL DEFAULT '',
+        notes       TEXT NOT NULL DEFAULT '',
+        recorded_at INTEGER NOT NULL
+    );
+    CREATE INDEX model_benchmarks_category ON model_benchmarks(category, model_id);
+    CREATE TABLE chat_messages (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        session       TEXT NOT NULL,
+        role          TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+        content       TEXT NOT NULL,
+        model_id      TEXT,
+        input_tokens  INTEGER,
+        output_tokens INTEGER,
+        cost_usd      REAL,
+        created_at    INTEGER NOT NULL
+    );
+    CREATE INDEX chat_messages_session ON chat_messages(session, id);
+    "#,
 ];
 
 /// The highest version this build knows.

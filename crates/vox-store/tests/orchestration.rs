@@ -440,6 +440,7 @@ fn a_version_3_store_keeps_its_task_events_after_migrating() {
          DROP TABLE plan_steps; DROP TABLE plans; DROP TABLE handoffs; DROP TABLE clarification_gates;
          DROP TABLE clarifications; DROP TABLE approvals; DROP TABLE approval_allowlist;
          DROP INDEX tasks_owner; ALTER TABLE tasks DROP COLUMN pinned_agent;
+         DROP TABLE model_preferences; DROP TABLE model_benchmarks; DROP TABLE chat_messages;
          PRAGMA user_version = 3;",
     )
     .unwrap();

@@ -18,7 +18,7 @@ fn memories_survive_reopening_the_file() {
     let m = store.memory_get("deploy/target").unwrap().unwrap();
     assert_eq!(m.value, "staging");
     assert_eq!(m.tags, ["ops"]);
-    assert_eq!(store.schema_version().unwrap(), 4);
+    assert_eq!(store.schema_version().unwrap(), 5);
 }
 
 #[test]
@@ -292,4 +292,49 @@ fn a_new_store_and_a_store_from_before_identities_get_one() {
     let s = Store::open(&old).unwrap();
     assert_eq!(s.memory_get("old").unwrap().unwrap().value, "kept");
     assert!(Store::identity_path(&old).exists());
+}
+
+#[test]
+fn model_preferences_benchmarks_and_chat_history_are_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journey.db");
+    {
+        let s = vox_store::Store::open(&path).unwrap();
+        assert_eq!(s.model_preference("active").unwrap(), None);
+        s.set_model_preference("active", "a/x").unwrap();
+        s.set_model_preference("active", "a/y").unwrap();
+        s.set_model_preference("agent:ag1", "a/x").unwrap();
+        s.benchmark_record("a/x", "codegen", 0.5, "pass@1", "").unwrap();
+        s.benchmark_record("a/x", "codegen", 1.0, "pass@1", "").unwrap();
+        s.benchmark_record("a/y", "review", 0.25, "", "").unwrap();
+        let e = s.benchmark_record("a/y", "review", 1.5, "", "").unwrap_err();
+        assert!(matches!(e, vox_store::StoreError::Invalid(_)), "{e}");
+        s.chat_append("s1", "user", "hi", None, None).unwrap();
+        s.chat_append(
+            "s1",
+            "assistant",
+            "hello",
+            Some("a/y"),
+            Some(vox_store::Spend {
+                input_tokens: 10,
+                output_tokens: 2,
+                cost_usd: 0.001,
+            }),
+        )
+        .unwrap();
+        s.chat_append("s2", "user", "other", None, None).unwrap();
+    }
+    let s = vox_store::Store::open(&path).unwrap();
+    assert_eq!(s.model_preference("active").unwrap().unwrap().0, "a/y");
+    assert_eq!(s.model_preferences().unwrap().len(), 2);
+    let means = s.benchmark_means("codegen").unwrap();
+    assert_eq!(means["a/x"], (0.75, 2));
+    assert_eq!(s.benchmarks(None, Some("review"), 10).unwrap().len(), 1);
+    assert_eq!(s.benchmarks(Some("a/x"), None, 1).unwrap()[0].score, 1.0);
+    let h = s.chat_history("s1", None, 10).unwrap();
+    assert_eq!(h.len(), 2);
+    assert_eq!(h[0].content, "hi");
+    assert_eq!(h[1].output_tokens, Some(2));
+    let older = s.chat_history("s1", Some(h[1].id), 10).unwrap();
+    assert_eq!(older.len(), 1);
 }
