@@ -13,6 +13,7 @@ mod fleet;
 mod lang;
 mod locks;
 mod memory;
+mod models;
 mod orchestration;
 mod placeholders;
 mod plans;
@@ -52,6 +53,7 @@ pub fn families() -> Vec<Family> {
         plans::family(),
         clarifications::family(),
         approvals::family(),
+        models::family(),
         placeholders::family(),
     ]
 }

@@ -9,9 +9,6 @@ use vox_mcp_registry::BootStep;
 pub fn family() -> Family {
     use BootStep::*;
     let steps: Vec<_> = [
-        ModelRegistry,
-        RoutingPreferences,
-        LlmFacade,
         Browser,
         Speech,
         PopuliFederationPoller,
