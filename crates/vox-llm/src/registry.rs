@@ -157,8 +157,8 @@ fn invalid(source: &str, message: impl Into<String>) -> LlmError {
 }
 
 impl Registry {
-    /// The shipped manifest, then the overlay (`VOX_MODELS_FILE`, else `~/.vox/models.toml`
-    /// when it exists), then the environment's endpoint.
+    /// The shipped manifest, then the overlay (`VOX_MODELS_FILE`, else `models.toml` in
+    /// `VOX_HOME` or `~/.vox` when it exists), then the environment's endpoint.
     pub fn load(env: &dyn Env) -> Result<Registry, LlmError> {
         let mut r = Registry::default();
         r.merge(BUILTIN, "models.v1.toml (shipped)")?;
@@ -378,13 +378,17 @@ fn valid_env_name(s: &str) -> bool {
         && !s.starts_with(|c: char| c.is_ascii_digit())
 }
 
-/// The overlay file: `VOX_MODELS_FILE` (which must exist), else `~/.vox/models.toml` if it does.
+/// The overlay file: `VOX_MODELS_FILE` (which must exist), else `models.toml` in the user's
+/// vox directory (`VOX_HOME`, else `~/.vox`) if it exists.
 fn overlay_path(env: &dyn Env) -> Option<PathBuf> {
     if let Some(p) = env.var("VOX_MODELS_FILE") {
         return Some(PathBuf::from(p));
     }
-    let home = env.var("HOME")?;
-    let p = Path::new(&home).join(".vox").join("models.toml");
+    let dir = match env.var("VOX_HOME") {
+        Some(h) => PathBuf::from(h),
+        None => Path::new(&env.var("HOME")?).join(".vox"),
+    };
+    let p = dir.join("models.toml");
     p.is_file().then_some(p)
 }
 

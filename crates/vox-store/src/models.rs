@@ -178,7 +178,10 @@ impl Store {
             .map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map([category], |r| {
-                Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get::<_, i64>(2)? as u32)))
+                Ok((
+                    r.get::<_, String>(0)?,
+                    (r.get(1)?, r.get::<_, i64>(2)? as u32),
+                ))
             })
             .map_err(|e| self.err(e))?
             .collect::<Result<BTreeMap<_, _>, _>>()

@@ -304,10 +304,14 @@ fn model_preferences_benchmarks_and_chat_history_are_durable() {
         s.set_model_preference("active", "a/x").unwrap();
         s.set_model_preference("active", "a/y").unwrap();
         s.set_model_preference("agent:ag1", "a/x").unwrap();
-        s.benchmark_record("a/x", "codegen", 0.5, "pass@1", "").unwrap();
-        s.benchmark_record("a/x", "codegen", 1.0, "pass@1", "").unwrap();
+        s.benchmark_record("a/x", "codegen", 0.5, "pass@1", "")
+            .unwrap();
+        s.benchmark_record("a/x", "codegen", 1.0, "pass@1", "")
+            .unwrap();
         s.benchmark_record("a/y", "review", 0.25, "", "").unwrap();
-        let e = s.benchmark_record("a/y", "review", 1.5, "", "").unwrap_err();
+        let e = s
+            .benchmark_record("a/y", "review", 1.5, "", "")
+            .unwrap_err();
         assert!(matches!(e, vox_store::StoreError::Invalid(_)), "{e}");
         s.chat_append("s1", "user", "hi", None, None).unwrap();
         s.chat_append(

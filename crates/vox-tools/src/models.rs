@@ -25,9 +25,7 @@ const MAX_MESSAGE: usize = 64 * 1024;
 const HISTORY_MESSAGES: usize = 50;
 
 fn registry(ctx: &Ctx) -> Result<&Registry, ToolError> {
-    Ok(ctx
-        .require::<Arc<Registry>>("the model registry")?
-        .as_ref())
+    Ok(ctx.require::<Arc<Registry>>("the model registry")?.as_ref())
 }
 
 fn llm(e: LlmError) -> ToolError {
@@ -195,9 +193,7 @@ fn suggest(ctx: &Ctx, a: SuggestArgs) -> Result<Suggested, ToolError> {
         )));
     }
     let r = registry(ctx)?;
-    let means = store(ctx)?
-        .benchmark_means(&a.task_category)
-        .map_err(db)?;
+    let means = store(ctx)?.benchmark_means(&a.task_category).map_err(db)?;
     let s = vox_llm::suggest::rank(&a.task_category, r.models.values(), &means, &|m| {
         r.has_credentials(m, &ProcessEnv)
     });
@@ -213,13 +209,21 @@ fn suggest(ctx: &Ctx, a: SuggestArgs) -> Result<Suggested, ToolError> {
             .ranked
             .into_iter()
             .take(10)
-            .map(|Scored { model_id, score, parts, has_credentials, why }| ScoredView {
-                model_id,
-                score,
-                parts: parts.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-                has_credentials,
-                why,
-            })
+            .map(
+                |Scored {
+                     model_id,
+                     score,
+                     parts,
+                     has_credentials,
+                     why,
+                 }| ScoredView {
+                    model_id,
+                    score,
+                    parts: parts.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+                    has_credentials,
+                    why,
+                },
+            )
             .collect(),
         excluded: s
             .excluded
@@ -669,8 +673,7 @@ fn boot_preferences(ctx: &mut Ctx) -> Result<StepDone, String> {
     };
     let Some(s) = ctx.get::<Arc<vox_store::Store>>() else {
         return Ok(StepDone::Ready(
-            "no store: preferences are not kept; the environment's model, if any, is active"
-                .into(),
+            "no store: preferences are not kept; the environment's model, if any, is active".into(),
         ));
     };
     let chosen = s.model_preference(ACTIVE).map_err(|e| e.to_string())?;

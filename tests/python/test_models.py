@@ -1,0 +1,244 @@
+"""The models profile end to end with the official Python MCP SDK (`pip install mcp`) against
+the real `vox mcp --profile models` over stdio, with `scripted-model` (built with the
+workspace) standing in for the hosted model APIs: OpenAI-compatible Chat Completions from the
+environment's endpoint (VOX_LLM_*), and Anthropic Messages from a user overlay file.
+
+1. The registry: every models-profile tool is listed; the environment's model is active; which
+   providers have credentials is said by variable name, and no key value ever appears.
+2. Suggestions are explained and follow recorded benchmarks; bad input names what was wrong.
+3. Chat streams to the caller as progress, keeps its history with tokens and cost, retries a
+   429, goes to the chosen active model's API, and a cancelled chat leaves no answer behind.
+4. Durability: the active model, benchmarks and history survive a daemon restart.
+
+Run: .venv/bin/python tests/python/test_models.py [path/to/vox]
+Exits non-zero on the first failed check; prints one line per check.
+"""
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from mcp import Client, StdioServerParameters
+
+VOX = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/debug/vox")
+SCRIPTED = os.path.join(os.path.dirname(VOX), "scripted-model")
+SECRET = "sk-scripted-secret-6f1d"
+MODELS_TOOLS = {
+    "vox_list_models", "vox_suggest_model", "vox_set_model", "vox_set_active_model",
+    "vox_get_active_model", "vox_capability_model_manifest", "vox_credentials_status",
+    "vox_benchmark_record", "vox_benchmark_list", "vox_chat_message", "vox_chat_history",
+}
+
+
+def check(cond: bool, what: str) -> None:
+    if not cond:
+        print(f"FAIL {what}")
+        sys.exit(1)
+    print(f"ok   {what}")
+
+
+SCRIPT = {"actors": [
+    {"name": "chat", "match": "CHAT-MARK", "steps": [
+        [{"say": "Hello from the scripted model"}, {"usage": {"input_tokens": 40, "output_tokens": 6}}],
+        [{"status": 429}],
+        [{"say": "after a retry"}],
+        [{"say": "slow start"}, {"hang": True}],
+    ]},
+    {"name": "claude", "match": "CLAUDE-MARK", "steps": [
+        [{"say": "Anthropic says hi"}, {"usage": {"input_tokens": 1000000, "output_tokens": 1000000}}],
+    ]},
+]}
+
+
+@contextlib.contextmanager
+def scripted_model(tmp: str):
+    script = os.path.join(tmp, "script.json")
+    with open(script, "w") as f:
+        json.dump(SCRIPT, f)
+    port_file, log = os.path.join(tmp, "port"), os.path.join(tmp, "model.jsonl")
+    p = subprocess.Popen([SCRIPTED, "--script", script, "--port-file", port_file, "--log", log],
+                         stdout=subprocess.DEVNULL)
+    try:
+        for _ in range(500):
+            if os.path.exists(port_file) and open(port_file).read().strip() not in ("", "0"):
+                break
+            time.sleep(0.01)
+        port = int(open(port_file).read().strip())
+        yield f"http://127.0.0.1:{port}/v1", log
+    finally:
+        p.kill()
+        p.wait()
+
+
+def requests(log: str) -> list[dict]:
+    with open(log) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def env_for(ws: str, home: str, base: str, overlay: str) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("VOX_") and k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY")}
+    env.update({"VOX_HOME": home, "VOX_WORKSPACE": ws, "VOX_LOG": "warn",
+                "VOX_LLM_API": "chat", "VOX_LLM_BASE_URL": base, "VOX_LLM_MODEL": "scripted-chat",
+                "VOX_MODELS_FILE": overlay, "SCRIPTED_KEY": SECRET,
+                # Retries here wait the scripted 429 out quickly.
+                "VOX_LLM_RETRIES": "2"})
+    return env
+
+
+async def ok(c: Client, tool: str, args: dict) -> dict:
+    r = await c.call_tool(tool, args)
+    out = r.structured_content
+    if r.is_error:
+        check(False, f"{tool} {json.dumps(args)} succeeds (got {json.dumps(out)})")
+    return out
+
+
+async def fails(c: Client, tool: str, args: dict, code: str, needle: str, what: str) -> None:
+    r = await c.call_tool(tool, args)
+    err = (r.structured_content or {}).get("error") or {}
+    check(r.is_error and err.get("code") == code and needle in err.get("message", ""),
+          f"{what} ({json.dumps(err)})")
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="voxm", dir="/tmp") as tmp:
+        ws, home = os.path.join(tmp, "ws"), os.path.join(tmp, "home")
+        os.makedirs(ws)
+        os.makedirs(home)
+        with scripted_model(tmp) as (base, log):
+            overlay = os.path.join(tmp, "models.toml")
+            with open(overlay, "w") as f:
+                f.write(f'[providers.scripted-anthropic]\napi = "anthropic"\nbase_url = "{base}"\n'
+                        'api_key_env = "SCRIPTED_KEY"\n\n'
+                        '[models."scripted-anthropic/claude-x"]\nprovider = "scripted-anthropic"\nname = "claude-x"\n'
+                        'context_window = 200000\ntool_calling = true\nprice_input_per_mtok = 3.0\n'
+                        'price_output_per_mtok = 15.0\nstrengths = ["review"]\n')
+            env = env_for(ws, home, base, overlay)
+            params = StdioServerParameters(command=VOX, args=["mcp", "--profile", "models"], env=env, cwd=ws)
+            seen_outputs: list[str] = []
+            try:
+                await story(params, log, seen_outputs)
+                await after_restart(params, ws, env, seen_outputs)
+            finally:
+                subprocess.run([VOX, "daemon", "stop"], env=env, cwd=ws, capture_output=True)
+            check(all(SECRET not in o for o in seen_outputs), "no tool output ever holds a key's value")
+
+
+async def story(params, log: str, outputs: list[str]) -> None:
+    async with Client(params) as c:
+        async def call(tool, args):
+            out = await ok(c, tool, args)
+            outputs.append(json.dumps(out))
+            return out
+
+        names = {t.name for t in (await c.list_tools()).tools}
+        check(names == MODELS_TOOLS, f"the models profile lists its 11 tools ({sorted(names)})")
+
+        listed = await call("vox_list_models", {})
+        by_id = {m["id"]: m for m in listed["models"]}
+        check(listed["active_model"] == "env/scripted-chat", "the environment's model is active")
+        check(by_id["env/scripted-chat"]["api"] == "chat" and by_id["env/scripted-chat"]["has_credentials"],
+              "the environment's endpoint is a chat provider that needs no key")
+        check(by_id["scripted-anthropic/claude-x"]["has_credentials"] and not by_id["openai/gpt-5"]["has_credentials"],
+              "credentials: the overlay's provider has its key, openai has none here")
+        tool_models = (await call("vox_list_models", {"needs": ["image"]}))["models"]
+        check(all("image" in m["input_modalities"] for m in tool_models) and tool_models,
+              "vox_list_models filters by what a model needs")
+        await fails(c, "vox_list_models", {"needs": ["telepathy"]}, "invalid_arguments", "`telepathy`",
+                    "an unknown need is refused, named")
+
+        creds = {p["provider"]: p for p in (await call("vox_credentials_status", {}))["providers"]}
+        check(creds["scripted-anthropic"] == {"provider": "scripted-anthropic", "api_key_env": "SCRIPTED_KEY", "set": True}
+              and creds["openai"]["set"] is False and creds["ollama"]["api_key_env"] is None,
+              "vox_credentials_status names variables and whether they are set")
+        manifest = await call("vox_capability_model_manifest", {})
+        check(len(manifest["sources"]) == 3 and "the environment" in manifest["sources"][2],
+              f"the manifest says where it came from ({manifest['sources']})")
+
+        s = await call("vox_suggest_model", {"task_category": "review"})
+        check(s["model_id"] is not None and all("why" in r and r["parts"] for r in s["ranked"]),
+              f"vox_suggest_model picks a callable model and explains every score ({s['model_id']})")
+        check(any(e["model_id"] == "ollama/llama3.1" for e in (await call("vox_suggest_model", {"task_category": "vision"}))["excluded"]),
+              "a model without image input is left out of vision, named")
+        await fails(c, "vox_suggest_model", {"task_category": "poetry"}, "invalid_arguments", "`poetry` is not one of",
+                    "an unknown category is refused")
+        for score in (1.0, 0.9):
+            await call("vox_benchmark_record", {"model_id": "env/scripted-chat", "category": "review", "score": score, "metric": "verdicts"})
+        await fails(c, "vox_benchmark_record", {"model_id": "env/scripted-chat", "category": "review", "score": 1.5},
+                    "invalid_arguments", "from 0 to 1", "a score above 1 is refused")
+        await fails(c, "vox_benchmark_record", {"model_id": "no/such", "category": "review", "score": 0.5},
+                    "not_found", "no/such", "a benchmark of an unknown model is refused")
+        s = await call("vox_suggest_model", {"task_category": "review"})
+        check(s["model_id"] == "env/scripted-chat" and "over 2 run(s)" in s["ranked"][0]["why"],
+              "recorded benchmarks lead the suggestion")
+        b = await call("vox_benchmark_list", {"category": "review"})
+        check(len(b["benchmarks"]) == 2 and abs(b["means"][0]["mean"] - 0.95) < 1e-9, "vox_benchmark_list with means")
+
+        # Chat, streamed to the caller as progress.
+        pieces = []
+
+        async def on_progress(progress, total, message):
+            pieces.append(message)
+
+        r = await c.call_tool("vox_chat_message", {"message": "CHAT-MARK say hello", "session": "s1"},
+                              progress_callback=on_progress)
+        a = r.structured_content
+        outputs.append(json.dumps(a))
+        check(not r.is_error and a["text"] == "Hello from the scripted model", f"a chat answer ({a})")
+        check("".join(p or "" for p in pieces) == a["text"] and len(pieces) == 5,
+              f"the answer streamed as {len(pieces)} progress notifications")
+        check(a["input_tokens"] == 40 and a["output_tokens"] == 6 and a["cost_usd"] == 0 and a["attempts"] == 1,
+              "tokens and cost are accounted")
+        a = await call("vox_chat_message", {"message": "CHAT-MARK again", "session": "s1"})
+        check(a["text"] == "after a retry" and a["attempts"] == 2, "a 429 is retried")
+        body = requests(log)[-1]["body"]
+        check([m["content"] for m in body["messages"]][:3] == ["CHAT-MARK say hello", "Hello from the scripted model", "CHAT-MARK again"],
+              "the session's history goes with the next message")
+
+        # A cancelled chat: the call ends at once and no answer is kept.
+        task = asyncio.create_task(c.call_tool("vox_chat_message", {"message": "CHAT-MARK slowly", "session": "s1"}))
+        for _ in range(500):
+            if any(q.get("step") == 3 for q in requests(log)):
+                break
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        h = await call("vox_chat_history", {"session": "s1"})
+        check([m["role"] for m in h["messages"]] == ["user", "assistant", "user", "assistant", "user"],
+              "the cancelled message is kept without an answer")
+
+        # The chosen active model, on its own API.
+        await fails(c, "vox_set_active_model", {"model_id": "no/such"}, "not_found", "no/such", "an unknown model cannot be made active")
+        await call("vox_set_active_model", {"model_id": "scripted-anthropic/claude-x"})
+        act = await call("vox_get_active_model", {})
+        check(act["model_id"] == "scripted-anthropic/claude-x" and act["source"] == "chosen", "the active model is the chosen one")
+        a = await call("vox_chat_message", {"message": "CLAUDE-MARK hello", "session": "s2"})
+        last = requests(log)[-1]
+        check(last["path"] == "/v1/messages" and a["text"] == "Anthropic says hi", "chat reaches the active model's API (Anthropic Messages)")
+        check(abs(a["cost_usd"] - 18.0) < 1e-9, f"its cost from the registry's prices ({a['cost_usd']})")
+        await fails(c, "vox_set_model", {"agent_id": "nobody", "model_id": "env/scripted-chat"}, "not_found", "nobody",
+                    "an unknown agent gets no model")
+
+
+async def after_restart(params, ws: str, env: dict, outputs: list[str]) -> None:
+    subprocess.run([VOX, "daemon", "stop"], env=env, cwd=ws, capture_output=True, check=True)
+    async with Client(params) as c:
+        act = await ok(c, "vox_get_active_model", {})
+        check(act["model_id"] == "scripted-anthropic/claude-x", "the active model survives a daemon restart")
+        h = await ok(c, "vox_chat_history", {"session": "s1", "limit": 2})
+        outputs.append(json.dumps(h))
+        check(len(h["messages"]) == 2 and h["next_cursor"] is not None, "chat history survives, paged")
+        older = await ok(c, "vox_chat_history", {"session": "s1", "cursor": h["next_cursor"]})
+        check([m["content"] for m in older["messages"]][0] == "CHAT-MARK say hello", "the older page")
+        b = await ok(c, "vox_benchmark_list", {})
+        check(len(b["benchmarks"]) == 2, "benchmarks survive")
+
+
+asyncio.run(main())
