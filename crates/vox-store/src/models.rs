@@ -102,12 +102,10 @@ impl Store {
         let mut stmt = c
             .prepare("SELECT scope, model_id FROM model_preferences")
             .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(|e| self.err(e))?
             .collect::<Result<BTreeMap<String, String>, _>>()
-            .map_err(|e| self.err(e));
-        rows
+            .map_err(|e| self.err(e))
     }
 
     /// Records a benchmark result (`score` from 0 to 1).
@@ -157,12 +155,10 @@ impl Store {
                  ORDER BY id DESC LIMIT ?3",
             )
             .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map(params![model_id, category, limit as i64], row_to_benchmark)
+        stmt.query_map(params![model_id, category, limit as i64], row_to_benchmark)
             .map_err(|e| self.err(e))?
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e));
-        rows
+            .map_err(|e| self.err(e))
     }
 
     /// Each model's mean score and run count in `category`.
@@ -176,17 +172,15 @@ impl Store {
                 "SELECT model_id, AVG(score), COUNT(*) FROM model_benchmarks WHERE category = ?1 GROUP BY model_id",
             )
             .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([category], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    (r.get(1)?, r.get::<_, i64>(2)? as u32),
-                ))
-            })
-            .map_err(|e| self.err(e))?
-            .collect::<Result<BTreeMap<_, _>, _>>()
-            .map_err(|e| self.err(e));
-        rows
+        stmt.query_map([category], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                (r.get(1)?, r.get::<_, i64>(2)? as u32),
+            ))
+        })
+        .map_err(|e| self.err(e))?
+        .collect::<Result<BTreeMap<_, _>, _>>()
+        .map_err(|e| self.err(e))
     }
 
     /// Appends a chat message (an assistant's with its model and spend).
