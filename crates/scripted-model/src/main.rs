@@ -1,5 +1,6 @@
 //! `scripted-model --script FILE [--port 0] [--port-file F] [--log FILE]`
 
+use axum::serve::ListenerExt;
 use scripted_model::script::{Engine, Script};
 use scripted_model::server::{Model, router};
 use std::future::IntoFuture;
@@ -127,7 +128,9 @@ async fn main() -> ExitCode {
         }
     };
     tokio::select! {
-        r = axum::serve(listener, app).into_future() => {
+        // Streams go out as written: without TCP_NODELAY, Nagle and delayed ACKs stall each
+        // small SSE event for up to 40 ms, as no real model API's server does.
+        r = axum::serve(listener.tap_io(|tcp| { let _ = tcp.set_nodelay(true); }), app).into_future() => {
             if let Err(e) = r {
                 eprintln!("scripted-model: {e}");
                 return ExitCode::from(1);

@@ -9,7 +9,7 @@
 pub mod client;
 pub mod registry;
 pub mod suggest;
-mod wire;
+pub mod wire;
 
 pub use client::{Completion, Facade, FacadeOptions};
 pub use registry::{Api, Env, ModelSpec, ProcessEnv, Provider, Registry};
