@@ -49,6 +49,19 @@ SCRIPT = {"actors": [
         [{"say": "after a retry"}],
         [{"say": "slow start"}, {"hang": True}],
     ]},
+    {"name": "research", "match": "<question>What does add do", "steps": [
+        [{"say": json.dumps({"claims": [
+            {"text": "add returns the sum of its two arguments", "citations": [{"file": "src/lib.rs", "lines": [1, 1]}]},
+            {"text": "add is tested in lines 40-41", "citations": [{"file": "src/lib.rs", "lines": [40, 41]}]},
+            {"text": "production runs on fly.io", "citations": [{"memory": "deploy/target"}]},
+            {"text": "the system has users", "citations": [{"file": "../../etc/passwd", "lines": [1, 1]}]},
+            {"text": "add is fast", "citations": []},
+        ]})}, {"usage": {"input_tokens": 300, "output_tokens": 80}}],
+    ]},
+    {"name": "resumed", "match": "<question>Where is it deployed", "steps": [
+        [{"hang": True}],
+        [{"say": json.dumps({"claims": [{"text": "it is deployed on fly.io", "citations": [{"memory": "deploy/target"}]}]})}],
+    ]},
     {"name": "claude", "match": "CLAUDE-MARK", "steps": [
         [{"say": "Anthropic says hi"}, {"usage": {"input_tokens": 1000000, "output_tokens": 1000000}}],
     ]},
@@ -109,8 +122,10 @@ async def fails(c: Client, tool: str, args: dict, code: str, needle: str, what: 
 async def main() -> None:
     with tempfile.TemporaryDirectory(prefix="voxm", dir="/tmp") as tmp:
         ws, home = os.path.join(tmp, "ws"), os.path.join(tmp, "home")
-        os.makedirs(ws)
+        os.makedirs(os.path.join(ws, "src"))
         os.makedirs(home)
+        with open(os.path.join(ws, "src", "lib.rs"), "w") as f:
+            f.write("pub fn add(a: i32, b: i32) -> i32 { a + b }\n// more\n")
         with scripted_model(tmp) as (base, log):
             overlay = os.path.join(tmp, "models.toml")
             with open(overlay, "w") as f:
@@ -125,6 +140,10 @@ async def main() -> None:
             try:
                 await story(params, log, seen_outputs)
                 await after_restart(params, ws, env, seen_outputs)
+                rparams = StdioServerParameters(command=VOX, args=["mcp", "--profile", "knowledge,models,research"],
+                                                env=env, cwd=ws)
+                subprocess.run([VOX, "daemon", "stop"], env=env, cwd=ws, capture_output=True)
+                await research(rparams, ws, env, log)
             finally:
                 subprocess.run([VOX, "daemon", "stop"], env=env, cwd=ws, capture_output=True)
             check(all(SECRET not in o for o in seen_outputs), "no tool output ever holds a key's value")
@@ -239,6 +258,66 @@ async def after_restart(params, ws: str, env: dict, outputs: list[str]) -> None:
         check([m["content"] for m in older["messages"]][0] == "CHAT-MARK say hello", "the older page")
         b = await ok(c, "vox_benchmark_list", {})
         check(len(b["benchmarks"]) == 2, "benchmarks survive")
+
+
+async def research(params, ws: str, env: dict, log: str) -> None:
+    async with Client(params) as c:
+        await ok(c, "vox_set_active_model", {"model_id": "env/scripted-chat"})
+        await ok(c, "vox_memory_store", {"key": "deploy/target", "value": "production runs on fly.io"})
+        r = await ok(c, "vox_research_run", {"question": "What does add do, and where does production run?"})
+        kept = [k["text"] for k in r["kept"]]
+        dropped = {d["text"]: d["reason"] for d in r["dropped"]}
+        check(kept == ["add returns the sum of its two arguments", "production runs on fly.io"],
+              f"claims whose citations resolve are kept ({kept})")
+        check("lines 40-41 do not exist" in dropped["add is tested in lines 40-41"],
+              f"a claim citing a line that does not exist is dropped, named ({dropped})")
+        check("not a plain workspace-relative path" in dropped["the system has users"]
+              and dropped["add is fast"] == "the claim cites nothing",
+              "a citation outside the workspace and a claim citing nothing are dropped")
+        cite = r["kept"][0]["citations"][0]
+        check(cite["kind"] == "file" and cite["start_line"] == 1 and len(cite["sha256"]) == 64,
+              "a kept file citation carries its line range and content hash")
+        check(r["run"]["state"] == "done" and r["run"]["input_tokens"] == 300, "the run is done, its tokens kept")
+        evidence = requests(log)[-1]["body"]["messages"][-1]["content"]
+        check("[file src/lib.rs]" in evidence and "[memory deploy/target]" in evidence,
+              f"the model was shown workspace and memory evidence ({evidence!r})")
+        run_id = r["run"]["id"]
+        d = await ok(c, "vox_news_draft", {"run_id": run_id, "title": "What add does"})
+        check(d["body"].startswith("# What add does") and "src/lib.rs lines 1-1" in d["body"]
+              and "fly.io" in d["body"], "a draft from the kept claims, with their citations")
+        e = await ok(c, "vox_research_evaluate", {"run_id": run_id})
+        check(e["holding"] == 2 and e["stale"] == 0, "the claims hold while nothing changed")
+        with open(os.path.join(ws, "src", "lib.rs"), "w") as f:
+            f.write("pub fn add(a: i64, b: i64) -> i64 { a + b }\n// more\n")
+        e = await ok(c, "vox_research_evaluate", {"run_id": run_id})
+        check(e["stale"] == 1 and "src/lib.rs lines 1-1 changed" in e["claims"][0]["changes"][0],
+              f"a changed cited line makes its claim stale ({e['claims'][0]})")
+        await fails(c, "vox_research_status", {"run_id": 999}, "not_found", "999", "an unknown run is named")
+
+        # A run cut by a daemon killed mid-answer is resumed by the next daemon.
+        task = asyncio.create_task(c.call_tool("vox_research_run", {"question": "Where is it deployed?"}))
+        for _ in range(500):
+            if any(q.get("actor") == "resumed" for q in requests(log)):
+                break
+            await asyncio.sleep(0.01)
+        status = json.loads(subprocess.run([VOX, "daemon", "status", "--json"], env=env, cwd=ws,
+                                           capture_output=True, text=True).stdout)
+        os.kill(status["ping"]["pid"], 9)
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(task, 5)
+    async with Client(params) as c:
+        done = None
+        for _ in range(500):
+            runs = (await ok(c, "vox_research_list", {}))["runs"]
+            done = next((x for x in runs if x["question"] == "Where is it deployed?"), None)
+            if done and done["state"] == "done":
+                break
+            await asyncio.sleep(0.02)
+        check(done is not None and done["state"] == "done", f"the cut run was resumed and finished ({done})")
+        st = await ok(c, "vox_research_status", {"run_id": done["id"]})
+        check([k["text"] for k in st["kept"]] == ["it is deployed on fly.io"], "with its claims")
+        first = (await ok(c, "vox_research_status", {"run_id": run_id}))
+        check(len(first["kept"]) == 2 and len(first["dropped"]) == 3, "the earlier run survives the restart")
 
 
 asyncio.run(main())

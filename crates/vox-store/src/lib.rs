@@ -23,6 +23,7 @@ mod memory;
 mod migrations;
 mod models;
 mod plans;
+mod research;
 mod sessions;
 mod tasks;
 
@@ -37,6 +38,7 @@ pub use locks::{Claim, FileLock, LockConflict, normalize_path};
 pub use memory::Memory;
 pub use models::{Benchmark, ChatMessage, Spend};
 pub use plans::{Handoff, NewStep, Plan, PlanStep};
+pub use research::{Draft, NewClaim, ResearchClaim, ResearchRun};
 pub use sessions::{FileSessions, Session, SessionMessage, SessionStatus, SessionStore};
 pub use tasks::{NewTask, Task, TaskEvent, TaskMove, TaskState};
 

@@ -239,6 +239,37 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX chat_messages_session ON chat_messages(session, id);
     "#,
+    // 6: research: runs, their claims with the citations checked when they were kept, drafts.
+    r#"
+    CREATE TABLE research_runs (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        question    TEXT NOT NULL,
+        model_id    TEXT NOT NULL,
+        state       TEXT NOT NULL CHECK (state IN ('running', 'done', 'failed')),
+        error       TEXT,
+        evidence    INTEGER NOT NULL DEFAULT 0,
+        input_tokens  INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        created_at  INTEGER NOT NULL,
+        finished_at INTEGER
+    );
+    CREATE TABLE research_claims (
+        id        INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id    INTEGER NOT NULL REFERENCES research_runs(id) ON DELETE CASCADE,
+        text      TEXT NOT NULL,
+        citations TEXT NOT NULL,
+        kept      INTEGER NOT NULL,
+        reason    TEXT
+    );
+    CREATE INDEX research_claims_run ON research_claims(run_id, id);
+    CREATE TABLE research_drafts (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id     INTEGER NOT NULL REFERENCES research_runs(id) ON DELETE CASCADE,
+        title      TEXT NOT NULL,
+        body       TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+    );
+    "#,
 ];
 
 /// The highest version this build knows.

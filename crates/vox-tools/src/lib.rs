@@ -18,6 +18,7 @@ mod orchestration;
 mod placeholders;
 mod plans;
 mod repo;
+mod research;
 pub mod search;
 mod sessions;
 mod skills;
@@ -54,6 +55,7 @@ pub fn families() -> Vec<Family> {
         clarifications::family(),
         approvals::family(),
         models::family(),
+        research::family(),
         placeholders::family(),
     ]
 }

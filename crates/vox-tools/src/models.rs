@@ -28,7 +28,7 @@ fn registry(ctx: &Ctx) -> Result<&Registry, ToolError> {
     Ok(ctx.require::<Arc<Registry>>("the model registry")?.as_ref())
 }
 
-fn llm(e: LlmError) -> ToolError {
+pub(crate) fn llm(e: LlmError) -> ToolError {
     let text = format!("[{}] {e}", e.code());
     match e {
         LlmError::Cancelled => ToolError::Cancelled(text),
@@ -37,6 +37,11 @@ fn llm(e: LlmError) -> ToolError {
         LlmError::Registry { .. } => ToolError::InvalidArguments(text),
         _ => ToolError::Failed(text),
     }
+}
+
+/// The active model's id, if there is one.
+pub(crate) fn active_model(ctx: &Ctx) -> Result<Option<String>, ToolError> {
+    Ok(active(ctx)?.0)
 }
 
 /// The active model and where the choice came from: the one chosen (`vox_set_active_model`),

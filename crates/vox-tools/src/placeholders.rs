@@ -14,7 +14,6 @@ pub fn family() -> Family {
         PopuliFederationPoller,
         A2aRemoteResultPoller,
         A2aRemoteWorkerPoller,
-        SocratesResearchPoller,
         Flywheel,
     ]
     .into_iter()

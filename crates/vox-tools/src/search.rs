@@ -539,6 +539,51 @@ fn structural(ctx: &Ctx, call: &CallCtx, a: StructuralArgs) -> Result<Declaratio
     Ok(Declarations { declarations: hits })
 }
 
+/// Workspace files matching `query` (text search), for research evidence.
+pub(crate) fn workspace_text(
+    ctx: &Ctx,
+    call: &CallCtx,
+    query: &str,
+    n: usize,
+) -> Result<Vec<FileHit>, ToolError> {
+    search(ctx)?
+        .workspace
+        .search_text_with(query, n, None, &CallObserver(call))
+        .map_err(search_err)
+}
+
+/// Knowledge-base documents matching `query`: id, title and snippet.
+pub(crate) fn kb_snippets(
+    ctx: &Ctx,
+    query: &str,
+    n: usize,
+) -> Result<Vec<(i64, String, String)>, ToolError> {
+    Ok(kb_query(
+        ctx,
+        QueryArgs {
+            query: query.to_string(),
+            limit: Some(n as u32),
+        },
+    )?
+    .results
+    .into_iter()
+    .map(|h| (h.id, h.title, h.snippet))
+    .collect())
+}
+
+/// Memories matching `query`: key and value.
+pub(crate) fn memory_snippets(
+    ctx: &Ctx,
+    query: &str,
+    n: usize,
+) -> Result<Vec<(String, String)>, ToolError> {
+    Ok(memory_search(ctx, query, n)?
+        .results
+        .into_iter()
+        .map(|h| (h.key, h.value))
+        .collect())
+}
+
 /// Memory search through the memory index.
 pub fn memory_search(ctx: &Ctx, query: &str, n: usize) -> Result<MemoryHits, ToolError> {
     bounded("query", query, 1000)?;

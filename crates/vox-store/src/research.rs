@@ -1,0 +1,210 @@
+//! Research runs: a question, the model that answered it, the claims it made (kept with the
+//! citations that resolved, or dropped with why), and drafts written from the kept claims.
+
+use crate::{Store, StoreError, now_ms};
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+
+/// A research run.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct ResearchRun {
+    pub id: i64,
+    pub question: String,
+    pub model_id: String,
+    /// `running`, `done` or `failed`.
+    pub state: String,
+    pub error: Option<String>,
+    /// Pieces of evidence the model was shown.
+    pub evidence: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub created_at: i64,
+    pub finished_at: Option<i64>,
+}
+
+/// A claim of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct ResearchClaim {
+    pub id: i64,
+    pub run_id: i64,
+    pub text: String,
+    /// The citations, each as checked: `{"kind": "file", "path", "start_line", "end_line",
+    /// "sha256"}`, `{"kind": "kb", "id", "sha256"}` or `{"kind": "memory", "key", "sha256"}` for
+    /// a kept claim; as the model wrote them for a dropped one.
+    pub citations: serde_json::Value,
+    pub kept: bool,
+    /// Why a dropped claim was dropped.
+    pub reason: Option<String>,
+}
+
+/// A draft written from a run's kept claims.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Draft {
+    pub id: i64,
+    pub run_id: i64,
+    pub title: String,
+    pub body: String,
+    pub created_at: i64,
+}
+
+/// A claim about to be stored.
+pub struct NewClaim<'a> {
+    pub text: &'a str,
+    pub citations: &'a serde_json::Value,
+    pub kept: bool,
+    pub reason: Option<&'a str>,
+}
+
+const RUN_COLUMNS: &str = "id, question, model_id, state, error, evidence, input_tokens, output_tokens, created_at, finished_at";
+
+fn row_to_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<ResearchRun> {
+    Ok(ResearchRun {
+        id: r.get(0)?,
+        question: r.get(1)?,
+        model_id: r.get(2)?,
+        state: r.get(3)?,
+        error: r.get(4)?,
+        evidence: r.get(5)?,
+        input_tokens: r.get(6)?,
+        output_tokens: r.get(7)?,
+        created_at: r.get(8)?,
+        finished_at: r.get(9)?,
+    })
+}
+
+impl Store {
+    /// Records a run that has started.
+    pub fn research_start(
+        &self,
+        question: &str,
+        model_id: &str,
+    ) -> Result<ResearchRun, StoreError> {
+        let c = self.conn();
+        c.execute(
+            "INSERT INTO research_runs (question, model_id, state, created_at) VALUES (?1, ?2, 'running', ?3)",
+            params![question, model_id, now_ms()],
+        )
+        .map_err(|e| self.err(e))?;
+        let id = c.last_insert_rowid();
+        drop(c);
+        self.research_run(id)?
+            .ok_or_else(|| StoreError::NotFound(format!("research run {id}")))
+    }
+
+    /// Stores a run's claims and marks it done, in one transaction: a run is never done
+    /// with only some of its claims.
+    pub fn research_finish(
+        &self,
+        id: i64,
+        evidence: i64,
+        tokens: (i64, i64),
+        claims: &[NewClaim<'_>],
+    ) -> Result<(), StoreError> {
+        let mut c = self.conn();
+        let tx = c.transaction().map_err(|e| self.err(e))?;
+        for cl in claims {
+            tx.execute(
+                "INSERT INTO research_claims (run_id, text, citations, kept, reason) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![id, cl.text, cl.citations.to_string(), cl.kept, cl.reason],
+            )
+            .map_err(|e| self.err(e))?;
+        }
+        let n = tx
+            .execute(
+                "UPDATE research_runs SET state = 'done', evidence = ?2, input_tokens = ?3, output_tokens = ?4, finished_at = ?5 WHERE id = ?1 AND state = 'running'",
+                params![id, evidence, tokens.0, tokens.1, now_ms()],
+            )
+            .map_err(|e| self.err(e))?;
+        if n != 1 {
+            return Err(StoreError::Conflict(format!(
+                "research run {id} is not running"
+            )));
+        }
+        tx.commit().map_err(|e| self.err(e))
+    }
+
+    /// Marks a run failed, with why.
+    pub fn research_fail(&self, id: i64, error: &str) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "UPDATE research_runs SET state = 'failed', error = ?2, finished_at = ?3 WHERE id = ?1 AND state = 'running'",
+                params![id, error, now_ms()],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    pub fn research_run(&self, id: i64) -> Result<Option<ResearchRun>, StoreError> {
+        self.conn()
+            .query_row(
+                &format!("SELECT {RUN_COLUMNS} FROM research_runs WHERE id = ?1"),
+                [id],
+                row_to_run,
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// Runs, newest first; only those in `state` when given.
+    pub fn research_runs(
+        &self,
+        state: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ResearchRun>, StoreError> {
+        let c = self.conn();
+        let mut stmt = c
+            .prepare(&format!(
+                "SELECT {RUN_COLUMNS} FROM research_runs WHERE (?1 IS NULL OR state = ?1) ORDER BY id DESC LIMIT ?2"
+            ))
+            .map_err(|e| self.err(e))?;
+        stmt.query_map(params![state, limit as i64], row_to_run)
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))
+    }
+
+    /// A run's claims, in the order the model made them.
+    pub fn research_claims(&self, run_id: i64) -> Result<Vec<ResearchClaim>, StoreError> {
+        let c = self.conn();
+        let mut stmt = c
+            .prepare("SELECT id, run_id, text, citations, kept, reason FROM research_claims WHERE run_id = ?1 ORDER BY id")
+            .map_err(|e| self.err(e))?;
+        stmt.query_map([run_id], |r| {
+            let citations: String = r.get(3)?;
+            Ok(ResearchClaim {
+                id: r.get(0)?,
+                run_id: r.get(1)?,
+                text: r.get(2)?,
+                citations: serde_json::from_str(&citations).unwrap_or(serde_json::Value::Null),
+                kept: r.get(4)?,
+                reason: r.get(5)?,
+            })
+        })
+        .map_err(|e| self.err(e))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| self.err(e))
+    }
+
+    /// Stores a draft of a run.
+    pub fn research_draft(
+        &self,
+        run_id: i64,
+        title: &str,
+        body: &str,
+    ) -> Result<Draft, StoreError> {
+        let now = now_ms();
+        let c = self.conn();
+        c.execute(
+            "INSERT INTO research_drafts (run_id, title, body, created_at) VALUES (?1, ?2, ?3, ?4)",
+            params![run_id, title, body, now],
+        )
+        .map_err(|e| self.err(e))?;
+        Ok(Draft {
+            id: c.last_insert_rowid(),
+            run_id,
+            title: title.into(),
+            body: body.into(),
+            created_at: now,
+        })
+    }
+}
