@@ -319,5 +319,45 @@ async def research(params, ws: str, env: dict, log: str) -> None:
         first = (await ok(c, "vox_research_status", {"run_id": run_id}))
         check(len(first["kept"]) == 2 and len(first["dropped"]) == 3, "the earlier run survives the restart")
 
+        # The daemon's research RPCs, on its socket: the research tools' own decision.
+        answer = rpc(ws, "research.persist_claims", {"question": "Is add generic?", "source": "agent-7",
+                                                    "claims": [{"text": "add takes i64", "citations": [{"file": "src/lib.rs", "lines": [1, 1]}]},
+                                                               {"text": "add has 9 lines", "citations": [{"file": "src/lib.rs", "lines": [1, 9]}]}]})
+        value = answer["result"]["outcome"]["value"]
+        check(answer["result"]["outcome"]["kind"] == "ok" and len(value["kept"]) == 1 and len(value["dropped"]) == 1
+              and value["run"]["model_id"] == "agent-7",
+              "research.persist_claims on the daemon socket checks and keeps claims as a run")
+        bad = rpc(ws, "research.run", ["not", "an", "object"])
+        check("error" in bad and "as an object" in bad["error"]["message"], "a malformed research RPC is refused, named")
+    # Under a profile without research, the RPCs are refused as the tools are.
+    subprocess.run([VOX, "daemon", "stop"], env=env, cwd=ws, capture_output=True)
+    mparams = StdioServerParameters(command=VOX, args=["mcp", "--profile", "models"], env=env, cwd=ws)
+    async with Client(mparams) as c:
+        await ok(c, "vox_get_active_model", {})
+        answer = rpc(ws, "research.run", {"question": "What does add do?"})
+        outcome = answer["result"]["outcome"]
+        check(outcome["kind"] == "denied" and outcome["code"] == "tool_not_in_profile",
+              f"research.run under the models profile is denied as vox_research_run is ({outcome})")
+
+
+def rpc(ws: str, method: str, params) -> dict:
+    """One request on the workspace daemon's socket."""
+    import socket
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(os.path.join(ws, ".vox", "orchestrator.sock"))
+    s.sendall((json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}) + "\n").encode())
+    buf = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+        for line in buf.split(b"\n")[:-1]:
+            msg = json.loads(line)
+            if msg.get("id") == 1:
+                s.close()
+                return msg
+    raise RuntimeError("the daemon closed the socket without answering")
+
 
 asyncio.run(main())

@@ -461,7 +461,7 @@ async fn connection(
             continue;
         }
         let cancel = match (req.method(), req.id.as_deref()) {
-            (Some("orch.tool_call"), Some(id)) => {
+            (Some("orch.tool_call" | "research.run" | "research.persist_claims"), Some(id)) => {
                 let cancel = vox_core::Cancel::new();
                 let mut calls = conn.lock_calls();
                 if calls.contains_key(id.get()) {
@@ -662,6 +662,28 @@ async fn handle(
             }
         },
         "orch.tool_call" => tool_call(orch, params, conn, id, cancel.unwrap_or_default()).await,
+        // The daemon-only research RPCs are the research tools under other names, so the
+        // decision (the daemon's profile, the research subsystem booted) is the tools' own.
+        "research.run" | "research.persist_claims" => {
+            let tool = if method == "research.run" {
+                "vox_research_run"
+            } else {
+                "vox_research_persist_claims"
+            };
+            match serde_json::from_str::<Value>(params) {
+                Ok(arguments @ Value::Object(_)) => {
+                    let call = vox_core::CallCtx::new(Caller::LOCAL, "socket", &conn.session)
+                        .with_cancel(cancel.unwrap_or_default());
+                    let outcome = orch.call(tool, arguments, call).await;
+                    serde_json::to_value(ToolCallAnswer { outcome })
+                        .map_err(|e| (codes::INVALID_PARAMS, e.to_string()))
+                }
+                _ => Err((
+                    codes::INVALID_PARAMS,
+                    format!("{method} takes the arguments of {tool} as an object"),
+                )),
+            }
+        }
         "orch.shutdown" => {
             let _ = stop.send(true);
             Ok(json!({"stopping": true}))

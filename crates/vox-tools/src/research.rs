@@ -246,6 +246,28 @@ async fn answer(
     let parsed = answer_json(&answer.text)
         .map_err(|e| ToolError::Failed(format!("research run {id}: {e}")))?;
     let claims: Vec<Value> = parsed["claims"].as_array().cloned().unwrap_or_default();
+    persist(
+        ctx,
+        id,
+        pieces,
+        (
+            answer.usage.input_tokens as i64,
+            answer.usage.output_tokens as i64,
+        ),
+        &claims,
+    )?;
+    call.progress(3.0, Some(3.0), Some("done".into()));
+    Ok(())
+}
+
+/// Checks each claim's citations and stores the claims, kept or dropped, finishing run `id`.
+fn persist(
+    ctx: &Ctx,
+    id: i64,
+    pieces: usize,
+    tokens: (i64, i64),
+    claims: &[Value],
+) -> Result<(), ToolError> {
     let mut checked: Vec<(String, Value, bool, Option<String>)> = Vec::new();
     for c in claims.iter().take(MAX_CLAIMS) {
         let text: String = c["text"]
@@ -282,18 +304,43 @@ async fn answer(
         })
         .collect();
     store(ctx)?
-        .research_finish(
-            id,
-            pieces as i64,
-            (
-                answer.usage.input_tokens as i64,
-                answer.usage.output_tokens as i64,
-            ),
-            &new,
-        )
+        .research_finish(id, pieces as i64, tokens, &new)
+        .map_err(db)
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PersistArgs {
+    /// The question the claims answer.
+    question: String,
+    /// Who made the claims (a model id, an agent); `external` when left out.
+    source: Option<String>,
+    /// At most 50 claims: `{"text", "citations": [{"file", "lines": [first, last]} | {"kb": id}
+    /// | {"memory": key}]}`.
+    claims: Vec<Value>,
+}
+
+/// `vox_research_persist_claims` (and the daemon's `research.persist_claims`): claims made
+/// elsewhere (by an agent, another run) are checked and stored as a run of their own, kept only
+/// when every citation resolves.
+fn persist_claims(ctx: &Ctx, a: PersistArgs) -> Result<RunReport, ToolError> {
+    crate::bounded("question", &a.question, MAX_QUESTION)?;
+    let source = a.source.unwrap_or_else(|| "external".into());
+    crate::bounded("source", &source, 256)?;
+    if a.claims.len() > MAX_CLAIMS {
+        return Err(ToolError::InvalidArguments(format!(
+            "`claims`: {} claims; at most {MAX_CLAIMS}",
+            a.claims.len()
+        )));
+    }
+    let started = store(ctx)?
+        .research_start(&a.question, &source)
         .map_err(db)?;
-    call.progress(3.0, Some(3.0), Some("done".into()));
-    Ok(())
+    if let Err(e) = persist(ctx, started.id, 0, (0, 0), &a.claims) {
+        let _ = store(ctx)?.research_fail(started.id, &e.to_string());
+        return Err(e);
+    }
+    report(ctx, started.id)
 }
 
 fn report(ctx: &Ctx, id: i64) -> Result<RunReport, ToolError> {
@@ -523,6 +570,7 @@ pub fn family() -> Family {
 fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
         ("vox_research_run", async_typed(run)),
+        ("vox_research_persist_claims", typed(persist_claims)),
         ("vox_research_status", typed(status)),
         ("vox_research_list", typed(list)),
         ("vox_research_evaluate", typed(evaluate)),
