@@ -21,9 +21,9 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 from mcp import Client, StdioServerParameters
+from scripted import requests, scripted_model
 
 VOX = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/debug/vox")
 SCRIPTED = os.path.join(os.path.dirname(VOX), "scripted-model")
@@ -68,31 +68,6 @@ SCRIPT = {"actors": [
 ]}
 
 
-@contextlib.contextmanager
-def scripted_model(tmp: str):
-    script = os.path.join(tmp, "script.json")
-    with open(script, "w") as f:
-        json.dump(SCRIPT, f)
-    port_file, log = os.path.join(tmp, "port"), os.path.join(tmp, "model.jsonl")
-    p = subprocess.Popen([SCRIPTED, "--script", script, "--port-file", port_file, "--log", log],
-                         stdout=subprocess.DEVNULL)
-    try:
-        for _ in range(500):
-            if os.path.exists(port_file) and open(port_file).read().strip() not in ("", "0"):
-                break
-            time.sleep(0.01)
-        port = int(open(port_file).read().strip())
-        yield f"http://127.0.0.1:{port}/v1", log
-    finally:
-        p.kill()
-        p.wait()
-
-
-def requests(log: str) -> list[dict]:
-    with open(log) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def env_for(ws: str, home: str, base: str, overlay: str) -> dict:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("VOX_") and k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY")}
@@ -126,7 +101,7 @@ async def main() -> None:
         os.makedirs(home)
         with open(os.path.join(ws, "src", "lib.rs"), "w") as f:
             f.write("pub fn add(a: i32, b: i32) -> i32 { a + b }\n// more\n")
-        with scripted_model(tmp) as (base, log):
+        with scripted_model(SCRIPTED, tmp, SCRIPT) as (base, log):
             overlay = os.path.join(tmp, "models.toml")
             with open(overlay, "w") as f:
                 f.write(f'[providers.scripted-anthropic]\napi = "anthropic"\nbase_url = "{base}"\n'

@@ -207,3 +207,28 @@ fn bundles_parse_and_reject_unknown_keys() {
         .unwrap_err();
     assert!(err.contains("profle"), "{err}");
 }
+
+#[test]
+fn the_research_publish_tools_are_built_only_with_news_publish() {
+    let publish = [
+        "vox_news_approve",
+        "vox_news_publish",
+        "vox_scientia_submissions",
+        "vox_external_job_status",
+    ];
+    for on in [false, true] {
+        let reg = load_and_compile(&repo_contracts(), &|f| on && f == "news-publish").unwrap();
+        for name in publish {
+            let t = reg.tools.iter().find(|t| t.row.name == name).unwrap();
+            assert_eq!(t.built, on, "{name} with news-publish {on}");
+            assert_eq!(t.row.feature.as_deref(), Some("news-publish"));
+        }
+        assert!(
+            reg.tools
+                .iter()
+                .find(|t| t.row.name == "vox_news_draft")
+                .unwrap()
+                .built
+        );
+    }
+}

@@ -38,7 +38,7 @@ pub use locks::{Claim, FileLock, LockConflict, normalize_path};
 pub use memory::Memory;
 pub use models::{Benchmark, ChatMessage, Spend};
 pub use plans::{Handoff, NewStep, Plan, PlanStep};
-pub use research::{Draft, NewClaim, ResearchClaim, ResearchRun};
+pub use research::{Draft, DraftApproval, NewClaim, ResearchClaim, ResearchRun, Submission};
 pub use sessions::{FileSessions, Session, SessionMessage, SessionStatus, SessionStore};
 pub use tasks::{NewTask, Task, TaskEvent, TaskMove, TaskState};
 

@@ -270,6 +270,29 @@ const MIGRATIONS: &[&str] = &[
         created_at INTEGER NOT NULL
     );
     "#,
+    // 7: publishing drafts: a person's approval of a draft, and each submission to a
+    // destination with its state (a webhook's answer may name a status to poll).
+    r#"
+    CREATE TABLE draft_approvals (
+        draft_id    INTEGER PRIMARY KEY REFERENCES research_drafts(id) ON DELETE CASCADE,
+        approved_by TEXT NOT NULL,
+        note        TEXT NOT NULL DEFAULT '',
+        approved_at INTEGER NOT NULL
+    );
+    CREATE TABLE submissions (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        draft_id    INTEGER NOT NULL REFERENCES research_drafts(id) ON DELETE CASCADE,
+        destination TEXT NOT NULL,
+        kind        TEXT NOT NULL,
+        state       TEXT NOT NULL CHECK (state IN ('pending', 'published', 'failed')),
+        location    TEXT,
+        detail      TEXT,
+        status_url  TEXT,
+        created_at  INTEGER NOT NULL,
+        updated_at  INTEGER NOT NULL
+    );
+    CREATE INDEX submissions_draft ON submissions(draft_id, id);
+    "#,
 ];
 
 /// The highest version this build knows.

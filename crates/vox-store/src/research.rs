@@ -208,3 +208,181 @@ impl Store {
         })
     }
 }
+
+/// A person's approval of a draft.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct DraftApproval {
+    pub draft_id: i64,
+    pub approved_by: String,
+    pub note: String,
+    pub approved_at: i64,
+}
+
+/// One submission of a draft to a destination.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Submission {
+    pub id: i64,
+    pub draft_id: i64,
+    pub destination: String,
+    /// `file` or `webhook`.
+    pub kind: String,
+    /// `pending` (an external job still running), `published` or `failed`.
+    pub state: String,
+    /// Where it went: a workspace path, or the webhook's URL.
+    pub location: Option<String>,
+    pub detail: Option<String>,
+    /// An external job's status URL, which `vox_external_job_status` polls.
+    pub status_url: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+const SUBMISSION_COLUMNS: &str =
+    "id, draft_id, destination, kind, state, location, detail, status_url, created_at, updated_at";
+
+fn row_to_submission(r: &rusqlite::Row<'_>) -> rusqlite::Result<Submission> {
+    Ok(Submission {
+        id: r.get(0)?,
+        draft_id: r.get(1)?,
+        destination: r.get(2)?,
+        kind: r.get(3)?,
+        state: r.get(4)?,
+        location: r.get(5)?,
+        detail: r.get(6)?,
+        status_url: r.get(7)?,
+        created_at: r.get(8)?,
+        updated_at: r.get(9)?,
+    })
+}
+
+impl Store {
+    pub fn research_draft_get(&self, id: i64) -> Result<Option<Draft>, StoreError> {
+        self.conn()
+            .query_row(
+                "SELECT id, run_id, title, body, created_at FROM research_drafts WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok(Draft {
+                        id: r.get(0)?,
+                        run_id: r.get(1)?,
+                        title: r.get(2)?,
+                        body: r.get(3)?,
+                        created_at: r.get(4)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// Records a person's approval of a draft (a second approval is a conflict).
+    pub fn draft_approve(
+        &self,
+        draft_id: i64,
+        by: &str,
+        note: &str,
+    ) -> Result<DraftApproval, StoreError> {
+        let now = now_ms();
+        let n = self
+            .conn()
+            .execute(
+                "INSERT OR IGNORE INTO draft_approvals (draft_id, approved_by, note, approved_at) VALUES (?1, ?2, ?3, ?4)",
+                params![draft_id, by, note, now],
+            )
+            .map_err(|e| self.err(e))?;
+        if n == 0 {
+            return Err(StoreError::Conflict(format!(
+                "draft {draft_id} is already approved"
+            )));
+        }
+        Ok(DraftApproval {
+            draft_id,
+            approved_by: by.into(),
+            note: note.into(),
+            approved_at: now,
+        })
+    }
+
+    pub fn draft_approval(&self, draft_id: i64) -> Result<Option<DraftApproval>, StoreError> {
+        self.conn()
+            .query_row(
+                "SELECT draft_id, approved_by, note, approved_at FROM draft_approvals WHERE draft_id = ?1",
+                [draft_id],
+                |r| {
+                    Ok(DraftApproval {
+                        draft_id: r.get(0)?,
+                        approved_by: r.get(1)?,
+                        note: r.get(2)?,
+                        approved_at: r.get(3)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// Records a submission as it ended (or `pending` with a status to poll).
+    #[allow(clippy::too_many_arguments)]
+    pub fn submission_add(
+        &self,
+        draft_id: i64,
+        destination: &str,
+        kind: &str,
+        state: &str,
+        location: Option<&str>,
+        detail: Option<&str>,
+        status_url: Option<&str>,
+    ) -> Result<Submission, StoreError> {
+        let now = now_ms();
+        let c = self.conn();
+        c.execute(
+            "INSERT INTO submissions (draft_id, destination, kind, state, location, detail, status_url, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+            params![draft_id, destination, kind, state, location, detail, status_url, now],
+        )
+        .map_err(|e| self.err(e))?;
+        let id = c.last_insert_rowid();
+        drop(c);
+        self.submission(id)?
+            .ok_or_else(|| StoreError::NotFound(format!("submission {id}")))
+    }
+
+    /// Moves a pending submission to `state` with a detail.
+    pub fn submission_update(&self, id: i64, state: &str, detail: &str) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "UPDATE submissions SET state = ?2, detail = ?3, updated_at = ?4 WHERE id = ?1",
+                params![id, state, detail, now_ms()],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    pub fn submission(&self, id: i64) -> Result<Option<Submission>, StoreError> {
+        self.conn()
+            .query_row(
+                &format!("SELECT {SUBMISSION_COLUMNS} FROM submissions WHERE id = ?1"),
+                [id],
+                row_to_submission,
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// Submissions, newest first, of one draft or all.
+    pub fn submissions(
+        &self,
+        draft_id: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<Submission>, StoreError> {
+        let c = self.conn();
+        let mut stmt = c
+            .prepare(&format!(
+                "SELECT {SUBMISSION_COLUMNS} FROM submissions WHERE (?1 IS NULL OR draft_id = ?1) ORDER BY id DESC LIMIT ?2"
+            ))
+            .map_err(|e| self.err(e))?;
+        stmt.query_map(params![draft_id, limit as i64], row_to_submission)
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))
+    }
+}

@@ -17,6 +17,8 @@ mod models;
 mod orchestration;
 mod placeholders;
 mod plans;
+#[cfg(feature = "news-publish")]
+mod publish;
 mod repo;
 mod research;
 pub mod search;

@@ -576,4 +576,17 @@ fn handlers() -> Vec<(&'static str, HandlerEntry)> {
         ("vox_research_evaluate", typed(evaluate)),
         ("vox_news_draft", typed(draft)),
     ]
+    .into_iter()
+    .chain(publish_handlers())
+    .collect()
+}
+
+#[cfg(feature = "news-publish")]
+fn publish_handlers() -> Vec<(&'static str, HandlerEntry)> {
+    crate::publish::handlers()
+}
+
+#[cfg(not(feature = "news-publish"))]
+fn publish_handlers() -> Vec<(&'static str, HandlerEntry)> {
+    Vec::new()
 }

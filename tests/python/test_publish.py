@@ -1,0 +1,153 @@
+"""Research-publish over `vox serve`'s REST API (`POST /v1/tools/call`) with a write token and a
+read token: a research run (scripted-model as the model) drafted, refused to the read token and
+refused without approval, approved by the write token, published to a directory of the
+workspace and to a webhook (a local HTTP server) whose answer names a status URL, that
+external job polled to its end, and every attempt kept as a submission.
+
+Run: .venv/bin/python tests/python/test_publish.py [path/to/vox]
+"""
+
+import http.server
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import urllib.error
+import urllib.request
+
+from scripted import scripted_model
+
+VOX = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/debug/vox")
+SCRIPTED = os.path.join(os.path.dirname(VOX), "scripted-model")
+WRITE, READ = "pub-write-token-0123456789", "pub-read-token-9876543210"
+CLAIMS = {"claims": [{"text": "add returns the sum of its arguments", "citations": [{"file": "src/lib.rs", "lines": [1, 1]}]}]}
+SCRIPT = {"actors": [{"name": "r", "match": "<question>", "steps": [[{"say": json.dumps(CLAIMS)}]]}]}
+
+
+def check(cond: bool, what: str) -> None:
+    if not cond:
+        print(f"FAIL {what}")
+        sys.exit(1)
+    print(f"ok   {what}")
+
+
+class Hook(http.server.BaseHTTPRequestHandler):
+    """A webhook that accepts a draft as an external job, and its status endpoint."""
+    received: list[dict] = []
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        Hook.received.append({"body": body, "auth": self.headers.get("Authorization")})
+        self.reply(202, {"job": "j1", "status_url": f"http://127.0.0.1:{self.server.server_port}/status/j1"})
+
+    def do_GET(self):
+        self.reply(200, {"state": "published", "url": "https://news.example/j1"})
+
+    def reply(self, code: int, body: dict):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def call(url: str, token: str, name: str, args: dict) -> tuple[int, dict]:
+    rq = urllib.request.Request(url + "/v1/tools/call", data=json.dumps({"name": name, "args": args}).encode(),
+                                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(rq, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def main() -> None:
+    hook = http.server.HTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=hook.serve_forever, daemon=True).start()
+    with tempfile.TemporaryDirectory(prefix="voxpub", dir="/tmp") as tmp:
+        ws = os.path.join(tmp, "ws")
+        os.makedirs(os.path.join(ws, "src"))
+        os.makedirs(os.path.join(ws, ".vox"))
+        with open(os.path.join(ws, "src", "lib.rs"), "w") as f:
+            f.write("pub fn add(a: i32, b: i32) -> i32 { a + b }\n")
+        with open(os.path.join(ws, ".vox", "publish.toml"), "w") as f:
+            f.write('[destinations.docs]\nkind = "file"\ndir = "docs/news"\n\n'
+                    f'[destinations.hook]\nkind = "webhook"\nurl = "http://127.0.0.1:{hook.server_port}/drafts"\ntoken_env = "HOOK_TOKEN"\n\n'
+                    '[destinations.outside]\nkind = "file"\ndir = "../escape"\n')
+        with scripted_model(SCRIPTED, tmp, SCRIPT) as (base, _log):
+            env = {k: v for k, v in os.environ.items() if not k.startswith("VOX_")}
+            env.update({"VOX_WORKSPACE": ws, "VOX_HOME": os.path.join(tmp, "home"), "VOX_MCP_HTTP_PORT": "0",
+                        "VOX_MCP_HTTP_BEARER_TOKEN": WRITE, "VOX_MCP_HTTP_READ_BEARER_TOKEN": READ, "VOX_LOG": "warn",
+                        "VOX_LLM_API": "chat", "VOX_LLM_BASE_URL": base, "VOX_LLM_MODEL": "m",
+                        "HOOK_TOKEN": "hook-secret"})
+            server = subprocess.Popen([VOX, "serve", "--profile", "research,research-publish"], env=env,
+                                      stdout=subprocess.PIPE, text=True)
+            try:
+                url = "http://" + server.stdout.readline().split("http://")[1].split()[0]
+                story(url, ws)
+            finally:
+                subprocess.run([VOX, "daemon", "stop"], env=env, cwd=ws, capture_output=True)
+                server.wait(timeout=20)
+    hook.shutdown()
+
+
+def story(url: str, ws: str) -> None:
+    code, r = call(url, WRITE, "vox_research_run", {"question": "What does add do?"})
+    check(code == 200 and len(r["result"]["kept"]) == 1, f"a research run ({code} {r})")
+    code, d = call(url, WRITE, "vox_news_draft", {"run_id": r["result"]["run"]["id"], "title": "Add, explained"})
+    draft_id = d["result"]["id"]
+    check(code == 200 and "add returns the sum" in d["result"]["body"], "a draft of it")
+
+    code, e = call(url, READ, "vox_news_publish", {"draft_id": draft_id, "destination": "docs"})
+    check(code == 403 and e["error"]["code"] == "exposure_denied" and "read token" in e["error"]["message"],
+          f"the read token cannot publish ({code} {e})")
+    code, e = call(url, READ, "vox_news_approve", {"draft_id": draft_id})
+    check(code == 403 and e["error"]["code"] == "exposure_denied", "nor approve: approval is a person's, with the write token")
+    code, e = call(url, WRITE, "vox_news_publish", {"draft_id": draft_id, "destination": "docs"})
+    check(e["error"]["code"] == "refused" and "not approved" in e["error"]["message"],
+          f"an unapproved draft is refused ({code} {e})")
+    check(not os.path.exists(os.path.join(ws, "docs")), "and nothing was written")
+
+    code, a = call(url, WRITE, "vox_news_approve", {"draft_id": draft_id, "note": "checked the citation"})
+    check(code == 200 and a["result"]["draft_id"] == draft_id, "the write token approves it")
+    code, e = call(url, WRITE, "vox_news_approve", {"draft_id": draft_id})
+    check(e["error"]["code"] == "conflict", "a second approval is a conflict")
+
+    code, p = call(url, WRITE, "vox_news_publish", {"draft_id": draft_id, "destination": "docs"})
+    sub = p["result"]
+    path = os.path.join(ws, sub["location"])
+    check(code == 200 and sub["state"] == "published" and sub["location"].startswith("docs/news/"),
+          f"published to a file of the workspace ({sub})")
+    check(open(path).read().startswith("# Add, explained"), "the file holds the draft")
+
+    code, p = call(url, WRITE, "vox_news_publish", {"draft_id": draft_id, "destination": "hook"})
+    job = p["result"]
+    check(code == 200 and job["state"] == "pending" and job["status_url"].endswith("/status/j1"),
+          f"a webhook that names a status URL is a pending external job ({job})")
+    check(Hook.received[-1]["body"]["title"] == "Add, explained" and Hook.received[-1]["auth"] == "Bearer hook-secret",
+          "the webhook got the draft and its token")
+    code, s = call(url, READ, "vox_scientia_submissions", {"draft_id": draft_id})
+    check(code == 200 and len(s["result"]["submissions"]) == 2, "the read token lists the submissions")
+    code, j = call(url, WRITE, "vox_external_job_status", {"submission_id": job["id"]})
+    check(code == 200 and j["result"]["state"] == "published" and "news.example" in j["result"]["detail"],
+          f"the external job's status is polled to its end ({j})")
+
+    code, e = call(url, WRITE, "vox_news_publish", {"draft_id": draft_id, "destination": "nowhere"})
+    check(e["error"]["code"] == "invalid_arguments" and "docs, hook, outside" in e["error"]["message"],
+          "an unknown destination is refused, naming the configured ones")
+    code, e = call(url, WRITE, "vox_news_publish", {"draft_id": draft_id, "destination": "outside"})
+    check(e["error"]["code"] == "tool_error" and "not a plain workspace-relative path" in e["error"]["message"],
+          f"a destination outside the workspace fails ({e})")
+    code, s = call(url, WRITE, "vox_scientia_submissions", {})
+    check(s["result"]["submissions"][0]["state"] == "failed" and s["result"]["submissions"][0]["destination"] == "outside",
+          "and the failed attempt is recorded")
+    check(not os.path.exists(os.path.join(os.path.dirname(ws), "escape")), "nothing was written outside")
+
+
+main()
