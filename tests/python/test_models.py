@@ -62,6 +62,11 @@ SCRIPT = {"actors": [
         [{"hang": True}],
         [{"say": json.dumps({"claims": [{"text": "it is deployed on fly.io", "citations": [{"memory": "deploy/target"}]}]})}],
     ]},
+    {"name": "tooluser", "match": "TOOLS-MARK", "steps": [
+        [{"call": {"name": "vox_benchmark_record", "arguments": {"model_id": "env/scripted-chat", "category": "chat", "score": 0.1}}},
+         {"call": {"name": "vox_list_models", "arguments": {"needs": ["image"]}}}],
+        [{"say": "I listed the models; recording was not allowed."}],
+    ]},
     {"name": "claude", "match": "CLAUDE-MARK", "steps": [
         [{"say": "Anthropic says hi"}, {"usage": {"input_tokens": 1000000, "output_tokens": 1000000}}],
     ]},
@@ -119,6 +124,9 @@ async def main() -> None:
                                                 env=env, cwd=ws)
                 subprocess.run([VOX, "daemon", "stop"], env=env, cwd=ws, capture_output=True)
                 await research(rparams, ws, env, log)
+                subprocess.run([VOX, "daemon", "stop"], env=env, cwd=ws, capture_output=True)
+                await chat_with_tools(StdioServerParameters(command=VOX, args=["mcp", "--profile", "models,skills"],
+                                                            env=env, cwd=ws), ws, log)
             finally:
                 subprocess.run([VOX, "daemon", "stop"], env=env, cwd=ws, capture_output=True)
             check(all(SECRET not in o for o in seen_outputs), "no tool output ever holds a key's value")
@@ -313,6 +321,33 @@ async def research(params, ws: str, env: dict, log: str) -> None:
         outcome = answer["result"]["outcome"]
         check(outcome["kind"] == "denied" and outcome["code"] == "tool_not_in_profile",
               f"research.run under the models profile is denied as vox_research_run is ({outcome})")
+
+
+async def chat_with_tools(params, ws: str, log: str) -> None:
+    skill = os.path.join(ws, "skillsrc", "lister")
+    os.makedirs(skill)
+    with open(os.path.join(skill, "SKILL.md"), "w") as f:
+        f.write("---\nname: lister\ndescription: Lists models only.\nmetadata:\n  vox-tools: vox_list_models\n---\nList the models.\n")
+    async with Client(params) as c:
+        await ok(c, "vox_skill_install", {"path": "skillsrc/lister"})
+        before = len((await ok(c, "vox_benchmark_list", {"category": "chat"}))["benchmarks"])
+        a = await ok(c, "vox_chat_message", {"message": "TOOLS-MARK list the vision models", "session": "tools",
+                                             "tools": True, "active_skill": "lister"})
+        uses = [(u["name"], u["ok"], u["code"]) for u in a["tool_calls"]]
+        check(uses == [("vox_benchmark_record", False, "skill_tool_not_allowed"), ("vox_list_models", True, None)],
+              f"the model's tool calls run as the caller's, within the active skill's list ({uses})")
+        check(a["text"] == "I listed the models; recording was not allowed.", "and the answer follows the tool results")
+        offered = {t["function"]["name"] for t in requests(log)[-2]["body"]["tools"]}
+        check("vox_list_models" in offered and "vox_benchmark_record" not in offered and not any(n.startswith("vox_chat_") for n in offered),
+              f"the model is offered only what the active skill allows ({sorted(offered)})")
+        tool_msg = [m for m in requests(log)[-1]["body"]["messages"] if m["role"] == "tool"]
+        check(len(tool_msg) == 2 and "skill_tool_not_allowed" in tool_msg[0]["content"] and "image" in tool_msg[1]["content"],
+              "the tools' results (and the refusal) went back to the model")
+        await fails(c, "vox_benchmark_list", {"category": "chat"}, "skill_tool_not_allowed", "lister",
+                    "the skill the chat composer set stays the session's active skill")
+        await ok(c, "vox_skill_use", {"id": None})
+        after = len((await ok(c, "vox_benchmark_list", {"category": "chat"}))["benchmarks"])
+        check(after == before, "the refused call changed nothing")
 
 
 def rpc(ws: str, method: str, params) -> dict:

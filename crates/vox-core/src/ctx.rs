@@ -126,6 +126,10 @@ pub struct Ctx {
     hooks: Hooks,
     /// The calls agents have in flight.
     pub agent_calls: AgentCalls,
+    /// The orchestrator serving this context once it is shared ([`crate::Orchestrator::shared`]),
+    /// for a handler that calls other tools on its caller's behalf (chat's tool calls). Weak:
+    /// the orchestrator owns the context.
+    orchestrator: std::sync::OnceLock<std::sync::Weak<crate::Orchestrator>>,
 }
 
 /// The calls agents have in flight, each with its own cancellation signal: retiring an agent
@@ -183,7 +187,16 @@ impl Ctx {
             state: HashMap::new(),
             hooks: Hooks::default(),
             agent_calls: AgentCalls::default(),
+            orchestrator: std::sync::OnceLock::new(),
         }
+    }
+    /// The orchestrator serving this context, when it is shared and still alive.
+    pub fn orchestrator(&self) -> Option<Arc<crate::Orchestrator>> {
+        self.orchestrator.get().and_then(std::sync::Weak::upgrade)
+    }
+    /// Records the shared orchestrator (once).
+    pub(crate) fn set_orchestrator(&self, o: &Arc<crate::Orchestrator>) {
+        let _ = self.orchestrator.set(Arc::downgrade(o));
     }
     /// A family's state of type `T`, if its boot step put one in.
     pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {

@@ -228,6 +228,14 @@ impl Orchestrator {
     }
 
     /// Authorizes, dispatches with a deadline, caps the result, and tells the observers.
+    /// The orchestrator in an `Arc`, reachable from its context ([`Ctx::orchestrator`]) so a
+    /// handler may call other tools as its caller would.
+    pub fn shared(self) -> Arc<Self> {
+        let o = Arc::new(self);
+        o.ctx.set_orchestrator(&o);
+        o
+    }
+
     pub async fn call(&self, name: &str, args: Value, call: CallCtx) -> ToolOutcome {
         self.call_inner(&self.ctx.profile, name, args, call, true)
             .await

@@ -116,7 +116,7 @@ impl Daemon {
             socket.display()
         );
         Ok(Daemon {
-            orch: Arc::new(orch),
+            orch: orch.shared(),
             listener,
             lifetime: Lifetime::new(kind),
             stdio: None,

@@ -486,6 +486,21 @@ struct ChatArgs {
     system: Option<String>,
     /// At most this many output tokens.
     max_tokens: Option<u32>,
+    /// Offer the model the tools this session may call; its calls run as this caller's (the
+    /// session's active skill, profile and approvals decide them), at most 8 rounds.
+    tools: Option<bool>,
+    /// Make this skill the session's active skill first (as vox_skill_use does): its tool list
+    /// then bounds both the tools offered and the calls the model makes.
+    active_skill: Option<String>,
+}
+
+/// A tool call the model made during a chat, and how it ended.
+#[derive(Serialize, JsonSchema)]
+struct ToolUse {
+    name: String,
+    ok: bool,
+    /// The error code when it did not succeed (e.g. `skill_tool_not_allowed`).
+    code: Option<String>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -502,6 +517,102 @@ struct ChatAnswer {
     attempts: u32,
     /// The answer's id in the history.
     message_id: i64,
+    /// The tool calls the model made, in order.
+    tool_calls: Vec<ToolUse>,
+}
+
+/// Rounds of tool calls a chat message may take.
+const MAX_TOOL_ROUNDS: usize = 8;
+/// Tools offered to a model at most.
+const MAX_OFFERED_TOOLS: usize = 128;
+/// Largest tool result given back to the model.
+const MAX_TOOL_RESULT: usize = 64 * 1024;
+
+/// The tools this session may call, as the model is offered them: the caller's surface, less
+/// chat itself, and within the active skill's tool list.
+fn offered_tools(
+    ctx: &Ctx,
+    call: &CallCtx,
+    orch: &vox_core::Orchestrator,
+) -> Vec<vox_llm::ToolSpec> {
+    let skills = ctx.get::<Arc<crate::skills_state::Skills>>();
+    orch.tool_list_json(false)
+        .into_iter()
+        .filter_map(|d| {
+            let name = d["name"].as_str()?.to_string();
+            if name.starts_with("vox_chat_") {
+                return None;
+            }
+            if let Some(s) = skills
+                && s.check(&call.session, &name, &serde_json::Value::Null)
+                    .is_err()
+            {
+                return None;
+            }
+            Some(vox_llm::ToolSpec {
+                description: d["description"].as_str().unwrap_or("").to_string(),
+                parameters: d["inputSchema"].clone(),
+                name,
+            })
+        })
+        .take(MAX_OFFERED_TOOLS)
+        .collect()
+}
+
+/// Runs one tool call of the model as the chat's caller; the text given back to the model,
+/// and how it ended.
+async fn run_tool(
+    orch: &vox_core::Orchestrator,
+    call: &CallCtx,
+    tc: &vox_llm::ToolCall,
+) -> (String, ToolUse) {
+    let args: serde_json::Value = match serde_json::from_str(&tc.arguments) {
+        Ok(v) => v,
+        Err(e) => {
+            let text = serde_json::json!({"error": {"code": "invalid_arguments", "message": format!("the arguments are not JSON: {e}")}});
+            return (
+                text.to_string(),
+                ToolUse {
+                    name: tc.name.clone(),
+                    ok: false,
+                    code: Some("invalid_arguments".into()),
+                },
+            );
+        }
+    };
+    let outcome = orch.call(&tc.name, args, call.clone()).await;
+    let v = serde_json::to_value(&outcome).unwrap_or_default();
+    let ok = matches!(v["kind"].as_str(), Some("ok" | "content"));
+    let (text, code) = if ok {
+        let body = if v["kind"] == "ok" {
+            &v["value"]
+        } else {
+            &v["blocks"]
+        };
+        (body.to_string(), None)
+    } else {
+        let code = v["code"].as_str().unwrap_or("failed").to_string();
+        (
+            serde_json::json!({"error": {"code": code, "message": v["message"]}}).to_string(),
+            Some(code),
+        )
+    };
+    let text = if text.len() > MAX_TOOL_RESULT {
+        format!(
+            "{}... (cut at {MAX_TOOL_RESULT} bytes)",
+            &text[..text.floor_char_boundary(MAX_TOOL_RESULT)]
+        )
+    } else {
+        text
+    };
+    (
+        text,
+        ToolUse {
+            name: tc.name.clone(),
+            ok,
+            code,
+        },
+    )
 }
 
 fn session_name(s: Option<String>) -> Result<String, ToolError> {
@@ -528,6 +639,18 @@ async fn chat(ctx: Arc<Ctx>, call: CallCtx, a: ChatArgs) -> Result<ChatAnswer, T
     };
     let spec = r.model(&model_id).map_err(llm)?.clone();
     let endpoint = r.endpoint(&model_id, &ProcessEnv).map_err(llm)?;
+    if let Some(skill) = &a.active_skill {
+        crate::bounded("active_skill", skill, 64)?;
+        ctx.require::<Arc<crate::skills_state::Skills>>("skills (the skills profile)")?
+            .activate(&call.session, &call.agent, Some(skill))?;
+    }
+    let orch = if a.tools == Some(true) {
+        Some(ctx.orchestrator().ok_or_else(|| {
+            ToolError::Unavailable("tool calls in chat need the daemon's orchestrator".into())
+        })?)
+    } else {
+        None
+    };
     let s = store(&ctx)?;
     // The history first, then this message, as the model sees it.
     let history = s
@@ -539,28 +662,66 @@ async fn chat(ctx: Arc<Ctx>, call: CallCtx, a: ChatArgs) -> Result<ChatAnswer, T
     });
     s.chat_append(&session, "user", &a.message, None, None)
         .map_err(db)?;
-    let req = ChatRequest {
+    let mut req = ChatRequest {
         system: a.system,
         messages,
-        tools: Vec::new(),
+        tools: orch
+            .as_ref()
+            .map(|o| offered_tools(&ctx, &call, o))
+            .unwrap_or_default(),
         max_tokens: a.max_tokens,
         temperature: None,
     };
     let started = Instant::now();
     let mut streamed = 0usize;
-    let done = facade
-        .complete(
-            &endpoint,
-            &req,
-            |delta| {
-                streamed += delta.len();
-                call.progress(streamed as f64, None, Some(delta.to_string()));
-            },
-            call.cancel.cancelled(),
-        )
-        .await
-        .map_err(llm)?;
-    let cost = spec.cost_usd(done.usage.input_tokens, done.usage.output_tokens);
+    let mut usage = vox_llm::Usage::default();
+    let mut uses = Vec::new();
+    let mut attempts = 0;
+    let done = loop {
+        let done = facade
+            .complete(
+                &endpoint,
+                &req,
+                |delta| {
+                    streamed += delta.len();
+                    call.progress(streamed as f64, None, Some(delta.to_string()));
+                },
+                call.cancel.cancelled(),
+            )
+            .await
+            .map_err(llm)?;
+        usage.input_tokens += done.usage.input_tokens;
+        usage.output_tokens += done.usage.output_tokens;
+        attempts += done.attempts;
+        let Some(o) = orch.as_ref().filter(|_| !done.tool_calls.is_empty()) else {
+            break done;
+        };
+        let round = req
+            .messages
+            .iter()
+            .filter(
+                |m| matches!(m, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty()),
+            )
+            .count();
+        if round >= MAX_TOOL_ROUNDS {
+            return Err(ToolError::Failed(format!(
+                "the model was still calling tools after {MAX_TOOL_ROUNDS} rounds"
+            )));
+        }
+        req.messages.push(Message::Assistant {
+            content: done.text.clone(),
+            tool_calls: done.tool_calls.clone(),
+        });
+        for tc in &done.tool_calls {
+            let (text, used) = run_tool(o, &call, tc).await;
+            uses.push(used);
+            req.messages.push(Message::Tool {
+                call_id: tc.id.clone(),
+                content: text,
+            });
+        }
+    };
+    let cost = spec.cost_usd(usage.input_tokens, usage.output_tokens);
     if let Some(att) = ctx.get::<Arc<Attention>>() {
         att.record(vox_store::AttentionEvent {
             ts: vox_store::now_ms(),
@@ -568,7 +729,7 @@ async fn chat(ctx: Arc<Ctx>, call: CallCtx, a: ChatArgs) -> Result<ChatAnswer, T
             tool: format!("llm:{model_id}").chars().take(128).collect(),
             outcome: "ok".into(),
             latency_us: started.elapsed().as_micros() as i64,
-            tokens: (done.usage.input_tokens + done.usage.output_tokens) as i64,
+            tokens: (usage.input_tokens + usage.output_tokens) as i64,
         });
     }
     let stored = s
@@ -578,8 +739,8 @@ async fn chat(ctx: Arc<Ctx>, call: CallCtx, a: ChatArgs) -> Result<ChatAnswer, T
             &done.text,
             Some(&model_id),
             Some(Spend {
-                input_tokens: done.usage.input_tokens as i64,
-                output_tokens: done.usage.output_tokens as i64,
+                input_tokens: usage.input_tokens as i64,
+                output_tokens: usage.output_tokens as i64,
                 cost_usd: cost,
             }),
         )
@@ -589,11 +750,12 @@ async fn chat(ctx: Arc<Ctx>, call: CallCtx, a: ChatArgs) -> Result<ChatAnswer, T
         model_id,
         text: done.text,
         finish: done.finish,
-        input_tokens: done.usage.input_tokens,
-        output_tokens: done.usage.output_tokens,
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
         cost_usd: cost,
-        attempts: done.attempts,
+        attempts,
         message_id: stored.id,
+        tool_calls: uses,
     })
 }
 
