@@ -67,6 +67,13 @@ SCRIPT = {"actors": [
          {"call": {"name": "vox_list_models", "arguments": {"needs": ["image"]}}}],
         [{"say": "I listed the models; recording was not allowed."}],
     ]},
+    {"name": "planner", "match": "<goal>", "steps": [
+        [{"say": json.dumps({"steps": [
+            {"key": "impl", "title": "Implement add", "files": ["src/lib.rs"]},
+            {"key": "test", "title": "Test add", "after": ["impl"]}]})}],
+        [{"say": json.dumps({"steps": [{"key": "a", "title": "A", "after": ["b"]}, {"key": "b", "title": "B", "after": ["a"]}]})}],
+        [{"say": "I would rather not plan."}],
+    ]},
     {"name": "claude", "match": "CLAUDE-MARK", "steps": [
         [{"say": "Anthropic says hi"}, {"usage": {"input_tokens": 1000000, "output_tokens": 1000000}}],
     ]},
@@ -127,6 +134,9 @@ async def main() -> None:
                 subprocess.run([VOX, "daemon", "stop"], env=env, cwd=ws, capture_output=True)
                 await chat_with_tools(StdioServerParameters(command=VOX, args=["mcp", "--profile", "models,skills"],
                                                             env=env, cwd=ws), ws, log)
+                subprocess.run([VOX, "daemon", "stop"], env=env, cwd=ws, capture_output=True)
+                await planning(StdioServerParameters(command=VOX, args=["mcp", "--profile", "orchestrator"],
+                                                     env=env, cwd=ws))
             finally:
                 subprocess.run([VOX, "daemon", "stop"], env=env, cwd=ws, capture_output=True)
             check(all(SECRET not in o for o in seen_outputs), "no tool output ever holds a key's value")
@@ -348,6 +358,18 @@ async def chat_with_tools(params, ws: str, log: str) -> None:
         await ok(c, "vox_skill_use", {"id": None})
         after = len((await ok(c, "vox_benchmark_list", {"category": "chat"}))["benchmarks"])
         check(after == before, "the refused call changed nothing")
+
+
+async def planning(params) -> None:
+    async with Client(params) as c:
+        p = await ok(c, "vox_plan", {"goal": "Add an add function", "model_id": "env/scripted-chat"})
+        steps = {st["key"]: st for st in p["plan"]["steps"]}
+        check(set(steps) == {"impl", "test"} and p["plan"]["goal"] == "Add an add function",
+              f"vox_plan without steps: the model plans them ({sorted(steps)})")
+        await fails(c, "vox_plan", {"goal": "Loop", "model_id": "env/scripted-chat"}, "invalid_arguments", "cycle",
+                    "a model's plan with a cycle is refused as a given one would be")
+        await fails(c, "vox_plan", {"goal": "Nothing", "model_id": "env/scripted-chat"}, "tool_error", "llm_answer_not_json",
+                    "an answer that is no plan is refused, named")
 
 
 def rpc(ws: str, method: str, params) -> dict:

@@ -759,6 +759,55 @@ async fn chat(ctx: Arc<Ctx>, call: CallCtx, a: ChatArgs) -> Result<ChatAnswer, T
     })
 }
 
+/// Asks a model (`model_id`, else the active one) for one JSON object: `system` says what it
+/// holds, `user` is the request. The object (the whole answer, or from its first `{` to its
+/// last `}`) and the tokens the call used; the call is cancelled with the tool call.
+pub(crate) async fn ask_json(
+    ctx: &Ctx,
+    call: &CallCtx,
+    model_id: Option<&str>,
+    system: &str,
+    user: String,
+) -> Result<(String, serde_json::Value, vox_llm::Usage), ToolError> {
+    let model_id = match model_id {
+        Some(m) => m.to_string(),
+        None => active_model(ctx)?.ok_or_else(|| {
+            ToolError::Unavailable(
+                "no model named and none active: pass `model_id`, call vox_set_active_model, or set VOX_LLM_API, VOX_LLM_BASE_URL and VOX_LLM_MODEL".into(),
+            )
+        })?,
+    };
+    let facade = ctx.require::<Arc<Facade>>("the LLM facade")?.clone();
+    let endpoint = registry(ctx)?
+        .endpoint(&model_id, &ProcessEnv)
+        .map_err(llm)?;
+    let req = ChatRequest {
+        system: Some(system.to_string()),
+        messages: vec![Message::User { content: user }],
+        ..Default::default()
+    };
+    let done = facade
+        .complete(&endpoint, &req, |_| {}, call.cancel.cancelled())
+        .await
+        .map_err(llm)?;
+    let v = json_object(&done.text)
+        .map_err(|e| ToolError::Failed(format!("[llm_answer_not_json] {model_id}: {e}")))?;
+    Ok((model_id, v, done.usage))
+}
+
+/// The JSON object in a model's answer: the whole text, or from its first `{` to its last `}`.
+fn json_object(text: &str) -> Result<serde_json::Value, String> {
+    let t = text.trim();
+    if let Ok(v @ serde_json::Value::Object(_)) = serde_json::from_str(t) {
+        return Ok(v);
+    }
+    match (t.find('{'), t.rfind('}')) {
+        (Some(a), Some(b)) if a < b => serde_json::from_str(&t[a..=b])
+            .map_err(|e| format!("the answer holds no JSON object ({e})")),
+        _ => Err("the answer holds no JSON object".into()),
+    }
+}
+
 /// The newest messages of a history that fit in `budget` bytes, oldest first.
 fn fit_history(history: &[ChatMessage], budget: usize) -> Vec<Message> {
     let mut used = 0usize;

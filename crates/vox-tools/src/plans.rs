@@ -6,7 +6,8 @@ use crate::orchestration::{OPERATOR, actor, dispatch};
 use crate::store::{db, store};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use vox_core::family::blocking;
+use std::sync::Arc;
+use vox_core::family::{async_typed, blocking};
 use vox_core::{CallCtx, Ctx, Family, HandlerEntry, ToolError};
 use vox_store::{Assignment, Handoff, NewStep, NewTask, Plan};
 
@@ -55,9 +56,11 @@ fn steps(steps: Vec<StepArgs>) -> Vec<NewStep> {
 struct PlanArgs {
     /// What the plan achieves (at most 4 KiB).
     goal: String,
-    /// Its steps (1 to 256). Without them the model would plan, and no model is configured in
-    /// this build.
+    /// Its steps (1 to 256). Without them a model plans them (`model_id`, else the active
+    /// model), and the plan is checked as given steps are.
     steps: Option<Vec<StepArgs>>,
+    /// The model that plans when `steps` are left out.
+    model_id: Option<String>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -129,14 +132,52 @@ struct Lineage {
     handoffs: Vec<Handoff>,
 }
 
-fn plan(ctx: &Ctx, call: &CallCtx, a: PlanArgs) -> Result<Planned, ToolError> {
-    let Some(s) = a.steps else {
-        return Err(ToolError::Unavailable(
-            "planning by a model is unavailable: no model is configured in this build (the llm facade has not landed); pass `steps`".into(),
-        ));
+/// What a planning model is told.
+const PLANNER: &str = "You plan work for a team of coding agents. Reply with one JSON object and nothing else: {\"steps\": [{\"key\": \"short-id\", \"title\": \"what to do\", \"description\": \"how\", \"after\": [\"keys of steps that must finish first\"], \"files\": [\"workspace paths it touches\"]}]}. At most 32 steps; every `after` names an earlier step's key; no cycles.";
+
+/// Most steps a model's plan may have.
+const MAX_MODEL_STEPS: usize = 32;
+
+async fn plan(ctx: Arc<Ctx>, call: CallCtx, a: PlanArgs) -> Result<Planned, ToolError> {
+    crate::bounded("goal", &a.goal, 4096)?;
+    let given = match a.steps {
+        Some(s) => s,
+        None => {
+            let (model, v, _) = crate::models::ask_json(
+                &ctx,
+                &call,
+                a.model_id.as_deref(),
+                PLANNER,
+                format!("<goal>{}</goal>", a.goal),
+            )
+            .await?;
+            let steps = v.get("steps").cloned().unwrap_or_default();
+            let steps: Vec<StepArgs> = serde_json::from_value(steps).map_err(|e| {
+                ToolError::Failed(format!(
+                    "[plan_invalid] the plan of {model} does not have the shape of `steps`: {e}"
+                ))
+            })?;
+            if steps.is_empty() || steps.len() > MAX_MODEL_STEPS {
+                return Err(ToolError::Failed(format!(
+                    "[plan_invalid] the plan of {model} has {} steps; 1 to {MAX_MODEL_STEPS} are taken",
+                    steps.len()
+                )));
+            }
+            steps
+        }
     };
+    let goal = a.goal;
+    vox_core::family::run_blocking(move || create(&ctx, &call, &goal, given)).await
+}
+
+fn create(
+    ctx: &Ctx,
+    call: &CallCtx,
+    goal: &str,
+    given: Vec<StepArgs>,
+) -> Result<Planned, ToolError> {
     let plan = store(ctx)?
-        .plan_create(&a.goal, &steps(s), actor(call))
+        .plan_create(goal, &steps(given), actor(call))
         .map_err(db)?;
     let assigned = dispatch(ctx)?;
     Ok(Planned {
@@ -199,7 +240,7 @@ pub fn family() -> Family {
 
 fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
-        ("vox_plan", blocking(plan)),
+        ("vox_plan", async_typed(plan)),
         ("vox_plan_status", blocking(plan_status)),
         ("vox_replan", blocking(replan)),
         ("vox_agent_handoff", blocking(handoff)),

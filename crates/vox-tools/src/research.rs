@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 use vox_core::family::{async_typed, typed};
 use vox_core::{CallCtx, Ctx, Family, HandlerEntry, StepDone, ToolError};
-use vox_llm::{ChatRequest, Facade, Message, ProcessEnv, Registry};
+use vox_llm::{ProcessEnv, Registry};
 use vox_mcp_registry::BootStep;
 use vox_store::{Draft, NewClaim, ResearchClaim, ResearchRun};
 
@@ -136,19 +136,6 @@ fn cited_lines(root: &Path, path: &str, start: u32, end: u32) -> Result<String, 
         .join("\n"))
 }
 
-/// The JSON object in a model's answer: the whole text, or from its first `{` to its last `}`.
-fn answer_json(text: &str) -> Result<Value, String> {
-    let t = text.trim();
-    if let Ok(v) = serde_json::from_str::<Value>(t) {
-        return Ok(v);
-    }
-    match (t.find('{'), t.rfind('}')) {
-        (Some(a), Some(b)) if a < b => serde_json::from_str(&t[a..=b])
-            .map_err(|e| format!("the model's answer holds no JSON object ({e})")),
-        _ => Err("the model's answer holds no JSON object".into()),
-    }
-}
-
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RunArgs {
@@ -214,11 +201,6 @@ async fn answer(
     question: &str,
     model_id: &str,
 ) -> Result<(), ToolError> {
-    let r = ctx.require::<Arc<Registry>>("the model registry")?.clone();
-    let facade = ctx.require::<Arc<Facade>>("the LLM facade")?.clone();
-    let endpoint = r
-        .endpoint(model_id, &ProcessEnv)
-        .map_err(crate::models::llm)?;
     call.progress(0.0, Some(3.0), Some("gathering evidence".into()));
     let (evidence, pieces) = {
         let (ctx2, call2, q) = (ctx.clone(), call.clone(), question.to_string());
@@ -231,29 +213,25 @@ async fn answer(
         Some(3.0),
         Some(format!("asking {model_id} ({pieces} pieces of evidence)")),
     );
-    let req = ChatRequest {
-        system: Some(SYSTEM.into()),
-        messages: vec![Message::User {
-            content: format!("<evidence>\n{evidence}</evidence>\n<question>{question}</question>"),
-        }],
-        ..Default::default()
-    };
-    let answer = facade
-        .complete(&endpoint, &req, |_| {}, call.cancel.cancelled())
-        .await
-        .map_err(crate::models::llm)?;
+    let (_, parsed, usage) = crate::models::ask_json(
+        ctx,
+        call,
+        Some(model_id),
+        SYSTEM,
+        format!("<evidence>\n{evidence}</evidence>\n<question>{question}</question>"),
+    )
+    .await
+    .map_err(|e| match e {
+        ToolError::Failed(m) => ToolError::Failed(format!("research run {id}: {m}")),
+        other => other,
+    })?;
     call.progress(2.0, Some(3.0), Some("checking citations".into()));
-    let parsed = answer_json(&answer.text)
-        .map_err(|e| ToolError::Failed(format!("research run {id}: {e}")))?;
     let claims: Vec<Value> = parsed["claims"].as_array().cloned().unwrap_or_default();
     persist(
         ctx,
         id,
         pieces,
-        (
-            answer.usage.input_tokens as i64,
-            answer.usage.output_tokens as i64,
-        ),
+        (usage.input_tokens as i64, usage.output_tokens as i64),
         &claims,
     )?;
     call.progress(3.0, Some(3.0), Some("done".into()));
