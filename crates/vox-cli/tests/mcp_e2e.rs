@@ -506,10 +506,10 @@ async fn an_oversized_stdio_message_is_dropped_and_the_session_continues() {
 #[tokio::test]
 async fn a_profile_without_tools_in_this_build_warns_and_reports_placeholders() {
     let ws = Ws::new();
-    let out = ws.vox(&["mcp", "--profile", "models"]);
+    let out = ws.vox(&["mcp", "--profile", "browser"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("warning: profile `models` serves no tool in this build"),
+        stderr.contains("warning: profile `browser` serves no tool in this build"),
         "{stderr}"
     );
     let report = &ws.daemon_status()["boot_report"];
@@ -519,15 +519,22 @@ async fn a_profile_without_tools_in_this_build_warns_and_reports_placeholders() 
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
-    assert!(placeholders.contains(&"model_registry"), "{report}");
-    assert!(placeholders.contains(&"llm_facade"), "{report}");
+    assert!(placeholders.contains(&"browser"), "{report}");
     let step = report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == "browser")
+        .unwrap();
+    assert_eq!(step["status"], "placeholder");
+    // Its model steps, which the models family serves now, are not placeholders.
+    let facade = report["steps"]
         .as_array()
         .unwrap()
         .iter()
         .find(|s| s["step"] == "llm_facade")
         .unwrap();
-    assert_eq!(step["status"], "placeholder");
+    assert_eq!(facade["status"], "ok", "{facade}");
     // A profile whose subsystems do real work has none, and does not warn.
     let ws = Ws::new();
     let out = ws.vox(&["mcp", "--profile", "knowledge"]);

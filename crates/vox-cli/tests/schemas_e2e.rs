@@ -20,6 +20,50 @@ fn write(ws: &Ws, rel: &str, text: &str) {
 }
 
 /// A git workspace with code, docs, a `.vox` tool and a skill to install.
+/// A scripted model process (killed on drop) answering the chat and research calls below.
+struct Model(std::process::Child, String);
+
+impl Drop for Model {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn scripted_model(dir: &std::path::Path) -> Model {
+    let research = json!({"claims": [{"text": "parse_config returns a u32", "citations": [{"file": "src/lib.rs", "lines": [3, 3]}]}]});
+    let script = json!({"actors": [{"name": "any", "match": "", "steps": [
+        [{"say": "hello from the model"}],
+        [{"say": research.to_string()}],
+    ]}]});
+    let path = dir.join("model-script.json");
+    std::fs::write(&path, script.to_string()).unwrap();
+    let port_file = dir.join("model.port");
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_vox")).with_file_name("scripted-model");
+    let child = std::process::Command::new(bin)
+        .arg("--script")
+        .arg(&path)
+        .arg("--port-file")
+        .arg(&port_file)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("scripted-model (built with the workspace)");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if let Ok(p) = std::fs::read_to_string(&port_file)
+            && let Ok(p) = p.trim().parse::<u16>()
+            && p != 0
+        {
+            return Model(child, format!("http://127.0.0.1:{p}/v1"));
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "scripted-model gave no port"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 fn workspace() -> Ws {
     let ws = Ws::new().with_env("VOX_MCP_WORKSPACE_TOOLS", "1");
     write(
@@ -158,7 +202,17 @@ impl Checker {
 
 #[tokio::test]
 async fn every_dev_catalog_tool_answers_what_its_output_schema_says() {
-    let ws = workspace();
+    let models = tempfile::tempdir().unwrap();
+    let model = scripted_model(models.path());
+    let ws = workspace()
+        .with_env("VOX_LLM_API", "chat")
+        .with_env("VOX_LLM_BASE_URL", &model.1)
+        .with_env("VOX_LLM_MODEL", "m");
+    write(
+        &ws,
+        ".vox/publish.toml",
+        "[destinations.docs]\nkind = \"file\"\ndir = \"docs/news\"\n",
+    );
     let c = ws.client(&[]).await;
     let mut k = Checker::new(&c).await;
     let catalog: BTreeSet<String> = registry_slice("dev").into_iter().collect();
@@ -356,6 +410,7 @@ async fn every_dev_catalog_tool_answers_what_its_output_schema_says() {
     assert_eq!(forgotten["forgotten"], true);
 
     orchestrator_tools(&mut k, &c).await;
+    model_tools(&mut k, &c).await;
 
     let missed: Vec<&String> = catalog
         .iter()
@@ -373,6 +428,76 @@ async fn every_dev_catalog_tool_answers_what_its_output_schema_says() {
 
 /// Every orchestrator tool, as the operator, over one story: two agents, a plan, a lock
 /// conflict, a clarification, a handoff, an approval, a drain, an emergency stop.
+/// The models, research and research-publish tools, against the scripted model.
+async fn model_tools(k: &mut Checker, c: &Client) {
+    k.ok(c, "vox_list_models", json!({})).await;
+    k.ok(c, "vox_suggest_model", json!({"task_category": "chat"}))
+        .await;
+    k.ok(c, "vox_capability_model_manifest", json!({})).await;
+    k.ok(c, "vox_credentials_status", json!({})).await;
+    k.ok(c, "vox_set_active_model", json!({"model_id": "env/m"}))
+        .await;
+    let active = k.ok(c, "vox_get_active_model", json!({})).await;
+    assert_eq!(active["model_id"], "env/m", "{active}");
+    k.ok(
+        c,
+        "vox_benchmark_record",
+        json!({"model_id": "env/m", "category": "chat", "score": 0.5}),
+    )
+    .await;
+    k.ok(c, "vox_benchmark_list", json!({})).await;
+    k.ok(c, "vox_spawn_agent", json!({"agent_id": "modeler"}))
+        .await;
+    k.ok(
+        c,
+        "vox_set_model",
+        json!({"agent_id": "modeler", "model_id": "env/m"}),
+    )
+    .await;
+    let chat = k
+        .ok(c, "vox_chat_message", json!({"message": "hello"}))
+        .await;
+    assert_eq!(chat["text"], "hello from the model", "{chat}");
+    k.ok(c, "vox_chat_history", json!({})).await;
+    let run = k
+        .ok(
+            c,
+            "vox_research_run",
+            json!({"question": "What does parse_config return?"}),
+        )
+        .await;
+    assert_eq!(run["kept"].as_array().unwrap().len(), 1, "{run}");
+    let id = run["run"]["id"].clone();
+    k.ok(
+        c,
+        "vox_research_persist_claims",
+        json!({"question": "q", "claims": [{"text": "t", "citations": [{"file": "src/lib.rs", "lines": [1, 1]}]}]}),
+    )
+    .await;
+    k.ok(c, "vox_research_status", json!({"run_id": id})).await;
+    k.ok(c, "vox_research_list", json!({})).await;
+    k.ok(c, "vox_research_evaluate", json!({"run_id": id}))
+        .await;
+    let draft = k.ok(c, "vox_news_draft", json!({"run_id": id})).await;
+    k.ok(c, "vox_news_approve", json!({"draft_id": draft["id"]}))
+        .await;
+    let sub = k
+        .ok(
+            c,
+            "vox_news_publish",
+            json!({"draft_id": draft["id"], "destination": "docs"}),
+        )
+        .await;
+    assert_eq!(sub["state"], "published", "{sub}");
+    k.ok(c, "vox_scientia_submissions", json!({})).await;
+    k.ok(
+        c,
+        "vox_external_job_status",
+        json!({"submission_id": sub["id"]}),
+    )
+    .await;
+}
+
 async fn orchestrator_tools(k: &mut Checker, c: &Client) {
     let a1 = k
         .ok(

@@ -455,7 +455,7 @@ fn profile_show_json_reports_tools_closure_and_exposure() {
     );
     assert_eq!(
         v["tools"].as_array().unwrap().len(),
-        registry_slice("knowledge").len()
+        registry_slice("knowledge").len() + registry_slice("models").len()
     );
     let out = ws.vox(&["profile", "list", "--json"]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
