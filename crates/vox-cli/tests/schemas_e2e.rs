@@ -40,21 +40,26 @@ fn scripted_model(dir: &std::path::Path) -> Model {
     std::fs::write(&path, script.to_string()).unwrap();
     let port_file = dir.join("model.port");
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_vox")).with_file_name("scripted-model");
-    let child = std::process::Command::new(bin)
-        .arg("--script")
-        .arg(&path)
-        .arg("--port-file")
-        .arg(&port_file)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("scripted-model (built with the workspace)");
+    // Wrapped at once, so the process is killed and reaped whatever happens next.
+    let mut model = Model(
+        std::process::Command::new(bin)
+            .arg("--script")
+            .arg(&path)
+            .arg("--port-file")
+            .arg(&port_file)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("scripted-model (built with the workspace)"),
+        String::new(),
+    );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         if let Ok(p) = std::fs::read_to_string(&port_file)
             && let Ok(p) = p.trim().parse::<u16>()
             && p != 0
         {
-            return Model(child, format!("http://127.0.0.1:{p}/v1"));
+            model.1 = format!("http://127.0.0.1:{p}/v1");
+            return model;
         }
         assert!(
             std::time::Instant::now() < deadline,
