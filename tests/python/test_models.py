@@ -76,6 +76,7 @@ SCRIPT = {"actors": [
     ]},
     {"name": "claude", "match": "CLAUDE-MARK", "steps": [
         [{"say": "Anthropic says hi"}, {"usage": {"input_tokens": 1000000, "output_tokens": 1000000}}],
+        [{"say": "Anthropic says hi again"}, {"usage": {"input_tokens": 1000000, "output_tokens": 1000000}}],
     ]},
 ]}
 
@@ -137,6 +138,12 @@ async def main() -> None:
                 subprocess.run([VOX, "daemon", "stop"], env=env, cwd=ws, capture_output=True)
                 await planning(StdioServerParameters(command=VOX, args=["mcp", "--profile", "orchestrator"],
                                                      env=env, cwd=ws))
+                subprocess.run([VOX, "daemon", "stop"], env=env, cwd=ws, capture_output=True)
+                async with Client(StdioServerParameters(command=VOX, args=["mcp", "--profile", "dev"], env=env, cwd=ws)) as c:
+                    await ok(c, "vox_chat_message", {"message": "CLAUDE-MARK again", "model_id": "scripted-anthropic/claude-x"})
+                    days = (await ok(c, "vox_cost_history", {}))["days"]
+                    spent = sum(d["cost_usd"] for d in days)
+                    check(abs(spent - 18.0) < 1e-6, f"with the attention subsystem up, model spend is in its ledger ({spent} USD)")
             finally:
                 subprocess.run([VOX, "daemon", "stop"], env=env, cwd=ws, capture_output=True)
             check(all(SECRET not in o for o in seen_outputs), "no tool output ever holds a key's value")

@@ -13,6 +13,8 @@ pub struct AttentionEvent {
     pub outcome: String,
     pub latency_us: i64,
     pub tokens: i64,
+    /// What the call cost, in millionths of a USD (a model call; 0 for a tool call).
+    pub cost_micro_usd: i64,
 }
 
 /// Totals for one tool.
@@ -23,15 +25,18 @@ pub struct ToolSummary {
     pub errors: i64,
     pub mean_latency_us: f64,
     pub tokens: i64,
+    pub cost_usd: f64,
 }
 
-/// Estimated tokens for one day and agent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+/// Estimated tokens, and model spend, for one day and agent.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CostRow {
     pub day: String,
     pub agent: String,
     pub calls: i64,
     pub tokens: i64,
+    /// USD spent on model calls (from the registry's prices).
+    pub cost_usd: f64,
 }
 
 impl Store {
@@ -43,7 +48,7 @@ impl Store {
         {
             let mut stmt = tx
                 .prepare_cached(
-                    "INSERT INTO attention_events (ts, agent, tool, outcome, latency_us, tokens) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    "INSERT INTO attention_events (ts, agent, tool, outcome, latency_us, tokens, cost_micro_usd) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 )
                 .map_err(|e| self.err(e))?;
             for e in events {
@@ -53,7 +58,8 @@ impl Store {
                     e.tool,
                     e.outcome,
                     e.latency_us,
-                    e.tokens
+                    e.tokens,
+                    e.cost_micro_usd
                 ])
                 .map_err(|e| self.err(e))?;
             }
@@ -67,7 +73,7 @@ impl Store {
         let c = self.conn();
         let mut stmt = c
             .prepare(
-                "SELECT tool, COUNT(*), SUM(outcome != 'ok'), AVG(latency_us), SUM(tokens)
+                "SELECT tool, COUNT(*), SUM(outcome != 'ok'), AVG(latency_us), SUM(tokens), SUM(cost_micro_usd)
                  FROM attention_events WHERE ts >= ?1 GROUP BY tool ORDER BY COUNT(*) DESC, tool",
             )
             .map_err(|e| self.err(e))?;
@@ -79,6 +85,7 @@ impl Store {
                     errors: r.get(2)?,
                     mean_latency_us: r.get(3)?,
                     tokens: r.get(4)?,
+                    cost_usd: r.get::<_, i64>(5)? as f64 / 1e6,
                 })
             })
             .map_err(|e| self.err(e))?;
@@ -95,7 +102,7 @@ impl Store {
         let c = self.conn();
         let mut stmt = c
             .prepare(
-                "SELECT date(ts / 1000, 'unixepoch') AS day, agent, COUNT(*), SUM(tokens)
+                "SELECT date(ts / 1000, 'unixepoch') AS day, agent, COUNT(*), SUM(tokens), SUM(cost_micro_usd)
                  FROM attention_events WHERE ts >= ?1 AND (?2 IS NULL OR agent = ?2)
                  GROUP BY day, agent ORDER BY day DESC, agent",
             )
@@ -107,6 +114,7 @@ impl Store {
                     agent: r.get(1)?,
                     calls: r.get(2)?,
                     tokens: r.get(3)?,
+                    cost_usd: r.get::<_, i64>(4)? as f64 / 1e6,
                 })
             })
             .map_err(|e| self.err(e))?;

@@ -293,6 +293,11 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX submissions_draft ON submissions(draft_id, id);
     "#,
+    // 8: what a call cost, in millionths of a USD (a model call's, from the registry's prices;
+    // 0 for a tool call).
+    r#"
+    ALTER TABLE attention_events ADD COLUMN cost_micro_usd INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// The highest version this build knows.

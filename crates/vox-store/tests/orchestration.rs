@@ -441,7 +441,8 @@ fn a_version_3_store_keeps_its_task_events_after_migrating() {
          DROP TABLE clarifications; DROP TABLE approvals; DROP TABLE approval_allowlist;
          DROP INDEX tasks_owner; ALTER TABLE tasks DROP COLUMN pinned_agent;
          DROP TABLE model_preferences; DROP TABLE model_benchmarks; DROP TABLE chat_messages;
-         DROP TABLE submissions; DROP TABLE draft_approvals; DROP TABLE research_drafts; DROP TABLE research_claims; DROP TABLE research_runs;
+         DROP TABLE submissions; DROP TABLE draft_approvals; DROP TABLE research_drafts;
+         ALTER TABLE attention_events DROP COLUMN cost_micro_usd; DROP TABLE research_claims; DROP TABLE research_runs;
          PRAGMA user_version = 3;",
     )
     .unwrap();

@@ -18,7 +18,7 @@ fn memories_survive_reopening_the_file() {
     let m = store.memory_get("deploy/target").unwrap().unwrap();
     assert_eq!(m.value, "staging");
     assert_eq!(m.tags, ["ops"]);
-    assert_eq!(store.schema_version().unwrap(), 7);
+    assert_eq!(store.schema_version().unwrap(), 8);
 }
 
 #[test]
@@ -146,17 +146,25 @@ fn attention_ledger_summarises() {
         outcome: outcome.into(),
         latency_us: 10,
         tokens: 5,
+        cost_micro_usd: if tool == "llm:m" { 1_500_000 } else { 0 },
     };
     store
-        .attention_append(&[ev("t1", "ok"), ev("t1", "error"), ev("t2", "ok")])
+        .attention_append(&[
+            ev("t1", "ok"),
+            ev("t1", "error"),
+            ev("t2", "ok"),
+            ev("llm:m", "ok"),
+        ])
         .unwrap();
     let s = store.attention_summary(0).unwrap();
     assert_eq!(
         (s[0].tool.as_str(), s[0].calls, s[0].errors, s[0].tokens),
         ("t1", 2, 1, 10)
     );
+    let llm = s.iter().find(|t| t.tool == "llm:m").unwrap();
+    assert_eq!(llm.cost_usd, 1.5);
     let c = store.cost_history(0, None).unwrap();
-    assert_eq!((c[0].calls, c[0].tokens), (3, 15));
+    assert_eq!((c[0].calls, c[0].tokens, c[0].cost_usd), (4, 20, 1.5));
 }
 
 #[test]
@@ -285,6 +293,8 @@ fn a_new_store_and_a_store_from_before_identities_get_one() {
     c.execute_batch(
         "CREATE TABLE memories (key TEXT PRIMARY KEY, value TEXT NOT NULL, tags TEXT NOT NULL DEFAULT '[]', created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
          INSERT INTO memories VALUES ('old', 'kept', '[]', 1, 1);
+         CREATE TABLE attention_events (id INTEGER PRIMARY KEY AUTOINCREMENT, ts INTEGER NOT NULL, agent TEXT NOT NULL,
+             tool TEXT NOT NULL, outcome TEXT NOT NULL, latency_us INTEGER NOT NULL, tokens INTEGER NOT NULL);
          PRAGMA user_version = 1;",
     )
     .unwrap();

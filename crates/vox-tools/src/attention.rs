@@ -51,6 +51,7 @@ impl CallObserver for Ledger {
             outcome: outcome.label().to_owned(),
             latency_us: latency.as_micros() as i64,
             tokens: estimate_tokens(bytes) as i64,
+            cost_micro_usd: 0,
         });
     }
     fn flush(&self) {

@@ -730,6 +730,7 @@ async fn chat(ctx: Arc<Ctx>, call: CallCtx, a: ChatArgs) -> Result<ChatAnswer, T
             outcome: "ok".into(),
             latency_us: started.elapsed().as_micros() as i64,
             tokens: (usage.input_tokens + usage.output_tokens) as i64,
+            cost_micro_usd: (cost * 1e6).round() as i64,
         });
     }
     let stored = s
