@@ -76,10 +76,14 @@ def main() -> None:
         os.makedirs(os.path.join(ws, ".vox"))
         with open(os.path.join(ws, "src", "lib.rs"), "w") as f:
             f.write("pub fn add(a: i32, b: i32) -> i32 { a + b }\n")
+        git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgSign=false"]
+        for args in (["init", "-q", "-b", "main"], ["add", "src"], ["commit", "-q", "-m", "initial"]):
+            subprocess.run(git + args, cwd=ws, check=True)
         with open(os.path.join(ws, ".vox", "publish.toml"), "w") as f:
             f.write('[destinations.docs]\nkind = "file"\ndir = "docs/news"\n\n'
                     f'[destinations.hook]\nkind = "webhook"\nurl = "http://127.0.0.1:{hook.server_port}/drafts"\ntoken_env = "HOOK_TOKEN"\n\n'
-                    '[destinations.outside]\nkind = "file"\ndir = "../escape"\n')
+                    '[destinations.outside]\nkind = "file"\ndir = "../escape"\n\n'
+                    '[destinations.newsbranch]\nkind = "branch"\nbranch = "news"\ndir = "drafts"\n')
         with scripted_model(SCRIPTED, tmp, SCRIPT) as (base, _log):
             env = {k: v for k, v in os.environ.items() if not k.startswith("VOX_")}
             env.update({"VOX_WORKSPACE": ws, "VOX_HOME": os.path.join(tmp, "home"), "VOX_MCP_HTTP_PORT": "0",
@@ -126,6 +130,18 @@ def story(url: str, ws: str) -> None:
           f"published to a file of the workspace ({sub})")
     check(open(path).read().startswith("# Add, explained"), "the file holds the draft")
 
+    for n in (1, 2):
+        code, p = call(url, WRITE, "vox_news_publish", {"draft_id": draft_id, "destination": "newsbranch"})
+        loc = p.get("result", {}).get("location") or json.dumps(p)
+        check(code == 200 and loc.startswith("news:drafts/1-add-explained.md@"), f"published to a branch, commit {n} ({loc})")
+    shown = subprocess.run(["git", "show", "news:drafts/1-add-explained.md"], cwd=ws, capture_output=True, text=True).stdout
+    log = subprocess.run(["git", "log", "--format=%s", "news"], cwd=ws, capture_output=True, text=True).stdout.splitlines()
+    branch = subprocess.run(["git", "branch", "--show-current"], cwd=ws, capture_output=True, text=True).stdout.strip()
+    check(shown.startswith("# Add, explained") and log[:2] == ["Publish draft 1: Add, explained"] * 2 and log[2] == "initial",
+          "the branch holds the draft, one commit per publish, on top of HEAD")
+    check(branch == "main" and not os.path.exists(os.path.join(ws, "drafts")),
+          "the checkout stays on its branch, untouched")
+
     code, p = call(url, WRITE, "vox_news_publish", {"draft_id": draft_id, "destination": "hook"})
     job = p["result"]
     check(code == 200 and job["state"] == "pending" and job["status_url"].endswith("/status/j1"),
@@ -133,13 +149,13 @@ def story(url: str, ws: str) -> None:
     check(Hook.received[-1]["body"]["title"] == "Add, explained" and Hook.received[-1]["auth"] == "Bearer hook-secret",
           "the webhook got the draft and its token")
     code, s = call(url, READ, "vox_scientia_submissions", {"draft_id": draft_id})
-    check(code == 200 and len(s["result"]["submissions"]) == 2, "the read token lists the submissions")
+    check(code == 200 and len(s["result"]["submissions"]) == 4, "the read token lists the submissions")
     code, j = call(url, WRITE, "vox_external_job_status", {"submission_id": job["id"]})
     check(code == 200 and j["result"]["state"] == "published" and "news.example" in j["result"]["detail"],
           f"the external job's status is polled to its end ({j})")
 
     code, e = call(url, WRITE, "vox_news_publish", {"draft_id": draft_id, "destination": "nowhere"})
-    check(e["error"]["code"] == "invalid_arguments" and "docs, hook, outside" in e["error"]["message"],
+    check(e["error"]["code"] == "invalid_arguments" and "docs, hook, newsbranch, outside" in e["error"]["message"],
           "an unknown destination is refused, naming the configured ones")
     code, e = call(url, WRITE, "vox_news_publish", {"draft_id": draft_id, "destination": "outside"})
     check(e["error"]["code"] == "tool_error" and "not a plain workspace-relative path" in e["error"]["message"],

@@ -1,6 +1,7 @@
 //! Publishing research drafts (feature `news-publish`; the tools are advertised only in a build
 //! with it): a person approves a draft, and an approved draft is published to a destination the
-//! workspace configures in `.vox/publish.toml` (a file in the workspace, or an HTTP webhook),
+//! workspace configures in `.vox/publish.toml` (a file in the workspace, a commit on a branch
+//! of its repository, or an HTTP webhook),
 //! each attempt kept as a submission; a webhook that answers with a `status_url` is an external
 //! job whose status can be polled.
 
@@ -35,6 +36,10 @@ struct Config {
 enum Destination {
     /// A directory of the workspace: the draft is written there as `<id>-<slug>.md`.
     File { dir: String },
+    /// A branch of the workspace's git repository: the draft is committed there as
+    /// `<dir>/<id>-<slug>.md` (the branch is made from `HEAD` when it does not exist), through a
+    /// worktree of its own, so the checkout is not touched.
+    Branch { branch: String, dir: String },
     /// An HTTP endpoint the draft is POSTed to, as JSON; `token_env` names the variable holding
     /// its bearer token.
     Webhook {
@@ -154,6 +159,20 @@ async fn publish(ctx: Arc<Ctx>, _call: CallCtx, a: PublishArgs) -> Result<Submis
                 Err(ToolError::Failed(why))
             }
         },
+        Destination::Branch { branch, dir } => {
+            let (root, d2) = (ctx.workspace.root.clone(), d.clone());
+            let committed = vox_core::family::run_blocking(move || {
+                Ok(commit_to_branch(&root, &branch, &dir, &d2))
+            })
+            .await?;
+            match committed {
+                Ok(location) => record("branch", "published", Some(&location), None, None),
+                Err(why) => {
+                    record("branch", "failed", None, Some(&why), None)?;
+                    Err(ToolError::Failed(why))
+                }
+            }
+        }
         Destination::Webhook { url, token_env } => {
             let body =
                 json!({"draft_id": d.id, "run_id": d.run_id, "title": d.title, "body": d.body});
@@ -180,15 +199,103 @@ async fn publish(ctx: Arc<Ctx>, _call: CallCtx, a: PublishArgs) -> Result<Submis
     }
 }
 
-/// Writes a draft as `<dir>/<id>-<slug>.md` in the workspace (a new file, written whole);
-/// returns its workspace-relative path.
-fn write_file(root: &Path, dir: &str, d: &Draft) -> Result<String, String> {
+/// A plain relative path (no root, no `..`), or why not.
+fn plain_dir(dir: &str) -> Result<&Path, String> {
     let rel = Path::new(dir);
     if rel.is_absolute() || rel.components().any(|c| !matches!(c, Component::Normal(_))) {
         return Err(format!(
             "destination dir `{dir}` is not a plain workspace-relative path"
         ));
     }
+    Ok(rel)
+}
+
+/// Runs git in `dir`; its trimmed stdout, or its stderr as the error.
+fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=vox",
+            "-c",
+            "user.email=vox@localhost",
+            "-c",
+            "commit.gpgSign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .output()
+        .map_err(|e| format!("git: {e}"))?;
+    if !out.status.success() {
+        let why = String::from_utf8_lossy(if out.stderr.is_empty() {
+            &out.stdout
+        } else {
+            &out.stderr
+        })
+        .trim()
+        .to_string();
+        return Err(format!("git {}: {why}", args.first().unwrap_or(&"")));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Commits a draft to `branch` of the workspace's repository through a temporary worktree;
+/// returns `<branch>:<path>@<commit>`.
+fn commit_to_branch(root: &Path, branch: &str, dir: &str, d: &Draft) -> Result<String, String> {
+    plain_dir(dir)?;
+    git(root, &["check-ref-format", "--branch", branch])
+        .map_err(|_| format!("`{branch}` is not a branch name"))?;
+    let tmp = tempfile::Builder::new()
+        .prefix("vox-publish-")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let wt = tmp.path().join("wt");
+    let wt_s = wt.to_string_lossy().into_owned();
+    let exists = git(
+        root,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{branch}"),
+        ],
+    )
+    .is_ok();
+    if exists {
+        git(root, &["worktree", "add", "--quiet", &wt_s, branch])?;
+    } else {
+        git(
+            root,
+            &["worktree", "add", "--quiet", "-b", branch, &wt_s, "HEAD"],
+        )?;
+    }
+    let outcome = (|| {
+        let path = write_file(&wt, dir, d)?;
+        git(&wt, &["add", "--", &path])?;
+        // A draft published again unchanged is still a publication: an empty commit says so.
+        git(
+            &wt,
+            &[
+                "commit",
+                "--quiet",
+                "--allow-empty",
+                "-m",
+                &format!("Publish draft {}: {}", d.id, d.title),
+            ],
+        )?;
+        let sha = git(&wt, &["rev-parse", "HEAD"])?;
+        Ok(format!("{branch}:{path}@{}", &sha[..12.min(sha.len())]))
+    })();
+    let _ = git(root, &["worktree", "remove", "--force", &wt_s]);
+    outcome
+}
+
+/// Writes a draft as `<dir>/<id>-<slug>.md` under `root` (a new file, written whole); returns
+/// its path relative to `root`.
+fn write_file(root: &Path, dir: &str, d: &Draft) -> Result<String, String> {
+    let rel = plain_dir(dir)?;
     let slug: String = d
         .title
         .chars()
