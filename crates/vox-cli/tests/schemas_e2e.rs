@@ -416,6 +416,7 @@ async fn every_dev_catalog_tool_answers_what_its_output_schema_says() {
 
     orchestrator_tools(&mut k, &c).await;
     model_tools(&mut k, &c).await;
+    mesh_tools(&mut k, &c).await;
 
     let missed: Vec<&String> = catalog
         .iter()
@@ -501,6 +502,30 @@ async fn model_tools(k: &mut Checker, c: &Client) {
         json!({"submission_id": sub["id"]}),
     )
     .await;
+}
+
+/// The embedded mesh's tools, as the operator (agent `modeler` exists: model_tools made it).
+async fn mesh_tools(k: &mut Checker, c: &Client) {
+    let sent = k
+        .ok(c, "vox_a2a_send", json!({"to": "modeler", "body": "hi"}))
+        .await;
+    k.ok(c, "vox_a2a_broadcast", json!({"body": "all"})).await;
+    let inbox = k
+        .ok(c, "vox_a2a_inbox", json!({"agent_id": "modeler"}))
+        .await;
+    assert!(!inbox["messages"].as_array().unwrap().is_empty(), "{inbox}");
+    k.ok(
+        c,
+        "vox_a2a_ack",
+        json!({"agent_id": "modeler", "message_ids": [sent["message"]["id"]]}),
+    )
+    .await;
+    k.ok(c, "vox_a2a_history", json!({})).await;
+    k.ok(c, "vox_publish_message", json!({"topic": "t", "body": "b"}))
+        .await;
+    k.ok(c, "vox_mesh_queue_stats", json!({})).await;
+    k.ok(c, "vox_mesh_nodes", json!({})).await;
+    k.ok(c, "vox_populi_local_status", json!({})).await;
 }
 
 async fn orchestrator_tools(k: &mut Checker, c: &Client) {

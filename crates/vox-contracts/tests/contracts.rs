@@ -76,9 +76,9 @@ fn unmatched_prefix_is_a_warning_naming_file_and_entry() {
     let w = reg
         .warnings
         .iter()
-        .find(|w| w.entry.contains("vox_mesh_*"))
-        .expect("mesh prefix warns until mesh tools land");
-    assert!(w.path.ends_with("profiles/mesh.v1.yaml"));
+        .find(|w| w.entry.contains("vox_browser_*"))
+        .expect("the browser prefix warns until browser tools land");
+    assert!(w.path.ends_with("profiles/browser.v1.yaml"));
 }
 
 #[test]

@@ -10,6 +10,7 @@
 //! that is missing, empty (0 bytes), without tables, or holding another store's id is refused
 //! ([`StoreError::Lost`]) and left exactly as it is.
 
+mod a2a;
 mod agents;
 mod approvals;
 mod attention;
@@ -27,6 +28,7 @@ mod research;
 mod sessions;
 mod tasks;
 
+pub use a2a::{A2aMessage, QueueStat};
 pub use agents::{Agent, AgentState, NewAgent, Retired, check_agent_id};
 pub use approvals::{AllowEntry, Approval, ApprovalState};
 pub use attention::{AttentionEvent, CostRow, ToolSummary};
@@ -230,6 +232,12 @@ impl Store {
     /// have tables, and hold that store's id. Returns the recorded id, if any.
     pub fn check_not_lost(path: &Path) -> Result<Option<String>, StoreError> {
         identity::check(path)
+    }
+
+    /// The store's id (its identity, also the embedded mesh's node id).
+    pub fn store_id(&self) -> Result<Option<String>, StoreError> {
+        let c = self.conn();
+        identity::stored_id(&c).map_err(|e| self.err(e))
     }
 
     /// The schema version after migrations.

@@ -298,6 +298,27 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE attention_events ADD COLUMN cost_micro_usd INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 9: agent-to-agent messages (the embedded mesh): each message once, and a delivery row per
+    // recipient that stays open until that recipient acknowledges it (at-least-once).
+    r#"
+    CREATE TABLE a2a_messages (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        thread     TEXT NOT NULL,
+        sender     TEXT NOT NULL,
+        recipient  TEXT NOT NULL,
+        body       TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+    );
+    CREATE INDEX a2a_messages_thread ON a2a_messages(thread, id);
+    CREATE TABLE a2a_deliveries (
+        message_id INTEGER NOT NULL REFERENCES a2a_messages(id) ON DELETE CASCADE,
+        recipient  TEXT NOT NULL,
+        reads      INTEGER NOT NULL DEFAULT 0,
+        acked_at   INTEGER,
+        PRIMARY KEY (message_id, recipient)
+    );
+    CREATE INDEX a2a_deliveries_open ON a2a_deliveries(recipient, acked_at, message_id);
+    "#,
 ];
 
 /// The highest version this build knows.

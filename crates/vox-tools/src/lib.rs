@@ -13,6 +13,7 @@ mod fleet;
 mod lang;
 mod locks;
 mod memory;
+mod mesh;
 mod models;
 mod orchestration;
 mod placeholders;
@@ -58,6 +59,7 @@ pub fn families() -> Vec<Family> {
         approvals::family(),
         models::family(),
         research::family(),
+        mesh::family(),
         placeholders::family(),
     ]
 }

@@ -8,17 +8,10 @@ use vox_mcp_registry::BootStep;
 
 pub fn family() -> Family {
     use BootStep::*;
-    let steps: Vec<_> = [
-        Browser,
-        Speech,
-        PopuliFederationPoller,
-        A2aRemoteResultPoller,
-        A2aRemoteWorkerPoller,
-        Flywheel,
-    ]
-    .into_iter()
-    .map(|s| (s, placeholder as vox_core::StepFn))
-    .collect();
+    let steps: Vec<_> = [Browser, Speech, Flywheel]
+        .into_iter()
+        .map(|s| (s, placeholder as vox_core::StepFn))
+        .collect();
     Family {
         name: "placeholders",
         steps,
