@@ -20,8 +20,7 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use vox_llm::{Api, ChatRequest, Endpoint, Facade, FacadeOptions, Message};
 
 struct Opts {
@@ -67,47 +66,14 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
     v[i.clamp(1, v.len()) - 1]
 }
 
-struct Model(Child);
-
-impl Drop for Model {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start(o: &Opts, dir: &std::path::Path) -> Result<(Model, String), String> {
+fn start(o: &Opts, dir: &std::path::Path) -> Result<scripted_model::process::Running, String> {
     let steps = 4 * o.calls + 10;
     let long: String = (0..o.words).map(|i| format!("w{i} ")).collect();
     let script = json!({"actors": [
         {"name": "short", "match": "SHORT", "steps": (0..steps * 3).map(|_| json!([{"say": "ok"}])).collect::<Vec<_>>()},
         {"name": "long", "match": "LONG", "steps": (0..steps * 3).map(|_| json!([{"say": long.trim_end()}])).collect::<Vec<_>>()},
     ]});
-    let path = dir.join("script.json");
-    std::fs::write(&path, script.to_string()).map_err(|e| e.to_string())?;
-    let port_file = dir.join("port");
-    let child = Command::new(&o.scripted)
-        .arg("--script")
-        .arg(&path)
-        .arg("--port-file")
-        .arg(&port_file)
-        .stdout(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("{}: {e}", o.scripted.display()))?;
-    let model = Model(child);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Ok(p) = std::fs::read_to_string(&port_file)
-            && let Ok(p) = p.trim().parse::<u16>()
-            && p != 0
-        {
-            return Ok((model, format!("http://127.0.0.1:{p}/v1")));
-        }
-        if Instant::now() > deadline {
-            return Err("scripted-model reported no port".into());
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    scripted_model::process::Running::start(&o.scripted, &script, dir)
 }
 
 fn path(api: Api) -> &'static str {
@@ -222,7 +188,8 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("llm-bench-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     let result = rt.block_on(async {
-        let (_model, base) = start(&o, &dir)?;
+        let model = start(&o, &dir)?;
+        let base = model.base_url.clone();
         let mut out: BTreeMap<String, Value> = BTreeMap::new();
         for api in [Api::Chat, Api::Anthropic, Api::Responses] {
             let (mut fs, mut bs) = measure(&o, &base, api, "SHORT").await?;

@@ -236,6 +236,15 @@ enum Thread<'a> {
     Fork(&'a Run),
 }
 
+/// The Codex home a run already has, which a resumed or forked thread needs.
+fn existing_home(run: &Run, what: &str) -> Result<PathBuf, String> {
+    run.home
+        .as_deref()
+        .map(PathBuf::from)
+        .filter(|h| h.is_dir())
+        .ok_or_else(|| format!("the run's Codex home is gone, so its thread cannot be {what}"))
+}
+
 async fn start_host(
     team: &Arc<Team>,
     run: &Run,
@@ -245,28 +254,17 @@ async fn start_host(
     let codex = team.codex.clone()?;
     let (home, log) = match thread {
         Thread::Fresh => (live_home(team, run)?, format!("{}.log", run.run_ref)),
-        Thread::Resume(_) => {
-            let home = run
-                .home
-                .as_deref()
-                .map(PathBuf::from)
-                .filter(|h| h.is_dir())
-                .ok_or("the run's Codex home is gone, so its thread cannot be resumed")?;
-            let log = format!("{}-resumed-{}.log", run.run_ref, crate::store::now_ms());
-            (home, log)
-        }
-        Thread::Fork(source) => {
-            // Codex forks only a rollout inside the home it runs in (its state database names
-            // the rollout's path), so a fork runs in its source's home, as several Codex
-            // processes share one home anywhere; its thread is a new rollout there.
-            let home = source
-                .home
-                .as_deref()
-                .map(PathBuf::from)
-                .filter(|h| h.is_dir())
-                .ok_or("the forked run's Codex home is gone, so its thread cannot be forked")?;
-            (home, format!("{}.log", run.run_ref))
-        }
+        Thread::Resume(_) => (
+            existing_home(run, "resumed")?,
+            format!("{}-resumed-{}.log", run.run_ref, crate::store::now_ms()),
+        ),
+        // Codex forks only a rollout inside the home it runs in (its state database names the
+        // rollout's path), so a fork runs in its source's home, as several Codex processes
+        // share one home anywhere; its thread is a new rollout there.
+        Thread::Fork(source) => (
+            existing_home(source, "forked")?,
+            format!("{}.log", run.run_ref),
+        ),
     };
     let logs = team.dir.join("logs");
     std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;

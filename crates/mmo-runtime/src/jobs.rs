@@ -768,20 +768,26 @@ pub async fn control(
             // first, so the end of the turn the pause interrupts does not end it.
             let target = run.run_ref.clone();
             let (thread, host) = native_thread_and_host(team, &run)?;
-            mutate(team, caller, &run, a.control_revision, "pause", || async move {
-                if let Err(e) = team.store.transition(
-                    &target,
-                    JobState::Paused,
-                    Some("paused logically by its controller: its thread shares its spawner's host"),
-                ) {
-                    return Delivery::Failed(e.to_string());
-                }
-                ask_host(team, &host, |reply| crate::host::Control::InterruptThread {
-                    thread,
-                    reply,
-                })
-                .await
-            })
+            mutate(
+                team,
+                caller,
+                &run,
+                a.control_revision,
+                "pause",
+                || async move {
+                    if let Err(e) =
+                        team.store
+                            .transition(&target, JobState::Paused, Some(NATIVE_PAUSED))
+                    {
+                        return Delivery::Failed(e.to_string());
+                    }
+                    ask_host(team, &host, |reply| crate::host::Control::InterruptThread {
+                        thread,
+                        reply,
+                    })
+                    .await
+                },
+            )
             .await
         }
         ControlAction::Continue if run.is_native() => {
@@ -789,30 +795,35 @@ pub async fn control(
                 message(a.message, "continue")?.unwrap_or_else(|| CONTINUE_MESSAGE.to_string());
             let target = run.run_ref.clone();
             let (thread, host) = native_thread_and_host(team, &run)?;
-            mutate(team, caller, &run, a.control_revision, "continue", || async move {
-                if let Err(e) = team.store.transition(
-                    &target,
-                    JobState::Running,
-                    Some("continued by its controller"),
-                ) {
-                    return Delivery::Failed(e.to_string());
-                }
-                let started = ask_host(team, &host, |reply| crate::host::Control::StartTurn {
-                    thread,
-                    text,
-                    reply,
-                })
-                .await;
-                if let Delivery::Failed(_) = &started {
-                    // Nothing reached the thread: the run is paused as it was.
-                    let _ = team.store.transition(
+            mutate(
+                team,
+                caller,
+                &run,
+                a.control_revision,
+                "continue",
+                || async move {
+                    if let Err(e) = team.store.transition(
                         &target,
-                        JobState::Paused,
-                        Some("paused logically by its controller: its thread shares its spawner's host"),
-                    );
-                }
-                started
-            })
+                        JobState::Running,
+                        Some("continued by its controller"),
+                    ) {
+                        return Delivery::Failed(e.to_string());
+                    }
+                    let started = ask_host(team, &host, |reply| crate::host::Control::StartTurn {
+                        thread,
+                        text,
+                        reply,
+                    })
+                    .await;
+                    if let Delivery::Failed(_) = &started {
+                        // Nothing reached the thread: the run is paused as it was.
+                        let _ =
+                            team.store
+                                .transition(&target, JobState::Paused, Some(NATIVE_PAUSED));
+                    }
+                    started
+                },
+            )
             .await
         }
         ControlAction::Pause => {
@@ -1242,6 +1253,10 @@ fn message(m: Option<String>, action: &str) -> MeshResult<Option<String>> {
     }
     Ok(m)
 }
+
+/// Why a native run is paused (logically: its thread lives in its spawner's host, which goes on).
+const NATIVE_PAUSED: &str =
+    "paused logically by its controller: its thread shares its spawner's host";
 
 /// A native run's thread, and the ref of the run whose host it lives in (its nearest ancestor
 /// with a live host).

@@ -266,13 +266,17 @@ fn pending_inputs(store: &Store, run_ref: &str) -> Vec<Value> {
 
 /// Whether a running run's controller detached from it (and has not reattached).
 pub fn is_detached(store: &Store, run: &Run) -> bool {
-    let kinds = ["detached".to_string(), "reattached".to_string()];
-    run.state == "running"
-        && store
-            .events(&run.run_ref, 0, usize::MAX, Some(&kinds))
+    if run.state != "running" {
+        return false;
+    }
+    let last = |kind| {
+        store
+            .last_event(&run.run_ref, kind)
             .ok()
-            .and_then(|e| e.last().map(|e| e.kind == "detached"))
-            .unwrap_or(false)
+            .flatten()
+            .map(|e| e.seq)
+    };
+    last("detached") > last("reattached")
 }
 
 /// A run as inspection shows it: state, revisions, scope, and its result's and patch's status.

@@ -3,6 +3,7 @@
 //! the script's actor it belongs to. See the README for the script format and for how Codex
 //! presents tools and tool outputs.
 
+pub mod process;
 pub mod script;
 pub mod server;
 pub mod sse;

@@ -21,52 +21,15 @@ fn write(ws: &Ws, rel: &str, text: &str) {
 
 /// A git workspace with code, docs, a `.vox` tool and a skill to install.
 /// A scripted model process (killed on drop) answering the chat and research calls below.
-struct Model(std::process::Child, String);
-
-impl Drop for Model {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn scripted_model(dir: &std::path::Path) -> Model {
+fn scripted_model(dir: &std::path::Path) -> scripted_model::process::Running {
     let research = json!({"claims": [{"text": "parse_config returns a u32", "citations": [{"file": "src/lib.rs", "lines": [3, 3]}]}]});
     let script = json!({"actors": [{"name": "any", "match": "", "steps": [
         [{"say": "hello from the model"}],
         [{"say": research.to_string()}],
     ]}]});
-    let path = dir.join("model-script.json");
-    std::fs::write(&path, script.to_string()).unwrap();
-    let port_file = dir.join("model.port");
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_vox")).with_file_name("scripted-model");
-    // Wrapped at once, so the process is killed and reaped whatever happens next.
-    let mut model = Model(
-        std::process::Command::new(bin)
-            .arg("--script")
-            .arg(&path)
-            .arg("--port-file")
-            .arg(&port_file)
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("scripted-model (built with the workspace)"),
-        String::new(),
-    );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        if let Ok(p) = std::fs::read_to_string(&port_file)
-            && let Ok(p) = p.trim().parse::<u16>()
-            && p != 0
-        {
-            model.1 = format!("http://127.0.0.1:{p}/v1");
-            return model;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "scripted-model gave no port"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    scripted_model::process::Running::start(&bin, &script, dir)
+        .unwrap_or_else(|e| panic!("{e} (built with the workspace)"))
 }
 
 fn workspace() -> Ws {
@@ -211,7 +174,7 @@ async fn every_dev_catalog_tool_answers_what_its_output_schema_says() {
     let model = scripted_model(models.path());
     let ws = workspace()
         .with_env("VOX_LLM_API", "chat")
-        .with_env("VOX_LLM_BASE_URL", &model.1)
+        .with_env("VOX_LLM_BASE_URL", &model.base_url)
         .with_env("VOX_LLM_MODEL", "m");
     write(
         &ws,

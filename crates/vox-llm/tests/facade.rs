@@ -2,26 +2,19 @@
 //! the workspace), scripted per test.
 
 use serde_json::{Value, json};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use vox_llm::{Api, ChatRequest, Endpoint, Facade, FacadeOptions, LlmError, Message, ToolSpec};
 
-/// A scripted model process; killed on drop.
+/// A scripted model process (killed on drop) and its files.
 pub struct Scripted {
-    child: Child,
+    run: scripted_model::process::Running,
     pub base: String,
-    log: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Scripted {
     pub fn start(script: Value) -> Scripted {
         let dir = tempfile::tempdir().unwrap();
-        let script_path = dir.path().join("script.json");
-        std::fs::write(&script_path, script.to_string()).unwrap();
-        let port_file = dir.path().join("port");
-        let log = dir.path().join("log.jsonl");
         let exe = std::env::current_exe().unwrap();
         let bin = exe
             .parent()
@@ -29,36 +22,11 @@ impl Scripted {
             .parent()
             .unwrap()
             .join("scripted-model");
-        assert!(
-            bin.is_file(),
-            "{} is not built (cargo build --workspace)",
-            bin.display()
-        );
-        let child = Command::new(bin)
-            .arg("--script")
-            .arg(&script_path)
-            .arg("--port-file")
-            .arg(&port_file)
-            .arg("--log")
-            .arg(&log)
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let port = loop {
-            if let Ok(p) = std::fs::read_to_string(&port_file)
-                && let Ok(p) = p.trim().parse::<u16>()
-                && p != 0
-            {
-                break p;
-            }
-            assert!(Instant::now() < deadline, "no port from scripted-model");
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let run = scripted_model::process::Running::start(&bin, &script, dir.path())
+            .unwrap_or_else(|e| panic!("{e} (cargo build --workspace builds it)"));
         Scripted {
-            child,
-            base: format!("http://127.0.0.1:{port}/v1"),
-            log,
+            base: run.base_url.clone(),
+            run,
             _dir: dir,
         }
     }
@@ -73,18 +41,7 @@ impl Scripted {
     }
 
     pub fn requests(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-}
-
-impl Drop for Scripted {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.run.requests()
     }
 }
 

@@ -64,6 +64,14 @@ pub fn families() -> Vec<Family> {
     ]
 }
 
+/// A relative path of plain names only (no root, no `.` or `..`): it stays under the directory
+/// it is joined to, symlinks aside.
+fn is_plain_relative(p: &std::path::Path) -> bool {
+    !p.as_os_str().is_empty()
+        && p.components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
 /// Checks a bounded, non-empty string argument.
 fn bounded(name: &str, v: &str, max: usize) -> Result<(), ToolError> {
     if v.trim().is_empty() {

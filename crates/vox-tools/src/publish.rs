@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::path::{Component, Path};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use vox_core::family::{async_typed, typed};
@@ -202,7 +202,7 @@ async fn publish(ctx: Arc<Ctx>, _call: CallCtx, a: PublishArgs) -> Result<Submis
 /// A plain relative path (no root, no `..`), or why not.
 fn plain_dir(dir: &str) -> Result<&Path, String> {
     let rel = Path::new(dir);
-    if rel.is_absolute() || rel.components().any(|c| !matches!(c, Component::Normal(_))) {
+    if !crate::is_plain_relative(rel) {
         return Err(format!(
             "destination dir `{dir}` is not a plain workspace-relative path"
         ));

@@ -101,11 +101,7 @@ fn check_citation(ctx: &Ctx, c: &Value) -> Result<Value, String> {
 /// workspace and the range inside the file.
 fn cited_lines(root: &Path, path: &str, start: u32, end: u32) -> Result<String, String> {
     let rel = Path::new(path);
-    if rel.is_absolute()
-        || rel
-            .components()
-            .any(|c| !matches!(c, std::path::Component::Normal(_)))
-    {
+    if !crate::is_plain_relative(rel) {
         return Err(format!(
             "file citation `{path}` is not a plain workspace-relative path"
         ));
