@@ -1,0 +1,121 @@
+//! A node's identity: an Ed25519 key pair (an NATS nkey of the server kind, public keys start
+//! with `N`), kept in a file only its user reads. The public key is the node's id everywhere in
+//! the mesh: in subjects, in the trust list, and in every sealed envelope.
+
+use crate::MeshError;
+use nkeys::{KeyPair, KeyPairType};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+pub struct NodeKey {
+    pair: KeyPair,
+    id: String,
+}
+
+impl NodeKey {
+    /// Reads the seed at `path`, or creates one there (mode 0600, never overwriting a file a
+    /// racing process wrote).
+    pub fn load_or_create(path: &Path) -> Result<Self, MeshError> {
+        match std::fs::read_to_string(path) {
+            Ok(seed) => Self::from_seed(seed.trim())
+                .map_err(|e| MeshError::Config(format!("{}: {e}", path.display()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let pair = KeyPair::new(KeyPairType::Server);
+                let seed = pair.seed().map_err(|e| MeshError::Config(e.to_string()))?;
+                let created = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(path)
+                    .and_then(|mut f| f.write_all(format!("{seed}\n").as_bytes()));
+                match created {
+                    Ok(()) => Self::from_seed(&seed),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        Self::load_or_create(path)
+                    }
+                    Err(e) => Err(MeshError::Config(format!(
+                        "cannot write the node key {}: {e}",
+                        path.display()
+                    ))),
+                }
+            }
+            Err(e) => Err(MeshError::Config(format!(
+                "cannot read the node key {}: {e}",
+                path.display()
+            ))),
+        }
+    }
+
+    pub fn from_seed(seed: &str) -> Result<Self, MeshError> {
+        let pair = KeyPair::from_seed(seed)
+            .map_err(|e| MeshError::Config(format!("not a node key seed: {e}")))?;
+        if pair.key_pair_type() != KeyPairType::Server {
+            return Err(MeshError::Config(
+                "the node key is not of the node (server, `SN...`) kind".into(),
+            ));
+        }
+        let id = pair.public_key();
+        Ok(NodeKey { pair, id })
+    }
+
+    /// The node's id: its public key.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn sign(&self, payload: &[u8]) -> Vec<u8> {
+        // Signing with a seeded pair only fails without a seed, which this pair always has.
+        self.pair.sign(payload).unwrap_or_default()
+    }
+}
+
+/// Whether `node` (a public key) signed `payload` with `sig`.
+pub fn verify(node: &str, payload: &[u8], sig: &[u8]) -> bool {
+    KeyPair::from_public_key(node)
+        .and_then(|k| k.verify(payload, sig))
+        .is_ok()
+}
+
+/// Whether `id` is a well-formed node id (a public key of the node kind): checked before it is
+/// used in a subject or a consumer name.
+pub fn is_node_id(id: &str) -> bool {
+    id.starts_with('N')
+        && KeyPair::from_public_key(id).is_ok_and(|k| k.key_pair_type() == KeyPairType::Server)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_is_created_once_private_and_reloaded() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("node.nk");
+        let a = NodeKey::load_or_create(&path).unwrap();
+        let b = NodeKey::load_or_create(&path).unwrap();
+        assert_eq!(a.id(), b.id());
+        assert!(is_node_id(a.id()));
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let sig = a.sign(b"hello");
+        assert!(verify(a.id(), b"hello", &sig));
+        assert!(!verify(a.id(), b"hellO", &sig));
+        let other = NodeKey::from_seed(&KeyPair::new(KeyPairType::Server).seed().unwrap()).unwrap();
+        assert!(!verify(other.id(), b"hello", &sig));
+    }
+
+    #[test]
+    fn a_user_key_is_not_a_node_key() {
+        let user = KeyPair::new(KeyPairType::User);
+        assert!(NodeKey::from_seed(&user.seed().unwrap()).is_err());
+        assert!(!is_node_id(&user.public_key()));
+        assert!(!is_node_id("N.>"));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("node.nk");
+        std::fs::write(&path, "garbage").unwrap();
+        let e = NodeKey::load_or_create(&path).err().unwrap().to_string();
+        assert!(e.contains("node.nk"), "{e}");
+    }
+}

@@ -1,0 +1,377 @@
+//! A node's link to the mesh over NATS. Directed traffic (messages, calls, results) goes over
+//! JetStream: one work-queue stream, `VOX_MESH`, with two subjects per node
+//! (`vox.mesh.<node>.in` for messages and calls, `vox.mesh.<node>.result` for the results of
+//! calls it made), each read by one durable consumer of that node, so what is sent to a node
+//! that is down waits for it. Heartbeats are plain NATS on `vox.mesh.heartbeat`: every node
+//! hears every other, and one that stops is marked down after three missed beats.
+
+use crate::config::{Auth, MeshConfig};
+use crate::identity::NodeKey;
+use crate::wire::{MAX_ENVELOPE, Opened, Wire, open, seal};
+use crate::{MeshError, now_ms};
+use async_nats::jetstream::{self, AckKind, consumer, stream};
+use futures_util::StreamExt;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const STREAM: &str = "VOX_MESH";
+pub const HEARTBEAT_SUBJECT: &str = "vox.mesh.heartbeat";
+/// A node is down after this many heartbeats missed.
+const MISSED_BEATS: u32 = 3;
+/// How long a consumer waits for an acknowledgement before it delivers again.
+const ACK_WAIT: Duration = Duration::from_secs(30);
+
+/// A node's two durable queues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Queue {
+    /// Messages and calls to this node (`a2a_remote_worker_poller`).
+    In,
+    /// Results of calls this node made (`a2a_remote_result_poller`).
+    Result,
+}
+
+impl Queue {
+    fn suffix(self) -> &'static str {
+        match self {
+            Queue::In => "in",
+            Queue::Result => "result",
+        }
+    }
+    pub fn subject(self, node: &str) -> String {
+        format!("vox.mesh.{node}.{}", self.suffix())
+    }
+    fn consumer(self, node: &str) -> String {
+        format!("{}-{node}", self.suffix())
+    }
+}
+
+/// What this node last heard from a peer.
+#[derive(Debug, Clone, Serialize)]
+pub struct PeerState {
+    pub node: String,
+    pub name: String,
+    pub workspace: String,
+    pub agents: Vec<String>,
+    pub pending: i64,
+    /// `up`, or `down` (no heartbeat for three intervals), or `unseen` (trusted, never heard).
+    pub status: &'static str,
+    /// Milliseconds since its last heartbeat arrived.
+    pub last_seen_ms_ago: Option<u64>,
+    /// How late its last heartbeat arrived (receive time minus send time, both clocks').
+    pub lag_ms: Option<i64>,
+}
+
+struct Heard {
+    name: String,
+    workspace: String,
+    agents: Vec<String>,
+    pending: i64,
+    at: Instant,
+    lag_ms: i64,
+}
+
+/// Counters for `/metrics` and `vox mesh status`.
+#[derive(Default)]
+pub struct Counters {
+    pub sent: AtomicU64,
+    pub received: AtomicU64,
+    pub refused: AtomicU64,
+    pub redelivered: AtomicU64,
+    pub heartbeats: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CounterValues {
+    pub sent: u64,
+    pub received: u64,
+    pub refused: u64,
+    pub redelivered: u64,
+    pub heartbeats: u64,
+}
+
+pub struct Link {
+    client: async_nats::Client,
+    js: jetstream::Context,
+    key: Arc<NodeKey>,
+    config: MeshConfig,
+    heard: Mutex<HashMap<String, Heard>>,
+    pub counters: Counters,
+}
+
+impl Link {
+    /// Connects to the NATS server with the configured credentials and makes sure the mesh's
+    /// stream exists.
+    pub async fn connect(config: MeshConfig, key: Arc<NodeKey>) -> Result<Arc<Self>, MeshError> {
+        let opts = match &config.auth {
+            Auth::None => async_nats::ConnectOptions::new(),
+            Auth::CredsFile(path) => async_nats::ConnectOptions::with_credentials_file(path)
+                .await
+                .map_err(|e| MeshError::Config(format!("VOX_MESH_NATS_CREDS {path}: {e}")))?,
+            Auth::UserPassword(u, p) => {
+                async_nats::ConnectOptions::with_user_and_password(u.clone(), p.clone())
+            }
+            Auth::Token(t) => async_nats::ConnectOptions::with_token(t.clone()),
+        };
+        let client = opts
+            .name(format!("vox node {} ({})", config.name, key.id()))
+            .connection_timeout(Duration::from_secs(5))
+            .connect(config.url.as_str())
+            .await
+            .map_err(|e| MeshError::Nats(format!("cannot connect to {}: {e}", config.url)))?;
+        let js = jetstream::new(client.clone());
+        js.get_or_create_stream(stream::Config {
+            name: STREAM.into(),
+            subjects: vec!["vox.mesh.*.in".into(), "vox.mesh.*.result".into()],
+            retention: stream::RetentionPolicy::WorkQueue,
+            storage: stream::StorageType::File,
+            max_age: Duration::from_secs(7 * 24 * 3600),
+            max_message_size: MAX_ENVELOPE as i32,
+            duplicate_window: Duration::from_secs(120),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| MeshError::Nats(format!("the {STREAM} stream: {e}")))?;
+        Ok(Arc::new(Link {
+            client,
+            js,
+            key,
+            config,
+            heard: Mutex::new(HashMap::new()),
+            counters: Counters::default(),
+        }))
+    }
+
+    pub fn node(&self) -> &str {
+        self.key.id()
+    }
+
+    pub fn config(&self) -> &MeshConfig {
+        &self.config
+    }
+
+    pub fn trusts(&self, node: &str) -> bool {
+        self.config.peer(node).is_some()
+    }
+
+    /// Sends `wire` to `node`'s `queue` and waits until JetStream has stored it. `dedupe_id`
+    /// makes a resend within two minutes a no-op (JetStream's message id).
+    pub async fn send(
+        &self,
+        node: &str,
+        queue: Queue,
+        wire: &Wire,
+        dedupe_id: &str,
+    ) -> Result<(), MeshError> {
+        if !crate::identity::is_node_id(node) {
+            return Err(MeshError::Config(format!("`{node}` is not a node id")));
+        }
+        let body = seal(&self.key, Some(node), now_ms(), wire);
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Nats-Msg-Id", dedupe_id);
+        self.js
+            .publish_with_headers(queue.subject(node), headers, body.into())
+            .await
+            .map_err(|e| MeshError::Nats(format!("sending to node {node}: {e}")))?
+            .await
+            .map_err(|e| MeshError::Nats(format!("node {node}'s queue did not store it: {e}")))?;
+        self.counters.sent.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Consumes this node's `queue` until the connection ends: each envelope that opens is
+    /// handed to `handle` and acknowledged once it returns `Ok` (so a crash before that means
+    /// it comes again: handlers are idempotent); one refused (forged, misaddressed, from a node
+    /// off the trust list) is terminated, never redelivered; a handler's error asks for
+    /// redelivery a second later.
+    pub async fn consume<F, Fut>(&self, queue: Queue, mut handle: F) -> Result<(), MeshError>
+    where
+        F: FnMut(Opened) -> Fut,
+        Fut: Future<Output = Result<(), String>>,
+    {
+        let me = self.node().to_owned();
+        let stream = self
+            .js
+            .get_stream(STREAM)
+            .await
+            .map_err(|e| MeshError::Nats(e.to_string()))?;
+        let name = queue.consumer(&me);
+        let consumer: consumer::PullConsumer = stream
+            .get_or_create_consumer(
+                &name,
+                consumer::pull::Config {
+                    durable_name: Some(name.clone()),
+                    filter_subject: queue.subject(&me),
+                    ack_policy: consumer::AckPolicy::Explicit,
+                    ack_wait: ACK_WAIT,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| MeshError::Nats(format!("consumer {name}: {e}")))?;
+        let mut messages = consumer
+            .messages()
+            .await
+            .map_err(|e| MeshError::Nats(format!("consumer {name}: {e}")))?;
+        while let Some(m) = messages.next().await {
+            let m = match m {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::warn!(consumer = name, "mesh consumer: {e}");
+                    continue;
+                }
+            };
+            if m.info().is_ok_and(|i| i.delivered > 1) {
+                self.counters.redelivered.fetch_add(1, Ordering::Relaxed);
+            }
+            let ack = match open(&m.payload, &me, |n| self.trusts(n)) {
+                Err(e) => {
+                    self.counters.refused.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(consumer = name, "refused: {e}");
+                    AckKind::Term
+                }
+                Ok(o) => {
+                    self.counters.received.fetch_add(1, Ordering::Relaxed);
+                    match handle(o).await {
+                        Ok(()) => AckKind::Ack,
+                        Err(e) => {
+                            tracing::warn!(consumer = name, "handling failed, again in 1s: {e}");
+                            AckKind::Nak(Some(Duration::from_secs(1)))
+                        }
+                    }
+                }
+            };
+            if let Err(e) = m.ack_with(ack).await {
+                tracing::warn!(consumer = name, "acknowledging: {e}");
+            }
+        }
+        Err(MeshError::Nats(format!("consumer {name} ended")))
+    }
+
+    /// Messages waiting in `queue` of this node, and delivered but not acknowledged yet.
+    pub async fn backlog(&self, queue: Queue) -> Result<(u64, u64), MeshError> {
+        let stream = self
+            .js
+            .get_stream(STREAM)
+            .await
+            .map_err(|e| MeshError::Nats(e.to_string()))?;
+        let name = queue.consumer(self.node());
+        match stream.consumer_info(&name).await {
+            Ok(i) => Ok((i.num_pending, i.num_ack_pending as u64)),
+            Err(e) => Err(MeshError::Nats(format!("consumer {name}: {e}"))),
+        }
+    }
+
+    /// Announces this node every interval with what `announce` says, and listens to the other
+    /// nodes' announcements, until the connection ends.
+    pub async fn heartbeats(
+        self: Arc<Self>,
+        announce: impl Fn() -> Wire + Send + 'static,
+    ) -> Result<(), MeshError> {
+        let mut sub = self
+            .client
+            .subscribe(HEARTBEAT_SUBJECT)
+            .await
+            .map_err(|e| MeshError::Nats(e.to_string()))?;
+        // One task both beats and listens, so stopping it (the node going away) stops both.
+        let mut tick = tokio::time::interval(self.config.heartbeat);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    let env = seal(&self.key, None, now_ms(), &announce());
+                    if let Err(e) = self.client.publish(HEARTBEAT_SUBJECT, env.into()).await {
+                        tracing::warn!("heartbeat: {e}");
+                    }
+                }
+                m = sub.next() => {
+                    let Some(m) = m else { break };
+                    match open(&m.payload, self.node(), |n| n == self.node() || self.trusts(n)) {
+                        // Our own beat is not a peer's.
+                        Ok(o) if o.from == self.node() => {}
+                        Ok(o) => self.heard(o),
+                        Err(e) => {
+                            self.counters.refused.fetch_add(1, Ordering::Relaxed);
+                            tracing::debug!("heartbeat refused: {e}");
+                        }
+                    }
+                }
+            }
+        }
+        Err(MeshError::Nats("the heartbeat subscription ended".into()))
+    }
+
+    fn heard(&self, o: Opened) {
+        let Wire::Heartbeat {
+            name,
+            workspace,
+            agents,
+            pending,
+        } = o.wire
+        else {
+            return;
+        };
+        self.counters.heartbeats.fetch_add(1, Ordering::Relaxed);
+        let lag_ms = now_ms() - o.sent_at_ms;
+        self.heard.lock().unwrap_or_else(|p| p.into_inner()).insert(
+            o.from,
+            Heard {
+                name,
+                workspace,
+                agents,
+                pending,
+                at: Instant::now(),
+                lag_ms,
+            },
+        );
+    }
+
+    /// Every trusted node, as last heard.
+    pub fn peers(&self) -> Vec<PeerState> {
+        let heard = self.heard.lock().unwrap_or_else(|p| p.into_inner());
+        let down_after = self.config.heartbeat * MISSED_BEATS;
+        self.config
+            .peers
+            .iter()
+            .map(|p| match heard.get(&p.node) {
+                Some(h) => PeerState {
+                    node: p.node.clone(),
+                    name: p.name.clone().unwrap_or_else(|| h.name.clone()),
+                    workspace: h.workspace.clone(),
+                    agents: h.agents.clone(),
+                    pending: h.pending,
+                    status: if h.at.elapsed() > down_after {
+                        "down"
+                    } else {
+                        "up"
+                    },
+                    last_seen_ms_ago: Some(h.at.elapsed().as_millis() as u64),
+                    lag_ms: Some(h.lag_ms),
+                },
+                None => PeerState {
+                    node: p.node.clone(),
+                    name: p.name.clone().unwrap_or_default(),
+                    workspace: String::new(),
+                    agents: Vec::new(),
+                    pending: 0,
+                    status: "unseen",
+                    last_seen_ms_ago: None,
+                    lag_ms: None,
+                },
+            })
+            .collect()
+    }
+
+    pub fn counter_values(&self) -> CounterValues {
+        let c = &self.counters;
+        CounterValues {
+            sent: c.sent.load(Ordering::Relaxed),
+            received: c.received.load(Ordering::Relaxed),
+            refused: c.refused.load(Ordering::Relaxed),
+            redelivered: c.redelivered.load(Ordering::Relaxed),
+            heartbeats: c.heartbeats.load(Ordering::Relaxed),
+        }
+    }
+}

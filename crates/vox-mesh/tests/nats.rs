@@ -1,0 +1,188 @@
+//! Links on a real nats-server with JetStream: sealed messages between trusted nodes, refusal
+//! of an untrusted one, durable delivery to a node that was away, redelivery after a failed
+//! handler, heartbeats up and down, and credentials checked by the server.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use vox_mesh::server::{NatsServer, available};
+use vox_mesh::{Auth, Link, MeshConfig, NodeKey, Peer, Queue, Wire};
+
+const AUTH: &str = "authorization { user: vox, password: s3cret }";
+
+fn key() -> Arc<NodeKey> {
+    let seed = nkeys::KeyPair::new(nkeys::KeyPairType::Server)
+        .seed()
+        .unwrap();
+    Arc::new(NodeKey::from_seed(&seed).unwrap())
+}
+
+fn config(url: &str, name: &str, trusts: &[&NodeKey]) -> MeshConfig {
+    MeshConfig {
+        url: url.into(),
+        auth: Auth::UserPassword("vox".into(), "s3cret".into()),
+        name: name.into(),
+        heartbeat: Duration::from_millis(100),
+        peers: trusts
+            .iter()
+            .map(|k| Peer {
+                node: k.id().into(),
+                name: None,
+                profile: "mesh".into(),
+            })
+            .collect(),
+    }
+}
+
+fn msg(id: &str, body: &str) -> Wire {
+    Wire::A2a {
+        id: id.into(),
+        sender: "agent-a".into(),
+        recipient: "agent-b".into(),
+        thread: "t".into(),
+        body: body.into(),
+    }
+}
+
+type Got = Arc<Mutex<Vec<(String, Wire)>>>;
+
+/// Consumes `link`'s inbox in the background into `got`; the handler fails once for a body
+/// of "fail once".
+fn consume(link: Arc<Link>, got: Got) -> tokio::task::JoinHandle<()> {
+    let failed = Arc::new(Mutex::new(false));
+    tokio::spawn(async move {
+        let _ = link
+            .consume(Queue::In, |o| {
+                let got = got.clone();
+                let failed = failed.clone();
+                async move {
+                    if let Wire::A2a { body, .. } = &o.wire
+                        && body == "fail once"
+                        && !std::mem::replace(&mut *failed.lock().unwrap(), true)
+                    {
+                        return Err("not now".into());
+                    }
+                    got.lock().unwrap().push((o.from, o.wire));
+                    Ok(())
+                }
+            })
+            .await;
+    })
+}
+
+async fn wait_for(got: &Got, n: usize) -> Vec<(String, Wire)> {
+    for _ in 0..200 {
+        if got.lock().unwrap().len() >= n {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    got.lock().unwrap().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trusted_nodes_exchange_durably_and_strangers_are_refused() {
+    if !available() && std::env::var_os("CI").is_none() {
+        eprintln!("skipped: no nats-server here (.ci/run installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(dir.path(), AUTH).unwrap();
+    let (ka, kb, kc) = (key(), key(), key());
+    let a = Link::connect(config(&server.url(), "a", &[&kb]), ka.clone())
+        .await
+        .unwrap();
+    let b = Link::connect(config(&server.url(), "b", &[&ka]), kb.clone())
+        .await
+        .unwrap();
+    // c trusts b, but b does not trust c.
+    let c = Link::connect(config(&server.url(), "c", &[&kb]), kc.clone())
+        .await
+        .unwrap();
+
+    let got: Got = Arc::default();
+    let worker = consume(b.clone(), got.clone());
+    a.send(kb.id(), Queue::In, &msg("a:1", "hello"), "a:1").await.unwrap();
+    c.send(kb.id(), Queue::In, &msg("c:1", "let me in"), "c:1").await.unwrap();
+    a.send(kb.id(), Queue::In, &msg("a:2", "fail once"), "a:2").await.unwrap();
+    // The same message id twice in the window is stored once.
+    a.send(kb.id(), Queue::In, &msg("a:2", "fail once"), "a:2").await.unwrap();
+    let seen = wait_for(&got, 2).await;
+    assert_eq!(
+        seen,
+        vec![
+            (ka.id().to_owned(), msg("a:1", "hello")),
+            (ka.id().to_owned(), msg("a:2", "fail once")),
+        ]
+    );
+    let counters = b.counter_values();
+    assert_eq!(counters.refused, 1, "{counters:?}");
+    assert!(counters.redelivered >= 1, "{counters:?}");
+
+    // b goes away; what a sends meanwhile waits in b's durable queue.
+    worker.abort();
+    let _ = worker.await;
+    drop(b);
+    for i in 3..6 {
+        a.send(kb.id(), Queue::In, &msg(&format!("a:{i}"), "while away"), &format!("a:{i}"))
+            .await
+            .unwrap();
+    }
+    let b = Link::connect(config(&server.url(), "b", &[&ka]), kb.clone())
+        .await
+        .unwrap();
+    let got2: Got = Arc::default();
+    let worker = consume(b.clone(), got2.clone());
+    let seen = wait_for(&got2, 3).await;
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(got2.lock().unwrap().len(), 3, "nothing acknowledged comes again");
+    assert_eq!(b.backlog(Queue::In).await.unwrap(), (0, 0));
+    worker.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_stops_beating_is_marked_down() {
+    if !available() && std::env::var_os("CI").is_none() {
+        eprintln!("skipped: no nats-server here (.ci/run installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(dir.path(), AUTH).unwrap();
+    let (ka, kb) = (key(), key());
+    let a = Link::connect(config(&server.url(), "a", &[&kb]), ka.clone())
+        .await
+        .unwrap();
+    let b = Link::connect(config(&server.url(), "b", &[&ka]), kb.clone())
+        .await
+        .unwrap();
+    assert_eq!(a.peers()[0].status, "unseen");
+    let beat = |name: &'static str| move || Wire::Heartbeat {
+        name: name.into(),
+        workspace: format!("/w/{name}"),
+        agents: vec![format!("{name}-1")],
+        pending: 0,
+    };
+    let ha = tokio::spawn(a.clone().heartbeats(beat("a")));
+    let hb = tokio::spawn(b.clone().heartbeats(beat("b")));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let p = &a.peers()[0];
+    assert_eq!((p.status, p.name.as_str(), p.agents.clone()), ("up", "b", vec!["b-1".to_string()]));
+    hb.abort();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(a.peers()[0].status, "down");
+    ha.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_checks_credentials() {
+    if !available() && std::env::var_os("CI").is_none() {
+        eprintln!("skipped: no nats-server here (.ci/run installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(dir.path(), AUTH).unwrap();
+    let mut c = config(&server.url(), "x", &[]);
+    c.auth = Auth::UserPassword("vox".into(), "wrong".into());
+    let e = Link::connect(c, key()).await.err().unwrap();
+    assert_eq!(e.code(), "mesh_unreachable", "{e}");
+}
