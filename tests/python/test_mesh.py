@@ -57,7 +57,7 @@ async def main() -> None:
                 # An agent's calls with side effects wait for a person unless allowed: messaging is.
                 await ok(op, "vox_add_approval_allowlist_entry", {"tool": "vox_a2a_*", "note": "agents message each other"})
                 node = await ok(op, "vox_populi_local_status", {})
-                check(node["mode"] == "embedded" and node["agents"] == 2 and len(node["node_id"]) > 0,
+                check(node["mode"] == "embedded" and sorted(node["agents"]) == ["a1", "a2"] and len(node["node_id"]) > 0,
                       f"this node is the whole mesh ({node})")
                 nodes = (await ok(op, "vox_mesh_nodes", {}))["nodes"]
                 check(len(nodes) == 1 and nodes[0]["node_id"] == node["node_id"], "vox_mesh_nodes lists it")

@@ -66,6 +66,11 @@ enum Command {
         #[command(subcommand)]
         command: DaemonCommand,
     },
+    /// This node in a mesh of nodes: its key, and the nodes and queues its daemon sees.
+    Mesh {
+        #[command(subcommand)]
+        command: MeshCommand,
+    },
     /// Check .vox files (or directories of them); exit 1 when any has an error.
     Check {
         /// Files or directories (default: the current directory).
@@ -115,6 +120,27 @@ enum Command {
     },
     /// Check the binaries, workspace, daemon, profile, store and sandbox; exit 1 if anything fails.
     Doctor {
+        /// Workspace directory (default: VOX_WORKSPACE, else the nearest ancestor with .vox or .git).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum MeshCommand {
+    /// Print this node's id (its public key, for the other nodes' `.vox/mesh.toml`), creating
+    /// its key (`.vox/mesh-node.nk`) if missing.
+    Key {
+        /// Workspace directory (default: VOX_WORKSPACE, else the nearest ancestor with .vox or .git).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+    },
+    /// The nodes (status, heartbeat lag, agents, pending messages) and this node's queues, as
+    /// its running daemon sees them; exit 1 when no daemon runs.
+    Status {
         /// Workspace directory (default: VOX_WORKSPACE, else the nearest ancestor with .vox or .git).
         #[arg(long)]
         workspace: Option<PathBuf>,
@@ -315,6 +341,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Profile { command } => profile_cmd(command),
         Command::Bundle { command } => bundle_cmd(command),
         Command::Daemon { command } => daemon_cmd(command),
+        Command::Mesh { command } => mesh_cmd(command),
         Command::Check { paths, json } => Ok(lang_exit(|out, err| {
             vox_lang::cli::check(&paths, json, out, err)
         })),
@@ -758,6 +785,71 @@ fn bundle_cmd(cmd: BundleCommand) -> Result<ExitCode> {
                 ),
             }
             Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn mesh_cmd(cmd: MeshCommand) -> Result<ExitCode> {
+    match cmd {
+        MeshCommand::Key { workspace } => {
+            let ws = Workspace::resolve(workspace.as_deref())?;
+            ws.ensure_vox_dir()?;
+            let key = vox_mesh::NodeKey::load_or_create(&ws.vox_dir.join("mesh-node.nk"))?;
+            println!("{}", key.id());
+            Ok(ExitCode::SUCCESS)
+        }
+        MeshCommand::Status { workspace, json } => {
+            let ws = Workspace::resolve(workspace.as_deref())?;
+            runtime()?.block_on(async {
+                let Some((c, _)) = vox_daemon::client::connect_and_ping(&ws, None).await else {
+                    eprintln!("no daemon runs for {}", ws.root.display());
+                    return Ok(ExitCode::FAILURE);
+                };
+                let mut answers = Vec::new();
+                for tool in ["vox_mesh_nodes", "vox_mesh_queue_stats"] {
+                    let params = vox_daemon::frames::ToolCallParams {
+                        name: tool.into(),
+                        arguments: json!({}),
+                        agent: Some("vox mesh status".into()),
+                        progress: false,
+                        log_level: None,
+                        agent_token: None,
+                    };
+                    match c.tool_call(&params, None, None).await? {
+                        vox_core::ToolOutcome::Ok(v) => answers.push(v),
+                        other => bail!("{tool}: {}", other.to_json()),
+                    }
+                }
+                let (nodes, stats) = (&answers[0], &answers[1]);
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&json!({"nodes": nodes["nodes"], "queues": stats}))?
+                    );
+                    return Ok(ExitCode::SUCCESS);
+                }
+                println!("{:<58} {:<12} {:<9} {:>6} {:>8} {:>8}", "NODE", "NAME", "STATUS", "AGENTS", "PENDING", "LAG_MS");
+                for n in nodes["nodes"].as_array().into_iter().flatten() {
+                    println!(
+                        "{:<58} {:<12} {:<9} {:>6} {:>8} {:>8}",
+                        n["node_id"].as_str().unwrap_or(""),
+                        n["name"].as_str().unwrap_or(""),
+                        n["status"].as_str().unwrap_or(""),
+                        n["agents"].as_array().map_or(0, Vec::len),
+                        n["pending"],
+                        n["lag_ms"].as_i64().map_or("-".into(), |l| l.to_string()),
+                    );
+                }
+                match stats["remote"].as_object() {
+                    Some(r) => println!(
+                        "inbox: {} waiting, {} unacknowledged; results waiting: {}; calls open: {} out, {} in; refused: {}",
+                        r["inbox_waiting"], r["inbox_unacked"], r["results_waiting"],
+                        r["calls_out_open"], r["calls_in_open"], r["refused"]
+                    ),
+                    None => println!("embedded mesh: no messaging engine configured (VOX_MESH_NATS_URL)"),
+                }
+                Ok(ExitCode::SUCCESS)
+            })
         }
     }
 }

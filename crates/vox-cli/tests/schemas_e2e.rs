@@ -380,6 +380,18 @@ async fn every_dev_catalog_tool_answers_what_its_output_schema_says() {
     orchestrator_tools(&mut k, &c).await;
     model_tools(&mut k, &c).await;
     mesh_tools(&mut k, &c).await;
+    // Embedded, there is no other node to hand work to.
+    let e = err(
+        &c,
+        "vox_mesh_dispatch",
+        json!({"node": "NX", "tool": "vox_mesh_nodes"}),
+    )
+    .await;
+    assert_eq!(e["code"], "unavailable", "{e}");
+    unexercised.insert(
+        "vox_mesh_dispatch",
+        "needs a second node over NATS: tests/python/test_mesh_nats.py".into(),
+    );
 
     let missed: Vec<&String> = catalog
         .iter()

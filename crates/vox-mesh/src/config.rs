@@ -191,16 +191,26 @@ mod tests {
         assert_eq!(c.peer(&node).unwrap().profile, "orchestrator");
         assert_eq!(c.auth, Auth::None);
 
-        std::fs::write(&path, format!("[[peer]]\nnode = \"{node}\"\nrole = \"x\"\n")).unwrap();
-        let e = MeshConfig::load(env(&url), &path, "w").unwrap_err().to_string();
+        std::fs::write(
+            &path,
+            format!("[[peer]]\nnode = \"{node}\"\nrole = \"x\"\n"),
+        )
+        .unwrap();
+        let e = MeshConfig::load(env(&url), &path, "w")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown field `role`"), "{e}");
 
         std::fs::write(&path, "[[peer]]\nnode = \"UABC\"\n").unwrap();
-        let e = MeshConfig::load(env(&url), &path, "w").unwrap_err().to_string();
+        let e = MeshConfig::load(env(&url), &path, "w")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("peer 1") && e.contains("not a node id"), "{e}");
 
         std::fs::write(&path, "heartbeat_ms = 5\n").unwrap();
-        let e = MeshConfig::load(env(&url), &path, "w").unwrap_err().to_string();
+        let e = MeshConfig::load(env(&url), &path, "w")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("heartbeat_ms"), "{e}");
     }
 

@@ -39,7 +39,9 @@ impl NatsServer {
     /// Starts a server storing under `dir`; `auth` is extra configuration (an `authorization`
     /// block), empty for none.
     pub fn start(dir: &Path, auth: &str) -> std::io::Result<Self> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
         let mut s = NatsServer {
             child: None,
             port,

@@ -165,22 +165,28 @@ mod tests {
         let (a, b, mallory) = (node(), node(), node());
         let env = String::from_utf8(seal(&a, Some(b.id()), 7, &msg())).unwrap();
         let tampered = env.replace("hi", "ho");
-        let e = open(tampered.as_bytes(), b.id(), |_| true).unwrap_err().to_string();
+        let e = open(tampered.as_bytes(), b.id(), |_| true)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("signature"), "{e}");
         // Mallory signs a payload that claims to be from a.
         let forged = seal(&mallory, Some(b.id()), 7, &msg());
         let forged = String::from_utf8(forged)
             .unwrap()
             .replace(mallory.id(), a.id());
-        let e = open(forged.as_bytes(), b.id(), |_| true).unwrap_err().to_string();
+        let e = open(forged.as_bytes(), b.id(), |_| true)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("signature"), "{e}");
         let e = open(&vec![b' '; MAX_ENVELOPE + 1], b.id(), |_| true)
             .unwrap_err()
             .to_string();
         assert!(e.contains("at most"), "{e}");
-        let e = open(b"{\"payload\":\"{}\",\"sig\":\"\",\"x\":1}", b.id(), |_| true)
-            .unwrap_err()
-            .to_string();
+        let e = open(b"{\"payload\":\"{}\",\"sig\":\"\",\"x\":1}", b.id(), |_| {
+            true
+        })
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("unknown field"), "{e}");
     }
 }

@@ -101,11 +101,19 @@ async fn trusted_nodes_exchange_durably_and_strangers_are_refused() {
 
     let got: Got = Arc::default();
     let worker = consume(b.clone(), got.clone());
-    a.send(kb.id(), Queue::In, &msg("a:1", "hello"), "a:1").await.unwrap();
-    c.send(kb.id(), Queue::In, &msg("c:1", "let me in"), "c:1").await.unwrap();
-    a.send(kb.id(), Queue::In, &msg("a:2", "fail once"), "a:2").await.unwrap();
+    a.send(kb.id(), Queue::In, &msg("a:1", "hello"), "a:1")
+        .await
+        .unwrap();
+    c.send(kb.id(), Queue::In, &msg("c:1", "let me in"), "c:1")
+        .await
+        .unwrap();
+    a.send(kb.id(), Queue::In, &msg("a:2", "fail once"), "a:2")
+        .await
+        .unwrap();
     // The same message id twice in the window is stored once.
-    a.send(kb.id(), Queue::In, &msg("a:2", "fail once"), "a:2").await.unwrap();
+    a.send(kb.id(), Queue::In, &msg("a:2", "fail once"), "a:2")
+        .await
+        .unwrap();
     let seen = wait_for(&got, 2).await;
     assert_eq!(
         seen,
@@ -123,9 +131,14 @@ async fn trusted_nodes_exchange_durably_and_strangers_are_refused() {
     let _ = worker.await;
     drop(b);
     for i in 3..6 {
-        a.send(kb.id(), Queue::In, &msg(&format!("a:{i}"), "while away"), &format!("a:{i}"))
-            .await
-            .unwrap();
+        a.send(
+            kb.id(),
+            Queue::In,
+            &msg(&format!("a:{i}"), "while away"),
+            &format!("a:{i}"),
+        )
+        .await
+        .unwrap();
     }
     let b = Link::connect(config(&server.url(), "b", &[&ka]), kb.clone())
         .await
@@ -135,7 +148,11 @@ async fn trusted_nodes_exchange_durably_and_strangers_are_refused() {
     let seen = wait_for(&got2, 3).await;
     assert_eq!(seen.len(), 3, "{seen:?}");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(got2.lock().unwrap().len(), 3, "nothing acknowledged comes again");
+    assert_eq!(
+        got2.lock().unwrap().len(),
+        3,
+        "nothing acknowledged comes again"
+    );
     assert_eq!(b.backlog(Queue::In).await.unwrap(), (0, 0));
     worker.abort();
 }
@@ -156,17 +173,22 @@ async fn a_node_that_stops_beating_is_marked_down() {
         .await
         .unwrap();
     assert_eq!(a.peers()[0].status, "unseen");
-    let beat = |name: &'static str| move || Wire::Heartbeat {
-        name: name.into(),
-        workspace: format!("/w/{name}"),
-        agents: vec![format!("{name}-1")],
-        pending: 0,
+    let beat = |name: &'static str| {
+        move || Wire::Heartbeat {
+            name: name.into(),
+            workspace: format!("/w/{name}"),
+            agents: vec![format!("{name}-1")],
+            pending: 0,
+        }
     };
     let ha = tokio::spawn(a.clone().heartbeats(beat("a")));
     let hb = tokio::spawn(b.clone().heartbeats(beat("b")));
     tokio::time::sleep(Duration::from_millis(400)).await;
     let p = &a.peers()[0];
-    assert_eq!((p.status, p.name.as_str(), p.agents.clone()), ("up", "b", vec!["b-1".to_string()]));
+    assert_eq!(
+        (p.status, p.name.as_str(), p.agents.clone()),
+        ("up", "b", vec!["b-1".to_string()])
+    );
     hb.abort();
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(a.peers()[0].status, "down");

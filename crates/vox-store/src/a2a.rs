@@ -93,6 +93,57 @@ impl Store {
         })
     }
 
+    /// Stores a message that came from another node, with its mesh-wide id `origin`, and opens
+    /// a delivery for each of `to`; `None` when that origin is stored already (a redelivery).
+    pub fn a2a_receive(
+        &self,
+        origin: &str,
+        sender: &str,
+        recipient: &str,
+        to: &[String],
+        thread: &str,
+        body: &str,
+    ) -> Result<Option<A2aMessage>, StoreError> {
+        let now = now_ms();
+        let mut c = self.conn();
+        let tx = c.transaction().map_err(|e| self.err(e))?;
+        let inserted = tx
+            .execute(
+                "INSERT INTO a2a_messages (thread, sender, recipient, body, created_at, origin)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING",
+                params![thread, sender, recipient, body, now, origin],
+            )
+            .map_err(|e| self.err(e))?;
+        if inserted == 0 {
+            return Ok(None);
+        }
+        let id = tx.last_insert_rowid();
+        for r in to {
+            tx.execute(
+                "INSERT OR IGNORE INTO a2a_deliveries (message_id, recipient) VALUES (?1, ?2)",
+                params![id, r],
+            )
+            .map_err(|e| self.err(e))?;
+        }
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(Some(A2aMessage {
+            id,
+            thread: thread.into(),
+            sender: sender.into(),
+            recipient: recipient.into(),
+            body: body.into(),
+            created_at: now,
+        }))
+    }
+
+    /// Removes a message that could not be sent on (its deliveries go with it).
+    pub fn a2a_forget(&self, id: i64) -> Result<(), StoreError> {
+        self.conn()
+            .execute("DELETE FROM a2a_messages WHERE id = ?1", params![id])
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
     /// A recipient's unacknowledged messages, oldest first (reading does not remove them: the
     /// same read gives the same messages until they are acknowledged).
     pub fn a2a_inbox(&self, recipient: &str, limit: usize) -> Result<Vec<A2aMessage>, StoreError> {

@@ -319,6 +319,27 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX a2a_deliveries_open ON a2a_deliveries(recipient, acked_at, message_id);
     "#,
+    // 10: the mesh over NATS. A message from another node carries its mesh-wide id (`origin`),
+    // so a redelivery is stored once; calls between nodes (`vox_mesh_dispatch`) are recorded on
+    // both sides: the caller's until its result comes back, the callee's so a call delivered
+    // again after a crash is answered from the record instead of run twice.
+    r#"
+    ALTER TABLE a2a_messages ADD COLUMN origin TEXT;
+    CREATE UNIQUE INDEX a2a_messages_origin ON a2a_messages(origin) WHERE origin IS NOT NULL;
+    CREATE TABLE mesh_calls (
+        seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+        call_id     TEXT NOT NULL,
+        direction   TEXT NOT NULL CHECK (direction IN ('out', 'in')),
+        node        TEXT NOT NULL,
+        tool        TEXT NOT NULL,
+        arguments   TEXT NOT NULL,
+        state       TEXT NOT NULL CHECK (state IN ('sent', 'running', 'done', 'failed')),
+        result      TEXT,
+        created_at  INTEGER NOT NULL,
+        finished_at INTEGER,
+        UNIQUE (direction, call_id)
+    );
+    "#,
 ];
 
 /// The highest version this build knows.
