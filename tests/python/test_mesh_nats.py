@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 from mcp import Client, StdioServerParameters
 
@@ -86,6 +87,13 @@ class Node:
     def start(self) -> None:
         subprocess.run([VOX, "daemon", "start", "--profile", PROFILE, "--workspace", self.ws], env=self.env,
                        check=True, capture_output=True)
+
+    def serve(self) -> str:
+        """Runs the node as `vox serve` (the daemon with its HTTP gateway); returns the base URL."""
+        env = dict(self.env, VOX_MCP_HTTP_PORT="0", VOX_MCP_HTTP_BEARER_TOKEN="mesh-test-token-0123456789")
+        self.server = subprocess.Popen([VOX, "serve", "--profile", PROFILE, "--workspace", self.ws], env=env,
+                                       stdout=subprocess.PIPE, text=True)
+        return "http://" + self.server.stdout.readline().split("http://")[1].split()[0]
 
     def pid(self) -> int:
         with open(os.path.join(self.ws, ".vox", "orchestrator.json")) as f:
@@ -150,8 +158,9 @@ async def main() -> None:
         c.trust([(a, "mesh"), (b, "mesh")])
         d.trust([(b, "orchestrator")])  # d trusts b; b does not trust d.
         try:
-            for n in (a, b, c, d):
+            for n in (a, b, d):
                 n.start()
+            c_url = c.serve()
             async with a.client() as ca, b.client() as cb, c.client() as cc, d.client() as cd:
                 me = await ok(ca, "vox_populi_local_status", {})
                 check(me["node_id"] == a.id and me["mode"] == "nats" and me["name"] == "a", f"a knows itself ({me})")
@@ -271,9 +280,16 @@ async def main() -> None:
                 status = subprocess.run([VOX, "mesh", "status", "--workspace", a.ws], env=a.env, capture_output=True, text=True)
                 check(status.returncode == 0 and b.id in status.stdout and "inbox:" in status.stdout,
                       f"`vox mesh status` lists the nodes and queues\n{status.stdout}")
+                metrics = urllib.request.urlopen(c_url + "/metrics", timeout=10).read().decode()
+                check('vox_mesh_envelopes_total{event="sent"}' in metrics and 'vox_mesh_peers{status="up"}' in metrics
+                      and "vox_mesh_send_seconds" in metrics and 'vox_mesh_calls_open{direction="out"}' in metrics,
+                      "the mesh's metrics are on /metrics")
         finally:
             for n in (a, b, c, d):
                 n.stop()
+            if getattr(c, "server", None):
+                c.server.terminate()
+                c.server.wait(timeout=20)
             server.kill()
 
 

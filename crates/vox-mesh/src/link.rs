@@ -169,6 +169,7 @@ impl Link {
         if !crate::identity::is_node_id(node) {
             return Err(MeshError::Config(format!("`{node}` is not a node id")));
         }
+        let started = Instant::now();
         let body = seal(&self.key, Some(node), now_ms(), wire);
         let mut headers = async_nats::HeaderMap::new();
         headers.insert("Nats-Msg-Id", dedupe_id);
@@ -179,6 +180,8 @@ impl Link {
             .await
             .map_err(|e| MeshError::Nats(format!("node {node}'s queue did not store it: {e}")))?;
         self.counters.sent.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!("vox_mesh_envelopes_total", "event" => "sent").increment(1);
+        metrics::histogram!("vox_mesh_send_seconds").record(started.elapsed().as_secs_f64());
         Ok(())
     }
 
@@ -226,15 +229,20 @@ impl Link {
             };
             if m.info().is_ok_and(|i| i.delivered > 1) {
                 self.counters.redelivered.fetch_add(1, Ordering::Relaxed);
+                metrics::counter!("vox_mesh_envelopes_total", "event" => "redelivered")
+                    .increment(1);
             }
             let ack = match open(&m.payload, &me, |n| self.trusts(n)) {
                 Err(e) => {
                     self.counters.refused.fetch_add(1, Ordering::Relaxed);
+                    metrics::counter!("vox_mesh_envelopes_total", "event" => "refused").increment(1);
                     tracing::warn!(consumer = name, "refused: {e}");
                     AckKind::Term
                 }
                 Ok(o) => {
                     self.counters.received.fetch_add(1, Ordering::Relaxed);
+                    metrics::counter!("vox_mesh_envelopes_total", "event" => "received")
+                        .increment(1);
                     match handle(o).await {
                         Ok(()) => AckKind::Ack,
                         Err(e) => {
@@ -281,6 +289,7 @@ impl Link {
         loop {
             tokio::select! {
                 _ = tick.tick() => {
+                    self.record_peer_gauges();
                     let env = seal(&self.key, None, now_ms(), &announce());
                     if let Err(e) = self.client.publish(HEARTBEAT_SUBJECT, env.into()).await {
                         tracing::warn!("heartbeat: {e}");
@@ -294,6 +303,8 @@ impl Link {
                         Ok(o) => self.heard(o),
                         Err(e) => {
                             self.counters.refused.fetch_add(1, Ordering::Relaxed);
+                            metrics::counter!("vox_mesh_envelopes_total", "event" => "refused")
+                                .increment(1);
                             tracing::debug!("heartbeat refused: {e}");
                         }
                     }
@@ -314,6 +325,7 @@ impl Link {
             return;
         };
         self.counters.heartbeats.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!("vox_mesh_envelopes_total", "event" => "heartbeat").increment(1);
         let lag_ms = now_ms() - o.sent_at_ms;
         self.heard.lock().unwrap_or_else(|p| p.into_inner()).insert(
             o.from,
@@ -326,6 +338,15 @@ impl Link {
                 lag_ms,
             },
         );
+    }
+
+    /// `vox_mesh_peers{status}`: how many trusted nodes are up, down, unseen.
+    fn record_peer_gauges(&self) {
+        let peers = self.peers();
+        for status in ["up", "down", "unseen"] {
+            let n = peers.iter().filter(|p| p.status == status).count();
+            metrics::gauge!("vox_mesh_peers", "status" => status).set(n as f64);
+        }
     }
 
     /// Every trusted node, as last heard.

@@ -174,6 +174,15 @@ fn announce(ctx: &Ctx) -> Wire {
         ),
         Err(_) => (Vec::new(), 0),
     };
+    metrics::gauge!("vox_mesh_local_agents").set(agents.len() as f64);
+    metrics::gauge!("vox_mesh_pending_messages").set(pending as f64);
+    if let Ok(s) = store(ctx) {
+        for (d, label) in [(CallDirection::Out, "out"), (CallDirection::In, "in")] {
+            if let Ok(n) = s.mesh_calls_open(d) {
+                metrics::gauge!("vox_mesh_calls_open", "direction" => label).set(n as f64);
+            }
+        }
+    }
     Wire::Heartbeat {
         name: remote(ctx)
             .map(|r| r.config.name.clone())
