@@ -16,94 +16,9 @@
 //! `--vox` defaults to the `vox` beside this binary.
 
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::{Duration, Instant};
-
-struct Mcp {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next: u64,
-}
-
-impl Mcp {
-    fn start(vox: &str, ws: &std::path::Path, home: &std::path::Path) -> Mcp {
-        let mut child = Command::new(vox)
-            .args(["mcp", "--profile", "orchestrator"])
-            .current_dir(ws)
-            .env("VOX_HOME", home)
-            .env("VOX_WORKSPACE", ws)
-            .env("VOX_LOG", "warn")
-            .env_remove("VOX_PROFILE")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("vox mcp");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::with_capacity(1 << 20, child.stdout.take().unwrap());
-        let mut m = Mcp {
-            child,
-            stdin,
-            stdout,
-            next: 1,
-        };
-        m.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "orch-bench", "version": "1"}}),
-        );
-        m.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        m
-    }
-    fn send(&mut self, v: &Value) {
-        let mut line = serde_json::to_vec(v).unwrap();
-        line.push(b'\n');
-        self.stdin.write_all(&line).expect("write");
-    }
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next;
-        self.next += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(
-                self.stdout.read_line(&mut line).expect("read") > 0,
-                "vox mcp ended"
-            );
-            let v: Value = serde_json::from_str(&line).expect("a JSON frame");
-            if v["id"] == id {
-                return v;
-            }
-        }
-    }
-    /// Calls a tool that must succeed; its structured content.
-    fn call(&mut self, tool: &str, args: Value) -> Value {
-        let v = self.request("tools/call", json!({"name": tool, "arguments": args}));
-        let r = &v["result"];
-        assert!(r["isError"] != true, "{tool} {args}: {v}");
-        r["structuredContent"].clone()
-    }
-}
-
-impl Drop for Mcp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Median and 99th percentile (µs) of `samples`.
-fn summary(mut samples: Vec<Duration>) -> (f64, f64) {
-    samples.sort();
-    let at = |q: f64| {
-        let i = ((samples.len() as f64 - 1.0) * q).round() as usize;
-        samples[i].as_secs_f64() * 1e6
-    };
-    (at(0.5), at(0.99))
-}
+use vox_bench::{Mcp, summary};
+use std::process::Command;
+use std::time::Instant;
 
 fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -150,7 +65,7 @@ fn main() {
     }
     let ws = tempfile_dir("orchws");
     let home = tempfile_dir("orchhome");
-    let mut m = Mcp::start(&vox, &ws, &home);
+    let mut m = Mcp::start(&vox, &ws, &home, "orchestrator", &[]);
     let mut out = serde_json::Map::new();
 
     // 1. submit → assigned, one agent with room.

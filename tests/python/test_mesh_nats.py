@@ -201,6 +201,17 @@ async def main() -> None:
                           and "trust list" in r.structured_content["error"]["message"],
                           "a message to a node off the sender's trust list is refused")
 
+                # A broadcast reaches every agent of every trusted node.
+                bc = await ok(ca, "vox_a2a_broadcast", {"body": "release at 5", "thread": "all-hands"})
+                check(sorted(bc["recipients"]) == sorted(["a1", f"*@{b.id}", f"*@{c.id}"]) and bc["unreached"] == [],
+                      f"a broadcast goes to a's agents and to every trusted node ({bc['recipients']})")
+                async with b.client(tokens["b1"]) as b1:
+                    async def b1_all_hands():
+                        return [m for m in (await ok(b1, "vox_a2a_inbox", {}))["messages"] if m["thread"] == "all-hands"]
+                    got = await until("b1 receives the broadcast", b1_all_hands)
+                    check(got[0]["recipient"] == "*" and got[0]["sender"] == f"operator@{a.id}", "b1 has it from a's operator")
+                    await ok(b1, "vox_a2a_ack", {"message_ids": [got[0]["id"]]})
+
                 # A task handed to an agent on another node.
                 done = await ok(ca, "vox_mesh_dispatch", {"node": b.id, "tool": "vox_submit_task",
                                                           "arguments": {"title": "fix #12", "agent_id": "b1"}})

@@ -158,7 +158,8 @@ impl Link {
     }
 
     /// Sends `wire` to `node`'s `queue` and waits until JetStream has stored it. `dedupe_id`
-    /// makes a resend within two minutes a no-op (JetStream's message id).
+    /// makes a resend to the same node within two minutes a no-op (JetStream's message id, made
+    /// of it and the node: one stream holds every node's queue).
     pub async fn send(
         &self,
         node: &str,
@@ -172,7 +173,7 @@ impl Link {
         let started = Instant::now();
         let body = seal(&self.key, Some(node), now_ms(), wire);
         let mut headers = async_nats::HeaderMap::new();
-        headers.insert("Nats-Msg-Id", dedupe_id);
+        headers.insert("Nats-Msg-Id", format!("{dedupe_id}>{node}").as_str());
         self.js
             .publish_with_headers(queue.subject(node), headers, body.into())
             .await

@@ -158,6 +158,20 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// Calls other nodes made that this one was still running when it stopped.
+    pub fn mesh_calls_interrupted(&self) -> Result<Vec<MeshCall>, StoreError> {
+        let c = self.conn();
+        let mut stmt = c
+            .prepare(&format!(
+                "SELECT {COLUMNS} FROM mesh_calls WHERE direction = 'in' AND state = 'running' ORDER BY seq"
+            ))
+            .map_err(|e| self.err(e))?;
+        stmt.query_map([], row)
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))
+    }
+
     /// Calls in one direction still open (`sent` or `running`).
     pub fn mesh_calls_open(&self, direction: CallDirection) -> Result<i64, StoreError> {
         self.conn()

@@ -156,29 +156,66 @@ async fn send_remote(
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct BroadcastArgs {
-    /// The message (at most 64 KiB), delivered to every agent but the sender.
+    /// The message (at most 64 KiB), delivered to every agent but the sender: on this node,
+    /// and over NATS on every node of its trust list.
     body: String,
     thread: Option<String>,
 }
 
-fn broadcast(ctx: &Ctx, call: &CallCtx, a: BroadcastArgs) -> Result<Sent, ToolError> {
+#[derive(Serialize, JsonSchema)]
+struct Broadcast {
+    message: A2aMessage,
+    /// This node's agents it is delivered to, then `*@<node>` for each other node it was queued
+    /// for (every agent there).
+    recipients: Vec<String>,
+    /// Nodes it could not be queued for (the NATS server unreachable): name and why.
+    unreached: Vec<String>,
+}
+
+async fn broadcast(ctx: Arc<Ctx>, call: CallCtx, a: BroadcastArgs) -> Result<Broadcast, ToolError> {
     body_ok(&a.body)?;
     thread_ok(&a.thread)?;
-    let s = store(ctx)?;
-    let me = actor(call);
-    let to: Vec<String> = s
-        .agents(false)
-        .map_err(db)?
-        .into_iter()
-        .map(|a| a.id)
-        .filter(|id| id != me)
-        .collect();
-    let message = s
-        .a2a_send(me, BROADCAST, &to, a.thread.as_deref(), &a.body)
-        .map_err(db)?;
-    Ok(Sent {
+    let me = actor(&call).to_owned();
+    let (message, mut recipients) = {
+        let (ctx, me, thread, body) = (ctx.clone(), me.clone(), a.thread.clone(), a.body.clone());
+        run_blocking(move || {
+            let s = store(&ctx)?;
+            let to: Vec<String> = s
+                .agents(false)
+                .map_err(db)?
+                .into_iter()
+                .map(|a| a.id)
+                .filter(|id| *id != me)
+                .collect();
+            let message = s
+                .a2a_send(&me, BROADCAST, &to, thread.as_deref(), &body)
+                .map_err(db)?;
+            Ok((message, to))
+        })
+        .await?
+    };
+    let mut unreached = Vec::new();
+    if let Some(r) = remote(&ctx) {
+        let link = r.link()?.clone();
+        let id = format!("{}:m{}", mesh_prefix(&ctx, &r).await?, message.id);
+        let wire = vox_mesh::Wire::A2a {
+            id: id.clone(),
+            sender: me,
+            recipient: BROADCAST.into(),
+            thread: message.thread.clone(),
+            body: a.body,
+        };
+        for p in &r.config.peers {
+            match link.send(&p.node, vox_mesh::Queue::In, &wire, &id).await {
+                Ok(()) => recipients.push(format!("{BROADCAST}@{}", p.node)),
+                Err(e) => unreached.push(format!("{}: {e}", p.node)),
+            }
+        }
+    }
+    Ok(Broadcast {
         message,
-        recipients: to,
+        recipients,
+        unreached,
     })
 }
 
@@ -606,7 +643,7 @@ pub fn family() -> Family {
 fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
         ("vox_a2a_send", async_typed(send)),
-        ("vox_a2a_broadcast", blocking(broadcast)),
+        ("vox_a2a_broadcast", async_typed(broadcast)),
         ("vox_a2a_inbox", blocking(inbox)),
         ("vox_a2a_ack", blocking(ack)),
         ("vox_a2a_history", blocking(history)),

@@ -134,6 +134,9 @@ pub(crate) fn start(ctx: Arc<Ctx>) {
         };
         let _ = r.link.set(link.clone());
         tracing::info!(node = r.node(), "mesh: connected to {}", r.config.url);
+        if let Err(e) = answer_interrupted(&ctx, &r).await {
+            tracing::warn!("mesh: answering calls a stop interrupted: {e}");
+        }
         let announce_ctx = ctx.clone();
         tokio::spawn(link.clone().heartbeats(move || announce(&announce_ctx)));
         for queue in [Queue::In, Queue::Result] {
@@ -268,31 +271,30 @@ async fn incoming(ctx: &Arc<Ctx>, r: &Arc<Remote>, o: Opened) -> Result<(), Stri
                 move |s| s.mesh_call_in(&id, &from, &t, &args)
             })
             .await?;
-            let (ok, value) = match earlier {
-                Some(c) if c.state == "running" => {
-                    // This node stopped while running it; it is not run a second time.
-                    let value = json!({"error": {"code": "interrupted", "message":
-                        "the node restarted while running this call; it was not run again"}});
-                    finish_in(ctx, &id, false, &value).await?;
-                    (false, value)
+            match earlier {
+                // A call delivered again: the first delivery started it, and answers it when it
+                // ends (or the restart sweep does, if this node stopped meanwhile).
+                Some(c) if c.state == "running" => Ok(()),
+                Some(c) => {
+                    let ok = c.state == "done";
+                    answer(r, &o.from, &id, ok, c.result.unwrap_or(Value::Null)).await
                 }
-                Some(c) => (c.state == "done", c.result.unwrap_or(Value::Null)),
+                // Acknowledged now, run in the background: a long call does not hold up this
+                // node's messages; the record says it is running until it ends.
                 None => {
-                    let (ok, value) = run_call(ctx, r, &o.from, &tool, arguments).await;
-                    finish_in(ctx, &id, ok, &value).await?;
-                    (ok, value)
+                    let (ctx, r, from) = (ctx.clone(), r.clone(), o.from.clone());
+                    tokio::spawn(async move {
+                        let (ok, value) = run_call(&ctx, &r, &from, &tool, arguments).await;
+                        if let Err(e) = finish_in(&ctx, &id, ok, &value).await {
+                            tracing::warn!(call = id, "mesh: recording the call's end: {e}");
+                        }
+                        if let Err(e) = answer(&r, &from, &id, ok, value).await {
+                            tracing::warn!(call = id, "mesh: answering the call: {e}");
+                        }
+                    });
+                    Ok(())
                 }
-            };
-            let wire = Wire::Result {
-                id: id.clone(),
-                ok,
-                value,
-            };
-            r.link()
-                .map_err(|e| e.to_string())?
-                .send(&o.from, Queue::Result, &wire, &format!("result:{id}"))
-                .await
-                .map_err(|e| e.to_string())
+            }
         }
         Wire::Result { .. } | Wire::Heartbeat { .. } => {
             tracing::warn!(
@@ -302,6 +304,32 @@ async fn incoming(ctx: &Arc<Ctx>, r: &Arc<Remote>, o: Opened) -> Result<(), Stri
             Ok(())
         }
     }
+}
+
+/// Sends the result of call `id` back to node `to`.
+async fn answer(r: &Remote, to: &str, id: &str, ok: bool, value: Value) -> Result<(), String> {
+    let wire = Wire::Result {
+        id: id.to_owned(),
+        ok,
+        value,
+    };
+    r.link()
+        .map_err(|e| e.to_string())?
+        .send(to, Queue::Result, &wire, &format!("result:{id}"))
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// After a restart: the calls this node was running when it stopped are answered as
+/// interrupted (they are not run again: a call runs at most once).
+async fn answer_interrupted(ctx: &Arc<Ctx>, r: &Remote) -> Result<(), String> {
+    let value = json!({"error": {"code": "interrupted", "message":
+        "the node stopped while running this call; it was not run again"}});
+    for c in blocking_store(ctx, |s| s.mesh_calls_interrupted()).await? {
+        finish_in(ctx, &c.call_id, false, &value).await?;
+        answer(r, &c.node, &c.call_id, false, value.clone()).await?;
+    }
+    Ok(())
 }
 
 fn bounded_message(sender: &str, recipient: &str, thread: &str, body: &str) -> Result<(), String> {
