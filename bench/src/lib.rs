@@ -17,8 +17,7 @@ pub struct Mcp {
 
 impl Mcp {
     /// `vox mcp --profile <profile>` for workspace `ws` with `VOX_HOME=home`, plus `env`.
-    pub fn start(
-        vox: &str, ws: &Path, home: &Path, profile: &str, env: &[(&str, &str)]) -> Mcp {
+    pub fn start(vox: &str, ws: &Path, home: &Path, profile: &str, env: &[(&str, &str)]) -> Mcp {
         let mut cmd = Command::new(vox);
         cmd.args(["mcp", "--profile", profile])
             .current_dir(ws)
@@ -96,4 +95,3 @@ pub fn summary(mut samples: Vec<Duration>) -> (f64, f64) {
     };
     (at(0.5), at(0.99))
 }
-

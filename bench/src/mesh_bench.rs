@@ -165,7 +165,10 @@ fn main() {
     {
         let mut op = solo.session(&vox);
         let mut reader = solo.session(&vox);
-        op.call("vox_spawn_agent", json!({"agent_id": "r", "profile": "mesh"}));
+        op.call(
+            "vox_spawn_agent",
+            json!({"agent_id": "r", "profile": "mesh"}),
+        );
         let lat: Vec<Duration> = (0..samples)
             .map(|i| one(&mut op, &mut reader, None, &format!("e{i}")))
             .collect();
@@ -198,7 +201,10 @@ fn main() {
     b.start(&vox);
     let mut sa = a.session(&vox);
     let mut sb = b.session(&vox);
-    sb.call("vox_spawn_agent", json!({"agent_id": "r", "profile": "mesh"}));
+    sb.call(
+        "vox_spawn_agent",
+        json!({"agent_id": "r", "profile": "mesh"}),
+    );
     until("a hears b", Duration::from_secs(30), || {
         status_of(&mut sa, &idb) == "up"
     });
@@ -253,7 +259,10 @@ fn main() {
     until("b catches up", Duration::from_secs(60), || {
         pending(&mut sb) >= before + messages as i64 + 100
     });
-    out.insert("restart_to_caught_up_ms".into(), json!(t0.elapsed().as_millis()));
+    out.insert(
+        "restart_to_caught_up_ms".into(),
+        json!(t0.elapsed().as_millis()),
+    );
     drop((sa, sb));
     a.vox(&vox, &["daemon", "stop"]);
     b.vox(&vox, &["daemon", "stop"]);

@@ -16,9 +16,9 @@
 //! `--vox` defaults to the `vox` beside this binary.
 
 use serde_json::{Value, json};
-use vox_bench::{Mcp, summary};
 use std::process::Command;
 use std::time::Instant;
+use vox_bench::{Mcp, summary};
 
 fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))

@@ -236,7 +236,8 @@ impl Link {
             let ack = match open(&m.payload, &me, |n| self.trusts(n)) {
                 Err(e) => {
                     self.counters.refused.fetch_add(1, Ordering::Relaxed);
-                    metrics::counter!("vox_mesh_envelopes_total", "event" => "refused").increment(1);
+                    metrics::counter!("vox_mesh_envelopes_total", "event" => "refused")
+                        .increment(1);
                     tracing::warn!(consumer = name, "refused: {e}");
                     AckKind::Term
                 }
