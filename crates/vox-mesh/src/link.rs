@@ -22,6 +22,8 @@ pub const STREAM: &str = "VOX_MESH";
 pub const HEARTBEAT_SUBJECT: &str = "vox.mesh.heartbeat";
 /// A node is down after this many heartbeats missed.
 const MISSED_BEATS: u32 = 3;
+/// How far ahead of this node's clock a peer's heartbeat may be dated.
+const MAX_CLOCK_AHEAD_MS: i64 = 60_000;
 /// How long a consumer waits for an acknowledgement before it delivers again.
 const ACK_WAIT: Duration = Duration::from_secs(30);
 
@@ -326,9 +328,17 @@ impl Link {
         else {
             return;
         };
+        let lag_ms = now_ms() - o.sent_at_ms;
+        // A beat replayed later, or dated far ahead, says nothing about the node now.
+        let stale_after = (self.config.heartbeat * MISSED_BEATS).as_millis() as i64;
+        if lag_ms > stale_after || lag_ms < -MAX_CLOCK_AHEAD_MS {
+            self.counters.refused.fetch_add(1, Ordering::Relaxed);
+            metrics::counter!("vox_mesh_envelopes_total", "event" => "refused").increment(1);
+            tracing::debug!(node = o.from, lag_ms, "a stale heartbeat, ignored");
+            return;
+        }
         self.counters.heartbeats.fetch_add(1, Ordering::Relaxed);
         metrics::counter!("vox_mesh_envelopes_total", "event" => "heartbeat").increment(1);
-        let lag_ms = now_ms() - o.sent_at_ms;
         self.heard.lock().unwrap_or_else(|p| p.into_inner()).insert(
             o.from,
             Heard {

@@ -173,6 +173,12 @@ async fn a_node_that_stops_beating_is_marked_down() {
         .await
         .unwrap();
     assert_eq!(a.peers()[0].status, "unseen");
+    // An eavesdropper on the server records every beat.
+    let spy = async_nats::ConnectOptions::with_user_and_password("vox".into(), "s3cret".into())
+        .connect(server.url())
+        .await
+        .unwrap();
+    let mut recorded = spy.subscribe("vox.mesh.heartbeat").await.unwrap();
     let beat = |name: &'static str| {
         move || Wire::Heartbeat {
             name: name.into(),
@@ -192,6 +198,24 @@ async fn a_node_that_stops_beating_is_marked_down() {
     hb.abort();
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(a.peers()[0].status, "down");
+    // Replaying one of b's recorded beats does not bring it back.
+    let mut replay = None;
+    while let Ok(Some(m)) = tokio::time::timeout(
+        Duration::from_millis(50),
+        futures_util::StreamExt::next(&mut recorded),
+    )
+    .await
+    {
+        if String::from_utf8_lossy(&m.payload).contains(kb.id()) {
+            replay = Some(m.payload);
+        }
+    }
+    spy.publish("vox.mesh.heartbeat", replay.expect("a beat of b"))
+        .await
+        .unwrap();
+    spy.flush().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(a.peers()[0].status, "down", "a replayed beat is stale");
     ha.abort();
 }
 
@@ -207,4 +231,54 @@ async fn the_server_checks_credentials() {
     c.auth = Auth::UserPassword("vox".into(), "wrong".into());
     let e = Link::connect(c, key()).await.err().unwrap();
     assert_eq!(e.code(), "mesh_unreachable", "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mesh_outlives_a_restart_of_the_nats_server() {
+    if !available() && std::env::var_os("CI").is_none() {
+        eprintln!("skipped: no nats-server here (.ci/run installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = NatsServer::start(dir.path(), AUTH).unwrap();
+    let (ka, kb) = (key(), key());
+    let a = Link::connect(config(&server.url(), "a", &[&kb]), ka.clone())
+        .await
+        .unwrap();
+    let b = Link::connect(config(&server.url(), "b", &[&ka]), kb.clone())
+        .await
+        .unwrap();
+    let got: Got = Arc::default();
+    let worker = tokio::spawn({
+        let (b, got) = (b.clone(), got.clone());
+        async move {
+            // As the daemon does: a consumer that ends is started again.
+            loop {
+                let _ = consume(b.clone(), got.clone()).await;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    });
+    a.send(kb.id(), Queue::In, &msg("a:1", "before"), "a:1")
+        .await
+        .unwrap();
+    assert_eq!(wait_for(&got, 1).await.len(), 1);
+    // kill -9 of the server; its JetStream store (the stream, the durable consumers) stays.
+    server.restart().unwrap();
+    let mut sent = false;
+    for _ in 0..100 {
+        if a.send(kb.id(), Queue::In, &msg("a:2", "after"), "a:2")
+            .await
+            .is_ok()
+        {
+            sent = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(sent, "the link reconnects and sends again");
+    let seen = wait_for(&got, 2).await;
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen[1].1, msg("a:2", "after"));
+    worker.abort();
 }
