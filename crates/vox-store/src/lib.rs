@@ -24,6 +24,7 @@ mod memory;
 mod mesh_calls;
 mod migrations;
 mod models;
+pub mod pg;
 mod plans;
 mod research;
 mod sessions;
@@ -92,6 +93,9 @@ pub enum StoreError {
     },
     #[error("journey store identity {path}: {message}")]
     Identity { path: PathBuf, message: String },
+    /// The PostgreSQL store (its URL without the password).
+    #[error("journey store {url}: {message}")]
+    Postgres { url: String, message: String },
 }
 
 /// The journey store of one workspace.
@@ -116,6 +120,11 @@ impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store").field("path", &self.path).finish()
     }
+}
+
+/// The highest schema version this build knows.
+pub fn migrations_latest() -> i64 {
+    migrations::latest()
 }
 
 /// Milliseconds since the Unix epoch.
@@ -240,6 +249,32 @@ impl Store {
     pub fn store_id(&self) -> Result<Option<String>, StoreError> {
         let c = self.conn();
         identity::stored_id(&c).map_err(|e| self.err(e))
+    }
+
+    /// Every table and its columns, in name order (as `pg::PgStore::columns`, to compare the
+    /// two backends' schemas).
+    pub fn columns(&self) -> Result<Vec<(String, Vec<String>)>, StoreError> {
+        let c = self.conn();
+        let mut stmt = c
+            .prepare(
+                "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p
+                 WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'
+                 ORDER BY m.name, p.name",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for (t, col) in rows {
+            match out.last_mut() {
+                Some((last, cols)) if *last == t => cols.push(col),
+                _ => out.push((t, vec![col])),
+            }
+        }
+        Ok(out)
     }
 
     /// The schema version after migrations.

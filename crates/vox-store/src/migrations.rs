@@ -342,6 +342,11 @@ const MIGRATIONS: &[&str] = &[
     "#,
 ];
 
+/// Every migration, in order (PostgreSQL applies them too, translated: `pg::translate`).
+pub fn all() -> &'static [&'static str] {
+    MIGRATIONS
+}
+
 /// The highest version this build knows.
 pub fn latest() -> i64 {
     MIGRATIONS.len() as i64

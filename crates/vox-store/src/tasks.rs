@@ -234,6 +234,14 @@ pub(crate) fn event(
 }
 
 /// Checks a new task and stores it, queued, with its `submitted` event, inside `tx`.
+/// A title a task may have.
+pub(crate) fn check_title(title: &str) -> Result<(), StoreError> {
+    if title.trim().is_empty() {
+        return Err(invalid("a task needs a non-empty title".into()));
+    }
+    check_len("title", title, MAX_TASK_TITLE)
+}
+
 pub(crate) fn submit_in(
     tx: &rusqlite::Connection,
     t: &NewTask,
@@ -241,10 +249,7 @@ pub(crate) fn submit_in(
     now: i64,
 ) -> Result<i64, StoreError> {
     let sql = |e| StoreError::Conflict(format!("storing the task: {e}"));
-    if t.title.trim().is_empty() {
-        return Err(invalid("a task needs a non-empty title".into()));
-    }
-    check_len("title", &t.title, MAX_TASK_TITLE)?;
+    check_title(&t.title)?;
     check_len("description", &t.description, MAX_TASK_TEXT)?;
     if t.depends_on.len() > MAX_TASK_DEPENDENCIES {
         return Err(invalid(format!(
@@ -345,6 +350,52 @@ impl Store {
         let task = Self::task_in(&tx, id).map_err(|e| self.err(e))?;
         tx.commit().map_err(|e| self.err(e))?;
         task.ok_or_else(|| StoreError::NotFound(format!("no task {id}")))
+    }
+
+    /// Agent `agent` claims the next task `claimable` selects (highest priority, then oldest):
+    /// assigned to it in one write transaction, so two claims never take the same task.
+    pub(crate) fn task_claim_next(
+        &self,
+        agent: &str,
+        claimable: &str,
+    ) -> Result<Option<crate::pg::Claimed>, StoreError> {
+        let now = now_ms();
+        let mut c = self.conn();
+        // IMMEDIATE: the write lock first, so another process's claim cannot read the same
+        // task between our read and our write.
+        let tx = c
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| self.err(e))?;
+        let next: Option<(i64, String)> = tx
+            .query_row(
+                &format!(
+                    "SELECT id, title FROM tasks WHERE {claimable} ORDER BY priority DESC, id LIMIT 1"
+                ),
+                [agent],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        let Some((task_id, title)) = next else {
+            return Ok(None);
+        };
+        tx.execute(
+            "UPDATE tasks SET state = 'assigned', owner = ?2, updated_at = ?3 WHERE id = ?1",
+            params![task_id, agent, now],
+        )
+        .map_err(|e| self.err(e))?;
+        event(
+            &tx,
+            task_id,
+            "assigned",
+            Some(TaskState::Queued),
+            Some(agent),
+            Some("claimed"),
+            now,
+        )
+        .map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(Some(crate::pg::Claimed { task_id, title }))
     }
 
     /// [`Self::task_submit_by`] the operator.
