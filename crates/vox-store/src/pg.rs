@@ -1,10 +1,11 @@
 //! The journey store on PostgreSQL, for several `vox serve` replicas of one workspace sharing
 //! its state (issue 19, under way): the same migrations as SQLite, translated mechanically
 //! ([`translate`]) and applied under an advisory lock so replicas starting together run each
-//! once; the store's identity; and, so far, the task queue's claim path ([`TaskQueue`]), whose
-//! correctness under concurrency is the part replicas cannot do without. The other
-//! repositories are SQLite only until they move behind their traits; the daemon does not open
-//! a PostgreSQL store yet.
+//! once; the store's identity; and, so far, two repositories behind traits with both
+//! implementations: the task queue's claim path ([`TaskQueue`]), whose correctness under
+//! concurrency is the part replicas cannot do without, and memories ([`MemoryRepo`]). The
+//! other repositories are SQLite only until they move behind their traits; the daemon does not
+//! open a PostgreSQL store yet.
 
 use crate::{StoreError, migrations, now_ms};
 use postgres::{Client, NoTls};
@@ -311,5 +312,138 @@ impl TaskQueue for crate::Store {
 
     fn queue_claim(&self, agent: &str) -> Result<Option<Claimed>, StoreError> {
         self.task_claim_next(agent, &CLAIMABLE.replace("$1", "?1"))
+    }
+}
+
+/// Memories, on either store (the same answers: keys in byte order, as SQLite compares them).
+pub trait MemoryRepo: Send + Sync {
+    /// Stores or overwrites a memory; returns it and whether it replaced one.
+    fn memory_put(
+        &self,
+        key: &str,
+        value: &str,
+        tags: &[String],
+    ) -> Result<(crate::Memory, bool), StoreError>;
+    fn memory_get(&self, key: &str) -> Result<Option<crate::Memory>, StoreError>;
+    /// In key order after `after`, under `prefix`, with `tag`, at most `limit`.
+    fn memory_list(
+        &self,
+        prefix: Option<&str>,
+        tag: Option<&str>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<crate::Memory>, StoreError>;
+    fn memory_delete(&self, key: &str) -> Result<bool, StoreError>;
+}
+
+impl MemoryRepo for crate::Store {
+    fn memory_put(
+        &self,
+        key: &str,
+        value: &str,
+        tags: &[String],
+    ) -> Result<(crate::Memory, bool), StoreError> {
+        crate::Store::memory_put(self, key, value, tags)
+    }
+    fn memory_get(&self, key: &str) -> Result<Option<crate::Memory>, StoreError> {
+        crate::Store::memory_get(self, key)
+    }
+    fn memory_list(
+        &self,
+        prefix: Option<&str>,
+        tag: Option<&str>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<crate::Memory>, StoreError> {
+        crate::Store::memory_list(self, prefix, tag, after, limit)
+    }
+    fn memory_delete(&self, key: &str) -> Result<bool, StoreError> {
+        crate::Store::memory_delete(self, key)
+    }
+}
+
+fn memory_of(r: &postgres::Row) -> crate::Memory {
+    let tags: String = r.get(2);
+    crate::Memory {
+        key: r.get(0),
+        value: r.get(1),
+        tags: serde_json::from_str(&tags).unwrap_or_default(),
+        created_at: r.get(3),
+        updated_at: r.get(4),
+    }
+}
+
+impl MemoryRepo for PgStore {
+    fn memory_put(
+        &self,
+        key: &str,
+        value: &str,
+        tags: &[String],
+    ) -> Result<(crate::Memory, bool), StoreError> {
+        let now = now_ms();
+        let tags_json = serde_json::to_string(tags).unwrap_or_else(|_| "[]".into());
+        let mut c = self.conn()?;
+        // One statement: `xmax` is non-zero on the row an upsert updated.
+        let r = c
+            .query_one(
+                "INSERT INTO memories (key, value, tags, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $4)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, tags = excluded.tags,
+                     updated_at = excluded.updated_at
+                 RETURNING created_at, xmax <> '0'::xid",
+                &[&key, &value, &tags_json, &now],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok((
+            crate::Memory {
+                key: key.to_owned(),
+                value: value.to_owned(),
+                tags: tags.to_vec(),
+                created_at: r.get(0),
+                updated_at: now,
+            },
+            r.get(1),
+        ))
+    }
+
+    fn memory_get(&self, key: &str) -> Result<Option<crate::Memory>, StoreError> {
+        let mut c = self.conn()?;
+        let r = c
+            .query_opt(
+                "SELECT key, value, tags, created_at, updated_at FROM memories WHERE key = $1",
+                &[&key],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(r.as_ref().map(memory_of))
+    }
+
+    fn memory_list(
+        &self,
+        prefix: Option<&str>,
+        tag: Option<&str>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<crate::Memory>, StoreError> {
+        let mut c = self.conn()?;
+        let limit = limit.min(i64::MAX as usize) as i64;
+        let rows = c
+            .query(
+                "SELECT key, value, tags, created_at, updated_at FROM memories
+                 WHERE ($1::text IS NULL OR left(key, length($1)) = $1)
+                   AND ($2::text IS NULL OR tags::jsonb ? $2)
+                   AND ($3::text IS NULL OR key COLLATE \"C\" > $3)
+                 ORDER BY key COLLATE \"C\" LIMIT $4",
+                &[&prefix, &tag, &after, &limit],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(rows.iter().map(memory_of).collect())
+    }
+
+    fn memory_delete(&self, key: &str) -> Result<bool, StoreError> {
+        let mut c = self.conn()?;
+        let n = c
+            .execute("DELETE FROM memories WHERE key = $1", &[&key])
+            .map_err(|e| self.err(e))?;
+        Ok(n > 0)
     }
 }

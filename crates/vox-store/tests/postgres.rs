@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 use vox_store::Store;
-use vox_store::pg::{PgStore, TaskQueue, translate};
+use vox_store::pg::{MemoryRepo, PgStore, TaskQueue, translate};
 
 /// A database of its own for one test, dropped at the end.
 struct TestDb {
@@ -152,4 +152,67 @@ fn on_sqlite_three_stores_on_one_file_claim_none_twice() {
         .map(|_| Arc::new(Store::open(&path).unwrap()) as Arc<dyn TaskQueue>)
         .collect();
     claim_all(&replicas, 2_000);
+}
+
+/// The same story on either store, with the same answers.
+fn memories(m: &dyn MemoryRepo) -> Vec<String> {
+    let tags = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let (first, replaced) = m
+        .memory_put("deploy/target", "staging", &tags(&["ops"]))
+        .unwrap();
+    assert!(!replaced);
+    let (again, replaced) = m
+        .memory_put("deploy/target", "prod", &tags(&["ops", "live"]))
+        .unwrap();
+    assert!(replaced);
+    assert_eq!(
+        again.created_at, first.created_at,
+        "an overwrite keeps the creation time"
+    );
+    for k in ["deploy/Zeta", "deploy/alpha", "deploy/beta", "notes/x"] {
+        m.memory_put(k, "v", &tags(&["misc"])).unwrap();
+    }
+    let got = m.memory_get("deploy/target").unwrap().unwrap();
+    assert_eq!(
+        (got.value.as_str(), got.tags.clone()),
+        ("prod", tags(&["ops", "live"]))
+    );
+    assert!(m.memory_get("nope").unwrap().is_none());
+    let keys = |v: Vec<vox_store::Memory>| v.into_iter().map(|m| m.key).collect::<Vec<_>>();
+    let page1 = keys(m.memory_list(Some("deploy/"), None, None, 2).unwrap());
+    let page2 = keys(
+        m.memory_list(Some("deploy/"), None, page1.last().map(String::as_str), 10)
+            .unwrap(),
+    );
+    let live = keys(m.memory_list(None, Some("live"), None, 10).unwrap());
+    assert!(m.memory_delete("notes/x").unwrap());
+    assert!(!m.memory_delete("notes/x").unwrap());
+    let all = keys(m.memory_list(None, None, None, 100).unwrap());
+    [page1, page2, live, all].concat()
+}
+
+#[test]
+fn memories_answer_the_same_on_both_stores() {
+    let Some(db) = TestDb::new("memories") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let lite = memories(&Store::open(&dir.path().join("journey.db")).unwrap());
+    let pg = memories(&PgStore::open(&db.url).unwrap());
+    // Byte order (uppercase first), pages that continue where the last ended, a tag filter.
+    assert_eq!(
+        lite,
+        [
+            "deploy/Zeta",
+            "deploy/alpha",
+            "deploy/beta",
+            "deploy/target",
+            "deploy/target",
+            "deploy/Zeta",
+            "deploy/alpha",
+            "deploy/beta",
+            "deploy/target"
+        ]
+    );
+    assert_eq!(pg, lite);
 }
