@@ -22,6 +22,9 @@ pub enum Auth {
     UserPassword(String, String),
     /// `VOX_MESH_NATS_TOKEN`.
     Token(String),
+    /// `VOX_MESH_NATS_NKEY`: a file holding a user nkey seed (`SU...`); the server knows its
+    /// public key.
+    NkeyFile(String),
 }
 
 /// A node this one trusts.
@@ -77,15 +80,17 @@ impl MeshConfig {
             env("VOX_MESH_NATS_USER"),
             env("VOX_MESH_NATS_PASSWORD"),
             env("VOX_MESH_NATS_TOKEN"),
+            env("VOX_MESH_NATS_NKEY"),
         ) {
-            (None, None, None, None) => Auth::None,
-            (Some(c), None, None, None) => Auth::CredsFile(c),
-            (None, Some(u), Some(p), None) => Auth::UserPassword(u, p),
-            (None, None, None, Some(t)) => Auth::Token(t),
+            (None, None, None, None, None) => Auth::None,
+            (Some(c), None, None, None, None) => Auth::CredsFile(c),
+            (None, Some(u), Some(p), None, None) => Auth::UserPassword(u, p),
+            (None, None, None, Some(t), None) => Auth::Token(t),
+            (None, None, None, None, Some(k)) => Auth::NkeyFile(k),
             _ => {
                 return Err(MeshError::Config(
-                    "set one NATS credential: VOX_MESH_NATS_CREDS, or VOX_MESH_NATS_USER with \
-                     VOX_MESH_NATS_PASSWORD, or VOX_MESH_NATS_TOKEN"
+                    "set one NATS credential: VOX_MESH_NATS_CREDS, VOX_MESH_NATS_NKEY, \
+                     VOX_MESH_NATS_USER with VOX_MESH_NATS_PASSWORD, or VOX_MESH_NATS_TOKEN"
                         .into(),
                 ));
             }

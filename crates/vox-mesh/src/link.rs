@@ -117,6 +117,11 @@ impl Link {
                 async_nats::ConnectOptions::with_user_and_password(u.clone(), p.clone())
             }
             Auth::Token(t) => async_nats::ConnectOptions::with_token(t.clone()),
+            Auth::NkeyFile(path) => {
+                let seed = std::fs::read_to_string(path)
+                    .map_err(|e| MeshError::Config(format!("VOX_MESH_NATS_NKEY {path}: {e}")))?;
+                async_nats::ConnectOptions::with_nkey(seed.trim().to_owned())
+            }
         };
         let client = opts
             .name(format!("vox node {} ({})", config.name, key.id()))

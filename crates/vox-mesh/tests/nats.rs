@@ -282,3 +282,41 @@ async fn the_mesh_outlives_a_restart_of_the_nats_server() {
     assert_eq!(seen[1].1, msg("a:2", "after"));
     worker.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_may_authenticate_to_nats_with_an_nkey() {
+    if !available() && std::env::var_os("CI").is_none() {
+        eprintln!("skipped: no nats-server here (.ci/run installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let user = nkeys::KeyPair::new(nkeys::KeyPairType::User);
+    let server = NatsServer::start(
+        dir.path(),
+        &format!(
+            "authorization {{ users = [ {{ nkey: {} }} ] }}",
+            user.public_key()
+        ),
+    )
+    .unwrap();
+    let seed_file = dir.path().join("user.nk");
+    std::fs::write(&seed_file, user.seed().unwrap()).unwrap();
+    let mut c = config(&server.url(), "x", &[]);
+    c.auth = Auth::NkeyFile(seed_file.display().to_string());
+    Link::connect(c.clone(), key())
+        .await
+        .expect("the nkey is accepted");
+    let stranger = dir.path().join("stranger.nk");
+    std::fs::write(
+        &stranger,
+        nkeys::KeyPair::new(nkeys::KeyPairType::User)
+            .seed()
+            .unwrap(),
+    )
+    .unwrap();
+    c.auth = Auth::NkeyFile(stranger.display().to_string());
+    assert!(
+        Link::connect(c, key()).await.is_err(),
+        "an unknown nkey is refused"
+    );
+}
