@@ -3,9 +3,10 @@
 //! ([`translate`]) and applied under an advisory lock so replicas starting together run each
 //! once; the store's identity; and, so far, two repositories behind traits with both
 //! implementations: the task queue's claim path ([`TaskQueue`]), whose correctness under
-//! concurrency is the part replicas cannot do without, and memories ([`MemoryRepo`]). The
-//! other repositories are SQLite only until they move behind their traits; the daemon does not
-//! open a PostgreSQL store yet.
+//! concurrency is the part replicas cannot do without, and the knowledge profile's
+//! repositories: memories ([`MemoryRepo`]), sessions ([`crate::SessionStore`]), knowledge-base
+//! documents ([`KbRepo`]) and the attention ledger ([`AttentionRepo`]). The other repositories
+//! are SQLite only until they move behind their traits.
 
 use crate::{StoreError, migrations, now_ms};
 use postgres::{Client, NoTls};
@@ -445,5 +446,433 @@ impl MemoryRepo for PgStore {
             .execute("DELETE FROM memories WHERE key = $1", &[&key])
             .map_err(|e| self.err(e))?;
         Ok(n > 0)
+    }
+}
+
+/// Knowledge-base documents, on either store.
+pub trait KbRepo: Send + Sync {
+    /// Inserts or replaces the document with this `source`; its id and whether it changed.
+    fn kb_upsert(
+        &self,
+        title: &str,
+        source: &str,
+        content: &str,
+        sha256: &str,
+    ) -> Result<(i64, bool), StoreError>;
+    fn kb_get(&self, id: i64) -> Result<Option<crate::KbDocument>, StoreError>;
+    fn kb_all(&self) -> Result<Vec<crate::KbDocument>, StoreError>;
+    fn kb_list(
+        &self,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<crate::KbSummary>, StoreError>;
+    fn kb_delete(&self, id: i64) -> Result<bool, StoreError>;
+}
+
+/// The attention ledger, on either store.
+pub trait AttentionRepo: Send + Sync {
+    fn attention_append(&self, events: &[crate::AttentionEvent]) -> Result<(), StoreError>;
+    fn attention_summary(&self, since_ms: i64) -> Result<Vec<crate::ToolSummary>, StoreError>;
+    fn cost_history(
+        &self,
+        since_ms: i64,
+        agent: Option<&str>,
+    ) -> Result<Vec<crate::CostRow>, StoreError>;
+}
+
+impl KbRepo for crate::Store {
+    fn kb_upsert(
+        &self,
+        title: &str,
+        source: &str,
+        content: &str,
+        sha256: &str,
+    ) -> Result<(i64, bool), StoreError> {
+        crate::Store::kb_upsert(self, title, source, content, sha256)
+    }
+    fn kb_get(&self, id: i64) -> Result<Option<crate::KbDocument>, StoreError> {
+        crate::Store::kb_get(self, id)
+    }
+    fn kb_all(&self) -> Result<Vec<crate::KbDocument>, StoreError> {
+        crate::Store::kb_all(self)
+    }
+    fn kb_list(
+        &self,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<crate::KbSummary>, StoreError> {
+        crate::Store::kb_list(self, before, limit)
+    }
+    fn kb_delete(&self, id: i64) -> Result<bool, StoreError> {
+        crate::Store::kb_delete(self, id)
+    }
+}
+
+impl AttentionRepo for crate::Store {
+    fn attention_append(&self, events: &[crate::AttentionEvent]) -> Result<(), StoreError> {
+        crate::Store::attention_append(self, events)
+    }
+    fn attention_summary(&self, since_ms: i64) -> Result<Vec<crate::ToolSummary>, StoreError> {
+        crate::Store::attention_summary(self, since_ms)
+    }
+    fn cost_history(
+        &self,
+        since_ms: i64,
+        agent: Option<&str>,
+    ) -> Result<Vec<crate::CostRow>, StoreError> {
+        crate::Store::cost_history(self, since_ms, agent)
+    }
+}
+
+fn doc_of(r: &postgres::Row) -> crate::KbDocument {
+    crate::KbDocument {
+        id: r.get(0),
+        title: r.get(1),
+        source: r.get(2),
+        content: r.get(3),
+        sha256: r.get(4),
+        created_at: r.get(5),
+    }
+}
+
+impl KbRepo for PgStore {
+    fn kb_upsert(
+        &self,
+        title: &str,
+        source: &str,
+        content: &str,
+        sha256: &str,
+    ) -> Result<(i64, bool), StoreError> {
+        let mut c = self.conn()?;
+        let mut tx = c.transaction().map_err(|e| self.err(e))?;
+        let existing = tx
+            .query_opt(
+                "SELECT id, sha256 FROM kb_documents WHERE source = $1 FOR UPDATE",
+                &[&source],
+            )
+            .map_err(|e| self.err(e))?;
+        let result = match existing.map(|r| (r.get::<_, i64>(0), r.get::<_, String>(1))) {
+            Some((id, old)) if old == sha256 => (id, false),
+            Some((id, _)) => {
+                tx.execute(
+                    "UPDATE kb_documents SET title = $2, content = $3, sha256 = $4, created_at = $5 WHERE id = $1",
+                    &[&id, &title, &content, &sha256, &now_ms()],
+                )
+                .map_err(|e| self.err(e))?;
+                (id, true)
+            }
+            None => {
+                // Another replica may insert the same source meanwhile: the upsert keeps one.
+                let id: i64 = tx
+                    .query_one(
+                        "INSERT INTO kb_documents (title, source, content, sha256, created_at)
+                         VALUES ($1, $2, $3, $4, $5)
+                         ON CONFLICT (source) DO UPDATE SET title = excluded.title,
+                             content = excluded.content, sha256 = excluded.sha256,
+                             created_at = excluded.created_at
+                         RETURNING id",
+                        &[&title, &source, &content, &sha256, &now_ms()],
+                    )
+                    .map_err(|e| self.err(e))?
+                    .get(0);
+                (id, true)
+            }
+        };
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(result)
+    }
+
+    fn kb_get(&self, id: i64) -> Result<Option<crate::KbDocument>, StoreError> {
+        let mut c = self.conn()?;
+        let r = c
+            .query_opt(
+                "SELECT id, title, source, content, sha256, created_at FROM kb_documents WHERE id = $1",
+                &[&id],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(r.as_ref().map(doc_of))
+    }
+
+    fn kb_all(&self) -> Result<Vec<crate::KbDocument>, StoreError> {
+        let mut c = self.conn()?;
+        let rows = c
+            .query(
+                "SELECT id, title, source, content, sha256, created_at FROM kb_documents ORDER BY id",
+                &[],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(rows.iter().map(doc_of).collect())
+    }
+
+    fn kb_list(
+        &self,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<crate::KbSummary>, StoreError> {
+        let mut c = self.conn()?;
+        let limit = limit.min(i64::MAX as usize) as i64;
+        let rows = c
+            .query(
+                "SELECT id, title, source, CAST(octet_length(content) AS BIGINT), sha256, created_at
+                 FROM kb_documents WHERE ($1::bigint IS NULL OR id < $1) ORDER BY id DESC LIMIT $2",
+                &[&before, &limit],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(rows
+            .iter()
+            .map(|r| crate::KbSummary {
+                id: r.get(0),
+                title: r.get(1),
+                source: r.get(2),
+                bytes: r.get(3),
+                sha256: r.get(4),
+                created_at: r.get(5),
+            })
+            .collect())
+    }
+
+    fn kb_delete(&self, id: i64) -> Result<bool, StoreError> {
+        let mut c = self.conn()?;
+        let n = c
+            .execute("DELETE FROM kb_documents WHERE id = $1", &[&id])
+            .map_err(|e| self.err(e))?;
+        Ok(n > 0)
+    }
+}
+
+impl AttentionRepo for PgStore {
+    fn attention_append(&self, events: &[crate::AttentionEvent]) -> Result<(), StoreError> {
+        let mut c = self.conn()?;
+        let mut tx = c.transaction().map_err(|e| self.err(e))?;
+        let stmt = tx
+            .prepare(
+                "INSERT INTO attention_events (ts, agent, tool, outcome, latency_us, tokens, cost_micro_usd)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .map_err(|e| self.err(e))?;
+        for e in events {
+            tx.execute(
+                &stmt,
+                &[
+                    &e.ts,
+                    &e.agent,
+                    &e.tool,
+                    &e.outcome,
+                    &e.latency_us,
+                    &e.tokens,
+                    &e.cost_micro_usd,
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+        }
+        tx.commit().map_err(|e| self.err(e))
+    }
+
+    fn attention_summary(&self, since_ms: i64) -> Result<Vec<crate::ToolSummary>, StoreError> {
+        let mut c = self.conn()?;
+        let rows = c
+            .query(
+                "SELECT tool, COUNT(*), CAST(SUM(CASE WHEN outcome <> 'ok' THEN 1 ELSE 0 END) AS BIGINT),
+                        CAST(AVG(latency_us) AS DOUBLE PRECISION), CAST(SUM(tokens) AS BIGINT),
+                        CAST(SUM(cost_micro_usd) AS BIGINT)
+                 FROM attention_events WHERE ts >= $1 GROUP BY tool ORDER BY COUNT(*) DESC, tool COLLATE \"C\"",
+                &[&since_ms],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(rows
+            .iter()
+            .map(|r| crate::ToolSummary {
+                tool: r.get(0),
+                calls: r.get(1),
+                errors: r.get(2),
+                mean_latency_us: r.get(3),
+                tokens: r.get(4),
+                cost_usd: r.get::<_, i64>(5) as f64 / 1e6,
+            })
+            .collect())
+    }
+
+    fn cost_history(
+        &self,
+        since_ms: i64,
+        agent: Option<&str>,
+    ) -> Result<Vec<crate::CostRow>, StoreError> {
+        let mut c = self.conn()?;
+        let rows = c
+            .query(
+                "SELECT to_char(to_timestamp(ts / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day,
+                        agent, COUNT(*), CAST(SUM(tokens) AS BIGINT), CAST(SUM(cost_micro_usd) AS BIGINT)
+                 FROM attention_events WHERE ts >= $1 AND ($2::text IS NULL OR agent = $2)
+                 GROUP BY day, agent ORDER BY day DESC, agent COLLATE \"C\"",
+                &[&since_ms, &agent],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(rows
+            .iter()
+            .map(|r| crate::CostRow {
+                day: r.get(0),
+                agent: r.get(1),
+                calls: r.get(2),
+                tokens: r.get(3),
+                cost_usd: r.get::<_, i64>(4) as f64 / 1e6,
+            })
+            .collect())
+    }
+}
+
+fn session_of(r: &postgres::Row) -> crate::Session {
+    let metadata: String = r.get(2);
+    let status: String = r.get(3);
+    crate::Session {
+        id: r.get(0),
+        title: r.get(1),
+        metadata: serde_json::from_str(&metadata).unwrap_or(serde_json::Value::Null),
+        status: crate::SessionStatus::parse(&status),
+        summary: r.get(4),
+        created_at: r.get(5),
+        closed_at: r.get(6),
+        message_count: r.get(7),
+    }
+}
+
+const SESSION_COLUMNS: &str = "id, title, metadata, status, summary, created_at, closed_at,
+    (SELECT COUNT(*) FROM session_messages m WHERE m.session_id = sessions.id)";
+
+impl crate::SessionStore for PgStore {
+    fn backend(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn create(
+        &self,
+        title: &str,
+        metadata: &serde_json::Value,
+    ) -> Result<crate::Session, StoreError> {
+        let s = crate::Session::open(title, metadata);
+        let mut c = self.conn()?;
+        c.execute(
+            "INSERT INTO sessions (id, title, metadata, status, created_at) VALUES ($1, $2, $3, 'open', $4)",
+            &[&s.id, &s.title, &s.metadata.to_string(), &s.created_at],
+        )
+        .map_err(|e| self.err(e))?;
+        Ok(s)
+    }
+
+    fn get(
+        &self,
+        id: &str,
+        last: usize,
+    ) -> Result<Option<(crate::Session, Vec<crate::SessionMessage>)>, StoreError> {
+        let mut c = self.conn()?;
+        let Some(session) = c
+            .query_opt(
+                &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1"),
+                &[&id],
+            )
+            .map_err(|e| self.err(e))?
+        else {
+            return Ok(None);
+        };
+        let last = last.min(i64::MAX as usize) as i64;
+        let msgs = c
+            .query(
+                "SELECT seq, role, content, created_at FROM
+                   (SELECT * FROM session_messages WHERE session_id = $1 ORDER BY seq DESC LIMIT $2) m
+                 ORDER BY seq",
+                &[&id, &last],
+            )
+            .map_err(|e| self.err(e))?
+            .iter()
+            .map(|r| crate::SessionMessage {
+                seq: r.get(0),
+                role: r.get(1),
+                content: r.get(2),
+                created_at: r.get(3),
+            })
+            .collect();
+        Ok(Some((session_of(&session), msgs)))
+    }
+
+    fn list(
+        &self,
+        status: Option<crate::SessionStatus>,
+        limit: usize,
+    ) -> Result<Vec<crate::Session>, StoreError> {
+        let mut c = self.conn()?;
+        let limit = limit.min(i64::MAX as usize) as i64;
+        let rows = c
+            .query(
+                &format!(
+                    "SELECT {SESSION_COLUMNS} FROM sessions WHERE ($1::text IS NULL OR status = $1)
+                     ORDER BY created_at DESC, id COLLATE \"C\" LIMIT $2"
+                ),
+                &[&status.map(|s| s.as_str()), &limit],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(rows.iter().map(session_of).collect())
+    }
+
+    fn append(
+        &self,
+        id: &str,
+        role: &str,
+        content: &str,
+    ) -> Result<crate::SessionMessage, StoreError> {
+        let mut c = self.conn()?;
+        let mut tx = c.transaction().map_err(|e| self.err(e))?;
+        // The session's row locked: appends from several replicas number messages in turn.
+        let status: Option<String> = tx
+            .query_opt(
+                "SELECT status FROM sessions WHERE id = $1 FOR UPDATE",
+                &[&id],
+            )
+            .map_err(|e| self.err(e))?
+            .map(|r| r.get(0));
+        match status.as_deref() {
+            None => return Err(crate::sessions::not_found(id)),
+            Some("closed") => return Err(crate::sessions::closed(id)),
+            _ => {}
+        }
+        let seq: i64 = tx
+            .query_one(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM session_messages WHERE session_id = $1",
+                &[&id],
+            )
+            .map_err(|e| self.err(e))?
+            .get(0);
+        let msg = crate::SessionMessage {
+            seq,
+            role: role.to_owned(),
+            content: content.to_owned(),
+            created_at: now_ms(),
+        };
+        tx.execute(
+            "INSERT INTO session_messages (session_id, seq, role, content, created_at) VALUES ($1, $2, $3, $4, $5)",
+            &[&id, &msg.seq, &msg.role, &msg.content, &msg.created_at],
+        )
+        .map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(msg)
+    }
+
+    fn close(&self, id: &str, summary: Option<&str>) -> Result<crate::Session, StoreError> {
+        let mut c = self.conn()?;
+        let n = c
+            .execute(
+                "UPDATE sessions SET status = 'closed', summary = $2, closed_at = $3 WHERE id = $1 AND status = 'open'",
+                &[&id, &summary, &now_ms()],
+            )
+            .map_err(|e| self.err(e))?;
+        let s = c
+            .query_opt(
+                &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1"),
+                &[&id],
+            )
+            .map_err(|e| self.err(e))?
+            .ok_or_else(|| crate::sessions::not_found(id))?;
+        if n == 0 {
+            return Err(crate::sessions::closed(id));
+        }
+        Ok(session_of(&s))
     }
 }

@@ -18,13 +18,13 @@ pub enum SessionStatus {
 }
 
 impl SessionStatus {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SessionStatus::Open => "open",
             SessionStatus::Closed => "closed",
         }
     }
-    fn parse(s: &str) -> Self {
+    pub(crate) fn parse(s: &str) -> Self {
         if s == "closed" {
             SessionStatus::Closed
         } else {
@@ -48,7 +48,7 @@ pub struct Session {
 
 impl Session {
     /// A new open session with a fresh id.
-    fn open(title: &str, metadata: &Value) -> Self {
+    pub(crate) fn open(title: &str, metadata: &Value) -> Self {
         Session {
             id: new_session_id(),
             title: title.to_owned(),
@@ -131,11 +131,11 @@ pub fn new_session_id() -> String {
     format!("s_{:016x}", h.finish())
 }
 
-fn not_found(id: &str) -> StoreError {
+pub(crate) fn not_found(id: &str) -> StoreError {
     StoreError::NotFound(format!("no session with id {id}"))
 }
 
-fn closed(id: &str) -> StoreError {
+pub(crate) fn closed(id: &str) -> StoreError {
     StoreError::Conflict(format!("session {id} is closed"))
 }
 

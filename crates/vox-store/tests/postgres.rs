@@ -7,7 +7,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 use vox_store::Store;
-use vox_store::pg::{MemoryRepo, PgStore, TaskQueue, translate};
+use vox_store::pg::{AttentionRepo, KbRepo, MemoryRepo, PgStore, TaskQueue, translate};
+use vox_store::{AttentionEvent, SessionStore};
 
 /// A database of its own for one test, dropped at the end.
 struct TestDb {
@@ -215,4 +216,107 @@ fn memories_answer_the_same_on_both_stores() {
         ]
     );
     assert_eq!(pg, lite);
+}
+
+/// The rest of the knowledge profile's repositories, the same story on either store; what
+/// differs by nature (ids, times) is left out of the answer.
+fn knowledge(s: &(impl KbRepo + AttentionRepo + SessionStore)) -> serde_json::Value {
+    let (a, changed) = s.kb_upsert("A", "docs/a.md", "alpha", "h1").unwrap();
+    assert!(changed);
+    assert_eq!(
+        s.kb_upsert("A", "docs/a.md", "alpha", "h1").unwrap(),
+        (a, false)
+    );
+    assert_eq!(
+        s.kb_upsert("A2", "docs/a.md", "alpha 2", "h2").unwrap(),
+        (a, true)
+    );
+    let (b, _) = s.kb_upsert("B", "docs/b.md", "bé", "h3").unwrap();
+    let listed: Vec<_> = s
+        .kb_list(None, 10)
+        .unwrap()
+        .into_iter()
+        .map(|d| (d.title, d.bytes))
+        .collect();
+    let older: Vec<_> = s
+        .kb_list(Some(b), 10)
+        .unwrap()
+        .into_iter()
+        .map(|d| d.title)
+        .collect();
+    assert_eq!(s.kb_get(a).unwrap().unwrap().content, "alpha 2");
+    assert!(s.kb_delete(b).unwrap() && !s.kb_delete(b).unwrap());
+    let all: Vec<_> = s.kb_all().unwrap().into_iter().map(|d| d.source).collect();
+
+    let ev = |tool: &str, outcome: &str, tokens: i64| AttentionEvent {
+        ts: 1_796_300_000_000,
+        agent: "a1".into(),
+        tool: tool.into(),
+        outcome: outcome.into(),
+        latency_us: 100,
+        tokens,
+        cost_micro_usd: 2_000,
+    };
+    s.attention_append(&[ev("x", "ok", 5), ev("x", "not_found", 5), ev("y", "ok", 1)])
+        .unwrap();
+    let summary: Vec<_> = s
+        .attention_summary(0)
+        .unwrap()
+        .into_iter()
+        .map(|t| {
+            (
+                t.tool,
+                t.calls,
+                t.errors,
+                t.mean_latency_us,
+                t.tokens,
+                t.cost_usd,
+            )
+        })
+        .collect();
+    let costs: Vec<_> = s
+        .cost_history(0, Some("a1"))
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.day, c.agent, c.calls, c.tokens, c.cost_usd))
+        .collect();
+
+    let session = s.create("t", &serde_json::json!({"k": 1})).unwrap();
+    for i in 0..3 {
+        assert_eq!(
+            s.append(&session.id, "user", &format!("m{i}")).unwrap().seq,
+            i + 1
+        );
+    }
+    let (got, last2) = s.get(&session.id, 2).unwrap().unwrap();
+    let closed = s.close(&session.id, Some("done")).unwrap();
+    let again = s.close(&session.id, None).unwrap_err().to_string();
+    let late = s.append(&session.id, "user", "x").unwrap_err().to_string();
+    let listed_sessions = s
+        .list(Some(vox_store::SessionStatus::Closed), 10)
+        .unwrap()
+        .len();
+    serde_json::json!({
+        "kb": [listed, older, all],
+        "attention": [format!("{summary:?}"), format!("{costs:?}")],
+        "session": [got.message_count, last2.iter().map(|m| &m.content).collect::<Vec<_>>(),
+                    closed.summary, again.replace(&session.id, "ID"), late.replace(&session.id, "ID"),
+                    listed_sessions, s.get("nope", 1).unwrap().is_none()],
+    })
+}
+
+#[test]
+fn kb_attention_and_sessions_answer_the_same_on_both_stores() {
+    let Some(db) = TestDb::new("knowledge") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let lite = knowledge(&Store::open(&dir.path().join("journey.db")).unwrap());
+    let pg = knowledge(&PgStore::open(&db.url).unwrap());
+    assert_eq!(pg, lite);
+    assert_eq!(
+        lite["session"][1],
+        serde_json::json!(["m1", "m2"]),
+        "{lite}"
+    );
 }
