@@ -25,32 +25,14 @@ pub struct PgStore {
     idle: Mutex<Vec<Client>>,
 }
 
-/// A connection taken from the pool, given back when dropped (unless it broke).
-pub struct Conn<'a> {
-    store: &'a PgStore,
-    client: Option<Client>,
-}
-
-impl std::ops::Deref for Conn<'_> {
-    type Target = Client;
-    fn deref(&self) -> &Client {
-        self.client.as_ref().expect("a pooled connection")
-    }
-}
-
-impl std::ops::DerefMut for Conn<'_> {
-    fn deref_mut(&mut self) -> &mut Client {
-        self.client.as_mut().expect("a pooled connection")
-    }
-}
-
-impl Drop for Conn<'_> {
+impl Drop for PgStore {
     fn drop(&mut self) {
-        if let Some(c) = self.client.take().filter(|c| !c.is_closed()) {
-            let mut idle = self.store.idle.lock().unwrap_or_else(|p| p.into_inner());
-            if idle.len() < POOL {
-                idle.push(c);
-            }
+        // Closing a client blocks on its runtime too: off a thread that drives tokio tasks.
+        let idle = std::mem::take(self.idle.get_mut().unwrap_or_else(|p| p.into_inner()));
+        if tokio::runtime::Handle::try_current().is_ok() {
+            std::thread::scope(|s| {
+                s.spawn(move || drop(idle));
+            });
         }
     }
 }
@@ -128,93 +110,115 @@ impl PgStore {
         }
     }
 
-    /// A connection (a pooled one, or a new one).
-    pub fn conn(&self) -> Result<Conn<'_>, StoreError> {
-        let pooled = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let client = match pooled {
-            Some(c) => c,
-            None => self.config.connect(NoTls).map_err(|e| self.err(e))?,
+    /// Runs `f` with a connection from the pool (or a new one), given back unless it broke.
+    /// The `postgres` client drives a small runtime of its own, which must not be entered from
+    /// a thread that drives tokio tasks: called from one (an async handler, a boot step), the
+    /// work hops to a scoped thread.
+    pub fn with<T: Send>(
+        &self,
+        f: impl FnOnce(&mut Client) -> Result<T, StoreError> + Send,
+    ) -> Result<T, StoreError> {
+        let run = || {
+            let pooled = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            let mut client = match pooled {
+                Some(c) => c,
+                None => self.config.connect(NoTls).map_err(|e| self.err(e))?,
+            };
+            let out = f(&mut client);
+            if !client.is_closed() {
+                let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+                if idle.len() < POOL {
+                    idle.push(client);
+                }
+            }
+            out
         };
-        Ok(Conn {
-            store: self,
-            client: Some(client),
-        })
+        if tokio::runtime::Handle::try_current().is_ok() {
+            std::thread::scope(|s| s.spawn(run).join())
+                .unwrap_or_else(|_| Err(self.err("a PostgreSQL call panicked")))
+        } else {
+            run()
+        }
     }
 
     fn migrate(&self) -> Result<(), StoreError> {
-        let mut c = self.conn()?;
-        let mut tx = c.transaction().map_err(|e| self.err(e))?;
-        // Replicas starting together: one migrates, the others wait and then find it done.
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-            .map_err(|e| self.err(e))?;
-        tx.batch_execute("CREATE TABLE IF NOT EXISTS vox_schema (version BIGINT NOT NULL)")
-            .map_err(|e| self.err(e))?;
-        let found: i64 = match tx
-            .query_opt("SELECT version FROM vox_schema", &[])
-            .map_err(|e| self.err(e))?
-        {
-            Some(r) => r.get(0),
-            None => {
-                tx.execute("INSERT INTO vox_schema (version) VALUES (0)", &[])
-                    .map_err(|e| self.err(e))?;
-                0
-            }
-        };
-        if found > migrations::latest() {
-            return Err(StoreError::Postgres {
-                url: self.shown.clone(),
-                message: format!(
-                    "the database is at schema version {found}; this build knows up to {}: upgrade vox",
-                    migrations::latest()
-                ),
-            });
-        }
-        for (i, sql) in migrations::all().iter().enumerate().skip(found as usize) {
-            tx.batch_execute(&translate(sql))
-                .map_err(|e| self.err(format!("migration {}: {e}", i + 1)))?;
-            tx.execute("UPDATE vox_schema SET version = $1", &[&((i + 1) as i64)])
+        self.with(|c| {
+            let mut tx = c.transaction().map_err(|e| self.err(e))?;
+            // Replicas starting together: one migrates, the others wait and then find it done.
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
                 .map_err(|e| self.err(e))?;
-        }
-        tx.commit().map_err(|e| self.err(e))
+            tx.batch_execute("CREATE TABLE IF NOT EXISTS vox_schema (version BIGINT NOT NULL)")
+                .map_err(|e| self.err(e))?;
+            let found: i64 = match tx
+                .query_opt("SELECT version FROM vox_schema", &[])
+                .map_err(|e| self.err(e))?
+            {
+                Some(r) => r.get(0),
+                None => {
+                    tx.execute("INSERT INTO vox_schema (version) VALUES (0)", &[])
+                        .map_err(|e| self.err(e))?;
+                    0
+                }
+            };
+            if found > migrations::latest() {
+                return Err(StoreError::Postgres {
+                    url: self.shown.clone(),
+                    message: format!(
+                        "the database is at schema version {found}; this build knows up to {}: upgrade vox",
+                        migrations::latest()
+                    ),
+                });
+            }
+            for (i, sql) in migrations::all().iter().enumerate().skip(found as usize) {
+                tx.batch_execute(&translate(sql))
+                    .map_err(|e| self.err(format!("migration {}: {e}", i + 1)))?;
+                tx.execute("UPDATE vox_schema SET version = $1", &[&((i + 1) as i64)])
+                    .map_err(|e| self.err(e))?;
+            }
+            tx.commit().map_err(|e| self.err(e))
+        })
     }
 
     pub fn schema_version(&self) -> Result<i64, StoreError> {
-        let mut c = self.conn()?;
-        let r = c
-            .query_one("SELECT version FROM vox_schema", &[])
-            .map_err(|e| self.err(e))?;
-        Ok(r.get(0))
+        self.with(|c| {
+            let r = c
+                .query_one("SELECT version FROM vox_schema", &[])
+                .map_err(|e| self.err(e))?;
+            Ok(r.get(0))
+        })
     }
 
     /// The store's identity (migration 2), shared by every replica.
     pub fn store_id(&self) -> Result<Option<String>, StoreError> {
-        let mut c = self.conn()?;
-        let r = c
-            .query_opt("SELECT value FROM store_meta WHERE key = 'store_id'", &[])
-            .map_err(|e| self.err(e))?;
-        Ok(r.map(|r| r.get(0)))
+        self.with(|c| {
+            let r = c
+                .query_opt("SELECT value FROM store_meta WHERE key = 'store_id'", &[])
+                .map_err(|e| self.err(e))?;
+            Ok(r.map(|r| r.get(0)))
+        })
     }
 
     /// Every table and its columns, in name order: for comparing with the SQLite schema.
     pub fn columns(&self) -> Result<Vec<(String, Vec<String>)>, StoreError> {
-        let mut c = self.conn()?;
-        let rows = c
-            .query(
-                "SELECT table_name::text, column_name::text FROM information_schema.columns
-                 WHERE table_schema = current_schema() AND table_name <> 'vox_schema'
-                 ORDER BY table_name, column_name",
-                &[],
-            )
-            .map_err(|e| self.err(e))?;
-        let mut out: Vec<(String, Vec<String>)> = Vec::new();
-        for r in rows {
-            let (t, col): (String, String) = (r.get(0), r.get(1));
-            match out.last_mut() {
-                Some((last, cols)) if *last == t => cols.push(col),
-                _ => out.push((t, vec![col])),
+        self.with(|c| {
+            let rows = c
+                .query(
+                    "SELECT table_name::text, column_name::text FROM information_schema.columns
+                     WHERE table_schema = current_schema() AND table_name <> 'vox_schema'
+                     ORDER BY table_name, column_name",
+                    &[],
+                )
+                .map_err(|e| self.err(e))?;
+            let mut out: Vec<(String, Vec<String>)> = Vec::new();
+            for r in rows {
+                let (t, col): (String, String) = (r.get(0), r.get(1));
+                match out.last_mut() {
+                    Some((last, cols)) if *last == t => cols.push(col),
+                    _ => out.push((t, vec![col])),
+                }
             }
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
 }
 
@@ -243,55 +247,57 @@ impl TaskQueue for PgStore {
     fn queue_submit(&self, title: &str, priority: i64, by: &str) -> Result<i64, StoreError> {
         crate::tasks::check_title(title)?;
         let now = now_ms();
-        let mut c = self.conn()?;
-        let mut tx = c.transaction().map_err(|e| self.err(e))?;
-        let id: i64 = tx
-            .query_one(
-                "INSERT INTO tasks (title, priority, state, created_at, updated_at)
-                 VALUES ($1, $2, 'queued', $3, $3) RETURNING id",
-                &[&title, &priority, &now],
+        self.with(|c| {
+            let mut tx = c.transaction().map_err(|e| self.err(e))?;
+            let id: i64 = tx
+                .query_one(
+                    "INSERT INTO tasks (title, priority, state, created_at, updated_at)
+                     VALUES ($1, $2, 'queued', $3, $3) RETURNING id",
+                    &[&title, &priority, &now],
+                )
+                .map_err(|e| self.err(e))?
+                .get(0);
+            tx.execute(
+                "INSERT INTO events (subject, subject_id, kind, agent, ts)
+                 VALUES ('task', $1, 'submitted', $2, $3)",
+                &[&id.to_string(), &by, &now],
             )
-            .map_err(|e| self.err(e))?
-            .get(0);
-        tx.execute(
-            "INSERT INTO events (subject, subject_id, kind, agent, ts)
-             VALUES ('task', $1, 'submitted', $2, $3)",
-            &[&id.to_string(), &by, &now],
-        )
-        .map_err(|e| self.err(e))?;
-        tx.commit().map_err(|e| self.err(e))?;
-        Ok(id)
+            .map_err(|e| self.err(e))?;
+            tx.commit().map_err(|e| self.err(e))?;
+            Ok(id)
+        })
     }
 
     fn queue_claim(&self, agent: &str) -> Result<Option<Claimed>, StoreError> {
         let now = now_ms();
-        let mut c = self.conn()?;
-        let mut tx = c.transaction().map_err(|e| self.err(e))?;
-        // SKIP LOCKED: a task another replica is claiming right now is passed over, not waited
-        // for, and never taken twice.
-        let row = tx
-            .query_opt(
-                &format!(
-                    "UPDATE tasks SET state = 'assigned', owner = $1, updated_at = $2
-                     WHERE id = (SELECT id FROM tasks WHERE {CLAIMABLE}
-                                 ORDER BY priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-                     RETURNING id, title"
-                ),
-                &[&agent, &now],
+        self.with(|c| {
+            let mut tx = c.transaction().map_err(|e| self.err(e))?;
+            // SKIP LOCKED: a task another replica is claiming right now is passed over, not waited
+            // for, and never taken twice.
+            let row = tx
+                .query_opt(
+                    &format!(
+                        "UPDATE tasks SET state = 'assigned', owner = $1, updated_at = $2
+                         WHERE id = (SELECT id FROM tasks WHERE {CLAIMABLE}
+                                     ORDER BY priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+                         RETURNING id, title"
+                    ),
+                    &[&agent, &now],
+                )
+                .map_err(|e| self.err(e))?;
+            let Some(row) = row else {
+                return Ok(None);
+            };
+            let (task_id, title): (i64, String) = (row.get(0), row.get(1));
+            tx.execute(
+                "INSERT INTO events (subject, subject_id, kind, from_state, agent, detail, ts)
+                 VALUES ('task', $1, 'assigned', 'queued', $2, 'claimed', $3)",
+                &[&task_id.to_string(), &agent, &now],
             )
             .map_err(|e| self.err(e))?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let (task_id, title): (i64, String) = (row.get(0), row.get(1));
-        tx.execute(
-            "INSERT INTO events (subject, subject_id, kind, from_state, agent, detail, ts)
-             VALUES ('task', $1, 'assigned', 'queued', $2, 'claimed', $3)",
-            &[&task_id.to_string(), &agent, &now],
-        )
-        .map_err(|e| self.err(e))?;
-        tx.commit().map_err(|e| self.err(e))?;
-        Ok(Some(Claimed { task_id, title }))
+            tx.commit().map_err(|e| self.err(e))?;
+            Ok(Some(Claimed { task_id, title }))
+        })
     }
 }
 
@@ -383,39 +389,41 @@ impl MemoryRepo for PgStore {
     ) -> Result<(crate::Memory, bool), StoreError> {
         let now = now_ms();
         let tags_json = serde_json::to_string(tags).unwrap_or_else(|_| "[]".into());
-        let mut c = self.conn()?;
-        // One statement: `xmax` is non-zero on the row an upsert updated.
-        let r = c
-            .query_one(
-                "INSERT INTO memories (key, value, tags, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $4)
-                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, tags = excluded.tags,
-                     updated_at = excluded.updated_at
-                 RETURNING created_at, xmax <> '0'::xid",
-                &[&key, &value, &tags_json, &now],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok((
-            crate::Memory {
-                key: key.to_owned(),
-                value: value.to_owned(),
-                tags: tags.to_vec(),
-                created_at: r.get(0),
-                updated_at: now,
-            },
-            r.get(1),
-        ))
+        self.with(|c| {
+            // One statement: `xmax` is non-zero on the row an upsert updated.
+            let r = c
+                .query_one(
+                    "INSERT INTO memories (key, value, tags, created_at, updated_at)
+                     VALUES ($1, $2, $3, $4, $4)
+                     ON CONFLICT (key) DO UPDATE SET value = excluded.value, tags = excluded.tags,
+                         updated_at = excluded.updated_at
+                     RETURNING created_at, xmax <> '0'::xid",
+                    &[&key, &value, &tags_json, &now],
+                )
+                .map_err(|e| self.err(e))?;
+            Ok((
+                crate::Memory {
+                    key: key.to_owned(),
+                    value: value.to_owned(),
+                    tags: tags.to_vec(),
+                    created_at: r.get(0),
+                    updated_at: now,
+                },
+                r.get(1),
+            ))
+        })
     }
 
     fn memory_get(&self, key: &str) -> Result<Option<crate::Memory>, StoreError> {
-        let mut c = self.conn()?;
-        let r = c
-            .query_opt(
-                "SELECT key, value, tags, created_at, updated_at FROM memories WHERE key = $1",
-                &[&key],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(r.as_ref().map(memory_of))
+        self.with(|c| {
+            let r = c
+                .query_opt(
+                    "SELECT key, value, tags, created_at, updated_at FROM memories WHERE key = $1",
+                    &[&key],
+                )
+                .map_err(|e| self.err(e))?;
+            Ok(r.as_ref().map(memory_of))
+        })
     }
 
     fn memory_list(
@@ -425,27 +433,29 @@ impl MemoryRepo for PgStore {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<crate::Memory>, StoreError> {
-        let mut c = self.conn()?;
-        let limit = limit.min(i64::MAX as usize) as i64;
-        let rows = c
-            .query(
-                "SELECT key, value, tags, created_at, updated_at FROM memories
-                 WHERE ($1::text IS NULL OR left(key, length($1)) = $1)
-                   AND ($2::text IS NULL OR tags::jsonb ? $2)
-                   AND ($3::text IS NULL OR key COLLATE \"C\" > $3)
-                 ORDER BY key COLLATE \"C\" LIMIT $4",
-                &[&prefix, &tag, &after, &limit],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(rows.iter().map(memory_of).collect())
+        self.with(|c| {
+            let limit = limit.min(i64::MAX as usize) as i64;
+            let rows = c
+                .query(
+                    "SELECT key, value, tags, created_at, updated_at FROM memories
+                     WHERE ($1::text IS NULL OR left(key, length($1)) = $1)
+                       AND ($2::text IS NULL OR tags::jsonb ? $2)
+                       AND ($3::text IS NULL OR key COLLATE \"C\" > $3)
+                     ORDER BY key COLLATE \"C\" LIMIT $4",
+                    &[&prefix, &tag, &after, &limit],
+                )
+                .map_err(|e| self.err(e))?;
+            Ok(rows.iter().map(memory_of).collect())
+        })
     }
 
     fn memory_delete(&self, key: &str) -> Result<bool, StoreError> {
-        let mut c = self.conn()?;
-        let n = c
-            .execute("DELETE FROM memories WHERE key = $1", &[&key])
-            .map_err(|e| self.err(e))?;
-        Ok(n > 0)
+        self.with(|c| {
+            let n = c
+                .execute("DELETE FROM memories WHERE key = $1", &[&key])
+                .map_err(|e| self.err(e))?;
+            Ok(n > 0)
+        })
     }
 }
 
@@ -543,65 +553,68 @@ impl KbRepo for PgStore {
         content: &str,
         sha256: &str,
     ) -> Result<(i64, bool), StoreError> {
-        let mut c = self.conn()?;
-        let mut tx = c.transaction().map_err(|e| self.err(e))?;
-        let existing = tx
-            .query_opt(
-                "SELECT id, sha256 FROM kb_documents WHERE source = $1 FOR UPDATE",
-                &[&source],
-            )
-            .map_err(|e| self.err(e))?;
-        let result = match existing.map(|r| (r.get::<_, i64>(0), r.get::<_, String>(1))) {
-            Some((id, old)) if old == sha256 => (id, false),
-            Some((id, _)) => {
-                tx.execute(
-                    "UPDATE kb_documents SET title = $2, content = $3, sha256 = $4, created_at = $5 WHERE id = $1",
-                    &[&id, &title, &content, &sha256, &now_ms()],
+        self.with(|c| {
+            let mut tx = c.transaction().map_err(|e| self.err(e))?;
+            let existing = tx
+                .query_opt(
+                    "SELECT id, sha256 FROM kb_documents WHERE source = $1 FOR UPDATE",
+                    &[&source],
                 )
                 .map_err(|e| self.err(e))?;
-                (id, true)
-            }
-            None => {
-                // Another replica may insert the same source meanwhile: the upsert keeps one.
-                let id: i64 = tx
-                    .query_one(
-                        "INSERT INTO kb_documents (title, source, content, sha256, created_at)
-                         VALUES ($1, $2, $3, $4, $5)
-                         ON CONFLICT (source) DO UPDATE SET title = excluded.title,
-                             content = excluded.content, sha256 = excluded.sha256,
-                             created_at = excluded.created_at
-                         RETURNING id",
-                        &[&title, &source, &content, &sha256, &now_ms()],
+            let result = match existing.map(|r| (r.get::<_, i64>(0), r.get::<_, String>(1))) {
+                Some((id, old)) if old == sha256 => (id, false),
+                Some((id, _)) => {
+                    tx.execute(
+                        "UPDATE kb_documents SET title = $2, content = $3, sha256 = $4, created_at = $5 WHERE id = $1",
+                        &[&id, &title, &content, &sha256, &now_ms()],
                     )
-                    .map_err(|e| self.err(e))?
-                    .get(0);
-                (id, true)
-            }
-        };
-        tx.commit().map_err(|e| self.err(e))?;
-        Ok(result)
+                    .map_err(|e| self.err(e))?;
+                    (id, true)
+                }
+                None => {
+                    // Another replica may insert the same source meanwhile: the upsert keeps one.
+                    let id: i64 = tx
+                        .query_one(
+                            "INSERT INTO kb_documents (title, source, content, sha256, created_at)
+                             VALUES ($1, $2, $3, $4, $5)
+                             ON CONFLICT (source) DO UPDATE SET title = excluded.title,
+                                 content = excluded.content, sha256 = excluded.sha256,
+                                 created_at = excluded.created_at
+                             RETURNING id",
+                            &[&title, &source, &content, &sha256, &now_ms()],
+                        )
+                        .map_err(|e| self.err(e))?
+                        .get(0);
+                    (id, true)
+                }
+            };
+            tx.commit().map_err(|e| self.err(e))?;
+            Ok(result)
+        })
     }
 
     fn kb_get(&self, id: i64) -> Result<Option<crate::KbDocument>, StoreError> {
-        let mut c = self.conn()?;
-        let r = c
-            .query_opt(
-                "SELECT id, title, source, content, sha256, created_at FROM kb_documents WHERE id = $1",
-                &[&id],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(r.as_ref().map(doc_of))
+        self.with(|c| {
+            let r = c
+                .query_opt(
+                    "SELECT id, title, source, content, sha256, created_at FROM kb_documents WHERE id = $1",
+                    &[&id],
+                )
+                .map_err(|e| self.err(e))?;
+            Ok(r.as_ref().map(doc_of))
+        })
     }
 
     fn kb_all(&self) -> Result<Vec<crate::KbDocument>, StoreError> {
-        let mut c = self.conn()?;
-        let rows = c
-            .query(
-                "SELECT id, title, source, content, sha256, created_at FROM kb_documents ORDER BY id",
-                &[],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(rows.iter().map(doc_of).collect())
+        self.with(|c| {
+            let rows = c
+                .query(
+                    "SELECT id, title, source, content, sha256, created_at FROM kb_documents ORDER BY id",
+                    &[],
+                )
+                .map_err(|e| self.err(e))?;
+            Ok(rows.iter().map(doc_of).collect())
+        })
     }
 
     fn kb_list(
@@ -609,87 +622,91 @@ impl KbRepo for PgStore {
         before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<crate::KbSummary>, StoreError> {
-        let mut c = self.conn()?;
-        let limit = limit.min(i64::MAX as usize) as i64;
-        let rows = c
-            .query(
-                "SELECT id, title, source, CAST(octet_length(content) AS BIGINT), sha256, created_at
-                 FROM kb_documents WHERE ($1::bigint IS NULL OR id < $1) ORDER BY id DESC LIMIT $2",
-                &[&before, &limit],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(rows
-            .iter()
-            .map(|r| crate::KbSummary {
-                id: r.get(0),
-                title: r.get(1),
-                source: r.get(2),
-                bytes: r.get(3),
-                sha256: r.get(4),
-                created_at: r.get(5),
-            })
-            .collect())
+        self.with(|c| {
+            let limit = limit.min(i64::MAX as usize) as i64;
+            let rows = c
+                .query(
+                    "SELECT id, title, source, CAST(octet_length(content) AS BIGINT), sha256, created_at
+                     FROM kb_documents WHERE ($1::bigint IS NULL OR id < $1) ORDER BY id DESC LIMIT $2",
+                    &[&before, &limit],
+                )
+                .map_err(|e| self.err(e))?;
+            Ok(rows
+                .iter()
+                .map(|r| crate::KbSummary {
+                    id: r.get(0),
+                    title: r.get(1),
+                    source: r.get(2),
+                    bytes: r.get(3),
+                    sha256: r.get(4),
+                    created_at: r.get(5),
+                })
+                .collect())
+        })
     }
 
     fn kb_delete(&self, id: i64) -> Result<bool, StoreError> {
-        let mut c = self.conn()?;
-        let n = c
-            .execute("DELETE FROM kb_documents WHERE id = $1", &[&id])
-            .map_err(|e| self.err(e))?;
-        Ok(n > 0)
+        self.with(|c| {
+            let n = c
+                .execute("DELETE FROM kb_documents WHERE id = $1", &[&id])
+                .map_err(|e| self.err(e))?;
+            Ok(n > 0)
+        })
     }
 }
 
 impl AttentionRepo for PgStore {
     fn attention_append(&self, events: &[crate::AttentionEvent]) -> Result<(), StoreError> {
-        let mut c = self.conn()?;
-        let mut tx = c.transaction().map_err(|e| self.err(e))?;
-        let stmt = tx
-            .prepare(
-                "INSERT INTO attention_events (ts, agent, tool, outcome, latency_us, tokens, cost_micro_usd)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            )
-            .map_err(|e| self.err(e))?;
-        for e in events {
-            tx.execute(
-                &stmt,
-                &[
-                    &e.ts,
-                    &e.agent,
-                    &e.tool,
-                    &e.outcome,
-                    &e.latency_us,
-                    &e.tokens,
-                    &e.cost_micro_usd,
-                ],
-            )
-            .map_err(|e| self.err(e))?;
-        }
-        tx.commit().map_err(|e| self.err(e))
+        self.with(|c| {
+            let mut tx = c.transaction().map_err(|e| self.err(e))?;
+            let stmt = tx
+                .prepare(
+                    "INSERT INTO attention_events (ts, agent, tool, outcome, latency_us, tokens, cost_micro_usd)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                )
+                .map_err(|e| self.err(e))?;
+            for e in events {
+                tx.execute(
+                    &stmt,
+                    &[
+                        &e.ts,
+                        &e.agent,
+                        &e.tool,
+                        &e.outcome,
+                        &e.latency_us,
+                        &e.tokens,
+                        &e.cost_micro_usd,
+                    ],
+                )
+                .map_err(|e| self.err(e))?;
+            }
+            tx.commit().map_err(|e| self.err(e))
+        })
     }
 
     fn attention_summary(&self, since_ms: i64) -> Result<Vec<crate::ToolSummary>, StoreError> {
-        let mut c = self.conn()?;
-        let rows = c
-            .query(
-                "SELECT tool, COUNT(*), CAST(SUM(CASE WHEN outcome <> 'ok' THEN 1 ELSE 0 END) AS BIGINT),
-                        CAST(AVG(latency_us) AS DOUBLE PRECISION), CAST(SUM(tokens) AS BIGINT),
-                        CAST(SUM(cost_micro_usd) AS BIGINT)
-                 FROM attention_events WHERE ts >= $1 GROUP BY tool ORDER BY COUNT(*) DESC, tool COLLATE \"C\"",
-                &[&since_ms],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(rows
-            .iter()
-            .map(|r| crate::ToolSummary {
-                tool: r.get(0),
-                calls: r.get(1),
-                errors: r.get(2),
-                mean_latency_us: r.get(3),
-                tokens: r.get(4),
-                cost_usd: r.get::<_, i64>(5) as f64 / 1e6,
-            })
-            .collect())
+        self.with(|c| {
+            let rows = c
+                .query(
+                    "SELECT tool, COUNT(*), CAST(SUM(CASE WHEN outcome <> 'ok' THEN 1 ELSE 0 END) AS BIGINT),
+                            CAST(AVG(latency_us) AS DOUBLE PRECISION), CAST(SUM(tokens) AS BIGINT),
+                            CAST(SUM(cost_micro_usd) AS BIGINT)
+                     FROM attention_events WHERE ts >= $1 GROUP BY tool ORDER BY COUNT(*) DESC, tool COLLATE \"C\"",
+                    &[&since_ms],
+                )
+                .map_err(|e| self.err(e))?;
+            Ok(rows
+                .iter()
+                .map(|r| crate::ToolSummary {
+                    tool: r.get(0),
+                    calls: r.get(1),
+                    errors: r.get(2),
+                    mean_latency_us: r.get(3),
+                    tokens: r.get(4),
+                    cost_usd: r.get::<_, i64>(5) as f64 / 1e6,
+                })
+                .collect())
+        })
     }
 
     fn cost_history(
@@ -697,26 +714,27 @@ impl AttentionRepo for PgStore {
         since_ms: i64,
         agent: Option<&str>,
     ) -> Result<Vec<crate::CostRow>, StoreError> {
-        let mut c = self.conn()?;
-        let rows = c
-            .query(
-                "SELECT to_char(to_timestamp(ts / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day,
-                        agent, COUNT(*), CAST(SUM(tokens) AS BIGINT), CAST(SUM(cost_micro_usd) AS BIGINT)
-                 FROM attention_events WHERE ts >= $1 AND ($2::text IS NULL OR agent = $2)
-                 GROUP BY day, agent ORDER BY day DESC, agent COLLATE \"C\"",
-                &[&since_ms, &agent],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(rows
-            .iter()
-            .map(|r| crate::CostRow {
-                day: r.get(0),
-                agent: r.get(1),
-                calls: r.get(2),
-                tokens: r.get(3),
-                cost_usd: r.get::<_, i64>(4) as f64 / 1e6,
-            })
-            .collect())
+        self.with(|c| {
+            let rows = c
+                .query(
+                    "SELECT to_char(to_timestamp(ts / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day,
+                            agent, COUNT(*), CAST(SUM(tokens) AS BIGINT), CAST(SUM(cost_micro_usd) AS BIGINT)
+                     FROM attention_events WHERE ts >= $1 AND ($2::text IS NULL OR agent = $2)
+                     GROUP BY day, agent ORDER BY day DESC, agent COLLATE \"C\"",
+                    &[&since_ms, &agent],
+                )
+                .map_err(|e| self.err(e))?;
+            Ok(rows
+                .iter()
+                .map(|r| crate::CostRow {
+                    day: r.get(0),
+                    agent: r.get(1),
+                    calls: r.get(2),
+                    tokens: r.get(3),
+                    cost_usd: r.get::<_, i64>(4) as f64 / 1e6,
+                })
+                .collect())
+        })
     }
 }
 
@@ -749,13 +767,14 @@ impl crate::SessionStore for PgStore {
         metadata: &serde_json::Value,
     ) -> Result<crate::Session, StoreError> {
         let s = crate::Session::open(title, metadata);
-        let mut c = self.conn()?;
-        c.execute(
-            "INSERT INTO sessions (id, title, metadata, status, created_at) VALUES ($1, $2, $3, 'open', $4)",
-            &[&s.id, &s.title, &s.metadata.to_string(), &s.created_at],
-        )
-        .map_err(|e| self.err(e))?;
-        Ok(s)
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO sessions (id, title, metadata, status, created_at) VALUES ($1, $2, $3, 'open', $4)",
+                &[&s.id, &s.title, &s.metadata.to_string(), &s.created_at],
+            )
+            .map_err(|e| self.err(e))?;
+            Ok(s)
+        })
     }
 
     fn get(
@@ -763,34 +782,35 @@ impl crate::SessionStore for PgStore {
         id: &str,
         last: usize,
     ) -> Result<Option<(crate::Session, Vec<crate::SessionMessage>)>, StoreError> {
-        let mut c = self.conn()?;
-        let Some(session) = c
-            .query_opt(
-                &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1"),
-                &[&id],
-            )
-            .map_err(|e| self.err(e))?
-        else {
-            return Ok(None);
-        };
-        let last = last.min(i64::MAX as usize) as i64;
-        let msgs = c
-            .query(
-                "SELECT seq, role, content, created_at FROM
-                   (SELECT * FROM session_messages WHERE session_id = $1 ORDER BY seq DESC LIMIT $2) m
-                 ORDER BY seq",
-                &[&id, &last],
-            )
-            .map_err(|e| self.err(e))?
-            .iter()
-            .map(|r| crate::SessionMessage {
-                seq: r.get(0),
-                role: r.get(1),
-                content: r.get(2),
-                created_at: r.get(3),
-            })
-            .collect();
-        Ok(Some((session_of(&session), msgs)))
+        self.with(|c| {
+            let Some(session) = c
+                .query_opt(
+                    &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1"),
+                    &[&id],
+                )
+                .map_err(|e| self.err(e))?
+            else {
+                return Ok(None);
+            };
+            let last = last.min(i64::MAX as usize) as i64;
+            let msgs = c
+                .query(
+                    "SELECT seq, role, content, created_at FROM
+                       (SELECT * FROM session_messages WHERE session_id = $1 ORDER BY seq DESC LIMIT $2) m
+                     ORDER BY seq",
+                    &[&id, &last],
+                )
+                .map_err(|e| self.err(e))?
+                .iter()
+                .map(|r| crate::SessionMessage {
+                    seq: r.get(0),
+                    role: r.get(1),
+                    content: r.get(2),
+                    created_at: r.get(3),
+                })
+                .collect();
+            Ok(Some((session_of(&session), msgs)))
+        })
     }
 
     fn list(
@@ -798,18 +818,19 @@ impl crate::SessionStore for PgStore {
         status: Option<crate::SessionStatus>,
         limit: usize,
     ) -> Result<Vec<crate::Session>, StoreError> {
-        let mut c = self.conn()?;
-        let limit = limit.min(i64::MAX as usize) as i64;
-        let rows = c
-            .query(
-                &format!(
-                    "SELECT {SESSION_COLUMNS} FROM sessions WHERE ($1::text IS NULL OR status = $1)
-                     ORDER BY created_at DESC, id COLLATE \"C\" LIMIT $2"
-                ),
-                &[&status.map(|s| s.as_str()), &limit],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(rows.iter().map(session_of).collect())
+        self.with(|c| {
+            let limit = limit.min(i64::MAX as usize) as i64;
+            let rows = c
+                .query(
+                    &format!(
+                        "SELECT {SESSION_COLUMNS} FROM sessions WHERE ($1::text IS NULL OR status = $1)
+                         ORDER BY created_at DESC, id COLLATE \"C\" LIMIT $2"
+                    ),
+                    &[&status.map(|s| s.as_str()), &limit],
+                )
+                .map_err(|e| self.err(e))?;
+            Ok(rows.iter().map(session_of).collect())
+        })
     }
 
     fn append(
@@ -818,61 +839,63 @@ impl crate::SessionStore for PgStore {
         role: &str,
         content: &str,
     ) -> Result<crate::SessionMessage, StoreError> {
-        let mut c = self.conn()?;
-        let mut tx = c.transaction().map_err(|e| self.err(e))?;
-        // The session's row locked: appends from several replicas number messages in turn.
-        let status: Option<String> = tx
-            .query_opt(
-                "SELECT status FROM sessions WHERE id = $1 FOR UPDATE",
-                &[&id],
+        self.with(|c| {
+            let mut tx = c.transaction().map_err(|e| self.err(e))?;
+            // The session's row locked: appends from several replicas number messages in turn.
+            let status: Option<String> = tx
+                .query_opt(
+                    "SELECT status FROM sessions WHERE id = $1 FOR UPDATE",
+                    &[&id],
+                )
+                .map_err(|e| self.err(e))?
+                .map(|r| r.get(0));
+            match status.as_deref() {
+                None => return Err(crate::sessions::not_found(id)),
+                Some("closed") => return Err(crate::sessions::closed(id)),
+                _ => {}
+            }
+            let seq: i64 = tx
+                .query_one(
+                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM session_messages WHERE session_id = $1",
+                    &[&id],
+                )
+                .map_err(|e| self.err(e))?
+                .get(0);
+            let msg = crate::SessionMessage {
+                seq,
+                role: role.to_owned(),
+                content: content.to_owned(),
+                created_at: now_ms(),
+            };
+            tx.execute(
+                "INSERT INTO session_messages (session_id, seq, role, content, created_at) VALUES ($1, $2, $3, $4, $5)",
+                &[&id, &msg.seq, &msg.role, &msg.content, &msg.created_at],
             )
-            .map_err(|e| self.err(e))?
-            .map(|r| r.get(0));
-        match status.as_deref() {
-            None => return Err(crate::sessions::not_found(id)),
-            Some("closed") => return Err(crate::sessions::closed(id)),
-            _ => {}
-        }
-        let seq: i64 = tx
-            .query_one(
-                "SELECT COALESCE(MAX(seq), 0) + 1 FROM session_messages WHERE session_id = $1",
-                &[&id],
-            )
-            .map_err(|e| self.err(e))?
-            .get(0);
-        let msg = crate::SessionMessage {
-            seq,
-            role: role.to_owned(),
-            content: content.to_owned(),
-            created_at: now_ms(),
-        };
-        tx.execute(
-            "INSERT INTO session_messages (session_id, seq, role, content, created_at) VALUES ($1, $2, $3, $4, $5)",
-            &[&id, &msg.seq, &msg.role, &msg.content, &msg.created_at],
-        )
-        .map_err(|e| self.err(e))?;
-        tx.commit().map_err(|e| self.err(e))?;
-        Ok(msg)
+            .map_err(|e| self.err(e))?;
+            tx.commit().map_err(|e| self.err(e))?;
+            Ok(msg)
+        })
     }
 
     fn close(&self, id: &str, summary: Option<&str>) -> Result<crate::Session, StoreError> {
-        let mut c = self.conn()?;
-        let n = c
-            .execute(
-                "UPDATE sessions SET status = 'closed', summary = $2, closed_at = $3 WHERE id = $1 AND status = 'open'",
-                &[&id, &summary, &now_ms()],
-            )
-            .map_err(|e| self.err(e))?;
-        let s = c
-            .query_opt(
-                &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1"),
-                &[&id],
-            )
-            .map_err(|e| self.err(e))?
-            .ok_or_else(|| crate::sessions::not_found(id))?;
-        if n == 0 {
-            return Err(crate::sessions::closed(id));
-        }
-        Ok(session_of(&s))
+        self.with(|c| {
+            let n = c
+                .execute(
+                    "UPDATE sessions SET status = 'closed', summary = $2, closed_at = $3 WHERE id = $1 AND status = 'open'",
+                    &[&id, &summary, &now_ms()],
+                )
+                .map_err(|e| self.err(e))?;
+            let s = c
+                .query_opt(
+                    &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1"),
+                    &[&id],
+                )
+                .map_err(|e| self.err(e))?
+                .ok_or_else(|| crate::sessions::not_found(id))?;
+            if n == 0 {
+                return Err(crate::sessions::closed(id));
+            }
+            Ok(session_of(&s))
+        })
     }
 }

@@ -320,3 +320,20 @@ fn kb_attention_and_sessions_answer_the_same_on_both_stores() {
         "{lite}"
     );
 }
+
+/// A boot step or an async handler calls the store on a thread that drives tokio tasks, where
+/// the `postgres` client's own runtime may not be entered: the store hops off that thread.
+#[test]
+fn the_store_can_be_called_from_async_code() {
+    let Some(db) = TestDb::new("async") else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let s = PgStore::open(&db.url).unwrap();
+        s.memory_put("k", "v", &[]).unwrap();
+        assert_eq!(s.memory_get("k").unwrap().unwrap().value, "v");
+    });
+}
