@@ -103,6 +103,11 @@ impl PgStore {
         Ok(s)
     }
 
+    /// The database's URL, without its password.
+    pub fn url(&self) -> &str {
+        &self.shown
+    }
+
     pub(crate) fn err(&self, e: impl std::fmt::Display) -> StoreError {
         StoreError::Postgres {
             url: self.shown.clone(),
@@ -341,6 +346,10 @@ pub trait MemoryRepo: Send + Sync {
         limit: usize,
     ) -> Result<Vec<crate::Memory>, StoreError>;
     fn memory_delete(&self, key: &str) -> Result<bool, StoreError>;
+    /// Every memory (for building the search index).
+    fn memory_all(&self) -> Result<Vec<crate::Memory>, StoreError> {
+        self.memory_list(None, None, None, usize::MAX >> 1)
+    }
 }
 
 impl MemoryRepo for crate::Store {
@@ -366,6 +375,9 @@ impl MemoryRepo for crate::Store {
     }
     fn memory_delete(&self, key: &str) -> Result<bool, StoreError> {
         crate::Store::memory_delete(self, key)
+    }
+    fn memory_all(&self) -> Result<Vec<crate::Memory>, StoreError> {
+        crate::Store::memory_all(self)
     }
 }
 
@@ -899,3 +911,9 @@ impl crate::SessionStore for PgStore {
         })
     }
 }
+
+/// The repositories the knowledge profile's families use (memories, sessions, kb, the
+/// attention ledger), on whichever store the daemon opened.
+pub trait KnowledgeRepos: MemoryRepo + KbRepo + AttentionRepo + crate::SessionStore {}
+
+impl<T: MemoryRepo + KbRepo + AttentionRepo + crate::SessionStore> KnowledgeRepos for T {}

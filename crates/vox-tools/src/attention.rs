@@ -5,14 +5,14 @@ use crate::attention_state::{
     Attention, BudgetStatus, History, Reset, Trust, TrustChange, estimate_tokens,
 };
 use crate::bounded;
-use crate::store::{db, store};
+use crate::store::{db, knowledge};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use vox_core::family::typed;
 use vox_core::{CallObserver, Ctx, Family, HandlerEntry, StepDone, ToolError, ToolOutcome};
 use vox_mcp_registry::BootStep;
-use vox_store::{AttentionEvent, CostRow, Store, ToolSummary, now_ms};
+use vox_store::{AttentionEvent, CostRow, ToolSummary, now_ms};
 
 #[derive(Serialize, JsonSchema)]
 struct Summary {
@@ -35,7 +35,7 @@ fn attention(ctx: &Ctx) -> Result<&Attention, ToolError> {
 /// Every finished call goes into the ledger; pending events reach the store on flush.
 struct Ledger {
     attention: Arc<Attention>,
-    store: Option<Arc<Store>>,
+    store: Option<Arc<dyn vox_store::pg::KnowledgeRepos>>,
 }
 
 impl CallObserver for Ledger {
@@ -69,7 +69,7 @@ fn calibrate(ctx: &mut Ctx) -> Result<StepDone, String> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(200_000);
-    let store = ctx.get::<Arc<Store>>().cloned();
+    let store = ctx.get::<Arc<dyn vox_store::pg::KnowledgeRepos>>().cloned();
     let attention = Arc::new(Attention::new(budget, store.is_some()));
     ctx.insert(attention.clone());
     ctx.add_call_observer(Arc::new(Ledger { attention, store }));
@@ -158,14 +158,14 @@ fn flush(ctx: &Ctx) -> Result<(), ToolError> {
     let att = attention(ctx)?;
     let pending = att.take_pending();
     if !pending.is_empty() {
-        store(ctx)?.attention_append(&pending).map_err(db)?;
+        knowledge(ctx)?.attention_append(&pending).map_err(db)?;
     }
     Ok(())
 }
 
 fn summary(ctx: &Ctx, a: SinceArgs) -> Result<Summary, ToolError> {
     flush(ctx)?;
-    let tools = store(ctx)?
+    let tools = knowledge(ctx)?
         .attention_summary(since_ms(a.days))
         .map_err(db)?;
     Ok(Summary { tools })
@@ -173,7 +173,7 @@ fn summary(ctx: &Ctx, a: SinceArgs) -> Result<Summary, ToolError> {
 
 fn cost(ctx: &Ctx, a: SinceArgs) -> Result<Cost, ToolError> {
     flush(ctx)?;
-    let days = store(ctx)?
+    let days = knowledge(ctx)?
         .cost_history(since_ms(a.days), a.agent.as_deref())
         .map_err(db)?;
     Ok(Cost { days })

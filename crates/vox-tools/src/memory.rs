@@ -90,7 +90,7 @@ fn store(ctx: &Ctx, a: StoreArgs) -> Result<Stored, ToolError> {
             "`tags`: at most 32 tags of 1 to 64 bytes".into(),
         ));
     }
-    let (m, replaced) = crate::store::store(ctx)?
+    let (m, replaced) = crate::store::knowledge(ctx)?
         .memory_put(&a.key, &a.value, &a.tags)
         .map_err(db)?;
     crate::search::memory_indexed(ctx, &a.key, Some((&a.value, &a.tags)))?;
@@ -105,7 +105,10 @@ fn store(ctx: &Ctx, a: StoreArgs) -> Result<Stored, ToolError> {
 fn recall(ctx: &Ctx, _call: &vox_core::CallCtx, a: KeyArgs) -> Result<Recalled, ToolError> {
     bounded("key", &a.key, MAX_KEY)?;
     Ok(
-        match crate::store::store(ctx)?.memory_get(&a.key).map_err(db)? {
+        match crate::store::knowledge(ctx)?
+            .memory_get(&a.key)
+            .map_err(db)?
+        {
             Some(m) => Recalled {
                 found: true,
                 memory: Some(m),
@@ -122,7 +125,7 @@ fn recall(ctx: &Ctx, _call: &vox_core::CallCtx, a: KeyArgs) -> Result<Recalled, 
 
 fn list(ctx: &Ctx, a: ListArgs) -> Result<Page, ToolError> {
     let limit = a.limit.unwrap_or(50).clamp(1, 500) as usize;
-    let mut page = crate::store::store(ctx)?
+    let mut page = crate::store::knowledge(ctx)?
         .memory_list(
             a.prefix.as_deref(),
             a.tag.as_deref(),
@@ -142,7 +145,7 @@ fn list(ctx: &Ctx, a: ListArgs) -> Result<Page, ToolError> {
 
 fn forget(ctx: &Ctx, a: KeyArgs) -> Result<Forgotten, ToolError> {
     bounded("key", &a.key, MAX_KEY)?;
-    let removed = crate::store::store(ctx)?
+    let removed = crate::store::knowledge(ctx)?
         .memory_delete(&a.key)
         .map_err(db)?;
     if removed {
@@ -188,7 +191,10 @@ fn search(ctx: &Ctx, a: SearchArgs) -> Result<crate::search::MemoryHits, ToolErr
 
 fn boot(ctx: &mut Ctx) -> Result<vox_core::StepDone, String> {
     Ok(vox_core::StepDone::Ready(
-        if ctx.get::<std::sync::Arc<vox_store::Store>>().is_some() {
+        if ctx
+            .get::<std::sync::Arc<dyn vox_store::pg::KnowledgeRepos>>()
+            .is_some()
+        {
             "store-backed".into()
         } else {
             "no store: memory tools stay down".into()

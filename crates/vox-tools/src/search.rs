@@ -6,7 +6,7 @@
 //! write racing the first build cannot be missed).
 
 use crate::bounded;
-use crate::store::{db, store};
+use crate::store::{db, knowledge as repos};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -92,7 +92,7 @@ fn lazy_index(
 }
 
 fn kb_index(ctx: &Ctx) -> Result<Arc<DocIndex>, ToolError> {
-    let store = store(ctx)?;
+    let store = repos(ctx)?;
     lazy_index(&search(ctx)?.kb, || {
         Ok(store
             .kb_all()
@@ -113,7 +113,7 @@ fn memory_doc(key: &str, value: &str, tags: &[String]) -> (String, String, Strin
 
 /// The memory index (built from the store on first use).
 pub fn memory_index(ctx: &Ctx) -> Result<Arc<DocIndex>, ToolError> {
-    let store = store(ctx)?;
+    let store = repos(ctx)?;
     lazy_index(&search(ctx)?.memory, || {
         Ok(store
             .memory_all()
@@ -322,7 +322,7 @@ fn sha256_hex(text: &str) -> String {
 }
 
 fn ingest(ctx: &Ctx, call: &CallCtx, a: IngestArgs) -> Result<Ingested, ToolError> {
-    let store = store(ctx)?;
+    let store = repos(ctx)?;
     let ix = kb_index(ctx)?;
     let mut docs = Vec::new();
     match (a.text, a.path) {
@@ -462,7 +462,7 @@ fn kb_query(ctx: &Ctx, a: QueryArgs) -> Result<KbHits, ToolError> {
     let hits = kb_index(ctx)?
         .search(&a.query, limit(a.limit, 10, 100))
         .map_err(search_err)?;
-    let store = store(ctx)?;
+    let store = repos(ctx)?;
     let mut results = Vec::new();
     for h in hits {
         let Ok(id) = h.id.parse::<i64>() else {
@@ -483,7 +483,7 @@ fn kb_query(ctx: &Ctx, a: QueryArgs) -> Result<KbHits, ToolError> {
 
 fn kb_list(ctx: &Ctx, a: KbListArgs) -> Result<KbPage, ToolError> {
     let n = limit(a.limit, 50, 500);
-    let mut page = store(ctx)?.kb_list(a.cursor, n + 1).map_err(db)?;
+    let mut page = repos(ctx)?.kb_list(a.cursor, n + 1).map_err(db)?;
     let next = if page.len() > n {
         page.truncate(n);
         page.last().map(|d| d.id)
@@ -498,7 +498,7 @@ fn kb_list(ctx: &Ctx, a: KbListArgs) -> Result<KbPage, ToolError> {
 
 fn kb_delete(ctx: &Ctx, a: KbDeleteArgs) -> Result<KbDeleted, ToolError> {
     let ix = kb_index(ctx)?;
-    if !store(ctx)?.kb_delete(a.id).map_err(db)? {
+    if !repos(ctx)?.kb_delete(a.id).map_err(db)? {
         return Err(ToolError::NotFound(format!(
             "no knowledge-base document with id {}",
             a.id
@@ -588,7 +588,7 @@ pub(crate) fn memory_snippets(
 pub fn memory_search(ctx: &Ctx, query: &str, n: usize) -> Result<MemoryHits, ToolError> {
     bounded("query", query, 1000)?;
     let hits = memory_index(ctx)?.search(query, n).map_err(search_err)?;
-    let store = store(ctx)?;
+    let store = repos(ctx)?;
     let mut results = Vec::new();
     for h in hits {
         if let Some(m) = store.memory_get(&h.id).map_err(db)? {
@@ -607,7 +607,7 @@ pub fn memory_search(ctx: &Ctx, query: &str, n: usize) -> Result<MemoryHits, Too
 fn knowledge(ctx: &Ctx, a: QueryArgs) -> Result<Knowledge, ToolError> {
     bounded("query", &a.query, 1000)?;
     let n = limit(a.limit, 10, 100);
-    let store = store(ctx)?;
+    let store = repos(ctx)?;
     // BM25 scores of two indexes are not on one scale: normalise each list by its best score,
     // then merge; ties keep a stable order (kb before memory, then id).
     let mut answers = Vec::new();

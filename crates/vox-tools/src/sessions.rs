@@ -48,9 +48,14 @@ fn sessions(ctx: &Ctx) -> Result<&dyn SessionStore, ToolError> {
 }
 
 fn boot(ctx: &mut Ctx) -> Result<vox_core::StepDone, String> {
-    let store = ctx.get::<std::sync::Arc<vox_store::Store>>().cloned();
+    let store = ctx
+        .get::<std::sync::Arc<dyn vox_store::pg::KnowledgeRepos>>()
+        .cloned();
     let (sessions, detail): (Box<dyn SessionStore>, String) = match store {
-        Some(store) => (Box::new(store), "sqlite".into()),
+        Some(store) => {
+            let backend = store.backend().to_owned();
+            (Box::new(store as std::sync::Arc<dyn SessionStore>), backend)
+        }
         None => {
             let dir = ctx.workspace.session_files_dir();
             let files = vox_store::FileSessions::open(&dir).map_err(|e| e.to_string())?;

@@ -1,8 +1,11 @@
-//! The `db` subsystem: the workspace journey store (SQLite, WAL) every durable family uses.
+//! The `db` subsystem: the workspace journey store every durable family uses: SQLite (WAL) in
+//! the workspace by default; with `VOX_DB_URL=postgres://…`, PostgreSQL shared by replicas,
+//! for the profiles whose repositories have moved there so far (the knowledge profile's).
 
 use std::sync::Arc;
 use vox_core::{Ctx, Family, StepDone, ToolError};
 use vox_mcp_registry::BootStep;
+use vox_store::pg::{KnowledgeRepos, PgStore};
 use vox_store::{Store, StoreError};
 
 /// The store, or the error a handler returns without it.
@@ -10,8 +13,26 @@ pub fn store(ctx: &Ctx) -> Result<&Store, ToolError> {
     Ok(ctx.require::<Arc<Store>>("the journey store")?.as_ref())
 }
 
-/// Whether a quick store operation may run inline on the async worker: yes unless a long one
-/// (a scan, a batch write) is under way, which it must not stall a worker behind.
+/// The knowledge profile's repositories, on SQLite or PostgreSQL.
+pub fn knowledge(ctx: &Ctx) -> Result<&dyn KnowledgeRepos, ToolError> {
+    Ok(ctx
+        .require::<Arc<dyn KnowledgeRepos>>("the journey store")?
+        .as_ref())
+}
+
+/// Tools whose repositories PostgreSQL serves so far: a profile with any other tool that needs
+/// the store is refused on PostgreSQL rather than half served.
+const ON_POSTGRES: &[&str] = &[
+    "vox_memory_",
+    "vox_kb_",
+    "vox_knowledge_query",
+    "vox_attention_summary",
+    "vox_cost_history",
+];
+
+/// Whether a quick store operation may run inline on the async worker: yes on SQLite unless a
+/// long one (a scan, a batch write) is under way, which it must not stall a worker behind;
+/// never on PostgreSQL (a network round trip).
 pub fn free(ctx: &Ctx) -> bool {
     store(ctx).is_ok_and(|s| !s.busy())
 }
@@ -27,11 +48,51 @@ pub fn db(e: StoreError) -> ToolError {
 }
 
 fn open(ctx: &mut Ctx) -> Result<StepDone, String> {
+    if let Some(url) = std::env::var("VOX_DB_URL").ok().filter(|u| !u.is_empty()) {
+        return open_postgres(ctx, &url);
+    }
     let path = ctx.workspace.db_path();
-    let store = Store::open(&path).map_err(|e| e.to_string())?;
+    let store = Arc::new(Store::open(&path).map_err(|e| e.to_string())?);
     let v = store.schema_version().map_err(|e| e.to_string())?;
-    ctx.insert(Arc::new(store));
+    ctx.insert(store.clone() as Arc<dyn KnowledgeRepos>);
+    ctx.insert(store);
     Ok(StepDone::Ready(format!("{} (schema {v})", path.display())))
+}
+
+fn open_postgres(ctx: &mut Ctx, url: &str) -> Result<StepDone, String> {
+    if !url.starts_with("postgres://") && !url.starts_with("postgresql://") {
+        return Err(
+            "VOX_DB_URL: only postgres:// URLs are read (SQLite is the default; VOX_DB_PATH moves its file)"
+                .into(),
+        );
+    }
+    let needs_sqlite: Vec<&str> = ctx
+        .profile
+        .tools()
+        .iter()
+        .filter(|t| t.requires.contains(&"db"))
+        .map(|t| t.name)
+        .filter(|n| !ON_POSTGRES.iter().any(|p| n.starts_with(p)))
+        .collect();
+    if !needs_sqlite.is_empty() {
+        return Err(format!(
+            "VOX_DB_URL: PostgreSQL serves the knowledge profile's repositories so far (memories, sessions, kb, the attention ledger); profile {} also has {} tool(s) whose state is SQLite only yet ({}…): unset VOX_DB_URL, or serve --profile knowledge",
+            ctx.profile.canonical(),
+            needs_sqlite.len(),
+            needs_sqlite[..needs_sqlite.len().min(3)].join(", ")
+        ));
+    }
+    let pg = PgStore::open(url).map_err(|e| e.to_string())?;
+    let v = pg.schema_version().map_err(|e| e.to_string())?;
+    let id = pg
+        .store_id()
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    let shown = pg.url().to_owned();
+    ctx.insert(Arc::new(pg) as Arc<dyn KnowledgeRepos>);
+    Ok(StepDone::Ready(format!(
+        "PostgreSQL {shown} (schema {v}, store {id}, shared by every replica)"
+    )))
 }
 
 pub fn family() -> Family {
