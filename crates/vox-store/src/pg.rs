@@ -12,8 +12,8 @@ use crate::{StoreError, migrations, now_ms};
 use postgres::{Client, NoTls};
 use std::sync::Mutex;
 
-/// Connections kept open for reuse.
-const POOL: usize = 8;
+/// Most connections one store (one replica) opens; callers beyond wait for one.
+const POOL: usize = 16;
 /// The advisory lock key migrations run under ("vox-mig").
 const MIGRATION_LOCK: i64 = 0x0076_6f78_2d6d_6967;
 
@@ -22,13 +22,21 @@ pub struct PgStore {
     config: postgres::Config,
     /// The URL without its password, for messages.
     shown: String,
-    idle: Mutex<Vec<Client>>,
+    idle: Mutex<Pool>,
+    returned: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct Pool {
+    idle: Vec<Client>,
+    /// Connections open, idle or in use.
+    open: usize,
 }
 
 impl Drop for PgStore {
     fn drop(&mut self) {
         // Closing a client blocks on its runtime too: off a thread that drives tokio tasks.
-        let idle = std::mem::take(self.idle.get_mut().unwrap_or_else(|p| p.into_inner()));
+        let idle = std::mem::take(&mut self.idle.get_mut().unwrap_or_else(|p| p.into_inner()).idle);
         if tokio::runtime::Handle::try_current().is_ok() {
             std::thread::scope(|s| {
                 s.spawn(move || drop(idle));
@@ -97,7 +105,8 @@ impl PgStore {
         let s = PgStore {
             config,
             shown,
-            idle: Mutex::new(Vec::new()),
+            idle: Mutex::new(Pool::default()),
+            returned: std::sync::Condvar::new(),
         };
         s.migrate()?;
         Ok(s)
@@ -124,18 +133,9 @@ impl PgStore {
         f: impl FnOnce(&mut Client) -> Result<T, StoreError> + Send,
     ) -> Result<T, StoreError> {
         let run = || {
-            let pooled = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-            let mut client = match pooled {
-                Some(c) => c,
-                None => self.config.connect(NoTls).map_err(|e| self.err(e))?,
-            };
+            let mut client = self.take()?;
             let out = f(&mut client);
-            if !client.is_closed() {
-                let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-                if idle.len() < POOL {
-                    idle.push(client);
-                }
-            }
+            self.give_back(client);
             out
         };
         if tokio::runtime::Handle::try_current().is_ok() {
@@ -144,6 +144,47 @@ impl PgStore {
         } else {
             run()
         }
+    }
+
+    /// An idle connection, a new one while fewer than [`POOL`] are open, else the next one
+    /// given back.
+    fn take(&self) -> Result<Client, StoreError> {
+        let mut pool = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(c) = pool.idle.pop() {
+                return Ok(c);
+            }
+            if pool.open < POOL {
+                pool.open += 1;
+                drop(pool);
+                return self.config.connect(NoTls).map_err(|e| {
+                    self.forget_one();
+                    self.err(e)
+                });
+            }
+            pool = self.returned.wait(pool).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    fn give_back(&self, client: Client) {
+        if client.is_closed() {
+            self.forget_one();
+            return;
+        }
+        self.idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .idle
+            .push(client);
+        self.returned.notify_one();
+    }
+
+    /// A connection that broke or never opened: room for another.
+    fn forget_one(&self) {
+        let mut pool = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        pool.open = pool.open.saturating_sub(1);
+        drop(pool);
+        self.returned.notify_one();
     }
 
     fn migrate(&self) -> Result<(), StoreError> {
