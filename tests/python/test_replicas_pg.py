@@ -78,6 +78,12 @@ def main() -> None:
             hits = call(u2, "vox_memory_search", {"query": "prod"})
             check(any(h["key"] == "deploy/target" for h in hits["results"]), "and found by the other's search (its index built from the shared store)")
 
+            # Replica 2 has built its index; replica 1 adds a memory: replica 2's search finds it.
+            call(u1, "vox_memory_store", {"key": "fresh/animal", "value": "zebra crossing"})
+            hits = call(u2, "vox_memory_search", {"query": "zebra"})
+            check([h["key"] for h in hits["results"]] == ["fresh/animal"],
+                  "a memory another replica adds later is found by search here too")
+
             s = call(u1, "vox_session_create", {"title": "shared"})["session"]
             for u, text in ((u1, "first"), (u2, "second"), (u1, "third")):
                 call(u, "vox_session_append", {"id": s["id"], "role": "user", "content": text})
@@ -89,6 +95,10 @@ def main() -> None:
             call(u1, "vox_kb_ingest", {"text": "Replicas share one PostgreSQL database.", "title": "replicas"})
             listed = call(u2, "vox_kb_list", {})
             check([d["title"] for d in listed["documents"]] == ["replicas"], "a kb document ingested on one is listed on the other")
+            q = call(u2, "vox_kb_query", {"query": "PostgreSQL"})
+            call(u1, "vox_kb_ingest", {"text": "Heartbeats mark a node down.", "title": "heartbeats"})
+            q = call(u2, "vox_kb_query", {"query": "heartbeats"})
+            check(any(h["title"] == "heartbeats" for h in q["results"]), f"and queried there after its index was built ({q})")
 
             # kill -9 of replica 1: what it acknowledged is there for replica 2.
             call(u1, "vox_memory_store", {"key": "last/words", "value": "acknowledged"})

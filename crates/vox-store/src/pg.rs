@@ -391,6 +391,12 @@ pub trait MemoryRepo: Send + Sync {
     fn memory_all(&self) -> Result<Vec<crate::Memory>, StoreError> {
         self.memory_list(None, None, None, usize::MAX >> 1)
     }
+    /// On a store other processes write to, a value that changes whenever the memories do
+    /// (a search index built from them is stale once it moves); `None` where this process is
+    /// the only writer.
+    fn memory_generation(&self) -> Result<Option<String>, StoreError> {
+        Ok(None)
+    }
 }
 
 impl MemoryRepo for crate::Store {
@@ -510,6 +516,24 @@ impl MemoryRepo for PgStore {
             Ok(n > 0)
         })
     }
+
+    // Replicas write too: a count and the latest change move with every insert, update and
+    // delete.
+    fn memory_generation(&self) -> Result<Option<String>, StoreError> {
+        self.with(|c| {
+            let r = c
+                .query_one(
+                    "SELECT COUNT(*), COALESCE(MAX(updated_at), 0) FROM memories",
+                    &[],
+                )
+                .map_err(|e| self.err(e))?;
+            Ok(Some(format!(
+                "{}:{}",
+                r.get::<_, i64>(0),
+                r.get::<_, i64>(1)
+            )))
+        })
+    }
 }
 
 /// Knowledge-base documents, on either store.
@@ -530,6 +554,10 @@ pub trait KbRepo: Send + Sync {
         limit: usize,
     ) -> Result<Vec<crate::KbSummary>, StoreError>;
     fn kb_delete(&self, id: i64) -> Result<bool, StoreError>;
+    /// As [`MemoryRepo::memory_generation`], for the documents.
+    fn kb_generation(&self) -> Result<Option<String>, StoreError> {
+        Ok(None)
+    }
 }
 
 /// The attention ledger, on either store.
@@ -704,6 +732,23 @@ impl KbRepo for PgStore {
                 .execute("DELETE FROM kb_documents WHERE id = $1", &[&id])
                 .map_err(|e| self.err(e))?;
             Ok(n > 0)
+        })
+    }
+
+    fn kb_generation(&self) -> Result<Option<String>, StoreError> {
+        self.with(|c| {
+            let r = c
+                .query_one(
+                    "SELECT COUNT(*), COALESCE(MAX(id), 0), COALESCE(MAX(created_at), 0) FROM kb_documents",
+                    &[],
+                )
+                .map_err(|e| self.err(e))?;
+            Ok(Some(format!(
+                "{}:{}:{}",
+                r.get::<_, i64>(0),
+                r.get::<_, i64>(1),
+                r.get::<_, i64>(2)
+            )))
         })
     }
 }

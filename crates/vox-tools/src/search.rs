@@ -22,9 +22,13 @@ use vox_store::KbSummary;
 /// The search_index subsystem's state.
 pub struct Search {
     workspace: WorkspaceIndex,
-    kb: Mutex<Option<Arc<DocIndex>>>,
-    memory: Mutex<Option<Arc<DocIndex>>>,
+    kb: Mutex<Option<Built>>,
+    memory: Mutex<Option<Built>>,
 }
+
+/// An index and the store generation it was built at (`None`: this daemon is the store's
+/// only writer, and keeps the index current itself).
+type Built = (Option<String>, Arc<DocIndex>);
 
 impl Search {
     /// Nothing is indexed until the first query.
@@ -76,24 +80,30 @@ fn boot(ctx: &mut Ctx) -> Result<vox_core::StepDone, String> {
     ))
 }
 
+/// The index in `slot`, built from `docs` on first use, and again whenever the store's
+/// `generation` moved since (another replica wrote to a shared store).
 fn lazy_index(
-    slot: &Mutex<Option<Arc<DocIndex>>>,
+    slot: &Mutex<Option<Built>>,
+    generation: Option<String>,
     docs: impl FnOnce() -> Result<Vec<(String, String, String)>, ToolError>,
 ) -> Result<Arc<DocIndex>, ToolError> {
     let mut guard = slot.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(ix) = guard.as_ref() {
+    if let Some((built_at, ix)) = guard.as_ref()
+        && *built_at == generation
+    {
         return Ok(ix.clone());
     }
     let ix = DocIndex::new().map_err(search_err)?;
     ix.upsert_many(docs()?).map_err(search_err)?;
     let ix = Arc::new(ix);
-    *guard = Some(ix.clone());
+    *guard = Some((generation, ix.clone()));
     Ok(ix)
 }
 
 fn kb_index(ctx: &Ctx) -> Result<Arc<DocIndex>, ToolError> {
     let store = repos(ctx)?;
-    lazy_index(&search(ctx)?.kb, || {
+    let generation = store.kb_generation().map_err(db)?;
+    lazy_index(&search(ctx)?.kb, generation, || {
         Ok(store
             .kb_all()
             .map_err(db)?
@@ -114,7 +124,8 @@ fn memory_doc(key: &str, value: &str, tags: &[String]) -> (String, String, Strin
 /// The memory index (built from the store on first use).
 pub fn memory_index(ctx: &Ctx) -> Result<Arc<DocIndex>, ToolError> {
     let store = repos(ctx)?;
-    lazy_index(&search(ctx)?.memory, || {
+    let generation = store.memory_generation().map_err(db)?;
+    lazy_index(&search(ctx)?.memory, generation, || {
         Ok(store
             .memory_all()
             .map_err(db)?
