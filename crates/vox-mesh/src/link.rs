@@ -24,8 +24,10 @@ pub const HEARTBEAT_SUBJECT: &str = "vox.mesh.heartbeat";
 const MISSED_BEATS: u32 = 3;
 /// How far ahead of this node's clock a peer's heartbeat may be dated.
 const MAX_CLOCK_AHEAD_MS: i64 = 60_000;
-/// How long a consumer waits for an acknowledgement before it delivers again.
-const ACK_WAIT: Duration = Duration::from_secs(30);
+/// How long a consumer waits for an acknowledgement before it delivers again: also how long
+/// messages a node had pulled but not acknowledged when it died wait after it restarts.
+/// Handlers only store (calls run in the background), so a few seconds is ample.
+const ACK_WAIT: Duration = Duration::from_secs(5);
 
 /// A node's two durable queues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
