@@ -7,6 +7,15 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
+/// The `vox` binary beside the running harness (the harnesses' default `--vox`).
+pub fn vox_beside_me() -> String {
+    std::env::current_exe()
+        .unwrap()
+        .with_file_name("vox")
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// A `vox mcp` session (JSON-RPC lines on its stdio, one request at a time).
 pub struct Mcp {
     child: Child,

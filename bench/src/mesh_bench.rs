@@ -133,11 +133,7 @@ fn until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) -> Duration
 }
 
 fn main() {
-    let mut vox = std::env::current_exe()
-        .unwrap()
-        .with_file_name("vox")
-        .to_string_lossy()
-        .into_owned();
+    let mut vox = vox_bench::vox_beside_me();
     let (mut samples, mut messages, mut senders, mut heartbeat_ms, mut as_json) =
         (500usize, 2000usize, 4usize, 2000u64, false);
     let mut args = std::env::args().skip(1);

@@ -38,11 +38,7 @@ fn xorshift(state: &mut u64) -> u64 {
 }
 
 fn main() {
-    let mut vox = std::env::current_exe()
-        .unwrap()
-        .with_file_name("vox")
-        .to_string_lossy()
-        .into_owned();
+    let mut vox = vox_bench::vox_beside_me();
     let (mut samples, mut queued, mut claims, mut as_json) =
         (1000usize, 10_000usize, 5000usize, false);
     let mut args = std::env::args().skip(1);

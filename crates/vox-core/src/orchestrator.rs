@@ -401,13 +401,7 @@ impl Orchestrator {
     /// `operator` (or `internal`) exposure are a person's (deciding approvals, spawning agents,
     /// trust overrides): no agent is offered them, whatever its profile.
     pub fn agent_surface(&self, base: &ProfileSet, a: &AgentIdentity) -> ProfileSet {
-        let mut public = vox_mcp_registry::ToolSet::default();
-        for t in a.profile.tools().iter() {
-            if t.exposure == vox_mcp_registry::Exposure::Public {
-                public.insert(t.index);
-            }
-        }
-        base.restricted(&public)
+        base.restricted(&a.profile.public_tools())
     }
 
     /// Exactly the tools agent `a` could call on `base` as `caller`, in name order.

@@ -4,7 +4,7 @@
 use axum::http::uri::Authority;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::num::NonZeroU32;
-use vox_mcp_registry::{Exposure, ProfileSet, TOOL_REGISTRY, ToolSet, tool_by_name};
+use vox_mcp_registry::{ProfileSet, ToolSet, tool_by_name};
 
 /// A setting that stops the gateway from starting.
 #[derive(Debug, thiserror::Error)]
@@ -206,16 +206,7 @@ impl GatewayConfig {
                 }
                 profile.restricted(&set)
             }
-            None if profile.is_dev() => {
-                let mut public = ToolSet::default();
-                for t in TOOL_REGISTRY
-                    .iter()
-                    .filter(|t| t.exposure == Exposure::Public)
-                {
-                    public.insert(t.index);
-                }
-                profile.restricted(&public)
-            }
+            None if profile.is_dev() => profile.restricted(&profile.public_tools()),
             None => profile.clone(),
         };
         if let Some(names) = &self.read_role_allowed_tools {
@@ -339,6 +330,7 @@ impl HostPort {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+    use vox_mcp_registry::Exposure;
 
     fn cfg(vars: &[(&str, &str)]) -> Result<GatewayConfig, ConfigError> {
         let m: HashMap<String, String> = vars

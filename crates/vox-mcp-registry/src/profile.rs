@@ -137,6 +137,17 @@ impl ProfileSet {
     pub fn closure_mask(&self) -> SubsystemMask {
         self.closure_mask
     }
+    /// Its tools of `public` exposure: what an agent, or another mesh node, is offered of it
+    /// (operator and internal tools are a person's).
+    pub fn public_tools(&self) -> ToolSet {
+        let mut public = ToolSet::default();
+        for t in self.tools.iter() {
+            if t.exposure == Exposure::Public {
+                public.insert(t.index);
+            }
+        }
+        public
+    }
     /// The same profile served only for the tools in `allow` (an HTTP allowlist): the
     /// intersection, with the same canonical id.
     pub fn restricted(&self, allow: &ToolSet) -> Self {

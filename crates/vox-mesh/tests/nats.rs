@@ -9,6 +9,16 @@ use vox_mesh::{Auth, Link, MeshConfig, NodeKey, Peer, Queue, Wire};
 
 const AUTH: &str = "authorization { user: vox, password: s3cret }";
 
+/// A nats-server storing under `dir`, or `None` (the test skipped) where none is installed
+/// and this is not CI.
+fn nats(dir: &std::path::Path, auth: &str) -> Option<NatsServer> {
+    if !available() && std::env::var_os("CI").is_none() {
+        eprintln!("skipped: no nats-server here (.ci/run installs it)");
+        return None;
+    }
+    Some(NatsServer::start(dir, auth).unwrap())
+}
+
 fn key() -> Arc<NodeKey> {
     let seed = nkeys::KeyPair::new(nkeys::KeyPairType::Server)
         .seed()
@@ -81,12 +91,10 @@ async fn wait_for(got: &Got, n: usize) -> Vec<(String, Wire)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trusted_nodes_exchange_durably_and_strangers_are_refused() {
-    if !available() && std::env::var_os("CI").is_none() {
-        eprintln!("skipped: no nats-server here (.ci/run installs it)");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
-    let server = NatsServer::start(dir.path(), AUTH).unwrap();
+    let Some(server) = nats(dir.path(), AUTH) else {
+        return;
+    };
     let (ka, kb, kc) = (key(), key(), key());
     let a = Link::connect(config(&server.url(), "a", &[&kb]), ka.clone())
         .await
@@ -159,12 +167,10 @@ async fn trusted_nodes_exchange_durably_and_strangers_are_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_stops_beating_is_marked_down() {
-    if !available() && std::env::var_os("CI").is_none() {
-        eprintln!("skipped: no nats-server here (.ci/run installs it)");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
-    let server = NatsServer::start(dir.path(), AUTH).unwrap();
+    let Some(server) = nats(dir.path(), AUTH) else {
+        return;
+    };
     let (ka, kb) = (key(), key());
     let a = Link::connect(config(&server.url(), "a", &[&kb]), ka.clone())
         .await
@@ -221,12 +227,10 @@ async fn a_node_that_stops_beating_is_marked_down() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_checks_credentials() {
-    if !available() && std::env::var_os("CI").is_none() {
-        eprintln!("skipped: no nats-server here (.ci/run installs it)");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
-    let server = NatsServer::start(dir.path(), AUTH).unwrap();
+    let Some(server) = nats(dir.path(), AUTH) else {
+        return;
+    };
     let mut c = config(&server.url(), "x", &[]);
     c.auth = Auth::UserPassword("vox".into(), "wrong".into());
     let e = Link::connect(c, key()).await.err().unwrap();
@@ -235,12 +239,10 @@ async fn the_server_checks_credentials() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mesh_outlives_a_restart_of_the_nats_server() {
-    if !available() && std::env::var_os("CI").is_none() {
-        eprintln!("skipped: no nats-server here (.ci/run installs it)");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
-    let mut server = NatsServer::start(dir.path(), AUTH).unwrap();
+    let Some(mut server) = nats(dir.path(), AUTH) else {
+        return;
+    };
     let (ka, kb) = (key(), key());
     let a = Link::connect(config(&server.url(), "a", &[&kb]), ka.clone())
         .await
@@ -285,20 +287,15 @@ async fn the_mesh_outlives_a_restart_of_the_nats_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_may_authenticate_to_nats_with_an_nkey() {
-    if !available() && std::env::var_os("CI").is_none() {
-        eprintln!("skipped: no nats-server here (.ci/run installs it)");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let user = nkeys::KeyPair::new(nkeys::KeyPairType::User);
-    let server = NatsServer::start(
-        dir.path(),
-        &format!(
-            "authorization {{ users = [ {{ nkey: {} }} ] }}",
-            user.public_key()
-        ),
-    )
-    .unwrap();
+    let auth = format!(
+        "authorization {{ users = [ {{ nkey: {} }} ] }}",
+        user.public_key()
+    );
+    let Some(server) = nats(dir.path(), &auth) else {
+        return;
+    };
     let seed_file = dir.path().join("user.nk");
     std::fs::write(&seed_file, user.seed().unwrap()).unwrap();
     let mut c = config(&server.url(), "x", &[]);

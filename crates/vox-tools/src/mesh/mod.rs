@@ -71,15 +71,6 @@ async fn send(ctx: Arc<Ctx>, call: CallCtx, a: SendArgs) -> Result<Sent, ToolErr
     }
 }
 
-/// What this node's message and call ids start with: its node id, then its journey store's id,
-/// so a node whose store was replaced (ids counting from 1 again) never repeats an id its peers
-/// have seen (they keep every message id they stored, to recognise redeliveries).
-async fn mesh_prefix(ctx: &Arc<Ctx>, r: &remote::Remote) -> Result<String, ToolError> {
-    let c = ctx.clone();
-    let store_id = run_blocking(move || store(&c)?.store_id().map_err(db)).await?;
-    Ok(format!("{}:{}", r.node(), store_id.unwrap_or_default()))
-}
-
 /// Whether `node` names this node when the mesh is embedded (its journey store's id).
 fn is_local(ctx: &Ctx, node: &str) -> Result<bool, ToolError> {
     Ok(store(ctx)?.store_id().map_err(db)?.as_deref() == Some(node))
@@ -134,7 +125,7 @@ async fn send_remote(
         })
         .await?
     };
-    let id = format!("{}:m{}", mesh_prefix(&ctx, r).await?, message.id);
+    let id = format!("{}:m{}", r.id_prefix, message.id);
     let wire = vox_mesh::Wire::A2a {
         id: id.clone(),
         sender,
@@ -197,7 +188,7 @@ async fn broadcast(ctx: Arc<Ctx>, call: CallCtx, a: BroadcastArgs) -> Result<Bro
     let mut unreached = Vec::new();
     if let Some(r) = remote(&ctx) {
         let link = r.link()?.clone();
-        let id = format!("{}:m{}", mesh_prefix(&ctx, &r).await?, message.id);
+        let id = format!("{}:m{}", r.id_prefix, message.id);
         let wire = vox_mesh::Wire::A2a {
             id: id.clone(),
             sender: me,
@@ -535,7 +526,7 @@ async fn dispatch(ctx: Arc<Ctx>, call: CallCtx, a: DispatchArgs) -> Result<MeshC
                 )));
             }
             crate::bounded("tool", &tool, 128)?;
-            let (c, me) = (ctx.clone(), mesh_prefix(&ctx, &r).await?);
+            let (c, me) = (ctx.clone(), r.id_prefix.clone());
             let (n, t, args) = (node.clone(), tool.clone(), arguments.clone());
             let made =
                 run_blocking(move || store(&c)?.mesh_call_out(&me, &n, &t, &args).map_err(db))

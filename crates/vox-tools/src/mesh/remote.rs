@@ -6,22 +6,25 @@
 //! A call from another node is decided by `authorize_tool` here, under what the trust list
 //! grants that node, narrowed to this daemon's profile and to public tools.
 
+use crate::store::db;
 use crate::store::store;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+use vox_core::family::run_blocking;
 use vox_core::{CallCtx, Ctx, ToolError, ToolOutcome};
-use vox_mcp_registry::{Caller, Exposure, ProfileSet, Role, ToolSet};
+use vox_mcp_registry::{Caller, ProfileSet, Role};
 use vox_mesh::{Link, MeshConfig, NodeKey, Opened, Queue, Wire};
 use vox_store::CallDirection;
-
-/// Largest message body a node accepts from another (as from a local caller).
-const MAX_BODY: usize = super::MAX_BODY;
 
 pub(crate) struct Remote {
     pub config: MeshConfig,
     pub key: Arc<NodeKey>,
+    /// What this node's message and call ids start with: its node id, then its journey store's
+    /// id, so a node whose store was replaced (ids counting from 1 again) never repeats an id
+    /// its peers have seen (they keep every message id they stored, to recognise redeliveries).
+    pub id_prefix: String,
     link: OnceLock<Arc<Link>>,
     /// Woken whenever a result of a call this node made arrives.
     pub results: tokio::sync::Notify,
@@ -79,6 +82,12 @@ pub(crate) fn configure(ctx: &mut Ctx) -> Result<Option<String>, String> {
     ws.ensure_vox_dir().map_err(|e| e.to_string())?;
     let key =
         NodeKey::load_or_create(&ws.vox_dir.join("mesh-node.nk")).map_err(|e| e.to_string())?;
+    let store_id = ctx
+        .get::<Arc<vox_store::Store>>()
+        .ok_or("the mesh over NATS needs the journey store, which is down")?
+        .store_id()
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
     let mut surfaces = HashMap::new();
     for p in &config.peers {
         let granted = ProfileSet::parse(&p.profile).map_err(|e| {
@@ -89,13 +98,10 @@ pub(crate) fn configure(ctx: &mut Ctx) -> Result<Option<String>, String> {
                 p.profile
             )
         })?;
-        let mut public = ToolSet::default();
-        for t in granted.tools().iter() {
-            if t.exposure == Exposure::Public {
-                public.insert(t.index);
-            }
-        }
-        surfaces.insert(p.node.clone(), ctx.profile.restricted(&public));
+        surfaces.insert(
+            p.node.clone(),
+            ctx.profile.restricted(&granted.public_tools()),
+        );
     }
     let detail = format!(
         "NATS mesh at {} as node {} ({}), {} trusted peer(s); connects once the daemon has started",
@@ -106,6 +112,7 @@ pub(crate) fn configure(ctx: &mut Ctx) -> Result<Option<String>, String> {
     );
     ctx.insert(Arc::new(Remote {
         config,
+        id_prefix: format!("{}:{store_id}", key.id()),
         key: Arc::new(key),
         link: OnceLock::new(),
         results: tokio::sync::Notify::new(),
@@ -166,26 +173,24 @@ pub(crate) fn start(ctx: Arc<Ctx>) {
 
 /// What this node's heartbeat says.
 fn announce(ctx: &Ctx) -> Wire {
-    let (agents, pending) = match store(ctx) {
-        Ok(s) => (
-            s.agents(false)
-                .map(|a| a.into_iter().map(|a| a.id).collect())
-                .unwrap_or_default(),
-            s.a2a_queue_stats()
-                .map(|q| q.iter().map(|q| q.pending).sum())
-                .unwrap_or(0),
-        ),
-        Err(_) => (Vec::new(), 0),
-    };
-    metrics::gauge!("vox_mesh_local_agents").set(agents.len() as f64);
-    metrics::gauge!("vox_mesh_pending_messages").set(pending as f64);
+    let (mut agents, mut pending) = (Vec::new(), 0);
     if let Ok(s) = store(ctx) {
+        agents = s
+            .agents(false)
+            .map(|a| a.into_iter().map(|a| a.id).collect())
+            .unwrap_or_default();
+        pending = s
+            .a2a_queue_stats()
+            .map(|q| q.iter().map(|q| q.pending).sum())
+            .unwrap_or(0);
         for (d, label) in [(CallDirection::Out, "out"), (CallDirection::In, "in")] {
             if let Ok(n) = s.mesh_calls_open(d) {
                 metrics::gauge!("vox_mesh_calls_open", "direction" => label).set(n as f64);
             }
         }
     }
+    metrics::gauge!("vox_mesh_local_agents").set(agents.len() as f64);
+    metrics::gauge!("vox_mesh_pending_messages").set(pending as f64);
     Wire::Heartbeat {
         name: remote(ctx)
             .map(|r| r.config.name.clone())
@@ -205,19 +210,15 @@ fn own_id(from: &str, id: &str) -> Result<(), String> {
     }
 }
 
-fn blocking_store<T: Send + 'static>(
+/// Store work on the blocking pool; its error as text (for the consumer's log).
+async fn blocking_store<T: Send + 'static>(
     ctx: &Arc<Ctx>,
     work: impl FnOnce(&vox_store::Store) -> Result<T, vox_store::StoreError> + Send + 'static,
-) -> impl Future<Output = Result<T, String>> {
+) -> Result<T, String> {
     let ctx = ctx.clone();
-    async move {
-        tokio::task::spawn_blocking(move || {
-            let s = store(&ctx).map_err(|e| e.to_string())?;
-            work(s).map_err(|e| e.to_string())
-        })
+    run_blocking(move || work(store(&ctx)?).map_err(db))
         .await
-        .map_err(|e| e.to_string())?
-    }
+        .map_err(|e| e.to_string())
 }
 
 /// A message or a call from another node. An `Err` asks JetStream to deliver it again; what
@@ -336,9 +337,10 @@ fn bounded_message(sender: &str, recipient: &str, thread: &str, body: &str) -> R
     if sender.is_empty() || sender.len() > 128 || recipient.is_empty() || recipient.len() > 128 {
         return Err("sender and recipient are 1 to 128 bytes".into());
     }
-    if thread.len() > 128 || body.len() > MAX_BODY {
+    if thread.len() > 128 || body.len() > super::MAX_BODY {
         return Err(format!(
-            "a thread is at most 128 bytes, a body at most {MAX_BODY}"
+            "a thread is at most 128 bytes, a body at most {}",
+            super::MAX_BODY
         ));
     }
     Ok(())
