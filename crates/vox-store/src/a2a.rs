@@ -3,7 +3,7 @@
 //! read is idempotent and delivery is at least once.
 
 use crate::{Store, StoreError, now_ms};
-use rusqlite::params;
+use crate::sql::{Sql, SqlExt, params};
 use serde::Serialize;
 
 /// One message.
@@ -32,7 +32,7 @@ pub struct QueueStat {
 
 const COLUMNS: &str = "m.id, m.thread, m.sender, m.recipient, m.body, m.created_at";
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<A2aMessage> {
+fn row(r: &crate::sql::Row) -> crate::sql::Result<A2aMessage> {
     Ok(A2aMessage {
         id: r.get(0)?,
         thread: r.get(1)?,
@@ -55,14 +55,14 @@ impl Store {
         body: &str,
     ) -> Result<A2aMessage, StoreError> {
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         tx.execute(
             "INSERT INTO a2a_messages (thread, sender, recipient, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![thread.unwrap_or(""), sender, recipient, body, now],
         )
         .map_err(|e| self.err(e))?;
-        let id = tx.last_insert_rowid();
+        let id = tx.last_insert_rowid().map_err(|e| self.err(e))?;
         let thread = match thread {
             Some(t) => t.to_string(),
             None => {
@@ -77,7 +77,7 @@ impl Store {
         };
         for r in to {
             tx.execute(
-                "INSERT OR IGNORE INTO a2a_deliveries (message_id, recipient) VALUES (?1, ?2)",
+                "INSERT INTO a2a_deliveries (message_id, recipient) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
                 params![id, r],
             )
             .map_err(|e| self.err(e))?;
@@ -105,7 +105,7 @@ impl Store {
         body: &str,
     ) -> Result<Option<A2aMessage>, StoreError> {
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let inserted = tx
             .execute(
@@ -117,10 +117,10 @@ impl Store {
         if inserted == 0 {
             return Ok(None);
         }
-        let id = tx.last_insert_rowid();
+        let id = tx.last_insert_rowid().map_err(|e| self.err(e))?;
         for r in to {
             tx.execute(
-                "INSERT OR IGNORE INTO a2a_deliveries (message_id, recipient) VALUES (?1, ?2)",
+                "INSERT INTO a2a_deliveries (message_id, recipient) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
                 params![id, r],
             )
             .map_err(|e| self.err(e))?;
@@ -138,7 +138,7 @@ impl Store {
 
     /// Removes a message that could not be sent on (its deliveries go with it).
     pub fn a2a_forget(&self, id: i64) -> Result<(), StoreError> {
-        self.conn()
+        self.conn()?
             .execute("DELETE FROM a2a_messages WHERE id = ?1", params![id])
             .map_err(|e| self.err(e))?;
         Ok(())
@@ -147,7 +147,7 @@ impl Store {
     /// A recipient's unacknowledged messages, oldest first (reading does not remove them: the
     /// same read gives the same messages until they are acknowledged).
     pub fn a2a_inbox(&self, recipient: &str, limit: usize) -> Result<Vec<A2aMessage>, StoreError> {
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let rows = {
             let mut stmt = tx
@@ -176,7 +176,7 @@ impl Store {
     /// acknowledgement repeated, or of a message not addressed to it, counts none).
     pub fn a2a_ack(&self, recipient: &str, ids: &[i64]) -> Result<usize, StoreError> {
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let mut n = 0;
         for id in ids {
@@ -200,7 +200,7 @@ impl Store {
         before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<A2aMessage>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let mut stmt = c
             .prepare(&format!(
                 "SELECT {COLUMNS} FROM a2a_messages m
@@ -219,16 +219,16 @@ impl Store {
 
     /// Pending and acknowledged deliveries per recipient.
     pub fn a2a_queue_stats(&self) -> Result<Vec<QueueStat>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let mut stmt = c
             .prepare(
-                "SELECT d.recipient, SUM(d.acked_at IS NULL), SUM(d.acked_at IS NOT NULL),
+                "SELECT d.recipient, COUNT(*) - COUNT(d.acked_at), COUNT(d.acked_at),
                         MIN(CASE WHEN d.acked_at IS NULL THEN m.created_at END)
                  FROM a2a_deliveries d JOIN a2a_messages m ON m.id = d.message_id
                  GROUP BY d.recipient ORDER BY d.recipient",
             )
             .map_err(|e| self.err(e))?;
-        stmt.query_map([], |r| {
+        stmt.query_map((), |r| {
             Ok(QueueStat {
                 recipient: r.get(0)?,
                 pending: r.get(1)?,

@@ -6,7 +6,7 @@
 use crate::events::{NewEvent, Subject, record};
 use crate::tasks::{TaskState, event as task_event};
 use crate::{Store, StoreError, now_ms};
-use rusqlite::{OptionalExtension, params};
+use crate::sql::{OptionalExtension, Sql, SqlExt, params};
 use serde::Serialize;
 
 /// Longest agent id and role.
@@ -89,7 +89,7 @@ pub struct Retired {
 
 const COLUMNS: &str = "id, role, profile, runner, state, capacity, budget_tokens, heartbeat_at, created_at, updated_at";
 
-fn row_to_agent(r: &rusqlite::Row<'_>) -> rusqlite::Result<Agent> {
+fn row_to_agent(r: &crate::sql::Row) -> crate::sql::Result<Agent> {
     let state: String = r.get(4)?;
     Ok(Agent {
         id: r.get(0)?,
@@ -123,14 +123,14 @@ pub fn check_agent_id(id: &str) -> Result<(), StoreError> {
 }
 
 pub(crate) fn agent_event(
-    c: &rusqlite::Connection,
+    c: &dyn Sql,
     id: &str,
     kind: &str,
     from: Option<AgentState>,
     by: &str,
     detail: Option<&str>,
     now: i64,
-) -> rusqlite::Result<()> {
+) -> crate::sql::Result<()> {
     record(
         c,
         NewEvent {
@@ -145,7 +145,7 @@ pub(crate) fn agent_event(
     )
 }
 
-pub(crate) fn agent_in(c: &rusqlite::Connection, id: &str) -> rusqlite::Result<Option<Agent>> {
+pub(crate) fn agent_in(c: &dyn Sql, id: &str) -> crate::sql::Result<Option<Agent>> {
     c.prepare_cached(&format!("SELECT {COLUMNS} FROM agents WHERE id = ?1"))?
         .query_row([id], row_to_agent)
         .optional()
@@ -174,7 +174,7 @@ impl Store {
             )));
         }
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         if let Some(old) = agent_in(&tx, &a.id).map_err(|e| self.err(e))? {
             return Err(StoreError::Conflict(format!(
@@ -199,14 +199,14 @@ impl Store {
 
     /// The agent `id`.
     pub fn agent_get(&self, id: &str) -> Result<Agent, StoreError> {
-        agent_in(&self.conn(), id)
+        agent_in(&self.conn()?, id)
             .map_err(|e| self.err(e))?
             .ok_or_else(|| StoreError::NotFound(format!("no agent {id}")))
     }
 
     /// The agent (not retired) whose credential hashes to `token_hash`.
     pub fn agent_by_token(&self, token_hash: &str) -> Result<Option<Agent>, StoreError> {
-        self.conn()
+        self.conn()?
             .query_row(
                 &format!(
                     "SELECT {COLUMNS} FROM agents WHERE token_hash = ?1 AND state <> 'retired'"
@@ -220,7 +220,7 @@ impl Store {
 
     /// Agents in id order; retired ones only with `retired`.
     pub fn agents(&self, retired: bool) -> Result<Vec<Agent>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let mut stmt = c
             .prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM agents WHERE ?1 OR state <> 'retired' ORDER BY id"
@@ -239,7 +239,7 @@ impl Store {
         } else {
             AgentState::Paused
         };
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let a = agent_in(&tx, id)
             .map_err(|e| self.err(e))?
@@ -268,7 +268,7 @@ impl Store {
     /// Records a heartbeat: the agent is alive, and the leases of its locks run from now.
     pub fn agent_heartbeat(&self, id: &str) -> Result<Agent, StoreError> {
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let n = tx
             .execute(
@@ -299,7 +299,7 @@ impl Store {
         by: &str,
     ) -> Result<Agent, StoreError> {
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let n = tx
             .execute(
@@ -328,7 +328,7 @@ impl Store {
         by: &str,
         reason: &str,
     ) -> Result<Vec<i64>, StoreError> {
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let ids =
             requeue_in(&tx, id, running_too, by, reason, now_ms()).map_err(|e| self.err(e))?;
@@ -340,7 +340,7 @@ impl Store {
     /// back to the queue.
     pub fn agent_retire(&self, id: &str, by: &str, reason: &str) -> Result<Retired, StoreError> {
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let a = agent_in(&tx, id)
             .map_err(|e| self.err(e))?
@@ -373,13 +373,13 @@ impl Store {
 }
 
 fn requeue_in(
-    c: &rusqlite::Connection,
+    c: &dyn Sql,
     agent: &str,
     running_too: bool,
     by: &str,
     reason: &str,
     now: i64,
-) -> rusqlite::Result<Vec<i64>> {
+) -> crate::sql::Result<Vec<i64>> {
     let held: Vec<(i64, String)> = c
         .prepare_cached(
             "SELECT id, state FROM tasks WHERE owner = ?1

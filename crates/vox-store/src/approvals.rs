@@ -4,7 +4,7 @@
 
 use crate::events::{NewEvent, Subject, record};
 use crate::{Store, StoreError, now_ms};
-use rusqlite::{OptionalExtension, params};
+use crate::sql::{OptionalExtension, Sql, SqlExt, params};
 use serde::Serialize;
 
 /// Longest stored arguments (bytes).
@@ -72,7 +72,7 @@ pub struct AllowEntry {
     pub created_at: i64,
 }
 
-fn approval_in(c: &rusqlite::Connection, id: i64) -> rusqlite::Result<Option<Approval>> {
+fn approval_in(c: &dyn Sql, id: i64) -> crate::sql::Result<Option<Approval>> {
     c.query_row(
         "SELECT id, agent, tool, arguments, side_effect, state, decided_by, reason, new_arguments,
                 created_at, decided_at FROM approvals WHERE id = ?1",
@@ -82,7 +82,7 @@ fn approval_in(c: &rusqlite::Connection, id: i64) -> rusqlite::Result<Option<App
     .optional()
 }
 
-fn row_to_approval(r: &rusqlite::Row<'_>) -> rusqlite::Result<Approval> {
+fn row_to_approval(r: &crate::sql::Row) -> crate::sql::Result<Approval> {
     let args: String = r.get(3)?;
     let state: String = r.get(5)?;
     let new_args: Option<String> = r.get(8)?;
@@ -102,13 +102,13 @@ fn row_to_approval(r: &rusqlite::Row<'_>) -> rusqlite::Result<Approval> {
 }
 
 fn approval_event(
-    c: &rusqlite::Connection,
+    c: &dyn Sql,
     id: i64,
     kind: &str,
     by: &str,
     detail: Option<&str>,
     now: i64,
-) -> rusqlite::Result<()> {
+) -> crate::sql::Result<()> {
     record(
         c,
         NewEvent {
@@ -148,7 +148,7 @@ impl Store {
             )));
         }
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         tx.execute(
             "INSERT INTO approvals (agent, tool, arguments, side_effect, state, created_at)
@@ -156,7 +156,7 @@ impl Store {
             params![agent, tool, args, side_effect, now],
         )
         .map_err(|e| self.err(e))?;
-        let id = tx.last_insert_rowid();
+        let id = tx.last_insert_rowid().map_err(|e| self.err(e))?;
         approval_event(&tx, id, "requested", agent, Some(tool), now).map_err(|e| self.err(e))?;
         let a = approval_in(&tx, id).map_err(|e| self.err(e))?;
         tx.commit().map_err(|e| self.err(e))?;
@@ -191,7 +191,7 @@ impl Store {
             )));
         }
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let a = approval_in(&tx, id)
             .map_err(|e| self.err(e))?
@@ -216,14 +216,14 @@ impl Store {
 
     /// The approval `id`.
     pub fn approval_get(&self, id: i64) -> Result<Approval, StoreError> {
-        approval_in(&self.conn(), id)
+        approval_in(&self.conn()?, id)
             .map_err(|e| self.err(e))?
             .ok_or_else(|| StoreError::NotFound(format!("no approval {id}")))
     }
 
     /// Approvals, oldest first: pending ones unless `all` (then newest first).
     pub fn approvals(&self, all: bool, limit: usize) -> Result<Vec<Approval>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let sql = if all {
             "SELECT id, agent, tool, arguments, side_effect, state, decided_by, reason, new_arguments,
                     created_at, decided_at FROM approvals ORDER BY id DESC LIMIT ?1"
@@ -242,11 +242,11 @@ impl Store {
     /// Marks every pending approval expired (their calls died with the previous daemon).
     pub fn approvals_expire_pending(&self, why: &str) -> Result<usize, StoreError> {
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let ids: Vec<i64> = tx
             .prepare("SELECT id FROM approvals WHERE state = 'pending'")
-            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect::<Result<_, _>>())
+            .and_then(|mut s| s.query_map((), |r| r.get(0))?.collect::<Result<_, _>>())
             .map_err(|e| self.err(e))?;
         for id in &ids {
             tx.execute(
@@ -270,11 +270,11 @@ impl Store {
         by: &str,
     ) -> Result<AllowEntry, StoreError> {
         let now = now_ms();
-        let c = self.conn();
+        let c = self.conn()?;
         let n = c
             .execute(
-                "INSERT OR IGNORE INTO approval_allowlist (tool, agent, note, created_by, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO approval_allowlist (tool, agent, note, created_by, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
                 params![tool, agent, note, by, now],
             )
             .map_err(|e| self.err(e))?;
@@ -283,7 +283,7 @@ impl Store {
                 "the allowlist has an entry for {tool} and agent {agent} already"
             )));
         }
-        let id = c.last_insert_rowid();
+        let id = c.last_insert_rowid().map_err(|e| self.err(e))?;
         Ok(AllowEntry {
             id,
             tool: tool.to_owned(),
@@ -296,12 +296,12 @@ impl Store {
 
     /// The allowlist, oldest first.
     pub fn allowlist(&self) -> Result<Vec<AllowEntry>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         c.prepare_cached(
             "SELECT id, tool, agent, note, created_by, created_at FROM approval_allowlist ORDER BY id",
         )
         .and_then(|mut s| {
-            s.query_map([], |r| {
+            s.query_map((), |r| {
                 Ok(AllowEntry {
                     id: r.get(0)?,
                     tool: r.get(1)?,

@@ -43,7 +43,7 @@ impl Store {
     /// Appends events in one transaction.
     pub fn attention_append(&self, events: &[AttentionEvent]) -> Result<(), StoreError> {
         let _long = self.long();
-        let mut c = self.conn();
+        let mut c = self.lite()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         {
             let mut stmt = tx
@@ -70,7 +70,7 @@ impl Store {
     /// Per-tool totals since `since_ms`, most called first.
     pub fn attention_summary(&self, since_ms: i64) -> Result<Vec<ToolSummary>, StoreError> {
         let _long = self.long();
-        let c = self.conn();
+        let c = self.lite()?;
         let mut stmt = c
             .prepare(
                 "SELECT tool, COUNT(*), SUM(outcome != 'ok'), AVG(latency_us), SUM(tokens), SUM(cost_micro_usd)
@@ -99,7 +99,7 @@ impl Store {
         agent: Option<&str>,
     ) -> Result<Vec<CostRow>, StoreError> {
         let _long = self.long();
-        let c = self.conn();
+        let c = self.lite()?;
         let mut stmt = c
             .prepare(
                 "SELECT date(ts / 1000, 'unixepoch') AS day, agent, COUNT(*), SUM(tokens), SUM(cost_micro_usd)

@@ -3,7 +3,7 @@
 
 use crate::events::{NewEvent, Subject, record};
 use crate::{Store, StoreError, now_ms};
-use rusqlite::{OptionalExtension, params};
+use crate::sql::{OptionalExtension, Sql, SqlExt, params};
 use serde::Serialize;
 
 pub const MAX_QUESTION: usize = 8 * 1024;
@@ -56,7 +56,7 @@ pub struct Clarification {
     pub resolved_at: Option<i64>,
 }
 
-fn clarification_in(c: &rusqlite::Connection, id: i64) -> rusqlite::Result<Option<Clarification>> {
+fn clarification_in(c: &dyn Sql, id: i64) -> crate::sql::Result<Option<Clarification>> {
     let row = c
         .query_row(
             "SELECT id, question, options, asked_by, state, answer, resolved_by, created_at, resolved_at
@@ -116,7 +116,7 @@ impl Store {
             ));
         }
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         for t in gates {
             let state: Option<String> = tx
@@ -148,10 +148,10 @@ impl Store {
             ],
         )
         .map_err(|e| self.err(e))?;
-        let id = tx.last_insert_rowid();
+        let id = tx.last_insert_rowid().map_err(|e| self.err(e))?;
         for t in gates {
             tx.execute(
-                "INSERT OR IGNORE INTO clarification_gates (clarification_id, task_id) VALUES (?1, ?2)",
+                "INSERT INTO clarification_gates (clarification_id, task_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
                 params![id, t],
             )
             .map_err(|e| self.err(e))?;
@@ -187,7 +187,7 @@ impl Store {
             )));
         }
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let q = clarification_in(&tx, id)
             .map_err(|e| self.err(e))?
@@ -228,7 +228,7 @@ impl Store {
 
     /// The clarification `id`.
     pub fn clarification_get(&self, id: i64) -> Result<Clarification, StoreError> {
-        clarification_in(&self.conn(), id)
+        clarification_in(&self.conn()?, id)
             .map_err(|e| self.err(e))?
             .ok_or_else(|| StoreError::NotFound(format!("no clarification {id}")))
     }
@@ -239,7 +239,7 @@ impl Store {
         all: bool,
         limit: usize,
     ) -> Result<Vec<Clarification>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let ids: Vec<i64> = c
             .prepare_cached(
                 "SELECT id FROM clarifications WHERE ?1 OR state = 'pending' ORDER BY id DESC LIMIT ?2",

@@ -4,7 +4,7 @@
 
 use crate::tasks::{READY, TaskState, event as task_event};
 use crate::{Store, StoreError, now_ms};
-use rusqlite::params;
+use crate::sql::{Sql, SqlExt, params};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -18,23 +18,23 @@ pub struct Assignment {
 }
 
 /// Active agents and how many more tasks each can take.
-fn room_in(c: &rusqlite::Connection) -> rusqlite::Result<BTreeMap<String, i64>> {
+fn room_in(c: &dyn Sql) -> crate::sql::Result<BTreeMap<String, i64>> {
     c.prepare_cached(
         "SELECT a.id, a.capacity - (SELECT count(*) FROM tasks t
                  WHERE t.owner = a.id AND t.state IN ('assigned', 'running'))
          FROM agents a WHERE a.state = 'active'",
     )?
-    .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
+    .query_map((), |r| Ok((r.get::<String>(0)?, r.get::<i64>(1)?)))?
     .filter(|r| r.as_ref().map_or(true, |(_, room)| *room > 0))
     .collect()
 }
 
 /// The agents other than none holding live locks on `files`.
 fn holders_in(
-    c: &rusqlite::Connection,
+    c: &dyn Sql,
     files: &[String],
     now: i64,
-) -> rusqlite::Result<Vec<String>> {
+) -> crate::sql::Result<Vec<String>> {
     let mut holders = Vec::new();
     let mut stmt =
         c.prepare_cached("SELECT agent FROM file_locks WHERE path = ?1 AND expires_at > ?2")?;
@@ -42,7 +42,7 @@ fn holders_in(
         let Ok(path) = crate::locks::normalize_path(f) else {
             continue;
         };
-        for a in stmt.query_map(params![path, now], |r| r.get::<_, String>(0))? {
+        for a in stmt.query_map(params![path, now], |r| r.get::<String>(0))? {
             let a = a?;
             if !holders.contains(&a) {
                 holders.push(a);
@@ -53,12 +53,12 @@ fn holders_in(
 }
 
 fn assign_in(
-    c: &rusqlite::Connection,
+    c: &dyn Sql,
     task: i64,
     agent: &str,
     why: &str,
     now: i64,
-) -> rusqlite::Result<()> {
+) -> crate::sql::Result<()> {
     c.execute(
         "UPDATE tasks SET state = 'assigned', owner = ?2, updated_at = ?3 WHERE id = ?1",
         params![task, agent, now],
@@ -78,7 +78,7 @@ impl Store {
     /// Assigns ready tasks (at most `limit` looked at) to active agents with room.
     pub fn dispatch(&self, limit: usize) -> Result<Vec<Assignment>, StoreError> {
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let mut room = room_in(&tx).map_err(|e| self.err(e))?;
         if room.is_empty() {
@@ -137,7 +137,7 @@ impl Store {
     /// with room; the caller then dispatches. Returns the tasks moved.
     pub fn rebalance(&self, by: &str) -> Result<Vec<i64>, StoreError> {
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let waiting: Vec<(String, String, i64)> = tx
             .prepare(
@@ -146,7 +146,7 @@ impl Store {
                  FROM agents a WHERE a.state <> 'retired' ORDER BY a.id",
             )
             .and_then(|mut s| {
-                s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                s.query_map((), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
                     .collect::<Result<_, _>>()
             })
             .map_err(|e| self.err(e))?;

@@ -2,7 +2,7 @@
 //! handoff, a clarification or an approval is a row, read by cursor (`vox_poll_events`).
 
 use crate::{Store, StoreError};
-use rusqlite::params;
+use crate::sql::{Sql, SqlExt, params};
 use serde::Serialize;
 
 /// What an event is about.
@@ -75,7 +75,7 @@ pub(crate) struct NewEvent<'a> {
     pub detail: Option<&'a str>,
 }
 
-pub(crate) fn record(c: &rusqlite::Connection, e: NewEvent<'_>, ts: i64) -> rusqlite::Result<()> {
+pub(crate) fn record(c: &dyn Sql, e: NewEvent<'_>, ts: i64) -> crate::sql::Result<()> {
     c.prepare_cached(
         "INSERT INTO events (subject, subject_id, kind, from_state, agent, detail, ts)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -106,7 +106,7 @@ pub struct EventFilter<'a> {
 impl Store {
     /// Events matching `f`, oldest first, at most `limit`.
     pub fn events(&self, f: &EventFilter<'_>, limit: usize) -> Result<Vec<Event>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let mut stmt = c
             .prepare_cached(
                 "SELECT id, subject, subject_id, kind, from_state, agent, detail, ts FROM events
@@ -144,8 +144,8 @@ impl Store {
 
     /// The newest event's id (0 when there is none): a cursor that skips the past.
     pub fn events_head(&self) -> Result<i64, StoreError> {
-        self.conn()
-            .query_row("SELECT coalesce(max(id), 0) FROM events", [], |r| r.get(0))
+        self.conn()?
+            .query_row("SELECT coalesce(max(id), 0) FROM events", (), |r| r.get(0))
             .map_err(|e| self.err(e))
     }
 }

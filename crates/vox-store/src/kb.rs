@@ -50,7 +50,7 @@ impl Store {
         content: &str,
         sha256: &str,
     ) -> Result<(i64, bool), StoreError> {
-        let mut c = self.conn();
+        let mut c = self.lite()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let existing: Option<(i64, String)> = tx
             .query_row(
@@ -85,7 +85,7 @@ impl Store {
 
     /// The document with this id.
     pub fn kb_get(&self, id: i64) -> Result<Option<KbDocument>, StoreError> {
-        let c = self.conn();
+        let c = self.lite()?;
         c.query_row(
             &format!("SELECT {DOC_COLUMNS} FROM kb_documents WHERE id = ?1"),
             [id],
@@ -98,7 +98,7 @@ impl Store {
     /// Every document, whole (for building the search index).
     pub fn kb_all(&self) -> Result<Vec<KbDocument>, StoreError> {
         let _long = self.long();
-        let c = self.conn();
+        let c = self.lite()?;
         let mut stmt = c
             .prepare(&format!(
                 "SELECT {DOC_COLUMNS} FROM kb_documents ORDER BY id"
@@ -110,7 +110,7 @@ impl Store {
 
     /// Summaries, newest first, below id `before` when given.
     pub fn kb_list(&self, before: Option<i64>, limit: usize) -> Result<Vec<KbSummary>, StoreError> {
-        let c = self.conn();
+        let c = self.lite()?;
         let mut stmt = c
             .prepare(
                 "SELECT id, title, source, length(CAST(content AS BLOB)), sha256, created_at FROM kb_documents
@@ -134,7 +134,7 @@ impl Store {
 
     /// Deletes a document; returns whether it existed.
     pub fn kb_delete(&self, id: i64) -> Result<bool, StoreError> {
-        let c = self.conn();
+        let c = self.lite()?;
         let n = c
             .execute("DELETE FROM kb_documents WHERE id = ?1", [id])
             .map_err(|e| self.err(e))?;

@@ -28,6 +28,7 @@ pub mod pg;
 mod plans;
 mod research;
 mod sessions;
+pub mod sql;
 mod tasks;
 
 pub use a2a::{A2aMessage, QueueStat};
@@ -96,15 +97,28 @@ pub enum StoreError {
     /// The PostgreSQL store (its URL without the password).
     #[error("journey store {url}: {message}")]
     Postgres { url: String, message: String },
+    /// A statement failed other than in SQLite itself (on PostgreSQL, or reading a column).
+    #[error("journey store {store}: {message}")]
+    Query { store: String, message: String },
 }
 
-/// The journey store of one workspace.
+/// The journey store of one workspace: its SQLite file, or a PostgreSQL database several
+/// replicas share (`Store::open_postgres`). The repositories written in the dialect both read
+/// ([`sql`]) run on either; the knowledge repositories have one implementation per store
+/// (`pg`), and the few calls only SQLite serves yet say so on PostgreSQL.
 pub struct Store {
-    path: PathBuf,
-    conn: Mutex<Connection>,
+    backend: Backend,
     /// Operations in progress (or waiting) that hold the connection for long: full scans and
     /// batch writes. While there is one, [`Store::busy`] says so.
     long_ops: std::sync::atomic::AtomicUsize,
+}
+
+enum Backend {
+    Lite {
+        path: PathBuf,
+        conn: Mutex<Connection>,
+    },
+    Pg(std::sync::Arc<pg::PgStore>),
 }
 
 /// Marks a long operation for its lifetime.
@@ -118,7 +132,7 @@ impl Drop for LongOp<'_> {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.path).finish()
+        f.debug_struct("Store").field("at", &self.location()).finish()
     }
 }
 
@@ -222,15 +236,44 @@ impl Store {
             None => identity::record(path, &id)?,
         }
         Ok(Store {
-            path: path.to_owned(),
-            conn: Mutex::new(conn),
+            backend: Backend::Lite {
+                path: path.to_owned(),
+                conn: Mutex::new(conn),
+            },
             long_ops: Default::default(),
         })
     }
 
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Connects to the PostgreSQL database at `url`, applying pending migrations.
+    pub fn open_postgres(url: &str) -> Result<Self, StoreError> {
+        Ok(Store {
+            backend: Backend::Pg(std::sync::Arc::new(pg::PgStore::open(url)?)),
+            long_ops: Default::default(),
+        })
+    }
+
+    /// The database file (`None` on PostgreSQL).
+    pub fn path(&self) -> Option<&Path> {
+        match &self.backend {
+            Backend::Lite { path, .. } => Some(path),
+            Backend::Pg(_) => None,
+        }
+    }
+
+    /// Where the store is: its file, or its URL without the password.
+    pub fn location(&self) -> String {
+        match &self.backend {
+            Backend::Lite { path, .. } => path.display().to_string(),
+            Backend::Pg(p) => p.url().to_owned(),
+        }
+    }
+
+    /// The PostgreSQL store, when that is where it is.
+    pub fn postgres(&self) -> Option<&std::sync::Arc<pg::PgStore>> {
+        match &self.backend {
+            Backend::Pg(p) => Some(p),
+            Backend::Lite { .. } => None,
+        }
     }
 
     /// The identity file of the store at `db`: `<file name>.id` beside it.
@@ -247,14 +290,20 @@ impl Store {
 
     /// The store's id (its identity, also the embedded mesh's node id).
     pub fn store_id(&self) -> Result<Option<String>, StoreError> {
-        let c = self.conn();
+        if let Some(p) = self.postgres() {
+            return p.store_id();
+        }
+        let c = self.lite()?;
         identity::stored_id(&c).map_err(|e| self.err(e))
     }
 
     /// Every table and its columns, in name order (as `pg::PgStore::columns`, to compare the
     /// two backends' schemas).
     pub fn columns(&self) -> Result<Vec<(String, Vec<String>)>, StoreError> {
-        let c = self.conn();
+        if let Some(p) = self.postgres() {
+            return p.columns();
+        }
+        let c = self.lite()?;
         let mut stmt = c
             .prepare(
                 "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p
@@ -279,15 +328,19 @@ impl Store {
 
     /// The schema version after migrations.
     pub fn schema_version(&self) -> Result<i64, StoreError> {
-        let c = self.conn();
+        if let Some(p) = self.postgres() {
+            return p.schema_version();
+        }
+        let c = self.lite()?;
         migrations::current_version(&c).map_err(|e| self.err(e))
     }
 
     /// Whether a long operation (a full scan, a batch write) holds or waits for the
     /// connection: a caller that must not wait long (a point read on an async worker) checks
     /// this first. Point reads and writes hold it for microseconds and do not count.
+    /// On PostgreSQL always (every call is a network round trip).
     pub fn busy(&self) -> bool {
-        self.long_ops.load(std::sync::atomic::Ordering::SeqCst) > 0
+        self.postgres().is_some() || self.long_ops.load(std::sync::atomic::Ordering::SeqCst) > 0
     }
 
     /// Call at the start of a long operation, before taking the connection.
@@ -297,16 +350,42 @@ impl Store {
         LongOp(&self.long_ops)
     }
 
-    fn conn(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock cannot leave SQLite inconsistent (transactions roll
-        // back on drop), so a poisoned lock is safe to reuse.
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn err(&self, source: rusqlite::Error) -> StoreError {
-        StoreError::Sqlite {
-            path: self.path.clone(),
-            source,
+    /// A connection of either store (SQLite's one, or one from the PostgreSQL pool).
+    fn conn(&self) -> Result<sql::Guard<'_>, StoreError> {
+        match &self.backend {
+            Backend::Lite { conn, .. } => Ok(sql::Guard::lite(lock(conn))),
+            Backend::Pg(p) => Ok(sql::Guard::pg(p, sql::blocking(|| p.take())?)),
         }
     }
+
+    /// The SQLite connection, for the repositories only SQLite serves (their PostgreSQL
+    /// implementations are in `pg`); on PostgreSQL an error saying so.
+    fn lite(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
+        match &self.backend {
+            Backend::Lite { conn, .. } => Ok(lock(conn)),
+            Backend::Pg(p) => Err(StoreError::Postgres {
+                url: p.url().to_owned(),
+                message: "this call is served on SQLite only".into(),
+            }),
+        }
+    }
+
+    fn err(&self, e: impl Into<sql::Error>) -> StoreError {
+        match (e.into(), &self.backend) {
+            (sql::Error::Sqlite(source), Backend::Lite { path, .. }) => StoreError::Sqlite {
+                path: path.clone(),
+                source,
+            },
+            (e, _) => StoreError::Query {
+                store: self.location(),
+                message: e.to_string(),
+            },
+        }
+    }
+}
+
+fn lock(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    // A panic while holding the lock cannot leave SQLite inconsistent (transactions roll
+    // back on drop), so a poisoned lock is safe to reuse.
+    conn.lock().unwrap_or_else(|p| p.into_inner())
 }

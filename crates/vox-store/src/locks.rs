@@ -4,7 +4,7 @@
 
 use crate::events::{NewEvent, Subject, record};
 use crate::{Store, StoreError, now_ms};
-use rusqlite::{OptionalExtension, params};
+use crate::sql::{OptionalExtension, Sql, SqlExt, params};
 use serde::Serialize;
 
 /// Longest path (bytes), and the lease bounds (milliseconds).
@@ -80,7 +80,7 @@ pub fn normalize_path(path: &str) -> Result<String, StoreError> {
 
 const COLUMNS: &str = "path, agent, task_id, lease_ms, claimed_at, expires_at";
 
-fn row_to_lock(r: &rusqlite::Row<'_>) -> rusqlite::Result<FileLock> {
+fn row_to_lock(r: &crate::sql::Row) -> crate::sql::Result<FileLock> {
     Ok(FileLock {
         path: r.get(0)?,
         agent: r.get(1)?,
@@ -92,13 +92,13 @@ fn row_to_lock(r: &rusqlite::Row<'_>) -> rusqlite::Result<FileLock> {
 }
 
 fn lock_event(
-    c: &rusqlite::Connection,
+    c: &dyn Sql,
     path: &str,
     kind: &str,
     by: &str,
     detail: Option<&str>,
     now: i64,
-) -> rusqlite::Result<()> {
+) -> crate::sql::Result<()> {
     record(
         c,
         NewEvent {
@@ -113,7 +113,7 @@ fn lock_event(
     )
 }
 
-fn lock_in(c: &rusqlite::Connection, path: &str) -> rusqlite::Result<Option<FileLock>> {
+fn lock_in(c: &dyn Sql, path: &str) -> crate::sql::Result<Option<FileLock>> {
     c.prepare_cached(&format!("SELECT {COLUMNS} FROM file_locks WHERE path = ?1"))?
         .query_row([path], row_to_lock)
         .optional()
@@ -121,12 +121,12 @@ fn lock_in(c: &rusqlite::Connection, path: &str) -> rusqlite::Result<Option<File
 
 /// Releases every lock `agent` holds (it retired), each an event.
 pub(crate) fn release_all_in(
-    c: &rusqlite::Connection,
+    c: &dyn Sql,
     agent: &str,
     by: &str,
     reason: &str,
     now: i64,
-) -> rusqlite::Result<Vec<String>> {
+) -> crate::sql::Result<Vec<String>> {
     let paths: Vec<String> = c
         .prepare_cached("SELECT path FROM file_locks WHERE agent = ?1 ORDER BY path")?
         .query_map([agent], |r| r.get(0))?
@@ -140,9 +140,9 @@ pub(crate) fn release_all_in(
 
 /// Refuses an agent that does not exist or retired (`sql` names the store in a database error).
 fn check_agent_live(
-    c: &rusqlite::Connection,
+    c: &dyn Sql,
     agent: &str,
-    sql: impl Fn(rusqlite::Error) -> StoreError,
+    sql: impl Fn(crate::sql::Error) -> StoreError,
 ) -> Result<(), StoreError> {
     let state: Option<String> = c
         .query_row("SELECT state FROM agents WHERE id = ?1", [agent], |r| {
@@ -178,7 +178,7 @@ impl Store {
             )));
         }
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         check_agent_live(&tx, agent, |e| self.err(e))?;
         if let Some(t) = task_id {
@@ -198,7 +198,7 @@ impl Store {
                     params![path, l.agent, agent, task_id, now],
                 )
                 .map_err(|e| self.err(e))?;
-                let conflict_id = tx.last_insert_rowid();
+                let conflict_id = tx.last_insert_rowid().map_err(|e| self.err(e))?;
                 lock_event(
                     &tx,
                     &path,
@@ -249,7 +249,7 @@ impl Store {
     pub fn lock_release(&self, path: &str, agent: &str) -> Result<bool, StoreError> {
         let path = normalize_path(path)?;
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let n = tx
             .execute(
@@ -268,7 +268,7 @@ impl Store {
     pub fn lock_transfer(&self, path: &str, from: &str, to: &str) -> Result<FileLock, StoreError> {
         let path = normalize_path(path)?;
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         check_agent_live(&tx, to, |e| self.err(e))?;
         match lock_in(&tx, &path).map_err(|e| self.err(e))? {
@@ -309,13 +309,13 @@ impl Store {
     /// The live lock on `path`, if any.
     pub fn lock_owner(&self, path: &str) -> Result<Option<FileLock>, StoreError> {
         let path = normalize_path(path)?;
-        let l = lock_in(&self.conn(), &path).map_err(|e| self.err(e))?;
+        let l = lock_in(&self.conn()?, &path).map_err(|e| self.err(e))?;
         Ok(l.filter(|l| l.expires_at > now_ms()))
     }
 
     /// Live locks, of one agent or of all, in path order.
     pub fn locks(&self, agent: Option<&str>, limit: usize) -> Result<Vec<FileLock>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let mut stmt = c
             .prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM file_locks WHERE expires_at > ?1 AND (?2 IS NULL OR agent = ?2)
@@ -330,7 +330,7 @@ impl Store {
 
     /// Conflicts, newest first: only those whose holder still holds the file, unless `all`.
     pub fn lock_conflicts(&self, all: bool, limit: usize) -> Result<Vec<LockConflict>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let mut stmt = c
             .prepare_cached(
                 "SELECT c.id, c.path, c.holder, c.requester, c.task_id, c.ts,
@@ -358,7 +358,7 @@ impl Store {
     /// Deletes locks whose lease lapsed (each an `expired` event); returns their paths.
     pub fn locks_expire(&self) -> Result<Vec<String>, StoreError> {
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let lapsed: Vec<(String, String)> = tx
             .prepare("SELECT path, agent FROM file_locks WHERE expires_at <= ?1 ORDER BY path")

@@ -37,7 +37,7 @@ impl Store {
     ) -> Result<(Memory, bool), StoreError> {
         let now = now_ms();
         let tags_json = serde_json::to_string(tags).unwrap_or_else(|_| "[]".into());
-        let mut c = self.conn();
+        let mut c = self.lite()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let existed: Option<i64> = tx
             .query_row(
@@ -68,7 +68,7 @@ impl Store {
 
     /// The memory under `key`, if any.
     pub fn memory_get(&self, key: &str) -> Result<Option<Memory>, StoreError> {
-        let c = self.conn();
+        let c = self.lite()?;
         let mut stmt = c
             .prepare_cached(&format!("SELECT {COLUMNS} FROM memories WHERE key = ?1"))
             .map_err(|e| self.err(e))?;
@@ -85,7 +85,7 @@ impl Store {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Memory>, StoreError> {
-        let c = self.conn();
+        let c = self.lite()?;
         let mut stmt = c
             .prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM memories
@@ -109,7 +109,7 @@ impl Store {
 
     /// Deletes the memory under `key`; returns whether there was one.
     pub fn memory_delete(&self, key: &str) -> Result<bool, StoreError> {
-        let c = self.conn();
+        let c = self.lite()?;
         let n = c
             .execute("DELETE FROM memories WHERE key = ?1", [key])
             .map_err(|e| self.err(e))?;

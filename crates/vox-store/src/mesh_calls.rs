@@ -4,7 +4,7 @@
 //! acknowledging it) is answered from the record, never run a second time.
 
 use crate::{Store, StoreError, now_ms};
-use rusqlite::{OptionalExtension, params};
+use crate::sql::{OptionalExtension, Sql, SqlExt, params};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -40,7 +40,7 @@ pub struct MeshCall {
 
 const COLUMNS: &str = "call_id, node, tool, arguments, state, result, created_at, finished_at";
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<MeshCall> {
+fn row(r: &crate::sql::Row) -> crate::sql::Result<MeshCall> {
     let args: String = r.get(3)?;
     let result: Option<String> = r.get(5)?;
     Ok(MeshCall {
@@ -67,7 +67,7 @@ impl Store {
         arguments: &Value,
     ) -> Result<MeshCall, StoreError> {
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         tx.execute(
             "INSERT INTO mesh_calls (call_id, direction, node, tool, arguments, state, created_at)
@@ -75,10 +75,10 @@ impl Store {
             params![node, tool, arguments.to_string(), now],
         )
         .map_err(|e| self.err(e))?;
-        let call_id = format!("{me}:c{}", tx.last_insert_rowid());
+        let call_id = format!("{me}:c{}", tx.last_insert_rowid().map_err(|e| self.err(e))?);
         tx.execute(
             "UPDATE mesh_calls SET call_id = ?1 WHERE seq = ?2",
-            params![call_id, tx.last_insert_rowid()],
+            params![call_id, tx.last_insert_rowid().map_err(|e| self.err(e))?],
         )
         .map_err(|e| self.err(e))?;
         tx.commit().map_err(|e| self.err(e))?;
@@ -103,7 +103,7 @@ impl Store {
         tool: &str,
         arguments: &Value,
     ) -> Result<Option<MeshCall>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let inserted = c
             .execute(
                 "INSERT INTO mesh_calls (call_id, direction, node, tool, arguments, state, created_at)
@@ -127,7 +127,7 @@ impl Store {
         result: &Value,
     ) -> Result<bool, StoreError> {
         let n = self
-            .conn()
+            .conn()?
             .execute(
                 "UPDATE mesh_calls SET state = ?3, result = ?4, finished_at = ?5
                  WHERE direction = ?1 AND call_id = ?2 AND state IN ('sent', 'running')",
@@ -148,7 +148,7 @@ impl Store {
         direction: CallDirection,
         call_id: &str,
     ) -> Result<Option<MeshCall>, StoreError> {
-        self.conn()
+        self.conn()?
             .query_row(
                 &format!("SELECT {COLUMNS} FROM mesh_calls WHERE direction = ?1 AND call_id = ?2"),
                 params![direction.as_str(), call_id],
@@ -160,13 +160,13 @@ impl Store {
 
     /// Calls other nodes made that this one was still running when it stopped.
     pub fn mesh_calls_interrupted(&self) -> Result<Vec<MeshCall>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let mut stmt = c
             .prepare(&format!(
                 "SELECT {COLUMNS} FROM mesh_calls WHERE direction = 'in' AND state = 'running' ORDER BY seq"
             ))
             .map_err(|e| self.err(e))?;
-        stmt.query_map([], row)
+        stmt.query_map((), row)
             .map_err(|e| self.err(e))?
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.err(e))
@@ -174,7 +174,7 @@ impl Store {
 
     /// Calls in one direction still open (`sent` or `running`).
     pub fn mesh_calls_open(&self, direction: CallDirection) -> Result<i64, StoreError> {
-        self.conn()
+        self.conn()?
             .query_row(
                 "SELECT COUNT(*) FROM mesh_calls WHERE direction = ?1 AND state IN ('sent', 'running')",
                 params![direction.as_str()],

@@ -1,7 +1,7 @@
 //! The models' durable state: sticky model preferences, recorded benchmarks, chat history.
 
 use crate::{Store, StoreError, now_ms};
-use rusqlite::{OptionalExtension, params};
+use crate::sql::{OptionalExtension, Sql, SqlExt, params};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -41,7 +41,7 @@ pub struct Spend {
     pub cost_usd: f64,
 }
 
-fn row_to_benchmark(r: &rusqlite::Row<'_>) -> rusqlite::Result<Benchmark> {
+fn row_to_benchmark(r: &crate::sql::Row) -> crate::sql::Result<Benchmark> {
     Ok(Benchmark {
         id: r.get(0)?,
         model_id: r.get(1)?,
@@ -53,7 +53,7 @@ fn row_to_benchmark(r: &rusqlite::Row<'_>) -> rusqlite::Result<Benchmark> {
     })
 }
 
-fn row_to_chat(r: &rusqlite::Row<'_>) -> rusqlite::Result<ChatMessage> {
+fn row_to_chat(r: &crate::sql::Row) -> crate::sql::Result<ChatMessage> {
     Ok(ChatMessage {
         id: r.get(0)?,
         session: r.get(1)?,
@@ -73,7 +73,7 @@ const CHAT_COLUMNS: &str =
 impl Store {
     /// The model chosen for `scope` (`active`, or `agent:<id>`), and when.
     pub fn model_preference(&self, scope: &str) -> Result<Option<(String, i64)>, StoreError> {
-        self.conn()
+        self.conn()?
             .query_row(
                 "SELECT model_id, updated_at FROM model_preferences WHERE scope = ?1",
                 [scope],
@@ -86,7 +86,7 @@ impl Store {
     /// Chooses `model_id` for `scope`, replacing an earlier choice.
     pub fn set_model_preference(&self, scope: &str, model_id: &str) -> Result<i64, StoreError> {
         let now = now_ms();
-        self.conn()
+        self.conn()?
             .execute(
                 "INSERT INTO model_preferences (scope, model_id, updated_at) VALUES (?1, ?2, ?3)
                  ON CONFLICT(scope) DO UPDATE SET model_id = excluded.model_id, updated_at = excluded.updated_at",
@@ -98,11 +98,11 @@ impl Store {
 
     /// Every preference, by scope.
     pub fn model_preferences(&self) -> Result<BTreeMap<String, String>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let mut stmt = c
             .prepare("SELECT scope, model_id FROM model_preferences")
             .map_err(|e| self.err(e))?;
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        stmt.query_map((), |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(|e| self.err(e))?
             .collect::<Result<BTreeMap<String, String>, _>>()
             .map_err(|e| self.err(e))
@@ -123,14 +123,14 @@ impl Store {
             )));
         }
         let now = now_ms();
-        let c = self.conn();
+        let c = self.conn()?;
         c.execute(
             "INSERT INTO model_benchmarks (model_id, category, score, metric, notes, recorded_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![model_id, category, score, metric, notes, now],
         )
         .map_err(|e| self.err(e))?;
         Ok(Benchmark {
-            id: c.last_insert_rowid(),
+            id: c.last_insert_rowid().map_err(|e| self.err(e))?,
             model_id: model_id.into(),
             category: category.into(),
             score,
@@ -147,7 +147,7 @@ impl Store {
         category: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Benchmark>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let mut stmt = c
             .prepare(
                 "SELECT id, model_id, category, score, metric, notes, recorded_at FROM model_benchmarks
@@ -166,7 +166,7 @@ impl Store {
         &self,
         category: &str,
     ) -> Result<BTreeMap<String, (f64, u32)>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let mut stmt = c
             .prepare_cached(
                 "SELECT model_id, AVG(score), COUNT(*) FROM model_benchmarks WHERE category = ?1 GROUP BY model_id",
@@ -174,8 +174,8 @@ impl Store {
             .map_err(|e| self.err(e))?;
         stmt.query_map([category], |r| {
             Ok((
-                r.get::<_, String>(0)?,
-                (r.get(1)?, r.get::<_, i64>(2)? as u32),
+                r.get::<String>(0)?,
+                (r.get(1)?, r.get::<i64>(2)? as u32),
             ))
         })
         .map_err(|e| self.err(e))?
@@ -193,7 +193,7 @@ impl Store {
         spend: Option<Spend>,
     ) -> Result<ChatMessage, StoreError> {
         let now = now_ms();
-        let c = self.conn();
+        let c = self.conn()?;
         c.execute(
             "INSERT INTO chat_messages (session, role, content, model_id, input_tokens, output_tokens, cost_usd, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
@@ -209,7 +209,7 @@ impl Store {
         )
         .map_err(|e| self.err(e))?;
         Ok(ChatMessage {
-            id: c.last_insert_rowid(),
+            id: c.last_insert_rowid().map_err(|e| self.err(e))?,
             session: session.into(),
             role: role.into(),
             content: content.into(),
@@ -229,7 +229,7 @@ impl Store {
         before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<ChatMessage>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let mut stmt = c
             .prepare(&format!(
                 "SELECT {CHAT_COLUMNS} FROM chat_messages WHERE session = ?1 AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3"

@@ -126,29 +126,22 @@ impl PgStore {
 
     /// Runs `f` with a connection from the pool (or a new one), given back unless it broke.
     /// The `postgres` client drives a small runtime of its own, which must not be entered from
-    /// a thread that drives tokio tasks: called from one (an async handler, a boot step), the
-    /// work hops to a scoped thread.
+    /// a thread that drives tokio tasks: [`crate::sql::blocking`] says how it is not.
     pub fn with<T: Send>(
         &self,
         f: impl FnOnce(&mut Client) -> Result<T, StoreError> + Send,
     ) -> Result<T, StoreError> {
-        let run = || {
+        crate::sql::blocking(|| {
             let mut client = self.take()?;
             let out = f(&mut client);
             self.give_back(client);
             out
-        };
-        if tokio::runtime::Handle::try_current().is_ok() {
-            std::thread::scope(|s| s.spawn(run).join())
-                .unwrap_or_else(|_| Err(self.err("a PostgreSQL call panicked")))
-        } else {
-            run()
-        }
+        })
     }
 
     /// An idle connection, a new one while fewer than [`POOL`] are open, else the next one
     /// given back.
-    fn take(&self) -> Result<Client, StoreError> {
+    pub(crate) fn take(&self) -> Result<Client, StoreError> {
         let mut pool = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             if let Some(c) = pool.idle.pop() {
@@ -166,7 +159,7 @@ impl PgStore {
         }
     }
 
-    fn give_back(&self, client: Client) {
+    pub(crate) fn give_back(&self, client: Client) {
         if client.is_closed() {
             self.forget_one();
             return;
@@ -349,6 +342,9 @@ impl TaskQueue for PgStore {
 
 impl TaskQueue for crate::Store {
     fn queue_submit(&self, title: &str, priority: i64, by: &str) -> Result<i64, StoreError> {
+        if let Some(p) = self.postgres() {
+            return p.queue_submit(title, priority, by);
+        }
         let t = self.task_submit_by(
             &crate::NewTask {
                 title: title.into(),
@@ -364,6 +360,9 @@ impl TaskQueue for crate::Store {
     }
 
     fn queue_claim(&self, agent: &str) -> Result<Option<Claimed>, StoreError> {
+        if let Some(p) = self.postgres() {
+            return p.queue_claim(agent);
+        }
         self.task_claim_next(agent, &CLAIMABLE.replace("$1", "?1"))
     }
 }

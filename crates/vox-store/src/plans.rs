@@ -6,7 +6,7 @@
 use crate::events::{NewEvent, Subject, record};
 use crate::tasks::{NewTask, Task, TaskState, event as task_event, submit_in};
 use crate::{Store, StoreError, now_ms};
-use rusqlite::{OptionalExtension, params};
+use crate::sql::{OptionalExtension, Sql, SqlExt, params};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -143,14 +143,14 @@ fn order_steps<'a>(
 
 /// Stores `steps` as tasks of plan `plan` at `revision`, inside `tx`.
 fn add_steps_in(
-    tx: &rusqlite::Connection,
+    tx: &dyn Sql,
     plan: i64,
     revision: i64,
     steps: &[NewStep],
     by: &str,
     now: i64,
 ) -> Result<(), StoreError> {
-    let sql = |e: rusqlite::Error| StoreError::Conflict(format!("storing the plan: {e}"));
+    let sql = |e: crate::sql::Error| StoreError::Conflict(format!("storing the plan: {e}"));
     let mut known: BTreeMap<String, i64> = tx
         .prepare("SELECT key, task_id FROM plan_steps WHERE plan_id = ?1")
         .and_then(|mut s| {
@@ -173,13 +173,13 @@ fn add_steps_in(
 }
 
 fn plan_event(
-    c: &rusqlite::Connection,
+    c: &dyn Sql,
     id: i64,
     kind: &str,
     by: &str,
     detail: &str,
     now: i64,
-) -> rusqlite::Result<()> {
+) -> crate::sql::Result<()> {
     record(
         c,
         NewEvent {
@@ -211,14 +211,14 @@ impl Store {
         }
         let now = now_ms();
         let id = {
-            let mut c = self.conn();
+            let mut c = self.conn()?;
             let tx = c.transaction().map_err(|e| self.err(e))?;
             tx.execute(
                 "INSERT INTO plans (goal, created_by, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)",
                 params![goal, by, now],
             )
             .map_err(|e| self.err(e))?;
-            let id = tx.last_insert_rowid();
+            let id = tx.last_insert_rowid().map_err(|e| self.err(e))?;
             add_steps_in(&tx, id, 1, steps, by, now)?;
             plan_event(
                 &tx,
@@ -250,7 +250,7 @@ impl Store {
         }
         let now = now_ms();
         {
-            let mut c = self.conn();
+            let mut c = self.conn()?;
             let tx = c.transaction().map_err(|e| self.err(e))?;
             let revision: i64 = tx
                 .query_row("SELECT revision FROM plans WHERE id = ?1", [id], |r| {
@@ -333,7 +333,7 @@ impl Store {
     /// The plan `id` with its steps' tasks.
     pub fn plan_get(&self, id: i64) -> Result<Plan, StoreError> {
         let (goal, created_by, revision, created_at, updated_at, steps) = {
-            let c = self.conn();
+            let c = self.conn()?;
             let head: (String, String, i64, i64, i64) = c
                 .query_row(
                     "SELECT goal, created_by, revision, created_at, updated_at FROM plans WHERE id = ?1",
@@ -414,7 +414,7 @@ impl Store {
             return Err(bad(format!("{from} cannot hand off to itself")));
         }
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         for a in [from, to] {
             let st: Option<String> = tx
@@ -487,7 +487,7 @@ impl Store {
             params![from, to, task_id, parent, summary, context, now],
         )
         .map_err(|e| self.err(e))?;
-        let id = tx.last_insert_rowid();
+        let id = tx.last_insert_rowid().map_err(|e| self.err(e))?;
         record(
             &tx,
             NewEvent {
@@ -523,7 +523,7 @@ impl Store {
         chain_of: Option<i64>,
         limit: usize,
     ) -> Result<Vec<Handoff>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         // The chain is seeded with `chain_of`; without one it holds only NULL and is not asked.
         let sql = "WITH RECURSIVE chain(id) AS (SELECT ?3 UNION SELECT h.parent FROM handoffs h
                  JOIN chain ON h.id = chain.id WHERE h.parent IS NOT NULL)

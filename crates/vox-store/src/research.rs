@@ -2,7 +2,7 @@
 //! citations that resolved, or dropped with why), and drafts written from the kept claims.
 
 use crate::{Store, StoreError, now_ms};
-use rusqlite::{OptionalExtension, params};
+use crate::sql::{OptionalExtension, Sql, SqlExt, params};
 use serde::Serialize;
 
 /// A research run.
@@ -57,7 +57,7 @@ pub struct NewClaim<'a> {
 
 const RUN_COLUMNS: &str = "id, question, model_id, state, error, evidence, input_tokens, output_tokens, created_at, finished_at";
 
-fn row_to_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<ResearchRun> {
+fn row_to_run(r: &crate::sql::Row) -> crate::sql::Result<ResearchRun> {
     Ok(ResearchRun {
         id: r.get(0)?,
         question: r.get(1)?,
@@ -79,13 +79,13 @@ impl Store {
         question: &str,
         model_id: &str,
     ) -> Result<ResearchRun, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         c.execute(
             "INSERT INTO research_runs (question, model_id, state, created_at) VALUES (?1, ?2, 'running', ?3)",
             params![question, model_id, now_ms()],
         )
         .map_err(|e| self.err(e))?;
-        let id = c.last_insert_rowid();
+        let id = c.last_insert_rowid().map_err(|e| self.err(e))?;
         drop(c);
         self.research_run(id)?
             .ok_or_else(|| StoreError::NotFound(format!("research run {id}")))
@@ -100,7 +100,7 @@ impl Store {
         tokens: (i64, i64),
         claims: &[NewClaim<'_>],
     ) -> Result<(), StoreError> {
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         for cl in claims {
             tx.execute(
@@ -125,7 +125,7 @@ impl Store {
 
     /// Marks a run failed, with why.
     pub fn research_fail(&self, id: i64, error: &str) -> Result<(), StoreError> {
-        self.conn()
+        self.conn()?
             .execute(
                 "UPDATE research_runs SET state = 'failed', error = ?2, finished_at = ?3 WHERE id = ?1 AND state = 'running'",
                 params![id, error, now_ms()],
@@ -135,7 +135,7 @@ impl Store {
     }
 
     pub fn research_run(&self, id: i64) -> Result<Option<ResearchRun>, StoreError> {
-        self.conn()
+        self.conn()?
             .query_row(
                 &format!("SELECT {RUN_COLUMNS} FROM research_runs WHERE id = ?1"),
                 [id],
@@ -151,7 +151,7 @@ impl Store {
         state: Option<&str>,
         limit: usize,
     ) -> Result<Vec<ResearchRun>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let mut stmt = c
             .prepare(&format!(
                 "SELECT {RUN_COLUMNS} FROM research_runs WHERE (?1 IS NULL OR state = ?1) ORDER BY id DESC LIMIT ?2"
@@ -165,7 +165,7 @@ impl Store {
 
     /// A run's claims, in the order the model made them.
     pub fn research_claims(&self, run_id: i64) -> Result<Vec<ResearchClaim>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let mut stmt = c
             .prepare("SELECT id, run_id, text, citations, kept, reason FROM research_claims WHERE run_id = ?1 ORDER BY id")
             .map_err(|e| self.err(e))?;
@@ -193,14 +193,14 @@ impl Store {
         body: &str,
     ) -> Result<Draft, StoreError> {
         let now = now_ms();
-        let c = self.conn();
+        let c = self.conn()?;
         c.execute(
             "INSERT INTO research_drafts (run_id, title, body, created_at) VALUES (?1, ?2, ?3, ?4)",
             params![run_id, title, body, now],
         )
         .map_err(|e| self.err(e))?;
         Ok(Draft {
-            id: c.last_insert_rowid(),
+            id: c.last_insert_rowid().map_err(|e| self.err(e))?,
             run_id,
             title: title.into(),
             body: body.into(),
@@ -240,7 +240,7 @@ pub struct Submission {
 const SUBMISSION_COLUMNS: &str =
     "id, draft_id, destination, kind, state, location, detail, status_url, created_at, updated_at";
 
-fn row_to_submission(r: &rusqlite::Row<'_>) -> rusqlite::Result<Submission> {
+fn row_to_submission(r: &crate::sql::Row) -> crate::sql::Result<Submission> {
     Ok(Submission {
         id: r.get(0)?,
         draft_id: r.get(1)?,
@@ -257,7 +257,7 @@ fn row_to_submission(r: &rusqlite::Row<'_>) -> rusqlite::Result<Submission> {
 
 impl Store {
     pub fn research_draft_get(&self, id: i64) -> Result<Option<Draft>, StoreError> {
-        self.conn()
+        self.conn()?
             .query_row(
                 "SELECT id, run_id, title, body, created_at FROM research_drafts WHERE id = ?1",
                 [id],
@@ -284,9 +284,9 @@ impl Store {
     ) -> Result<DraftApproval, StoreError> {
         let now = now_ms();
         let n = self
-            .conn()
+            .conn()?
             .execute(
-                "INSERT OR IGNORE INTO draft_approvals (draft_id, approved_by, note, approved_at) VALUES (?1, ?2, ?3, ?4)",
+                "INSERT INTO draft_approvals (draft_id, approved_by, note, approved_at) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
                 params![draft_id, by, note, now],
             )
             .map_err(|e| self.err(e))?;
@@ -304,7 +304,7 @@ impl Store {
     }
 
     pub fn draft_approval(&self, draft_id: i64) -> Result<Option<DraftApproval>, StoreError> {
-        self.conn()
+        self.conn()?
             .query_row(
                 "SELECT draft_id, approved_by, note, approved_at FROM draft_approvals WHERE draft_id = ?1",
                 [draft_id],
@@ -334,13 +334,13 @@ impl Store {
         status_url: Option<&str>,
     ) -> Result<Submission, StoreError> {
         let now = now_ms();
-        let c = self.conn();
+        let c = self.conn()?;
         c.execute(
             "INSERT INTO submissions (draft_id, destination, kind, state, location, detail, status_url, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
             params![draft_id, destination, kind, state, location, detail, status_url, now],
         )
         .map_err(|e| self.err(e))?;
-        let id = c.last_insert_rowid();
+        let id = c.last_insert_rowid().map_err(|e| self.err(e))?;
         drop(c);
         self.submission(id)?
             .ok_or_else(|| StoreError::NotFound(format!("submission {id}")))
@@ -348,7 +348,7 @@ impl Store {
 
     /// Moves a pending submission to `state` with a detail.
     pub fn submission_update(&self, id: i64, state: &str, detail: &str) -> Result<(), StoreError> {
-        self.conn()
+        self.conn()?
             .execute(
                 "UPDATE submissions SET state = ?2, detail = ?3, updated_at = ?4 WHERE id = ?1",
                 params![id, state, detail, now_ms()],
@@ -358,7 +358,7 @@ impl Store {
     }
 
     pub fn submission(&self, id: i64) -> Result<Option<Submission>, StoreError> {
-        self.conn()
+        self.conn()?
             .query_row(
                 &format!("SELECT {SUBMISSION_COLUMNS} FROM submissions WHERE id = ?1"),
                 [id],
@@ -374,7 +374,7 @@ impl Store {
         draft_id: Option<i64>,
         limit: usize,
     ) -> Result<Vec<Submission>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let mut stmt = c
             .prepare(&format!(
                 "SELECT {SUBMISSION_COLUMNS} FROM submissions WHERE (?1 IS NULL OR draft_id = ?1) ORDER BY id DESC LIMIT ?2"

@@ -180,7 +180,7 @@ impl SessionStore for Store {
 
     fn create(&self, title: &str, metadata: &Value) -> Result<Session, StoreError> {
         let s = Session::open(title, metadata);
-        self.conn()
+        self.lite()?
             .execute(
                 "INSERT INTO sessions (id, title, metadata, status, created_at) VALUES (?1, ?2, ?3, 'open', ?4)",
                 params![s.id, s.title, s.metadata.to_string(), s.created_at],
@@ -194,7 +194,7 @@ impl SessionStore for Store {
         id: &str,
         last: usize,
     ) -> Result<Option<(Session, Vec<SessionMessage>)>, StoreError> {
-        let c = self.conn();
+        let c = self.lite()?;
         let Some(session) = self.session_row(&c, id)? else {
             return Ok(None);
         };
@@ -225,7 +225,7 @@ impl SessionStore for Store {
         status: Option<SessionStatus>,
         limit: usize,
     ) -> Result<Vec<Session>, StoreError> {
-        let c = self.conn();
+        let c = self.lite()?;
         let mut stmt = c
             .prepare(&format!(
                 "SELECT {SESSION_COLUMNS} FROM sessions WHERE (?1 IS NULL OR status = ?1)
@@ -242,7 +242,7 @@ impl SessionStore for Store {
     }
 
     fn append(&self, id: &str, role: &str, content: &str) -> Result<SessionMessage, StoreError> {
-        let mut c = self.conn();
+        let mut c = self.lite()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let status: Option<String> = tx
             .query_row("SELECT status FROM sessions WHERE id = ?1", [id], |r| {
@@ -278,7 +278,7 @@ impl SessionStore for Store {
     }
 
     fn close(&self, id: &str, summary: Option<&str>) -> Result<Session, StoreError> {
-        let c = self.conn();
+        let c = self.lite()?;
         let n = c
             .execute(
                 "UPDATE sessions SET status = 'closed', summary = ?2, closed_at = ?3 WHERE id = ?1 AND status = 'open'",

@@ -15,7 +15,7 @@
 
 use crate::events::{NewEvent, Subject, record};
 use crate::{Store, StoreError, now_ms};
-use rusqlite::{OptionalExtension, params};
+use crate::sql::{OptionalExtension, Sql, SqlExt, params};
 use serde::{Deserialize, Serialize};
 
 /// Most dependencies of one task, and most files of its affinity.
@@ -183,7 +183,7 @@ pub(crate) const READY: &str = "state = 'queued' AND NOT EXISTS (
 
 const COLUMNS: &str = "id, title, description, priority, state, owner, attempts, files, result, created_at, updated_at, pinned_agent";
 
-fn row_to_task(r: &rusqlite::Row<'_>) -> rusqlite::Result<Task> {
+fn row_to_task(r: &crate::sql::Row) -> crate::sql::Result<Task> {
     let state: String = r.get(4)?;
     let files: String = r.get(7)?;
     Ok(Task {
@@ -203,7 +203,7 @@ fn row_to_task(r: &rusqlite::Row<'_>) -> rusqlite::Result<Task> {
     })
 }
 
-fn deps_of(c: &rusqlite::Connection, id: i64) -> rusqlite::Result<Vec<i64>> {
+fn deps_of(c: &dyn Sql, id: i64) -> crate::sql::Result<Vec<i64>> {
     let mut stmt = c.prepare_cached(
         "SELECT depends_on FROM task_deps WHERE task_id = ?1 ORDER BY depends_on",
     )?;
@@ -211,14 +211,14 @@ fn deps_of(c: &rusqlite::Connection, id: i64) -> rusqlite::Result<Vec<i64>> {
 }
 
 pub(crate) fn event(
-    c: &rusqlite::Connection,
+    c: &dyn Sql,
     task: i64,
     kind: &str,
     from: Option<TaskState>,
     agent: Option<&str>,
     detail: Option<&str>,
     ts: i64,
-) -> rusqlite::Result<()> {
+) -> crate::sql::Result<()> {
     record(
         c,
         NewEvent {
@@ -243,7 +243,7 @@ pub(crate) fn check_title(title: &str) -> Result<(), StoreError> {
 }
 
 pub(crate) fn submit_in(
-    tx: &rusqlite::Connection,
+    tx: &dyn Sql,
     t: &NewTask,
     by: &str,
     now: i64,
@@ -299,10 +299,10 @@ pub(crate) fn submit_in(
         ])
     })
     .map_err(sql)?;
-    let id = tx.last_insert_rowid();
+    let id = tx.last_insert_rowid().map_err(sql)?;
     for dep in &t.depends_on {
         tx.execute(
-            "INSERT OR IGNORE INTO task_deps (task_id, depends_on) VALUES (?1, ?2)",
+            "INSERT INTO task_deps (task_id, depends_on) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
             params![id, dep],
         )
         .map_err(sql)?;
@@ -313,11 +313,11 @@ pub(crate) fn submit_in(
 
 /// Releases the file locks claimed for task `id` (it ended), each an event.
 pub(crate) fn release_task_locks(
-    c: &rusqlite::Connection,
+    c: &dyn Sql,
     id: i64,
     by: &str,
     now: i64,
-) -> rusqlite::Result<()> {
+) -> crate::sql::Result<()> {
     let paths: Vec<String> = c
         .prepare_cached("SELECT path FROM file_locks WHERE task_id = ?1 ORDER BY path")?
         .query_map([id], |r| r.get(0))?
@@ -344,7 +344,7 @@ impl Store {
     /// Stores a new queued task (its dependencies must exist) and its `submitted` event, as `by`.
     pub fn task_submit_by(&self, t: &NewTask, by: &str) -> Result<Task, StoreError> {
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let id = submit_in(&tx, t, by, now)?;
         let task = Self::task_in(&tx, id).map_err(|e| self.err(e))?;
@@ -360,7 +360,7 @@ impl Store {
         claimable: &str,
     ) -> Result<Option<crate::pg::Claimed>, StoreError> {
         let now = now_ms();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         // IMMEDIATE: the write lock first, so another process's claim cannot read the same
         // task between our read and our write.
         let tx = c
@@ -403,7 +403,7 @@ impl Store {
         self.task_submit_by(t, "operator")
     }
 
-    pub(crate) fn task_in(c: &rusqlite::Connection, id: i64) -> rusqlite::Result<Option<Task>> {
+    pub(crate) fn task_in(c: &dyn Sql, id: i64) -> crate::sql::Result<Option<Task>> {
         let task = c
             .prepare_cached(&format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"))?
             .query_row([id], row_to_task)
@@ -419,7 +419,7 @@ impl Store {
 
     /// The task `id`.
     pub fn task_get(&self, id: i64) -> Result<Task, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         Self::task_in(&c, id)
             .map_err(|e| self.err(e))?
             .ok_or_else(|| StoreError::NotFound(format!("no task {id}")))
@@ -431,7 +431,7 @@ impl Store {
         if task == on {
             return Err(invalid(format!("task {task} cannot depend on itself")));
         }
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         for id in [task, on] {
             if Self::task_in(&tx, id).map_err(|e| self.err(e))?.is_none() {
@@ -467,7 +467,7 @@ impl Store {
             )));
         }
         tx.execute(
-            "INSERT OR IGNORE INTO task_deps (task_id, depends_on) VALUES (?1, ?2)",
+            "INSERT INTO task_deps (task_id, depends_on) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
             params![task, on],
         )
         .map_err(|e| self.err(e))?;
@@ -477,7 +477,7 @@ impl Store {
     /// Moves task `id` through the state machine, as `agent` (the caller: the owner for start,
     /// complete and fail); the transition and its event are one transaction.
     pub fn task_move(&self, id: i64, m: &TaskMove, agent: &str) -> Result<Task, StoreError> {
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let task = Self::task_in(&tx, id)
             .map_err(|e| self.err(e))?
@@ -571,7 +571,7 @@ impl Store {
     }
 
     fn tasks_where(&self, condition: &str, limit: usize) -> Result<Vec<Task>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let mut stmt = c
             .prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM tasks WHERE {condition} ORDER BY priority DESC, id LIMIT ?1"
@@ -590,7 +590,7 @@ impl Store {
 
     /// Cancels every task not yet ended (emergency stop), as `agent`, saying why; returns them.
     pub fn tasks_cancel_active(&self, agent: &str, reason: &str) -> Result<Vec<i64>, StoreError> {
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let active: Vec<(i64, String)> = {
             let mut stmt = tx
@@ -598,7 +598,7 @@ impl Store {
                     "SELECT id, state FROM tasks WHERE state IN ('queued', 'assigned', 'running') ORDER BY id",
                 )
                 .map_err(|e| self.err(e))?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            stmt.query_map((), |r| Ok((r.get(0)?, r.get(1)?)))
                 .map_err(|e| self.err(e))?
                 .collect::<Result<_, _>>()
                 .map_err(|e| self.err(e))?
@@ -652,7 +652,7 @@ impl Store {
 
     /// Sets the priority of a task not yet running (`vox_reorder_task`).
     pub fn task_set_priority(&self, id: i64, priority: i64, by: &str) -> Result<Task, StoreError> {
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let task = Self::task_in(&tx, id)
             .map_err(|e| self.err(e))?
@@ -680,7 +680,7 @@ impl Store {
     /// Tasks owned by `agent`: its queue (assigned and running) or, with `all`, every task it
     /// ever owned; running first, then by priority.
     pub fn tasks_of(&self, agent: &str, all: bool, limit: usize) -> Result<Vec<Task>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let mut stmt = c
             .prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM tasks WHERE owner = ?1
@@ -701,11 +701,11 @@ impl Store {
 
     /// How many tasks are in each state.
     pub fn task_counts(&self) -> Result<std::collections::BTreeMap<String, i64>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let mut stmt = c
             .prepare_cached("SELECT state, count(*) FROM tasks GROUP BY state")
             .map_err(|e| self.err(e))?;
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        stmt.query_map((), |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(|e| self.err(e))?
             .collect::<Result<_, _>>()
             .map_err(|e| self.err(e))
@@ -713,7 +713,7 @@ impl Store {
 
     /// The pending clarifications gating task `id`.
     pub fn task_gates(&self, id: i64) -> Result<Vec<i64>, StoreError> {
-        let c = self.conn();
+        let c = self.conn()?;
         let mut stmt = c
             .prepare_cached(
                 "SELECT g.clarification_id FROM clarification_gates g

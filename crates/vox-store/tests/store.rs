@@ -206,7 +206,7 @@ fn store_with_memories() -> (tempfile::TempDir, std::path::PathBuf) {
     for i in 0..20 {
         store.memory_put(&format!("k/{i}"), "v", &[]).unwrap();
     }
-    let path = store.path().to_owned();
+    let path = store.path().unwrap().to_owned();
     drop(store);
     (dir, path)
 }
