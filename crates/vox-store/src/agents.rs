@@ -223,7 +223,7 @@ impl Store {
         let c = self.conn()?;
         let mut stmt = c
             .prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM agents WHERE ?1 OR state <> 'retired' ORDER BY id"
+                "SELECT {COLUMNS} FROM agents WHERE ?1 <> 0 OR state <> 'retired' ORDER BY id"
             ))
             .map_err(|e| self.err(e))?;
         stmt.query_map([retired], row_to_agent)
@@ -383,7 +383,7 @@ fn requeue_in(
     let held: Vec<(i64, String)> = c
         .prepare_cached(
             "SELECT id, state FROM tasks WHERE owner = ?1
-               AND (state = 'assigned' OR (?2 AND state = 'running')) ORDER BY id",
+               AND (state = 'assigned' OR (?2 <> 0 AND state = 'running')) ORDER BY id",
         )?
         .query_map(params![agent, running_too], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<Result<_, _>>()?;

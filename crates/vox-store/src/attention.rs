@@ -42,6 +42,9 @@ pub struct CostRow {
 impl Store {
     /// Appends events in one transaction.
     pub fn attention_append(&self, events: &[AttentionEvent]) -> Result<(), StoreError> {
+        if let Some(p) = self.postgres() {
+            return crate::pg::AttentionRepo::attention_append(&**p, events);
+        }
         let _long = self.long();
         let mut c = self.lite()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
@@ -69,6 +72,9 @@ impl Store {
 
     /// Per-tool totals since `since_ms`, most called first.
     pub fn attention_summary(&self, since_ms: i64) -> Result<Vec<ToolSummary>, StoreError> {
+        if let Some(p) = self.postgres() {
+            return crate::pg::AttentionRepo::attention_summary(&**p, since_ms);
+        }
         let _long = self.long();
         let c = self.lite()?;
         let mut stmt = c
@@ -98,6 +104,9 @@ impl Store {
         since_ms: i64,
         agent: Option<&str>,
     ) -> Result<Vec<CostRow>, StoreError> {
+        if let Some(p) = self.postgres() {
+            return crate::pg::AttentionRepo::cost_history(&**p, since_ms, agent);
+        }
         let _long = self.long();
         let c = self.lite()?;
         let mut stmt = c

@@ -242,7 +242,7 @@ impl Store {
         let c = self.conn()?;
         let ids: Vec<i64> = c
             .prepare_cached(
-                "SELECT id FROM clarifications WHERE ?1 OR state = 'pending' ORDER BY id DESC LIMIT ?2",
+                "SELECT id FROM clarifications WHERE ?1 <> 0 OR state = 'pending' ORDER BY id DESC LIMIT ?2",
             )
             .and_then(|mut s| {
                 s.query_map(params![all, limit as i64], |r| r.get(0))?

@@ -79,6 +79,12 @@ impl Store {
     pub fn dispatch(&self, limit: usize) -> Result<Vec<Assignment>, StoreError> {
         let now = now_ms();
         let mut c = self.conn()?;
+        // No agent has room: nothing to do, and no need to wait for the write lock (on
+        // PostgreSQL every replica's writes queue for it). Whatever makes room later (a task
+        // ending, an agent spawned or resumed) dispatches after it commits.
+        if room_in(&c).map_err(|e| self.err(e))?.is_empty() {
+            return Ok(vec![]);
+        }
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let mut room = room_in(&tx).map_err(|e| self.err(e))?;
         if room.is_empty() {

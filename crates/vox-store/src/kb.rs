@@ -50,6 +50,9 @@ impl Store {
         content: &str,
         sha256: &str,
     ) -> Result<(i64, bool), StoreError> {
+        if let Some(p) = self.postgres() {
+            return crate::pg::KbRepo::kb_upsert(&**p, title, source, content, sha256);
+        }
         let mut c = self.lite()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let existing: Option<(i64, String)> = tx
@@ -85,6 +88,9 @@ impl Store {
 
     /// The document with this id.
     pub fn kb_get(&self, id: i64) -> Result<Option<KbDocument>, StoreError> {
+        if let Some(p) = self.postgres() {
+            return crate::pg::KbRepo::kb_get(&**p, id);
+        }
         let c = self.lite()?;
         c.query_row(
             &format!("SELECT {DOC_COLUMNS} FROM kb_documents WHERE id = ?1"),
@@ -97,6 +103,9 @@ impl Store {
 
     /// Every document, whole (for building the search index).
     pub fn kb_all(&self) -> Result<Vec<KbDocument>, StoreError> {
+        if let Some(p) = self.postgres() {
+            return crate::pg::KbRepo::kb_all(&**p);
+        }
         let _long = self.long();
         let c = self.lite()?;
         let mut stmt = c
@@ -110,6 +119,9 @@ impl Store {
 
     /// Summaries, newest first, below id `before` when given.
     pub fn kb_list(&self, before: Option<i64>, limit: usize) -> Result<Vec<KbSummary>, StoreError> {
+        if let Some(p) = self.postgres() {
+            return crate::pg::KbRepo::kb_list(&**p, before, limit);
+        }
         let c = self.lite()?;
         let mut stmt = c
             .prepare(
@@ -134,6 +146,9 @@ impl Store {
 
     /// Deletes a document; returns whether it existed.
     pub fn kb_delete(&self, id: i64) -> Result<bool, StoreError> {
+        if let Some(p) = self.postgres() {
+            return crate::pg::KbRepo::kb_delete(&**p, id);
+        }
         let c = self.lite()?;
         let n = c
             .execute("DELETE FROM kb_documents WHERE id = ?1", [id])

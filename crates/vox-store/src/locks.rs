@@ -219,9 +219,10 @@ impl Store {
                 tx.execute(
                     "INSERT INTO file_locks (path, agent, task_id, lease_ms, claimed_at, expires_at)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?5 + ?4)
-                     ON CONFLICT (path) DO UPDATE SET agent = ?2, task_id = coalesce(?3, task_id),
+                     ON CONFLICT (path) DO UPDATE SET agent = ?2,
+                         task_id = coalesce(?3, file_locks.task_id),
                          lease_ms = ?4, expires_at = ?5 + ?4,
-                         claimed_at = CASE WHEN agent = ?2 THEN claimed_at ELSE ?5 END",
+                         claimed_at = CASE WHEN file_locks.agent = ?2 THEN file_locks.claimed_at ELSE ?5 END",
                     params![path, agent, task_id, lease_ms, now],
                 )
                 .map_err(|e| self.err(e))?;
@@ -333,10 +334,12 @@ impl Store {
         let c = self.conn()?;
         let mut stmt = c
             .prepare_cached(
-                "SELECT c.id, c.path, c.holder, c.requester, c.task_id, c.ts,
-                        EXISTS (SELECT 1 FROM file_locks l WHERE l.path = c.path
-                                  AND l.agent = c.holder AND l.expires_at > ?1) AS active
-                 FROM lock_conflicts c WHERE ?2 OR active ORDER BY c.id DESC LIMIT ?3",
+                "SELECT * FROM (
+                     SELECT c.id, c.path, c.holder, c.requester, c.task_id, c.ts,
+                            EXISTS (SELECT 1 FROM file_locks l WHERE l.path = c.path
+                                      AND l.agent = c.holder AND l.expires_at > ?1) AS active
+                     FROM lock_conflicts c) AS c
+                 WHERE ?2 <> 0 OR active ORDER BY c.id DESC LIMIT ?3",
             )
             .map_err(|e| self.err(e))?;
         stmt.query_map(params![now_ms(), all, limit as i64], |r| {

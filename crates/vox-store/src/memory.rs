@@ -35,6 +35,9 @@ impl Store {
         value: &str,
         tags: &[String],
     ) -> Result<(Memory, bool), StoreError> {
+        if let Some(p) = self.postgres() {
+            return crate::pg::MemoryRepo::memory_put(&**p, key, value, tags);
+        }
         let now = now_ms();
         let tags_json = serde_json::to_string(tags).unwrap_or_else(|_| "[]".into());
         let mut c = self.lite()?;
@@ -68,6 +71,9 @@ impl Store {
 
     /// The memory under `key`, if any.
     pub fn memory_get(&self, key: &str) -> Result<Option<Memory>, StoreError> {
+        if let Some(p) = self.postgres() {
+            return crate::pg::MemoryRepo::memory_get(&**p, key);
+        }
         let c = self.lite()?;
         let mut stmt = c
             .prepare_cached(&format!("SELECT {COLUMNS} FROM memories WHERE key = ?1"))
@@ -85,6 +91,9 @@ impl Store {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Memory>, StoreError> {
+        if let Some(p) = self.postgres() {
+            return crate::pg::MemoryRepo::memory_list(&**p, prefix, tag, after, limit);
+        }
         let c = self.lite()?;
         let mut stmt = c
             .prepare_cached(&format!(
@@ -103,12 +112,18 @@ impl Store {
 
     /// Every memory (for building the search index).
     pub fn memory_all(&self) -> Result<Vec<Memory>, StoreError> {
+        if let Some(p) = self.postgres() {
+            return crate::pg::MemoryRepo::memory_all(&**p);
+        }
         let _long = self.long();
         self.memory_list(None, None, None, usize::MAX >> 1)
     }
 
     /// Deletes the memory under `key`; returns whether there was one.
     pub fn memory_delete(&self, key: &str) -> Result<bool, StoreError> {
+        if let Some(p) = self.postgres() {
+            return crate::pg::MemoryRepo::memory_delete(&**p, key);
+        }
         let c = self.lite()?;
         let n = c
             .execute("DELETE FROM memories WHERE key = ?1", [key])

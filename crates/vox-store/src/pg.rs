@@ -214,6 +214,13 @@ impl PgStore {
                 tx.execute("UPDATE vox_schema SET version = $1", &[&((i + 1) as i64)])
                     .map_err(|e| self.err(e))?;
             }
+            if found < migrations::latest() {
+                // Statistics for the new tables, empty ones included: without them the planner
+                // guesses a never-analyzed table is large (and one that never grows, such as
+                // task_deps without dependencies, is never analyzed by autovacuum), and picks
+                // plans that scan every task to dispatch a few.
+                tx.batch_execute("ANALYZE").map_err(|e| self.err(e))?;
+            }
             tx.commit().map_err(|e| self.err(e))
         })
     }
@@ -422,6 +429,12 @@ impl MemoryRepo for crate::Store {
     fn memory_delete(&self, key: &str) -> Result<bool, StoreError> {
         crate::Store::memory_delete(self, key)
     }
+    fn memory_generation(&self) -> Result<Option<String>, StoreError> {
+        match self.postgres() {
+            Some(p) => p.memory_generation(),
+            None => Ok(None),
+        }
+    }
     fn memory_all(&self) -> Result<Vec<crate::Memory>, StoreError> {
         crate::Store::memory_all(self)
     }
@@ -595,6 +608,12 @@ impl KbRepo for crate::Store {
     }
     fn kb_delete(&self, id: i64) -> Result<bool, StoreError> {
         crate::Store::kb_delete(self, id)
+    }
+    fn kb_generation(&self) -> Result<Option<String>, StoreError> {
+        match self.postgres() {
+            Some(p) => p.kb_generation(),
+            None => Ok(None),
+        }
     }
 }
 

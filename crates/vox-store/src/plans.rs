@@ -528,7 +528,7 @@ impl Store {
         let sql = "WITH RECURSIVE chain(id) AS (SELECT ?3 UNION SELECT h.parent FROM handoffs h
                  JOIN chain ON h.id = chain.id WHERE h.parent IS NOT NULL)
              SELECT id, from_agent, to_agent, task_id, parent, summary, context, ts FROM handoffs
-             WHERE (?3 IS NULL OR id IN chain) AND (?1 IS NULL OR task_id = ?1)
+             WHERE (?3 IS NULL OR id IN (SELECT id FROM chain)) AND (?1 IS NULL OR task_id = ?1)
                AND (?2 IS NULL OR from_agent = ?2 OR to_agent = ?2)
              ORDER BY id LIMIT ?4";
         let mut stmt = c.prepare_cached(sql).map_err(|e| self.err(e))?;

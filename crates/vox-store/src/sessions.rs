@@ -175,10 +175,16 @@ impl Store {
 
 impl SessionStore for Store {
     fn backend(&self) -> &'static str {
-        "sqlite"
+        match self.postgres() {
+            Some(p) => p.backend(),
+            None => "sqlite",
+        }
     }
 
     fn create(&self, title: &str, metadata: &Value) -> Result<Session, StoreError> {
+        if let Some(p) = self.postgres() {
+            return SessionStore::create(&**p, title, metadata);
+        }
         let s = Session::open(title, metadata);
         self.lite()?
             .execute(
@@ -194,6 +200,9 @@ impl SessionStore for Store {
         id: &str,
         last: usize,
     ) -> Result<Option<(Session, Vec<SessionMessage>)>, StoreError> {
+        if let Some(p) = self.postgres() {
+            return SessionStore::get(&**p, id, last);
+        }
         let c = self.lite()?;
         let Some(session) = self.session_row(&c, id)? else {
             return Ok(None);
@@ -225,6 +234,9 @@ impl SessionStore for Store {
         status: Option<SessionStatus>,
         limit: usize,
     ) -> Result<Vec<Session>, StoreError> {
+        if let Some(p) = self.postgres() {
+            return SessionStore::list(&**p, status, limit);
+        }
         let c = self.lite()?;
         let mut stmt = c
             .prepare(&format!(
@@ -242,6 +254,9 @@ impl SessionStore for Store {
     }
 
     fn append(&self, id: &str, role: &str, content: &str) -> Result<SessionMessage, StoreError> {
+        if let Some(p) = self.postgres() {
+            return SessionStore::append(&**p, id, role, content);
+        }
         let mut c = self.lite()?;
         let tx = c.transaction().map_err(|e| self.err(e))?;
         let status: Option<String> = tx
@@ -278,6 +293,9 @@ impl SessionStore for Store {
     }
 
     fn close(&self, id: &str, summary: Option<&str>) -> Result<Session, StoreError> {
+        if let Some(p) = self.postgres() {
+            return SessionStore::close(&**p, id, summary);
+        }
         let c = self.lite()?;
         let n = c
             .execute(

@@ -30,19 +30,35 @@ pub enum Value {
 /// A value bound to a placeholder.
 #[derive(Debug, Clone, Copy)]
 pub enum Param<'a> {
-    Null,
+    /// A NULL of the kind the Rust value would have had (PostgreSQL needs a NULL's type
+    /// where the statement does not say it, as in `?1 IS NULL`).
+    Null(Kind),
     Int(i64),
     Real(f64),
     Text(&'a str),
     Blob(&'a [u8]),
 }
 
+/// The kind of a bound value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Int,
+    Real,
+    Text,
+    Blob,
+    /// Left to the database to infer.
+    Unknown,
+}
+
 /// A Rust value that binds to a placeholder.
 pub trait ToParam {
+    /// What a `None` of this type binds as.
+    const KIND: Kind;
     fn param(&self) -> Param<'_>;
 }
 
 impl ToParam for Param<'_> {
+    const KIND: Kind = Kind::Unknown;
     fn param(&self) -> Param<'_> {
         *self
     }
@@ -50,6 +66,7 @@ impl ToParam for Param<'_> {
 macro_rules! int_param {
     ($($t:ty),*) => {$(
         impl ToParam for $t {
+            const KIND: Kind = Kind::Int;
             fn param(&self) -> Param<'_> {
                 Param::Int(*self as i64)
             }
@@ -58,43 +75,51 @@ macro_rules! int_param {
 }
 int_param!(i64, i32, u32, u64, usize);
 impl ToParam for bool {
+    const KIND: Kind = Kind::Int;
     fn param(&self) -> Param<'_> {
         Param::Int(i64::from(*self))
     }
 }
 impl ToParam for f64 {
+    const KIND: Kind = Kind::Real;
     fn param(&self) -> Param<'_> {
         Param::Real(*self)
     }
 }
 impl ToParam for str {
+    const KIND: Kind = Kind::Text;
     fn param(&self) -> Param<'_> {
         Param::Text(self)
     }
 }
 impl ToParam for String {
+    const KIND: Kind = Kind::Text;
     fn param(&self) -> Param<'_> {
         Param::Text(self)
     }
 }
 impl ToParam for [u8] {
+    const KIND: Kind = Kind::Blob;
     fn param(&self) -> Param<'_> {
         Param::Blob(self)
     }
 }
 impl ToParam for Vec<u8> {
+    const KIND: Kind = Kind::Blob;
     fn param(&self) -> Param<'_> {
         Param::Blob(self)
     }
 }
 impl<T: ToParam + ?Sized> ToParam for &T {
+    const KIND: Kind = T::KIND;
     fn param(&self) -> Param<'_> {
         (**self).param()
     }
 }
 impl<T: ToParam> ToParam for Option<T> {
+    const KIND: Kind = T::KIND;
     fn param(&self) -> Param<'_> {
-        self.as_ref().map_or(Param::Null, ToParam::param)
+        self.as_ref().map_or(Param::Null(T::KIND), ToParam::param)
     }
 }
 
@@ -330,7 +355,7 @@ fn lite_params<'a>(params: &'a [Param<'a>]) -> Vec<rusqlite::types::ToSqlOutput<
         .iter()
         .map(|p| {
             ToSqlOutput::Borrowed(match *p {
-                Param::Null => ValueRef::Null,
+                Param::Null(_) => ValueRef::Null,
                 Param::Int(i) => ValueRef::Integer(i),
                 Param::Real(f) => ValueRef::Real(f),
                 Param::Text(s) => ValueRef::Text(s.as_bytes()),
@@ -437,7 +462,11 @@ fn pg_params<'a>(params: &'a [Param<'a>], unknown: &Type) -> Vec<(&'a (dyn ToSql
         .iter()
         .map(|p| -> (&(dyn ToSql + Sync), Type) {
             match p {
-                Param::Null => (&Null, unknown.clone()),
+                Param::Null(Kind::Int) => (&Null, Type::INT8),
+                Param::Null(Kind::Real) => (&Null, Type::FLOAT8),
+                Param::Null(Kind::Text) => (&Null, Type::TEXT),
+                Param::Null(Kind::Blob) => (&Null, Type::BYTEA),
+                Param::Null(Kind::Unknown) => (&Null, unknown.clone()),
                 Param::Int(i) => (i, Type::INT8),
                 Param::Real(f) => (f, Type::FLOAT8),
                 Param::Text(s) => (s, Type::TEXT),

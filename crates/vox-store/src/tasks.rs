@@ -566,7 +566,7 @@ impl Store {
     ) -> Result<Vec<Task>, StoreError> {
         match state {
             Some(s) => self.tasks_where(&format!("state = '{}'", s.as_str()), limit),
-            None => self.tasks_where("1", limit),
+            None => self.tasks_where("1 = 1", limit),
         }
     }
 
@@ -684,7 +684,7 @@ impl Store {
         let mut stmt = c
             .prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM tasks WHERE owner = ?1
-                   AND (?2 OR state IN ('assigned', 'running'))
+                   AND (?2 <> 0 OR state IN ('assigned', 'running'))
                  ORDER BY state = 'running' DESC, priority DESC, id LIMIT ?3"
             ))
             .map_err(|e| self.err(e))?;

@@ -2,13 +2,10 @@
 //! they arrive, and calls between nodes recorded so none runs twice.
 
 use serde_json::json;
-use vox_store::{CallDirection, Store};
+use support::open as store;
+use vox_store::CallDirection;
 
-fn store() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().unwrap();
-    let s = Store::open(&dir.path().join("journey.db")).unwrap();
-    (dir, s)
-}
+mod support;
 
 #[test]
 fn a_message_from_another_node_is_stored_once() {

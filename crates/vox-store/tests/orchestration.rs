@@ -1,12 +1,10 @@
 //! Agents, locks, routing, plans, handoffs, clarifications and approvals in the journey store.
 
+mod support;
+
+use support::open;
 use vox_store::*;
 
-fn open() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join(".vox/journey.db")).unwrap();
-    (dir, store)
-}
 
 fn agent(s: &Store, id: &str, capacity: i64) -> Agent {
     s.agent_spawn(
@@ -365,7 +363,7 @@ fn a_pending_clarification_gates_its_tasks_until_resolved() {
     assert!(s.dispatch(10).unwrap().is_empty());
     assert_eq!(s.task_gates(t.id).unwrap(), [q.id]);
     drop(s);
-    let s = Store::open(&dir.path().join(".vox/journey.db")).unwrap();
+    let s = dir.reopen();
     assert_eq!(
         s.clarifications(false, 10).unwrap().len(),
         1,

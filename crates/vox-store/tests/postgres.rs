@@ -4,51 +4,14 @@
 //! share its identity; and 10,000 tasks claimed by three replicas at once, none twice — with
 //! the same claim test on SQLite.
 
+mod support;
+
 use std::collections::HashSet;
+use support::TestDb;
 use std::sync::Arc;
 use vox_store::Store;
 use vox_store::pg::{AttentionRepo, KbRepo, MemoryRepo, PgStore, TaskQueue, translate};
 use vox_store::{AttentionEvent, SessionStore};
-
-/// A database of its own for one test, dropped at the end.
-struct TestDb {
-    admin: String,
-    name: String,
-    url: String,
-}
-
-impl TestDb {
-    fn new(tag: &str) -> Option<TestDb> {
-        let Ok(admin) = std::env::var("VOX_TEST_PG_URL") else {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "VOX_TEST_PG_URL is unset under CI (.ci/run starts PostgreSQL and sets it)"
-            );
-            eprintln!("skipped: VOX_TEST_PG_URL is unset");
-            return None;
-        };
-        let name = format!("vox_{tag}_{}", std::process::id());
-        let mut c = postgres::Client::connect(&admin, postgres::NoTls).expect("VOX_TEST_PG_URL");
-        // One statement each: neither may run inside a transaction block.
-        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-            .unwrap();
-        c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-        let base = admin.split('?').next().unwrap();
-        let url = format!("{}/{name}", &base[..base.rfind('/').unwrap()]);
-        Some(TestDb { admin, name, url })
-    }
-}
-
-impl Drop for TestDb {
-    fn drop(&mut self) {
-        if let Ok(mut c) = postgres::Client::connect(&self.admin, postgres::NoTls) {
-            let _ = c.batch_execute(&format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ));
-        }
-    }
-}
 
 #[test]
 fn translation_changes_types_and_nothing_else() {

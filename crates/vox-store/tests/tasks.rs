@@ -1,12 +1,10 @@
 //! The durable task model: the DAG, the state machine, events, emergency stop, restarts.
 
+mod support;
+
+use support::open;
 use vox_store::*;
 
-fn open() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join(".vox/journey.db")).unwrap();
-    (dir, store)
-}
 
 fn task(store: &Store, title: &str, priority: i64, deps: &[i64]) -> Task {
     store
@@ -151,7 +149,7 @@ fn every_transition_is_an_event_read_by_cursor_and_everything_survives_reopening
     )
     .unwrap();
     drop(s);
-    let s = Store::open(&dir.path().join(".vox/journey.db")).unwrap();
+    let s = dir.reopen();
     let events = s.task_events(0, 100).unwrap();
     let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(kinds, ["submitted", "assigned", "running", "failed"]);

@@ -1,11 +1,11 @@
 //! The `db` subsystem: the workspace journey store every durable family uses: SQLite (WAL) in
-//! the workspace by default; with `VOX_DB_URL=postgres://…`, PostgreSQL shared by replicas,
-//! for the profiles whose repositories have moved there so far (the knowledge profile's).
+//! the workspace by default; with `VOX_DB_URL=postgres://…`, PostgreSQL shared by every
+//! replica serving the workspace.
 
 use std::sync::Arc;
 use vox_core::{Ctx, Family, StepDone, ToolError};
 use vox_mcp_registry::BootStep;
-use vox_store::pg::{KnowledgeRepos, PgStore};
+use vox_store::pg::KnowledgeRepos;
 use vox_store::{Store, StoreError};
 
 /// The store, or the error a handler returns without it.
@@ -19,16 +19,6 @@ pub fn knowledge(ctx: &Ctx) -> Result<&dyn KnowledgeRepos, ToolError> {
         .require::<Arc<dyn KnowledgeRepos>>("the journey store")?
         .as_ref())
 }
-
-/// Tools whose repositories PostgreSQL serves so far: a profile with any other tool that needs
-/// the store is refused on PostgreSQL rather than half served.
-const ON_POSTGRES: &[&str] = &[
-    "vox_memory_",
-    "vox_kb_",
-    "vox_knowledge_query",
-    "vox_attention_summary",
-    "vox_cost_history",
-];
 
 /// Whether a quick store operation may run inline on the async worker: yes on SQLite unless a
 /// long one (a scan, a batch write) is under way, which it must not stall a worker behind;
@@ -66,30 +56,15 @@ fn open_postgres(ctx: &mut Ctx, url: &str) -> Result<StepDone, String> {
                 .into(),
         );
     }
-    let needs_sqlite: Vec<&str> = ctx
-        .profile
-        .tools()
-        .iter()
-        .filter(|t| t.requires.contains(&"db"))
-        .map(|t| t.name)
-        .filter(|n| !ON_POSTGRES.iter().any(|p| n.starts_with(p)))
-        .collect();
-    if !needs_sqlite.is_empty() {
-        return Err(format!(
-            "VOX_DB_URL: PostgreSQL serves the knowledge profile's repositories so far (memories, sessions, kb, the attention ledger); profile {} also has {} tool(s) whose state is SQLite only yet ({}…): unset VOX_DB_URL, or serve --profile knowledge",
-            ctx.profile.canonical(),
-            needs_sqlite.len(),
-            needs_sqlite[..needs_sqlite.len().min(3)].join(", ")
-        ));
-    }
-    let pg = PgStore::open(url).map_err(|e| e.to_string())?;
-    let v = pg.schema_version().map_err(|e| e.to_string())?;
-    let id = pg
+    let store = Arc::new(Store::open_postgres(url).map_err(|e| e.to_string())?);
+    let v = store.schema_version().map_err(|e| e.to_string())?;
+    let id = store
         .store_id()
         .map_err(|e| e.to_string())?
         .unwrap_or_default();
-    let shown = pg.url().to_owned();
-    ctx.insert(Arc::new(pg) as Arc<dyn KnowledgeRepos>);
+    let shown = store.location();
+    ctx.insert(store.clone() as Arc<dyn KnowledgeRepos>);
+    ctx.insert(store);
     Ok(StepDone::Ready(format!(
         "PostgreSQL {shown} (schema {v}, store {id}, shared by every replica)"
     )))
