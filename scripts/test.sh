@@ -9,6 +9,10 @@ export PATH="$HOME/.cargo/bin:$PATH"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo nextest run --workspace --no-fail-fast
+# The store's repository tests again, on PostgreSQL (each test on a fresh database).
+if [ -n "${VOX_TEST_PG_URL:-}" ]; then
+  VOX_TEST_STORE=postgres cargo nextest run -p vox-store --test orchestration --test tasks --test mesh --no-fail-fast
+fi
 
 if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import mcp' 2>/dev/null; then
   python3 -m venv .venv

@@ -2,8 +2,8 @@
 //! each recipient has a delivery that stays open until it acknowledges the message, so an inbox
 //! read is idempotent and delivery is at least once.
 
-use crate::{Store, StoreError, now_ms};
 use crate::sql::{Sql, SqlExt, params};
+use crate::{Store, StoreError, now_ms};
 use serde::Serialize;
 
 /// One message.

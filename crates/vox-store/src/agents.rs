@@ -4,9 +4,9 @@
 //! unfinished tasks back in the queue, in one transaction.
 
 use crate::events::{NewEvent, Subject, record};
+use crate::sql::{OptionalExtension, Sql, SqlExt, params};
 use crate::tasks::{TaskState, event as task_event};
 use crate::{Store, StoreError, now_ms};
-use crate::sql::{OptionalExtension, Sql, SqlExt, params};
 use serde::Serialize;
 
 /// Longest agent id and role.

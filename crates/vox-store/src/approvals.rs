@@ -3,8 +3,8 @@
 //! arguments) or rejects it.
 
 use crate::events::{NewEvent, Subject, record};
-use crate::{Store, StoreError, now_ms};
 use crate::sql::{OptionalExtension, Sql, SqlExt, params};
+use crate::{Store, StoreError, now_ms};
 use serde::Serialize;
 
 /// Longest stored arguments (bytes).

@@ -2,8 +2,8 @@
 //! dispatched while the question is pending). Answering or dismissing it lifts the gates.
 
 use crate::events::{NewEvent, Subject, record};
-use crate::{Store, StoreError, now_ms};
 use crate::sql::{OptionalExtension, Sql, SqlExt, params};
+use crate::{Store, StoreError, now_ms};
 use serde::Serialize;
 
 pub const MAX_QUESTION: usize = 8 * 1024;

@@ -2,9 +2,9 @@
 //! to, else to the one holding a lock on one of its files (file affinity), else to the agent
 //! with the most room; a task whose files are held by two other agents waits.
 
+use crate::sql::{Sql, SqlExt, params};
 use crate::tasks::{READY, TaskState, event as task_event};
 use crate::{Store, StoreError, now_ms};
-use crate::sql::{Sql, SqlExt, params};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -30,11 +30,7 @@ fn room_in(c: &dyn Sql) -> crate::sql::Result<BTreeMap<String, i64>> {
 }
 
 /// The agents other than none holding live locks on `files`.
-fn holders_in(
-    c: &dyn Sql,
-    files: &[String],
-    now: i64,
-) -> crate::sql::Result<Vec<String>> {
+fn holders_in(c: &dyn Sql, files: &[String], now: i64) -> crate::sql::Result<Vec<String>> {
     let mut holders = Vec::new();
     let mut stmt =
         c.prepare_cached("SELECT agent FROM file_locks WHERE path = ?1 AND expires_at > ?2")?;
@@ -52,13 +48,7 @@ fn holders_in(
     Ok(holders)
 }
 
-fn assign_in(
-    c: &dyn Sql,
-    task: i64,
-    agent: &str,
-    why: &str,
-    now: i64,
-) -> crate::sql::Result<()> {
+fn assign_in(c: &dyn Sql, task: i64, agent: &str, why: &str, now: i64) -> crate::sql::Result<()> {
     c.execute(
         "UPDATE tasks SET state = 'assigned', owner = ?2, updated_at = ?3 WHERE id = ?1",
         params![task, agent, now],

@@ -1,8 +1,8 @@
 //! One stream of orchestrator events: every transition of a task, an agent, a lock, a plan, a
 //! handoff, a clarification or an approval is a row, read by cursor (`vox_poll_events`).
 
-use crate::{Store, StoreError};
 use crate::sql::{Sql, SqlExt, params};
+use crate::{Store, StoreError};
 use serde::Serialize;
 
 /// What an event is about.

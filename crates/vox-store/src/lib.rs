@@ -132,7 +132,9 @@ impl Drop for LongOp<'_> {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("at", &self.location()).finish()
+        f.debug_struct("Store")
+            .field("at", &self.location())
+            .finish()
     }
 }
 

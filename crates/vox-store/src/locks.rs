@@ -3,8 +3,8 @@
 //! file. A claim of a file another agent holds live is refused and recorded as a conflict.
 
 use crate::events::{NewEvent, Subject, record};
-use crate::{Store, StoreError, now_ms};
 use crate::sql::{OptionalExtension, Sql, SqlExt, params};
+use crate::{Store, StoreError, now_ms};
 use serde::Serialize;
 
 /// Longest path (bytes), and the lease bounds (milliseconds).

@@ -3,8 +3,8 @@
 //! moment it starts, so a call JetStream delivers again (the callee crashed before
 //! acknowledging it) is answered from the record, never run a second time.
 
-use crate::{Store, StoreError, now_ms};
 use crate::sql::{OptionalExtension, Sql, SqlExt, params};
+use crate::{Store, StoreError, now_ms};
 use serde::Serialize;
 use serde_json::Value;
 

@@ -1,7 +1,7 @@
 //! The models' durable state: sticky model preferences, recorded benchmarks, chat history.
 
-use crate::{Store, StoreError, now_ms};
 use crate::sql::{OptionalExtension, Sql, SqlExt, params};
+use crate::{Store, StoreError, now_ms};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -173,10 +173,7 @@ impl Store {
             )
             .map_err(|e| self.err(e))?;
         stmt.query_map([category], |r| {
-            Ok((
-                r.get::<String>(0)?,
-                (r.get(1)?, r.get::<i64>(2)? as u32),
-            ))
+            Ok((r.get::<String>(0)?, (r.get(1)?, r.get::<i64>(2)? as u32)))
         })
         .map_err(|e| self.err(e))?
         .collect::<Result<BTreeMap<_, _>, _>>()

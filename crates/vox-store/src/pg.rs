@@ -1,12 +1,11 @@
 //! The journey store on PostgreSQL, for several `vox serve` replicas of one workspace sharing
-//! its state (issue 19, under way): the same migrations as SQLite, translated mechanically
-//! ([`translate`]) and applied under an advisory lock so replicas starting together run each
-//! once; the store's identity; and, so far, two repositories behind traits with both
-//! implementations: the task queue's claim path ([`TaskQueue`]), whose correctness under
-//! concurrency is the part replicas cannot do without, and the knowledge profile's
-//! repositories: memories ([`MemoryRepo`]), sessions ([`crate::SessionStore`]), knowledge-base
-//! documents ([`KbRepo`]) and the attention ledger ([`AttentionRepo`]). The other repositories
-//! are SQLite only until they move behind their traits.
+//! its state: the same migrations as SQLite, translated mechanically ([`translate`]) and
+//! applied under an advisory lock so replicas starting together run each once; the store's
+//! identity; the connection pool the [`crate::sql`] surface draws from; and the repositories
+//! written per store: the knowledge repositories (memories [`MemoryRepo`], sessions
+//! [`crate::SessionStore`], knowledge-base documents [`KbRepo`], the attention ledger
+//! [`AttentionRepo`]) and the task queue's claim ([`TaskQueue`], `FOR UPDATE SKIP LOCKED`).
+//! Every other repository is written once, for both stores, in `sql`'s dialect.
 
 use crate::{StoreError, migrations, now_ms};
 use postgres::{Client, NoTls};

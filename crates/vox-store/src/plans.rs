@@ -4,9 +4,9 @@
 //! another; handoffs that continue an earlier one form its lineage.
 
 use crate::events::{NewEvent, Subject, record};
+use crate::sql::{OptionalExtension, Sql, SqlExt, params};
 use crate::tasks::{NewTask, Task, TaskState, event as task_event, submit_in};
 use crate::{Store, StoreError, now_ms};
-use crate::sql::{OptionalExtension, Sql, SqlExt, params};
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -1,8 +1,8 @@
 //! Research runs: a question, the model that answered it, the claims it made (kept with the
 //! citations that resolved, or dropped with why), and drafts written from the kept claims.
 
-use crate::{Store, StoreError, now_ms};
 use crate::sql::{OptionalExtension, Sql, SqlExt, params};
+use crate::{Store, StoreError, now_ms};
 use serde::Serialize;
 
 /// A research run.

@@ -304,10 +304,7 @@ pub trait SqlExt: Sql {
         params: impl Params,
         f: impl FnMut(&Row) -> Result<T>,
     ) -> Result<Vec<T>> {
-        self.rows(sql, &params.params())?
-            .iter()
-            .map(f)
-            .collect()
+        self.rows(sql, &params.params())?.iter().map(f).collect()
     }
     /// A statement to run (kept for rusqlite's `prepare(..)?.query_map(..)` shape; SQLite
     /// caches every statement, PostgreSQL sends each with its parameters' types).
@@ -339,7 +336,11 @@ impl<S: Sql + ?Sized> Stmt<'_, S> {
         let rows = self.c.rows(&self.sql, &params.params())?;
         Ok(rows.iter().map(&mut f).collect::<Vec<_>>().into_iter())
     }
-    pub fn query_row<T>(&mut self, params: impl Params, f: impl FnOnce(&Row) -> Result<T>) -> Result<T> {
+    pub fn query_row<T>(
+        &mut self,
+        params: impl Params,
+        f: impl FnOnce(&Row) -> Result<T>,
+    ) -> Result<T> {
         self.c.query_row(&self.sql, params, f)
     }
     pub fn execute(&mut self, params: impl Params) -> Result<usize> {
@@ -454,7 +455,12 @@ pub fn dollar_placeholders(sql: &str) -> String {
 
 /// The unspecified type (oid 0): the server infers it.
 fn unknown() -> Type {
-    Type::new(String::new(), 0, postgres::types::Kind::Simple, String::new())
+    Type::new(
+        String::new(),
+        0,
+        postgres::types::Kind::Simple,
+        String::new(),
+    )
 }
 
 fn pg_params<'a>(params: &'a [Param<'a>], unknown: &Type) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
@@ -480,11 +486,19 @@ fn pg_value(r: &postgres::Row, i: usize) -> Result<Value> {
     let t = r.columns()[i].type_();
     let v = match *t {
         Type::INT8 => r.try_get::<_, Option<i64>>(i)?.map(Value::Int),
-        Type::INT4 => r.try_get::<_, Option<i32>>(i)?.map(|v| Value::Int(v.into())),
-        Type::INT2 => r.try_get::<_, Option<i16>>(i)?.map(|v| Value::Int(v.into())),
-        Type::BOOL => r.try_get::<_, Option<bool>>(i)?.map(|v| Value::Int(v.into())),
+        Type::INT4 => r
+            .try_get::<_, Option<i32>>(i)?
+            .map(|v| Value::Int(v.into())),
+        Type::INT2 => r
+            .try_get::<_, Option<i16>>(i)?
+            .map(|v| Value::Int(v.into())),
+        Type::BOOL => r
+            .try_get::<_, Option<bool>>(i)?
+            .map(|v| Value::Int(v.into())),
         Type::FLOAT8 => r.try_get::<_, Option<f64>>(i)?.map(Value::Real),
-        Type::FLOAT4 => r.try_get::<_, Option<f32>>(i)?.map(|v| Value::Real(v.into())),
+        Type::FLOAT4 => r
+            .try_get::<_, Option<f32>>(i)?
+            .map(|v| Value::Real(v.into())),
         Type::BYTEA => r.try_get::<_, Option<Vec<u8>>>(i)?.map(Value::Blob),
         Type::TEXT | Type::VARCHAR | Type::NAME | Type::BPCHAR | Type::UNKNOWN => {
             r.try_get::<_, Option<String>>(i)?.map(Value::Text)
@@ -553,7 +567,8 @@ pub(crate) fn blocking<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     match Handle::try_current().map(|h| h.runtime_flavor()) {
         Err(_) => f(),
         Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
-        Ok(_) => std::thread::scope(|s| s.spawn(f).join()).unwrap_or_else(|p| std::panic::resume_unwind(p)),
+        Ok(_) => std::thread::scope(|s| s.spawn(f).join())
+            .unwrap_or_else(|p| std::panic::resume_unwind(p)),
     }
 }
 
@@ -567,7 +582,9 @@ fn pg_rows(run: PgConn<'_>, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>>
     rows.iter()
         .map(|r| {
             Ok(Row {
-                values: (0..r.len()).map(|i| pg_value(r, i)).collect::<Result<_>>()?,
+                values: (0..r.len())
+                    .map(|i| pg_value(r, i))
+                    .collect::<Result<_>>()?,
             })
         })
         .collect()
@@ -597,7 +614,7 @@ enum GuardInner<'s> {
     Lite(MutexGuard<'s, rusqlite::Connection>),
     Pg {
         store: &'s crate::pg::PgStore,
-        client: RefCell<Option<postgres::Client>>,
+        client: RefCell<Option<Box<postgres::Client>>>,
     },
 }
 
@@ -615,7 +632,7 @@ impl<'s> Guard<'s> {
         Guard {
             inner: GuardInner::Pg {
                 store,
-                client: RefCell::new(Some(client)),
+                client: RefCell::new(Some(Box::new(client))),
             },
         }
     }
@@ -656,7 +673,7 @@ impl Drop for Guard<'_> {
         if let GuardInner::Pg { store, client } = &mut self.inner
             && let Some(c) = client.get_mut().take()
         {
-            store.give_back(c);
+            store.give_back(*c);
         }
     }
 }
@@ -667,7 +684,7 @@ impl Sql for Guard<'_> {
             GuardInner::Lite(c) => lite_rows(c, sql, params),
             GuardInner::Pg { client, .. } => {
                 let mut c = client.borrow_mut();
-                pg_rows(c.as_mut().ok_or_else(no_client)?, sql, params)
+                pg_rows(&mut **c.as_mut().ok_or_else(no_client)?, sql, params)
             }
         }
     }
@@ -676,7 +693,7 @@ impl Sql for Guard<'_> {
             GuardInner::Lite(c) => c.run(sql, params),
             GuardInner::Pg { client, .. } => {
                 let mut c = client.borrow_mut();
-                pg_run(c.as_mut().ok_or_else(no_client)?, sql, params)
+                pg_run(&mut **c.as_mut().ok_or_else(no_client)?, sql, params)
             }
         }
     }
@@ -685,7 +702,7 @@ impl Sql for Guard<'_> {
             GuardInner::Lite(c) => Ok(c.last_insert_rowid()),
             GuardInner::Pg { client, .. } => {
                 let mut c = client.borrow_mut();
-                pg_last_id(c.as_mut().ok_or_else(no_client)?)
+                pg_last_id(&mut **c.as_mut().ok_or_else(no_client)?)
             }
         }
     }

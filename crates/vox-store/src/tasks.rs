@@ -14,8 +14,8 @@
 //! first (the attempt is counted). Ending a task releases the file locks claimed for it.
 
 use crate::events::{NewEvent, Subject, record};
-use crate::{Store, StoreError, now_ms};
 use crate::sql::{OptionalExtension, Sql, SqlExt, params};
+use crate::{Store, StoreError, now_ms};
 use serde::{Deserialize, Serialize};
 
 /// Most dependencies of one task, and most files of its affinity.
@@ -242,12 +242,7 @@ pub(crate) fn check_title(title: &str) -> Result<(), StoreError> {
     check_len("title", title, MAX_TASK_TITLE)
 }
 
-pub(crate) fn submit_in(
-    tx: &dyn Sql,
-    t: &NewTask,
-    by: &str,
-    now: i64,
-) -> Result<i64, StoreError> {
+pub(crate) fn submit_in(tx: &dyn Sql, t: &NewTask, by: &str, now: i64) -> Result<i64, StoreError> {
     let sql = |e| StoreError::Conflict(format!("storing the task: {e}"));
     check_title(&t.title)?;
     check_len("description", &t.description, MAX_TASK_TEXT)?;

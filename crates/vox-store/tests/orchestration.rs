@@ -5,7 +5,6 @@ mod support;
 use support::open;
 use vox_store::*;
 
-
 fn agent(s: &Store, id: &str, capacity: i64) -> Agent {
     s.agent_spawn(
         &NewAgent {

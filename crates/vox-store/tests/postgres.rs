@@ -7,8 +7,8 @@
 mod support;
 
 use std::collections::HashSet;
-use support::TestDb;
 use std::sync::Arc;
+use support::TestDb;
 use vox_store::Store;
 use vox_store::pg::{AttentionRepo, KbRepo, MemoryRepo, PgStore, TaskQueue, translate};
 use vox_store::{AttentionEvent, SessionStore};

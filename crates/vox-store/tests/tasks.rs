@@ -5,7 +5,6 @@ mod support;
 use support::open;
 use vox_store::*;
 
-
 fn task(store: &Store, title: &str, priority: i64, deps: &[i64]) -> Task {
     store
         .task_submit(&NewTask {

@@ -533,7 +533,10 @@ fn on_started(ctx: Arc<Ctx>) {
     let restart_workers = store.postgres().is_none();
     for a in store.agents(false).unwrap_or_default() {
         if a.runner.as_deref() == Some("codex") && !restart_workers {
-            tracing::warn!(agent = a.id, "not restarting the agent's worker: the store is shared (PostgreSQL)");
+            tracing::warn!(
+                agent = a.id,
+                "not restarting the agent's worker: the store is shared (PostgreSQL)"
+            );
         } else if a.runner.as_deref() == Some("codex") {
             if let Err(e) = store.agent_requeue(&a.id, true, "daemon", "the daemon restarted") {
                 tracing::warn!(agent = a.id, "requeueing after a restart: {e}");
