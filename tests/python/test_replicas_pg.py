@@ -101,6 +101,10 @@ def orchestrators(base: str, env: dict, db_url: str, servers: list, admin: str) 
                             "SELECT count(*) FROM (SELECT subject_id FROM events WHERE subject = 'task' AND kind = 'assigned'"
                             " GROUP BY subject_id HAVING count(*) <> 1) x"], capture_output=True, text=True, check=True)
     check(twice.stdout.strip() == "0", f"each of the {total} tasks was assigned exactly once across the three dispatchers")
+    metrics = urllib.request.urlopen(urls[0] + "/metrics", timeout=10).read().decode()
+    check('vox_store_info{backend="postgres"}' in metrics and 'vox_store_transactions_total{backend="postgres"}' in metrics
+          and "vox_store_write_lock_wait_seconds" in metrics and 'vox_store_pool_connections{state="open"}' in metrics,
+          "the store's metrics are on /metrics")
     sessions(urls)
 
 

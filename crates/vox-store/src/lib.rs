@@ -270,6 +270,14 @@ impl Store {
         }
     }
 
+    /// `sqlite` or `postgres`.
+    pub fn backend_name(&self) -> &'static str {
+        match &self.backend {
+            Backend::Lite { .. } => "sqlite",
+            Backend::Pg(_) => "postgres",
+        }
+    }
+
     /// The PostgreSQL store, when that is where it is.
     pub fn postgres(&self) -> Option<&std::sync::Arc<pg::PgStore>> {
         match &self.backend {
@@ -373,6 +381,7 @@ impl Store {
     }
 
     fn err(&self, e: impl Into<sql::Error>) -> StoreError {
+        metrics::counter!("vox_store_errors_total", "backend" => self.backend_name()).increment(1);
         match (e.into(), &self.backend) {
             (sql::Error::Sqlite(source), Backend::Lite { path, .. }) => StoreError::Sqlite {
                 path: path.clone(),

@@ -148,6 +148,8 @@ impl PgStore {
             }
             if pool.open < POOL {
                 pool.open += 1;
+                metrics::gauge!("vox_store_pool_connections", "state" => "open")
+                    .set(pool.open as f64);
                 drop(pool);
                 return self.config.connect(NoTls).map_err(|e| {
                     self.forget_one();
@@ -175,6 +177,7 @@ impl PgStore {
     fn forget_one(&self) {
         let mut pool = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         pool.open = pool.open.saturating_sub(1);
+        metrics::gauge!("vox_store_pool_connections", "state" => "open").set(pool.open as f64);
         drop(pool);
         self.returned.notify_one();
     }

@@ -653,13 +653,23 @@ impl<'s> Guard<'s> {
 
     fn begin(&mut self, behavior: rusqlite::TransactionBehavior) -> Result<Tx<'_>> {
         match &mut self.inner {
-            GuardInner::Lite(c) => Ok(Tx {
-                inner: TxInner::Lite(c.transaction_with_behavior(behavior)?),
-            }),
+            GuardInner::Lite(c) => {
+                metrics::counter!("vox_store_transactions_total", "backend" => "sqlite")
+                    .increment(1);
+                Ok(Tx {
+                    inner: TxInner::Lite(c.transaction_with_behavior(behavior)?),
+                })
+            }
             GuardInner::Pg { client, .. } => {
+                metrics::counter!("vox_store_transactions_total", "backend" => "postgres")
+                    .increment(1);
                 let client = client.get_mut().as_mut().ok_or_else(no_client)?;
                 let mut tx = blocking(|| client.transaction())?;
+                // How long replicas' writes queue for one another.
+                let waited = std::time::Instant::now();
                 blocking(|| tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK]))?;
+                metrics::histogram!("vox_store_write_lock_wait_seconds")
+                    .record(waited.elapsed().as_secs_f64());
                 Ok(Tx {
                     inner: TxInner::Pg(RefCell::new(Box::new(tx))),
                 })

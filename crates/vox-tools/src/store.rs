@@ -44,6 +44,7 @@ fn open(ctx: &mut Ctx) -> Result<StepDone, String> {
     let path = ctx.workspace.db_path();
     let store = Arc::new(Store::open(&path).map_err(|e| e.to_string())?);
     let v = store.schema_version().map_err(|e| e.to_string())?;
+    announce(&store, v);
     ctx.insert(store.clone() as Arc<dyn KnowledgeRepos>);
     ctx.insert(store);
     Ok(StepDone::Ready(format!("{} (schema {v})", path.display())))
@@ -63,11 +64,19 @@ fn open_postgres(ctx: &mut Ctx, url: &str) -> Result<StepDone, String> {
         .map_err(|e| e.to_string())?
         .unwrap_or_default();
     let shown = store.location();
+    announce(&store, v);
     ctx.insert(store.clone() as Arc<dyn KnowledgeRepos>);
     ctx.insert(store);
     Ok(StepDone::Ready(format!(
         "PostgreSQL {shown} (schema {v}, store {id}, shared by every replica)"
     )))
+}
+
+/// `vox_store_info{backend}` on /metrics: which store this replica serves, at which schema
+/// version (the store's own counters: `vox_store_transactions_total`, `vox_store_errors_total`,
+/// and on PostgreSQL `vox_store_write_lock_wait_seconds`, `vox_store_pool_connections`).
+fn announce(store: &Store, schema: i64) {
+    metrics::gauge!("vox_store_info", "backend" => store.backend_name()).set(schema as f64);
 }
 
 pub fn family() -> Family {
