@@ -213,16 +213,46 @@ pub(crate) fn print(text: &str) {
 
 /// One JSON-RPC request to a session's supervisor.
 pub(crate) fn call(socket: &Path, method: &str, params: Value) -> R<Value> {
-    let mut s = UnixStream::connect(socket).map_err(|e| {
+    call_or_gone(socket, method, params)?.ok_or_else(|| {
         Fail(format!(
-            "the session's supervisor at {}: {e}",
+            "the session's supervisor at {} went away before answering",
             socket.display()
         ))
-    })?;
+    })
+}
+
+/// [`call`], or `None` when the supervisor is gone or going: the socket is missing or refuses,
+/// or the connection ends without an answer (a supervisor ending its session stops answering
+/// and exits; what it left is in the store).
+pub(crate) fn call_or_gone(socket: &Path, method: &str, params: Value) -> R<Option<Value>> {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionRefused, ConnectionReset, NotFound};
+    let gone = |e: &std::io::Error| {
+        matches!(
+            e.kind(),
+            NotFound | ConnectionRefused | ConnectionReset | BrokenPipe
+        )
+    };
+    let mut s = match UnixStream::connect(socket) {
+        Ok(s) => s,
+        Err(e) if gone(&e) => return Ok(None),
+        Err(e) => {
+            return Err(Fail(format!(
+                "the session's supervisor at {}: {e}",
+                socket.display()
+            )));
+        }
+    };
     let req = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    s.write_all(format!("{req}\n").as_bytes())?;
     let mut line = String::new();
-    BufReader::new(s.take(64 << 20)).read_line(&mut line)?;
+    let sent = s
+        .write_all(format!("{req}\n").as_bytes())
+        .and_then(|()| BufReader::new(s.take(64 << 20)).read_line(&mut line));
+    match sent {
+        Ok(0) => return Ok(None),
+        Ok(_) => {}
+        Err(e) if gone(&e) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
     let v: Value =
         serde_json::from_str(&line).map_err(|e| Fail(format!("the supervisor's answer: {e}")))?;
     if let Some(e) = v.get("error") {
@@ -233,7 +263,7 @@ pub(crate) fn call(socket: &Path, method: &str, params: Value) -> R<Value> {
                 .to_string(),
         ));
     }
-    Ok(v["result"].clone())
+    Ok(Some(v["result"].clone()))
 }
 
 /// A `tools/call` of the session's `mmo_mesh` as the operator; a tool error is a failure
@@ -756,10 +786,14 @@ fn inspect(id: &str, json_out: bool) -> R<ExitCode> {
     let (_, paths) = paths()?;
     let store = paths.open()?;
     let s = load(&store, id)?;
-    let v = if live(&paths, &s) {
-        call(&paths.socket(id), "session/inspect", json!({}))?
-    } else {
-        supervisor::inspect_value(&store, &s, None)
+    let live_view = match live(&paths, &s) {
+        true => call_or_gone(&paths.socket(id), "session/inspect", json!({}))?,
+        false => None,
+    };
+    let v = match live_view {
+        Some(v) => v,
+        // No supervisor, or one that went away while asked: the store holds what it left.
+        None => supervisor::inspect_value(&store, &load(&store, id)?, None),
     };
     if json_out {
         print(&serde_json::to_string_pretty(&v)?);

@@ -481,9 +481,22 @@ pub async fn serve(paths: Paths, id: String, resume: bool) -> Result<(), String>
             _ = int.recv() => { stop_session(&team, JobState::Stopped, "the supervisor was interrupted").await; }
         }
     }
-    // Give connected clients a moment to read the final state.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // New callers find no socket and read the store; those already connected or queued get a
+    // moment to be answered with the final state.
     let _ = std::fs::remove_file(&socket);
+    let grace = tokio::time::sleep(Duration::from_millis(100));
+    tokio::pin!(grace);
+    loop {
+        tokio::select! {
+            conn = listener.accept() => {
+                if let Ok((stream, _)) = conn {
+                    tokio::spawn(connection(team.clone(), stream));
+                }
+            }
+            _ = &mut grace => break,
+        }
+    }
+    drop(listener);
     let _ = store.set_supervisor(&id, None);
     Ok(())
 }
