@@ -64,6 +64,9 @@ pub struct Agent {
     pub heartbeat_at: i64,
     pub created_at: i64,
     pub updated_at: i64,
+    /// Where its worker runs (the replica's host and workspace), for a runner agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// What `vox_spawn_agent` stores.
@@ -75,6 +78,8 @@ pub struct NewAgent {
     pub runner: Option<String>,
     pub capacity: i64,
     pub budget_tokens: Option<i64>,
+    /// Where its worker runs, for a runner agent.
+    pub host: Option<String>,
 }
 
 /// What retiring an agent undid.
@@ -87,7 +92,7 @@ pub struct Retired {
     pub released: Vec<String>,
 }
 
-const COLUMNS: &str = "id, role, profile, runner, state, capacity, budget_tokens, heartbeat_at, created_at, updated_at";
+const COLUMNS: &str = "id, role, profile, runner, state, capacity, budget_tokens, heartbeat_at, created_at, updated_at, host";
 
 fn row_to_agent(r: &crate::sql::Row) -> crate::sql::Result<Agent> {
     let state: String = r.get(4)?;
@@ -102,6 +107,7 @@ fn row_to_agent(r: &crate::sql::Row) -> crate::sql::Result<Agent> {
         heartbeat_at: r.get(7)?,
         created_at: r.get(8)?,
         updated_at: r.get(9)?,
+        host: r.get(10)?,
     })
 }
 
@@ -185,9 +191,9 @@ impl Store {
         }
         tx.execute(
             "INSERT INTO agents (id, role, profile, runner, state, capacity, budget_tokens, token_hash,
-                                 heartbeat_at, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, 'active', ?5, ?6, ?7, ?8, ?8, ?8)",
-            params![a.id, a.role, a.profile, a.runner, a.capacity, a.budget_tokens, token_hash, now],
+                                 heartbeat_at, created_at, updated_at, host)
+             VALUES (?1, ?2, ?3, ?4, 'active', ?5, ?6, ?7, ?8, ?8, ?8, ?9)",
+            params![a.id, a.role, a.profile, a.runner, a.capacity, a.budget_tokens, token_hash, now, a.host],
         )
         .map_err(|e| self.err(e))?;
         agent_event(&tx, &a.id, "spawned", None, by, a.runner.as_deref(), now)

@@ -340,6 +340,11 @@ const MIGRATIONS: &[&str] = &[
         UNIQUE (direction, call_id)
     );
     "#,
+    // 11: the replica whose workspace runs an agent's worker (`codex` runner agents), so a
+    // replica restarting on a store others share restarts its own workers and no one else's.
+    r#"
+    ALTER TABLE agents ADD COLUMN host TEXT;
+    "#,
 ];
 
 /// Every migration, in order (PostgreSQL applies them too, translated: `pg::translate`).

@@ -67,11 +67,28 @@ fn agent_ids_are_checked_and_never_reused_and_credentials_stop_at_retirement() {
         assert!(e.to_string().contains("agent id"), "{bad:?}: {e}");
     }
     assert_eq!(s.agent_by_token("hash-of-a1").unwrap().unwrap().id, "a1");
+    assert_eq!(s.agent_get("a1").unwrap().host, None);
+    // A runner agent records where its worker runs.
+    let w = s
+        .agent_spawn(
+            &NewAgent {
+                id: "w1".into(),
+                runner: Some("codex".into()),
+                capacity: 1,
+                host: Some("box:/srv/replica-1".into()),
+                ..NewAgent::default()
+            },
+            "hash-of-w1",
+            "operator",
+        )
+        .unwrap();
+    assert_eq!(w.host.as_deref(), Some("box:/srv/replica-1"));
+    s.agent_retire("w1", "operator", "done").unwrap();
     s.agent_retire("a1", "operator", "done").unwrap();
     assert!(s.agent_by_token("hash-of-a1").unwrap().is_none());
     assert!(s.agent_retire("a1", "operator", "again").is_err());
     assert!(s.agents(false).unwrap().is_empty());
-    assert_eq!(s.agents(true).unwrap().len(), 1);
+    assert_eq!(s.agents(true).unwrap().len(), 2);
 }
 
 #[test]

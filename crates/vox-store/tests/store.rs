@@ -18,7 +18,10 @@ fn memories_survive_reopening_the_file() {
     let m = store.memory_get("deploy/target").unwrap().unwrap();
     assert_eq!(m.value, "staging");
     assert_eq!(m.tags, ["ops"]);
-    assert_eq!(store.schema_version().unwrap(), 10);
+    assert_eq!(
+        store.schema_version().unwrap(),
+        vox_store::migrations_latest()
+    );
 }
 
 #[test]

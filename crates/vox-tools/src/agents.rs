@@ -253,6 +253,7 @@ fn spawn(ctx: &Ctx, call: &CallCtx, a: SpawnArgs) -> Result<Spawned, ToolError> 
                 runner: fleet.as_ref().map(|_| "codex".to_owned()),
                 capacity: a.capacity.unwrap_or(1),
                 budget_tokens: a.budget_tokens,
+                host: fleet.as_ref().map(|_| worker_host(ctx)),
             },
             &token_hash(&token),
             actor(call),
@@ -515,6 +516,22 @@ impl vox_core::AgentDirectory for Directory {
     }
 }
 
+/// Where this daemon runs agents' workers: its host and workspace (a replica on a shared
+/// store is told apart from the others by these).
+fn worker_host(ctx: &Ctx) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    format!("{}:{}", host.trim(), ctx.workspace.root.display())
+}
+
+/// Whether this daemon (at `me`) runs the worker of runner agent `a`: one it spawned; on a
+/// store only this daemon uses, also one spawned before workers' hosts were recorded.
+fn runs_here(a: &Agent, me: &str, shared: bool) -> bool {
+    match a.host.as_deref() {
+        Some(h) => h == me,
+        None => !shared,
+    }
+}
+
 /// Once the daemon is up: the workers of agents it runs start again (a task one was running
 /// when the daemon went away goes back to the queue first), and lapsed file leases are expired
 /// every two seconds, letting the tasks that waited for those files go.
@@ -528,16 +545,10 @@ fn on_started(ctx: Arc<Ctx>) {
     let Ok(rt) = tokio::runtime::Handle::try_current() else {
         return;
     };
-    // On a store replicas share, the agents' workers may be another replica's: which replica
-    // runs which worker is not recorded yet, so none restarts them all.
-    let restart_workers = store.postgres().is_none();
+    let me = worker_host(&ctx);
+    let shared = store.postgres().is_some();
     for a in store.agents(false).unwrap_or_default() {
-        if a.runner.as_deref() == Some("codex") && !restart_workers {
-            tracing::warn!(
-                agent = a.id,
-                "not restarting the agent's worker: the store is shared (PostgreSQL)"
-            );
-        } else if a.runner.as_deref() == Some("codex") {
+        if a.runner.as_deref() == Some("codex") && runs_here(&a, &me, shared) {
             if let Err(e) = store.agent_requeue(&a.id, true, "daemon", "the daemon restarted") {
                 tracing::warn!(agent = a.id, "requeueing after a restart: {e}");
             }
@@ -594,4 +605,41 @@ fn handlers() -> Vec<(&'static str, HandlerEntry)> {
         ("vox_heartbeat", quick(heartbeat, crate::store::free)),
         ("vox_set_agent_budget", blocking(set_budget)),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runner_on(host: Option<&str>) -> Agent {
+        Agent {
+            id: "w".into(),
+            role: String::new(),
+            profile: "orchestrator".into(),
+            runner: Some("codex".into()),
+            state: vox_store::AgentState::Active,
+            capacity: 1,
+            budget_tokens: None,
+            heartbeat_at: 0,
+            created_at: 0,
+            updated_at: 0,
+            host: host.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_replica_restarts_only_the_workers_it_runs() {
+        let me = "box:/srv/replica-1";
+        assert!(runs_here(&runner_on(Some(me)), me, true));
+        assert!(!runs_here(&runner_on(Some("box:/srv/replica-2")), me, true));
+        assert!(!runs_here(
+            &runner_on(Some("box:/srv/replica-2")),
+            me,
+            false
+        ));
+        // Spawned before hosts were recorded: its own on a store only it uses, on a shared
+        // one no one's to guess.
+        assert!(runs_here(&runner_on(None), me, false));
+        assert!(!runs_here(&runner_on(None), me, true));
+    }
 }
