@@ -163,6 +163,8 @@ impl PgStore {
     pub(crate) fn give_back(&self, client: Client) {
         if client.is_closed() {
             self.forget_one();
+            // Dropping a client closes it on its own runtime: not on an async worker.
+            crate::sql::blocking(move || drop(client));
             return;
         }
         self.idle

@@ -657,7 +657,7 @@ impl<'s> Guard<'s> {
                 metrics::counter!("vox_store_transactions_total", "backend" => "sqlite")
                     .increment(1);
                 Ok(Tx {
-                    inner: TxInner::Lite(c.transaction_with_behavior(behavior)?),
+                    inner: Some(TxInner::Lite(c.transaction_with_behavior(behavior)?)),
                 })
             }
             GuardInner::Pg { client, .. } => {
@@ -671,7 +671,7 @@ impl<'s> Guard<'s> {
                 metrics::histogram!("vox_store_write_lock_wait_seconds")
                     .record(waited.elapsed().as_secs_f64());
                 Ok(Tx {
-                    inner: TxInner::Pg(RefCell::new(Box::new(tx))),
+                    inner: Some(TxInner::Pg(RefCell::new(Box::new(tx)))),
                 })
             }
         }
@@ -720,7 +720,8 @@ impl Sql for Guard<'_> {
 
 /// A transaction of either store; rolled back unless committed.
 pub struct Tx<'c> {
-    inner: TxInner<'c>,
+    /// `None` once committed.
+    inner: Option<TxInner<'c>>,
 }
 
 enum TxInner<'c> {
@@ -728,33 +729,51 @@ enum TxInner<'c> {
     Pg(RefCell<Box<postgres::Transaction<'c>>>),
 }
 
-impl Tx<'_> {
-    pub fn commit(self) -> Result<()> {
-        match self.inner {
-            TxInner::Lite(t) => Ok(t.commit()?),
-            TxInner::Pg(t) => {
+impl<'c> Tx<'c> {
+    pub fn commit(mut self) -> Result<()> {
+        match self.inner.take() {
+            Some(TxInner::Lite(t)) => Ok(t.commit()?),
+            Some(TxInner::Pg(t)) => {
                 let t = t.into_inner();
                 Ok(blocking(move || t.commit())?)
             }
+            None => Ok(()),
+        }
+    }
+
+    fn inner(&self) -> Result<&TxInner<'c>> {
+        self.inner
+            .as_ref()
+            .ok_or_else(|| Error::Postgres("the transaction has ended".into()))
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        // Not committed: rolled back, on PostgreSQL by the client's own runtime, which must
+        // not be entered from an async worker (an early return in a handler's transaction).
+        if let Some(TxInner::Pg(t)) = self.inner.take() {
+            let t = t.into_inner();
+            blocking(move || drop(t));
         }
     }
 }
 
 impl Sql for Tx<'_> {
     fn rows(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>> {
-        match &self.inner {
+        match self.inner()? {
             TxInner::Lite(t) => lite_rows(t, sql, params),
             TxInner::Pg(t) => pg_rows(&mut **t.borrow_mut(), sql, params),
         }
     }
     fn run(&self, sql: &str, params: &[Param<'_>]) -> Result<usize> {
-        match &self.inner {
+        match self.inner()? {
             TxInner::Lite(t) => (**t).run(sql, params),
             TxInner::Pg(t) => pg_run(&mut **t.borrow_mut(), sql, params),
         }
     }
     fn last_insert_rowid(&self) -> Result<i64> {
-        match &self.inner {
+        match self.inner()? {
             TxInner::Lite(t) => Ok(t.last_insert_rowid()),
             TxInner::Pg(t) => pg_last_id(&mut **t.borrow_mut()),
         }

@@ -300,3 +300,30 @@ fn the_store_can_be_called_from_async_code() {
         assert_eq!(s.memory_get("k").unwrap().unwrap().value, "v");
     });
 }
+
+/// Calls from a multi-thread runtime's worker (an async handler): a transaction that ends in
+/// an error rolls back, and a store dropped there closes its connections, without blocking
+/// the worker on the client's own runtime (which tokio refuses with a panic).
+#[test]
+fn a_postgres_store_is_used_and_dropped_on_async_workers() {
+    let Some(db) = TestDb::new("workers") else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let url = db.url.clone();
+    rt.block_on(async move {
+        tokio::spawn(async move {
+            let s = Store::open_postgres(&url).unwrap();
+            // No such agent: refused inside the claim's transaction, which rolls back.
+            let e = s.lock_claim("src/a.rs", "ghost", None, 5_000).unwrap_err();
+            assert!(e.to_string().contains("no agent ghost"), "{e}");
+            assert_eq!(s.locks(None, 10).unwrap(), vec![]);
+            drop(s);
+        })
+        .await
+        .unwrap();
+    });
+}
