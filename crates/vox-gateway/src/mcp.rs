@@ -274,9 +274,12 @@ pub async fn bind_sessions(
         None => {}
     }
     let delete = req.method() == Method::DELETE;
-    let res = next.run(req).await;
+    let mut res = next.run(req).await;
     if delete && res.status().is_success() {
         sessions.lock().remove(&id);
+        // rmcp answers 202; the session has ended by now, and the SDKs' clients expect 200
+        // or 204 (the Python one logs a failed termination otherwise).
+        *res.status_mut() = StatusCode::OK;
     }
     res
 }
