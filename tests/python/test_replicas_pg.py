@@ -49,17 +49,20 @@ def psql(admin: str, sql: str) -> None:
     subprocess.run(["psql", admin, "-qc", sql], check=True, capture_output=True)
 
 
+def replica(base: str, env: dict, servers: list, i: int, profile: str) -> tuple[subprocess.Popen, str, dict]:
+    """`vox serve --profile <profile>` on workspace `r<i>` under `base`: its process, URL and env."""
+    ws = os.path.join(base, f"r{i}")
+    os.makedirs(ws, exist_ok=True)
+    e = dict(env, VOX_HOME=os.path.join(base, f"h{i}"), VOX_WORKSPACE=ws)
+    p = subprocess.Popen([VOX, "serve", "--profile", profile, "--workspace", ws], env=e,
+                         stdout=subprocess.PIPE, text=True)
+    servers.append(p)
+    return p, "http://" + p.stdout.readline().split("http://")[1].split()[0], e
+
+
 def orchestrators(base: str, env: dict, db_url: str, servers: list, admin: str) -> None:
     """Three orchestrator replicas; agents complete the tasks the replicas' dispatchers assign."""
-    urls = []
-    for i in (4, 5, 6):
-        ws = os.path.join(base, f"r{i}")
-        os.makedirs(ws, exist_ok=True)
-        e = dict(env, VOX_HOME=os.path.join(base, f"h{i}"), VOX_WORKSPACE=ws)
-        p = subprocess.Popen([VOX, "serve", "--profile", "orchestrator", "--workspace", ws], env=e,
-                             stdout=subprocess.PIPE, text=True)
-        servers.append(p)
-        urls.append("http://" + p.stdout.readline().split("http://")[1].split()[0])
+    urls = [replica(base, env, servers, i, "orchestrator")[1] for i in (4, 5, 6)]
     agents = [f"w{i}" for i in range(6)]
     for n, a in enumerate(agents):
         call(urls[n % 3], "vox_spawn_agent", {"agent_id": a, "capacity": 4})
@@ -235,17 +238,8 @@ def main() -> None:
         env.update({"VOX_DB_URL": db_url, "VOX_MCP_HTTP_BEARER_TOKEN": TOKEN, "VOX_MCP_HTTP_PORT": "0",
                     "VOX_LOG": "warn"})
 
-        def replica(i: int) -> tuple[subprocess.Popen, str, dict]:
-            ws = os.path.join(base, f"r{i}")
-            os.makedirs(ws, exist_ok=True)
-            e = dict(env, VOX_HOME=os.path.join(base, f"h{i}"), VOX_WORKSPACE=ws)
-            p = subprocess.Popen([VOX, "serve", "--profile", "knowledge", "--workspace", ws], env=e,
-                                 stdout=subprocess.PIPE, text=True)
-            servers.append(p)
-            return p, "http://" + p.stdout.readline().split("http://")[1].split()[0], e
-
         try:
-            (p1, u1, e1), (p2, u2, e2) = replica(1), replica(2)
+            (p1, u1, e1), (p2, u2, e2) = (replica(base, env, servers, i, "knowledge") for i in (1, 2))
             status = json.loads(subprocess.run([VOX, "daemon", "status", "--json", "--workspace", e1["VOX_WORKSPACE"]],
                                                env=e1, capture_output=True, text=True).stdout)
             db_step = next(s for s in status["boot_report"]["steps"] if s["step"] == "db")

@@ -42,12 +42,21 @@ fn open(ctx: &mut Ctx) -> Result<StepDone, String> {
         return open_postgres(ctx, &url);
     }
     let path = ctx.workspace.db_path();
-    let store = Arc::new(Store::open(&path).map_err(|e| e.to_string())?);
+    let v = serve(ctx, Store::open(&path).map_err(|e| e.to_string())?)?;
+    Ok(StepDone::Ready(format!("{} (schema {v})", path.display())))
+}
+
+/// Puts `store` in the `Ctx` (itself and as the knowledge repositories) and on /metrics
+/// (`vox_store_info{backend}`: its schema version; the store's own counters are
+/// `vox_store_transactions_total`, `vox_store_errors_total`, and on PostgreSQL
+/// `vox_store_write_lock_wait_seconds`, `vox_store_pool_connections`); its schema version.
+fn serve(ctx: &mut Ctx, store: Store) -> Result<i64, String> {
     let v = store.schema_version().map_err(|e| e.to_string())?;
-    announce(&store, v);
+    metrics::gauge!("vox_store_info", "backend" => store.backend_name()).set(v as f64);
+    let store = Arc::new(store);
     ctx.insert(store.clone() as Arc<dyn KnowledgeRepos>);
     ctx.insert(store);
-    Ok(StepDone::Ready(format!("{} (schema {v})", path.display())))
+    Ok(v)
 }
 
 fn open_postgres(ctx: &mut Ctx, url: &str) -> Result<StepDone, String> {
@@ -57,26 +66,16 @@ fn open_postgres(ctx: &mut Ctx, url: &str) -> Result<StepDone, String> {
                 .into(),
         );
     }
-    let store = Arc::new(Store::open_postgres(url).map_err(|e| e.to_string())?);
-    let v = store.schema_version().map_err(|e| e.to_string())?;
+    let store = Store::open_postgres(url).map_err(|e| e.to_string())?;
     let id = store
         .store_id()
         .map_err(|e| e.to_string())?
         .unwrap_or_default();
     let shown = store.location();
-    announce(&store, v);
-    ctx.insert(store.clone() as Arc<dyn KnowledgeRepos>);
-    ctx.insert(store);
+    let v = serve(ctx, store)?;
     Ok(StepDone::Ready(format!(
         "PostgreSQL {shown} (schema {v}, store {id}, shared by every replica)"
     )))
-}
-
-/// `vox_store_info{backend}` on /metrics: which store this replica serves, at which schema
-/// version (the store's own counters: `vox_store_transactions_total`, `vox_store_errors_total`,
-/// and on PostgreSQL `vox_store_write_lock_wait_seconds`, `vox_store_pool_connections`).
-fn announce(store: &Store, schema: i64) {
-    metrics::gauge!("vox_store_info", "backend" => store.backend_name()).set(schema as f64);
 }
 
 pub fn family() -> Family {
