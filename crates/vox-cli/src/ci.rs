@@ -167,7 +167,7 @@ pub fn surface_parity(root: &Path, fixtures: &Path, json_out: bool) -> Result<Ex
 }
 
 fn run_parity(workspace: &Path, fx: &Fixtures) -> Result<(String, Vec<String>)> {
-    use vox_core::{CallCtx, Orchestrator, ToolOutcome, Workspace};
+    use vox_core::{CallRun, CallScope, Orchestrator, ToolOutcome, Workspace, WorkspaceTools};
     let ws = Workspace::at(workspace)?;
     let orch = Orchestrator::boot(ws, ProfileSet::dev(), vox_tools::families())
         .map_err(anyhow::Error::msg)?;
@@ -221,12 +221,17 @@ fn run_parity(workspace: &Path, fx: &Fixtures) -> Result<(String, Vec<String>)> 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    let scope = std::sync::Arc::new(
+        CallScope::new(
+            orch.profile().clone(),
+            vox_mcp_registry::Caller::LOCAL,
+            "ci",
+            "ci",
+        )
+        .with_workspace_tools(WorkspaceTools::Listed),
+    );
     for (i, t) in fx.tools.iter().enumerate() {
-        let outcome = rt.block_on(orch.call(
-            &t.name,
-            t.args.clone(),
-            CallCtx::new(vox_mcp_registry::Caller::LOCAL, "ci", "ci"),
-        ));
+        let outcome = rt.block_on(orch.call(&scope, &t.name, t.args.clone(), CallRun::default()));
         let what = format!("tools[{i}] {}({})", t.name, t.args);
         match (&t.expect, &t.expect_error, &outcome) {
             (Some(want), None, ToolOutcome::Ok(got)) if same_json(want, got) => {}
@@ -247,7 +252,7 @@ fn run_parity(workspace: &Path, fx: &Fixtures) -> Result<(String, Vec<String>)> 
         }
     }
     for r in &fx.resources {
-        match orch.read_resource(&r.uri) {
+        match orch.read_resource(&scope, &r.uri) {
             Ok(body) if body.text.as_deref() == Some(r.expect.as_str()) => {}
             Ok(body) => problems.push(format!(
                 "resource {}: expected {:?}, got {body:?}",

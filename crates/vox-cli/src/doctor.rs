@@ -244,7 +244,7 @@ fn daemon(r: &mut Report, ws: &Workspace, profile: Option<&str>) {
         .build()
         .ok()
         .and_then(|rt| {
-            rt.block_on(vox_daemon::client::connect_and_ping(ws, None))
+            rt.block_on(vox_daemon::client::connect_and_ping(ws))
                 .map(|(_, ping)| ping)
         });
     let details = json!({"socket": ws.socket_path(), "info": info, "ping": ping});

@@ -504,20 +504,18 @@ fn mcp(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> 
         .build()
         .context("cannot start the async runtime")?;
     rt.block_on(async move {
-        match vox_mcp::stdio::connect(ws, profile.canonical().to_owned(), vox_cli::daemon_exe())
-            .await
-        {
-            Ok(server) => match server.backend().hand_off().await {
-                vox_mcp::stdio::Handoff::Ended => Ok(ExitCode::SUCCESS),
-                vox_mcp::stdio::Handoff::Kept => {
-                    let input = server.watch_input(vox_mcp::pipes::stdin());
-                    let lists = server.backend().list_cache();
-                    serve_stdio(server, input, Some(lists)).await
-                }
-                vox_mcp::stdio::Handoff::Lost(state, pending) => {
-                    resume_stdio(server, state, pending).await
-                }
-            },
+        let upstream = vox_mcp::stdio::DaemonUpstream::connect(
+            ws,
+            profile.canonical().to_owned(),
+            vox_cli::daemon_exe(),
+        );
+        match upstream.await {
+            Ok(upstream) => {
+                vox_mcp::stdio::serve(upstream)
+                    .await
+                    .context("MCP session ended with an error")?;
+                Ok(ExitCode::SUCCESS)
+            }
             Err(e) => {
                 // The client shows a failed handshake's error, not a closed connection: answer
                 // the handshake with the reason, then end.
@@ -548,36 +546,6 @@ where
         .serve(transport)
         .await
         .context("MCP session failed to start")?;
-    service
-        .waiting()
-        .await
-        .context("MCP session ended with an error")?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Carries on, relaying, a session the daemon served until it died: answers the requests it
-/// left unanswered, then serves the initialized session (its level, subscriptions and active
-/// skill) until the client closes its input.
-async fn resume_stdio(
-    server: vox_mcp::McpServer<vox_mcp::stdio::DaemonBackend>,
-    state: vox_daemon::frames::SessionState,
-    pending: vox_daemon::handoff::Pending,
-) -> Result<ExitCode> {
-    let out = vox_mcp::list_cache::SharedOutput::new(vox_mcp::pipes::stdout());
-    let answered =
-        vox_mcp::stdio::answer_pending(&pending, server.backend().workspace(), &out).await;
-    server.backend().resume(&state, answered > 0).await;
-    let notifier = server.change_notifier();
-    let lists = server.backend().list_cache();
-    let server = server.resume(&state);
-    let input = server.watch_input(vox_mcp::pipes::stdin());
-    let peer = state.peer.and_then(|p| serde_json::from_value(p).ok());
-    let initialized = peer.is_some();
-    let service =
-        rmcp::service::serve_directly(server, vox_mcp::stdio::transport(input, out, lists), peer);
-    if initialized {
-        notifier.adopt_peer(service.peer().clone());
-    }
     service
         .waiting()
         .await
@@ -616,7 +584,7 @@ fn serve(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode
             vox_tools::families(),
             vox_daemon::lifetime::Kind::Started,
         ) {
-            Ok(d) => d.with_stdio_host(vox_mcp::hosted::host()),
+            Ok(d) => d.with_session_host(vox_mcp::hosted::host()),
             Err(e) => {
                 eprintln!("error: {e}");
                 return Ok(ExitCode::FAILURE);
@@ -801,23 +769,16 @@ fn mesh_cmd(cmd: MeshCommand) -> Result<ExitCode> {
         MeshCommand::Status { workspace, json } => {
             let ws = Workspace::resolve(workspace.as_deref())?;
             runtime()?.block_on(async {
-                let Some((c, _)) = vox_daemon::client::connect_and_ping(&ws, None).await else {
+                let Some((c, _)) = vox_daemon::client::connect_and_ping(&ws).await else {
                     eprintln!("no daemon runs for {}", ws.root.display());
                     return Ok(ExitCode::FAILURE);
                 };
+                drop(c);
                 let mut answers = Vec::new();
                 for tool in ["vox_mesh_nodes", "vox_mesh_queue_stats"] {
-                    let params = vox_daemon::frames::ToolCallParams {
-                        name: tool.into(),
-                        arguments: json!({}),
-                        agent: Some("vox mesh status".into()),
-                        progress: false,
-                        log_level: None,
-                        agent_token: None,
-                    };
-                    match c.tool_call(&params, None, None).await? {
-                        vox_core::ToolOutcome::Ok(v) => answers.push(v),
-                        other => bail!("{tool}: {}", other.to_json()),
+                    match vox_mcp::stdio::socket_call(&ws, tool, json!({})).await {
+                        Ok(v) => answers.push(v),
+                        Err(e) => bail!("{tool}: {e}"),
                     }
                 }
                 let (nodes, stats) = (&answers[0], &answers[1]);
@@ -871,7 +832,6 @@ fn daemon_cmd(cmd: DaemonCommand) -> Result<ExitCode> {
                 &ws,
                 profile.canonical(),
                 &vox_cli::daemon_exe(),
-                None,
                 Use::Keep,
             ));
             match ping {
@@ -898,7 +858,7 @@ fn daemon_cmd(cmd: DaemonCommand) -> Result<ExitCode> {
         DaemonCommand::Stop { workspace } => {
             let ws = Workspace::resolve(workspace.as_deref())?;
             rt.block_on(async {
-                let Some((c, ping)) = connect_and_ping(&ws, None).await else {
+                let Some((c, ping)) = connect_and_ping(&ws).await else {
                     println!("no daemon runs for {}", ws.root.display());
                     return Ok(ExitCode::SUCCESS);
                 };
@@ -920,7 +880,7 @@ fn daemon_cmd(cmd: DaemonCommand) -> Result<ExitCode> {
         DaemonCommand::Status { workspace, json } => {
             let ws = Workspace::resolve(workspace.as_deref())?;
             rt.block_on(async {
-                let Some((c, ping)) = connect_and_ping(&ws, None).await else {
+                let Some((c, ping)) = connect_and_ping(&ws).await else {
                     if json {
                         println!(
                             "{}",

@@ -298,10 +298,9 @@ async fn the_daemon_socket_survives_malformed_and_oversized_messages() {
         br#"{"jsonrpc":"2.0","id":7,"method":"orch.nope"}"#,
     );
     assert_eq!(a["error"]["code"], -32601);
+    // Protocol 3: tools are MCP, not a control method.
     let a = socket_request(&mut stream, &mut reader, br#"{"jsonrpc":"2.0","id":8,"method":"orch.tool_call","params":{"name":"vox_memory_recall","arguments":[1]}}"#);
-    // Protocol 2: the outcome travels typed.
-    assert_eq!(a["result"]["outcome"]["kind"], "failed");
-    assert_eq!(a["result"]["outcome"]["code"], "invalid_arguments");
+    assert_eq!(a["error"]["code"], -32601);
     let a = socket_request(
         &mut stream,
         &mut reader,
@@ -316,6 +315,27 @@ async fn the_daemon_socket_survives_malformed_and_oversized_messages() {
     // The MCP client on its own connection is unaffected.
     assert_eq!(tool_names(&c).await, registry_slice("knowledge"));
     c.cancel().await.unwrap();
+    // A connection that opens with an MCP message is an MCP session (the operator's); a bad
+    // argument comes back as a typed tool error.
+    use rmcp::ServiceExt;
+    let (r, w) = tokio::net::UnixStream::connect(&sock)
+        .await
+        .unwrap()
+        .into_split();
+    let mcp = ().serve((r, w)).await.unwrap();
+    let args = json!({"key": 5}).as_object().cloned().unwrap();
+    let res = mcp
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("vox_memory_recall").with_arguments(args),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.is_error, Some(true));
+    assert_eq!(
+        res.structured_content.unwrap()["error"]["code"],
+        "invalid_arguments"
+    );
+    mcp.cancel().await.unwrap();
 }
 
 /// The answer line to `line`, as bytes.
@@ -352,11 +372,8 @@ async fn the_daemon_socket_echoes_request_ids_byte_for_byte() {
         for (method, params) in [
             ("orch.ping", "null"),
             ("orch.nope", "null"),
-            ("orch.list_tools", r#"{"bad":1}"#),
-            (
-                "orch.tool_call",
-                r#"{"name":"vox_memory_recall","arguments":{"key":"k"}}"#,
-            ),
+            ("orch.boot_report", "null"),
+            ("research.run", r#"{"bad":1}"#),
         ] {
             let line =
                 format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#);

@@ -161,6 +161,8 @@ pub trait CallEvents: Send + Sync {
             ask.capability()
         ))
     }
+    /// The call changed its session (see [`SessionEffect`]); most transports keep nothing.
+    fn session_changed(&self, _effect: SessionEffect) {}
 }
 
 /// The key of one session: a socket or WebSocket connection, a 2025-era `/mcp` session, or
@@ -188,16 +190,126 @@ impl std::fmt::Display for SessionKey {
     }
 }
 
+/// Which tools beyond the static catalog (workspace `.vox` tools, skill macro tools; only under
+/// `dev`) a scope reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WorkspaceTools {
+    /// None: not listed, and a name outside the catalog is `unknown_tool`.
+    #[default]
+    Off,
+    /// Callable by name; listed: skill macro tools only (a stdio client that did not opt in).
+    Callable,
+    /// Listed and callable (`VOX_MCP_WORKSPACE_TOOLS=1`, or an opted-in gateway's write role).
+    Listed,
+}
+
+/// Everything a path may use to decide a call: resolved once at the edge (the socket peer, a
+/// token, an agent credential, a mesh trust list) and never widened after. Every entry point
+/// of [`crate::Orchestrator`] takes one, and a handler that calls other tools (a chat's tool
+/// loop) calls them under its own caller's scope ([`CallCtx::scope`]).
+#[derive(Debug, Clone)]
+pub struct CallScope {
+    /// What this path serves: the daemon's profile, or narrower (a gateway's allowlist, the
+    /// profile a mesh trust list grants a node).
+    pub surface: vox_mcp_registry::ProfileSet,
+    pub caller: Caller,
+    /// The attention and rate-limit key (`stdio:<client name>`, a token's agent name,
+    /// `node:<id>`).
+    pub principal: Arc<str>,
+    /// The orchestrator agent this caller is, proven by the credential the daemon issued it
+    /// (`vox_spawn_agent`); `None`: the operator (a person, or a client acting for them). An
+    /// agent's calls are narrowed to its own public tools and pass its gate.
+    pub agent: Option<Arc<str>>,
+    pub session: SessionKey,
+    /// Whether `session` names one session (a connection, an MCP session, `X-Vox-Session`)
+    /// rather than everything one token sends: only a named session may hold session state
+    /// (an active skill).
+    pub session_named: bool,
+    pub workspace_tools: WorkspaceTools,
+    /// What narrowed `surface` below the daemon's profile, named in a denial of a tool the
+    /// profile serves ("this gateway's allowlist"); `None`: the denial is left as it is.
+    pub narrowed_by: Option<&'static str>,
+}
+
+impl CallScope {
+    /// A scope on `surface` for `caller`, known as `principal`, in its own named `session`.
+    pub fn new(
+        surface: vox_mcp_registry::ProfileSet,
+        caller: Caller,
+        principal: &str,
+        session: &str,
+    ) -> Self {
+        CallScope {
+            surface,
+            caller,
+            principal: principal.into(),
+            agent: None,
+            session: SessionKey::new(session),
+            session_named: true,
+            workspace_tools: WorkspaceTools::Off,
+            narrowed_by: None,
+        }
+    }
+    /// The caller is orchestrator agent `id` (its credential was checked): it is also the
+    /// attention key, and it reaches no workspace tool.
+    pub fn as_agent(mut self, id: &str) -> Self {
+        self.principal = id.into();
+        self.agent = Some(id.into());
+        self.workspace_tools = WorkspaceTools::Off;
+        self
+    }
+    /// Reaches workspace and skill tools as `w` says.
+    pub fn with_workspace_tools(mut self, w: WorkspaceTools) -> Self {
+        self.workspace_tools = w;
+        self
+    }
+    /// `surface` is the profile narrowed by `by`, which a denial names.
+    pub fn narrowed_by(mut self, by: &'static str) -> Self {
+        self.narrowed_by = Some(by);
+        self
+    }
+    /// `session` covers everything this caller sends (a REST token without `X-Vox-Session`).
+    pub fn unnamed_session(mut self) -> Self {
+        self.session_named = false;
+        self
+    }
+}
+
+/// What a call changed in its session, reported to the transport that carries the session
+/// (so `vox mcp` can carry it on to a restarted daemon without knowing which tool did it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub struct SessionEffect {
+    /// The skill now active in the session (`None`: none).
+    pub active_skill: Option<String>,
+}
+
+/// What the transport carrying a call gives it besides the scope: its cancellation signal and
+/// where its progress, log messages, client requests and session effects go.
+#[derive(Clone, Default)]
+pub struct CallRun {
+    pub cancel: Cancel,
+    pub events: Option<Arc<dyn CallEvents>>,
+    /// The caller asked for progress (an MCP `progressToken`).
+    pub progress: bool,
+    /// Messages below this level are dropped; `None` sends none.
+    pub log_level: Option<LogLevel>,
+}
+
+impl CallRun {
+    /// A run cancelled by `cancel`, with no sink.
+    pub fn cancelled_by(cancel: Cancel) -> Self {
+        CallRun {
+            cancel,
+            ..CallRun::default()
+        }
+    }
+}
+
 /// The call context a handler receives.
 #[derive(Clone)]
 pub struct CallCtx {
-    pub caller: Caller,
-    /// The attention and rate-limit key.
-    pub agent: Arc<str>,
-    /// The orchestrator agent this caller is, proven by the credential the daemon issued it
-    /// (`vox_spawn_agent`); `None`: the operator (a person, or a client acting for them).
-    pub acting_agent: Option<Arc<str>>,
-    pub session: SessionKey,
+    scope: Arc<CallScope>,
     pub cancel: Cancel,
     events: Option<Arc<dyn CallEvents>>,
     wants_progress: bool,
@@ -206,25 +318,61 @@ pub struct CallCtx {
 }
 
 impl CallCtx {
-    /// A call with no progress or log sink and its own cancellation signal.
-    pub fn new(caller: Caller, agent: &str, session: &str) -> Self {
+    /// A call under `scope` with no progress or log sink and its own cancellation signal.
+    pub fn new(scope: Arc<CallScope>) -> Self {
+        Self::run(scope, CallRun::default())
+    }
+    /// A call under `scope`, carried by `run`.
+    pub fn run(scope: Arc<CallScope>, run: CallRun) -> Self {
         CallCtx {
-            caller,
-            agent: agent.into(),
-            acting_agent: None,
-            session: SessionKey::new(session),
-            cancel: Cancel::new(),
-            events: None,
-            wants_progress: false,
-            log_level: None,
+            scope,
+            cancel: run.cancel,
+            events: run.events,
+            wants_progress: run.progress,
+            log_level: run.log_level,
         }
     }
-    /// The caller is orchestrator agent `id` (its credential was checked): it is also the
-    /// attention key.
-    pub fn as_agent(mut self, id: &str) -> Self {
-        self.agent = id.into();
-        self.acting_agent = Some(id.into());
+    /// The transport's part of this call, for a nested call that shares its cancellation and
+    /// sinks.
+    pub fn as_run(&self) -> CallRun {
+        CallRun {
+            cancel: self.cancel.clone(),
+            events: self.events.clone(),
+            progress: self.wants_progress,
+            log_level: self.log_level,
+        }
+    }
+    /// The scope the call runs under: the only thing a nested call may use to decide.
+    pub fn scope(&self) -> &Arc<CallScope> {
+        &self.scope
+    }
+    /// The caller's role and where it is.
+    pub fn caller(&self) -> Caller {
+        self.scope.caller
+    }
+    /// The attention and rate-limit key.
+    pub fn principal(&self) -> &str {
+        &self.scope.principal
+    }
+    /// The orchestrator agent calling, if the caller is one.
+    pub fn acting_agent(&self) -> Option<&str> {
+        self.scope.agent.as_deref()
+    }
+    /// The session the call belongs to.
+    pub fn session(&self) -> &SessionKey {
+        &self.scope.session
+    }
+    /// The same call under another scope (the agent path narrows it).
+    pub(crate) fn with_scope(mut self, scope: Arc<CallScope>) -> Self {
+        self.scope = scope;
         self
+    }
+    /// Tells the transport what the call changed in its session (sent even when the caller
+    /// asked for no progress or logs: the transport carries the session on with it).
+    pub fn session_changed(&self, effect: SessionEffect) {
+        if let Some(ev) = &self.events {
+            ev.session_changed(effect);
+        }
     }
     /// Uses `cancel` as this call's signal (the transport's).
     pub fn with_cancel(mut self, cancel: Cancel) -> Self {
@@ -318,6 +466,15 @@ mod tests {
     use super::*;
     use std::sync::Mutex;
 
+    fn scope() -> Arc<CallScope> {
+        Arc::new(CallScope::new(
+            vox_mcp_registry::ProfileSet::dev(),
+            Caller::LOCAL,
+            "a",
+            "s",
+        ))
+    }
+
     #[derive(Default)]
     struct Recorder(Mutex<Vec<String>>);
     impl CallEvents for Recorder {
@@ -335,11 +492,7 @@ mod tests {
     #[test]
     fn log_level_filters_and_cancellation_silences_a_call() {
         let rec = Arc::new(Recorder::default());
-        let call = CallCtx::new(Caller::LOCAL, "a", "s").with_events(
-            rec.clone(),
-            true,
-            Some(LogLevel::Warning),
-        );
+        let call = CallCtx::new(scope()).with_events(rec.clone(), true, Some(LogLevel::Warning));
         call.log(LogLevel::Info, "t", "quiet");
         call.log(LogLevel::Error, "t", "loud");
         call.progress(1.0, None, None);
@@ -352,7 +505,7 @@ mod tests {
     #[test]
     fn no_progress_without_a_token_and_no_logs_without_a_level() {
         let rec = Arc::new(Recorder::default());
-        let call = CallCtx::new(Caller::LOCAL, "a", "s").with_events(rec.clone(), false, None);
+        let call = CallCtx::new(scope()).with_events(rec.clone(), false, None);
         call.progress(1.0, Some(2.0), None);
         call.log(LogLevel::Emergency, "t", "x");
         assert!(rec.0.lock().unwrap().is_empty());

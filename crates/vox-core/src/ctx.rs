@@ -62,6 +62,15 @@ pub trait SessionGuard: Send + Sync {
     fn check(&self, session: &str, tool: &str, args: &Value) -> Result<(), Denial>;
     /// Forgets a session that ended.
     fn end_session(&self, session: &str);
+    /// Sets again what a session had chosen (`vox mcp` carrying a session on to a restarted
+    /// daemon); `Err` when it no longer can be (the skill is gone).
+    fn restore(
+        &self,
+        _scope: &crate::CallScope,
+        _effect: &crate::SessionEffect,
+    ) -> Result<(), ToolError> {
+        Ok(())
+    }
 }
 
 /// Sees every finished call (the attention ledger).
@@ -207,7 +216,7 @@ impl Ctx {
     /// [`Self::get`], or the error a handler returns when that subsystem is not running.
     pub fn require<T: Send + Sync + 'static>(&self, what: &str) -> Result<&T, ToolError> {
         self.get()
-            .ok_or_else(|| ToolError::Unavailable(format!("{what} is not running")))
+            .ok_or_else(|| ToolError::unavailable(format!("{what} is not running")))
     }
     /// Puts a family's state in (at boot); one value per type.
     pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) {

@@ -1,95 +1,204 @@
-//! Typed call results: [`ToolError`] (a handler's failure, with its stable code and HTTP
-//! status) and [`ToolOutcome`] (what a call produced, before any transport encodes it).
+//! Typed call results: [`ToolError`] (a handler's failure: its category with a stable code and
+//! HTTP status, its message, and an optional finer detail a family defines) and [`ToolOutcome`]
+//! (what a call produced, before any transport encodes it).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use vox_mcp_registry::{Denial, DenialCode};
+use vox_mcp_registry::Denial;
 
-/// A handler's failure, returned to the client as a tool result with `isError: true`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ToolError {
-    #[error("{0}")]
-    InvalidArguments(String),
-    #[error("{0}")]
-    NotFound(String),
-    #[error("{0}")]
-    Conflict(String),
-    #[error("{0}")]
-    Unavailable(String),
-    #[error("{0}")]
-    Internal(String),
+/// The category of a [`ToolError`]: what a client may do about it (fix the arguments, retry
+/// later, ask a person). Its code and HTTP status are stable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    InvalidArguments,
+    NotFound,
+    Conflict,
+    /// Retryable: the subsystem is busy, down, or the call hit its deadline.
+    Unavailable,
+    Internal,
     /// A workspace tool returned `Error(e)`.
-    #[error("{0}")]
-    Failed(String),
+    Failed,
     /// The caller cancelled the call (or went away); nobody reads this but the ledger.
-    #[error("{0}")]
-    Cancelled(String),
+    Cancelled,
     /// `vox mcp` lost its daemon mid-call (the next call adopts or respawns one).
-    #[error("{0}")]
-    DaemonUnavailable(String),
+    DaemonUnavailable,
     /// An agent credential that is unknown, or whose agent retired.
-    #[error("{0}")]
-    Unauthorized(String),
+    Unauthorized,
     /// A person rejected the call, its approval expired, or its agent is over budget.
-    #[error("{0}")]
-    Refused(String),
+    Refused,
 }
 
-impl ToolError {
+impl ErrorKind {
+    /// Every kind, for tests and the code table.
+    pub const ALL: [ErrorKind; 10] = [
+        ErrorKind::InvalidArguments,
+        ErrorKind::NotFound,
+        ErrorKind::Conflict,
+        ErrorKind::Unavailable,
+        ErrorKind::Internal,
+        ErrorKind::Failed,
+        ErrorKind::Cancelled,
+        ErrorKind::DaemonUnavailable,
+        ErrorKind::Unauthorized,
+        ErrorKind::Refused,
+    ];
+
     /// The stable snake_case code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(self) -> &'static str {
         match self {
-            ToolError::InvalidArguments(_) => "invalid_arguments",
-            ToolError::NotFound(_) => "not_found",
-            ToolError::Conflict(_) => "conflict",
-            ToolError::Unavailable(_) => "unavailable",
-            ToolError::Internal(_) => "internal",
-            ToolError::Failed(_) => "tool_error",
-            ToolError::Cancelled(_) => "cancelled",
-            ToolError::DaemonUnavailable(_) => "daemon_unavailable",
-            ToolError::Unauthorized(_) => "unauthorized",
-            ToolError::Refused(_) => "refused",
+            ErrorKind::InvalidArguments => "invalid_arguments",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Internal => "internal",
+            ErrorKind::Failed => "tool_error",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::DaemonUnavailable => "daemon_unavailable",
+            ErrorKind::Unauthorized => "unauthorized",
+            ErrorKind::Refused => "refused",
         }
+    }
+
+    /// The kind a code names (the inverse of [`Self::code`]).
+    pub fn from_code(code: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.code() == code)
+    }
+
+    /// The HTTP status that goes with the code.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorKind::InvalidArguments => 400,
+            ErrorKind::NotFound => 404,
+            ErrorKind::Conflict => 409,
+            ErrorKind::Unavailable | ErrorKind::DaemonUnavailable => 503,
+            ErrorKind::Internal | ErrorKind::Failed => 500,
+            // nginx's "client closed request": there is no client left to read it.
+            ErrorKind::Cancelled => 499,
+            ErrorKind::Unauthorized => 401,
+            ErrorKind::Refused => 403,
+        }
+    }
+}
+
+/// What a family says of a failure beyond its category: a stable machine-readable code of its
+/// own (`path_outside_repo`, `budget_exceeded`) and optional data, as rmcp's `ErrorData` has.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorDetail {
+    pub code: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+/// A handler's failure, returned to the client as a tool result with `isError: true`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    kind: ErrorKind,
+    message: String,
+    detail: Option<Box<ErrorDetail>>,
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+impl ToolError {
+    /// An error of `kind` saying `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        ToolError {
+            kind,
+            message: message.into(),
+            detail: None,
+        }
+    }
+    pub fn invalid_arguments(m: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidArguments, m)
+    }
+    pub fn not_found(m: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotFound, m)
+    }
+    pub fn conflict(m: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Conflict, m)
+    }
+    pub fn unavailable(m: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unavailable, m)
+    }
+    pub fn internal(m: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, m)
+    }
+    /// A workspace tool's `Error(e)`.
+    pub fn failed(m: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Failed, m)
+    }
+    pub fn cancelled(m: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Cancelled, m)
+    }
+    pub fn daemon_unavailable(m: impl Into<String>) -> Self {
+        Self::new(ErrorKind::DaemonUnavailable, m)
+    }
+    pub fn unauthorized(m: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unauthorized, m)
+    }
+    pub fn refused(m: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Refused, m)
+    }
+
+    /// Adds the family's own code (and data) to this error.
+    pub fn with_detail(mut self, code: impl Into<String>, data: Option<Value>) -> Self {
+        self.detail = Some(Box::new(ErrorDetail {
+            code: code.into(),
+            data,
+        }));
+        self
+    }
+    /// The same error (category and detail) with what it says prefixed by `context`.
+    pub fn context(mut self, context: impl std::fmt::Display) -> Self {
+        self.message = format!("{context}: {}", self.message);
+        self
+    }
+    /// The category.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+    /// The family's detail, if it gave one.
+    pub fn detail(&self) -> Option<&ErrorDetail> {
+        self.detail.as_deref()
+    }
+    /// The stable snake_case code of the category.
+    pub fn code(&self) -> &'static str {
+        self.kind.code()
     }
     /// The HTTP status that goes with the code.
     pub fn http_status(&self) -> u16 {
-        match self {
-            ToolError::InvalidArguments(_) => 400,
-            ToolError::NotFound(_) => 404,
-            ToolError::Conflict(_) => 409,
-            ToolError::Unavailable(_) | ToolError::DaemonUnavailable(_) => 503,
-            ToolError::Internal(_) | ToolError::Failed(_) => 500,
-            // nginx's "client closed request": there is no client left to read it.
-            ToolError::Cancelled(_) => 499,
-            ToolError::Unauthorized(_) => 401,
-            ToolError::Refused(_) => 403,
-        }
+        self.kind.http_status()
     }
-    /// The error a code and message name (the inverse of [`Self::code`]); an unknown code is
-    /// an internal error that keeps it in the message.
+    /// The error a code and message name; an unknown code is an internal error that keeps it
+    /// in the message.
     pub fn from_code(code: &str, message: String) -> Self {
-        match code {
-            "invalid_arguments" => ToolError::InvalidArguments(message),
-            "not_found" => ToolError::NotFound(message),
-            "conflict" => ToolError::Conflict(message),
-            "unavailable" => ToolError::Unavailable(message),
-            "internal" => ToolError::Internal(message),
-            "tool_error" => ToolError::Failed(message),
-            "cancelled" => ToolError::Cancelled(message),
-            "daemon_unavailable" => ToolError::DaemonUnavailable(message),
-            "unauthorized" => ToolError::Unauthorized(message),
-            "refused" => ToolError::Refused(message),
-            other => ToolError::Internal(format!("{other}: {message}")),
+        match ErrorKind::from_code(code) {
+            Some(kind) => Self::new(kind, message),
+            None => Self::internal(format!("{code}: {message}")),
         }
     }
-    /// The one error shape: `{"error":{"code":…,"message":…}}`.
+    /// The one error shape: `{"error":{"code", "message", "detail"?}}`.
     pub fn to_json(&self) -> Value {
-        json!({"error": {"code": self.code(), "message": self.to_string()}})
+        let mut error = json!({"code": self.code(), "message": self.message});
+        if let Some(d) = &self.detail {
+            error["detail"] = serde_json::to_value(d).unwrap_or_default();
+        }
+        json!({ "error": error })
     }
 }
 
-/// The outcome of one call, before any transport encodes it. It crosses the daemon socket as
-/// itself (serde), so the stdio side encodes the same typed value the daemon produced.
+/// The outcome of one call, before any transport encodes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(into = "WireOutcome", try_from = "WireOutcome")]
 pub enum ToolOutcome {
@@ -131,7 +240,7 @@ impl From<Result<Value, ToolError>> for ToolOutcome {
     }
 }
 
-/// [`ToolOutcome`] on the daemon socket.
+/// [`ToolOutcome`] as data (the chat loop's record of a model's tool call).
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 enum WireOutcome {
@@ -152,6 +261,8 @@ enum WireOutcome {
     Failed {
         code: String,
         message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<ErrorDetail>,
     },
 }
 
@@ -168,7 +279,8 @@ impl From<ToolOutcome> for WireOutcome {
             },
             ToolOutcome::Failed(e) => WireOutcome::Failed {
                 code: e.code().to_owned(),
-                message: e.to_string(),
+                message: e.message,
+                detail: e.detail.map(|d| *d),
             },
         }
     }
@@ -186,7 +298,7 @@ impl TryFrom<WireOutcome> for ToolOutcome {
                 subsystem,
                 skill,
             } => ToolOutcome::Denied(Denial {
-                code: DenialCode::from_code(&code)
+                code: vox_mcp_registry::DenialCode::from_code(&code)
                     .ok_or_else(|| format!("unknown denial code {code}"))?,
                 message,
                 subsystem: subsystem.and_then(|s| {
@@ -197,8 +309,14 @@ impl TryFrom<WireOutcome> for ToolOutcome {
                 }),
                 skill,
             }),
-            WireOutcome::Failed { code, message } => {
-                ToolOutcome::Failed(ToolError::from_code(&code, message))
+            WireOutcome::Failed {
+                code,
+                message,
+                detail,
+            } => {
+                let mut e = ToolError::from_code(&code, message);
+                e.detail = detail.map(Box::new);
+                ToolOutcome::Failed(e)
             }
         })
     }
@@ -209,47 +327,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_tool_error_and_denial_round_trips_through_its_wire_form() {
-        let m = || "m".to_owned();
-        let errors = [
-            ToolError::InvalidArguments(m()),
-            ToolError::NotFound(m()),
-            ToolError::Conflict(m()),
-            ToolError::Unavailable(m()),
-            ToolError::Internal(m()),
-            ToolError::Failed(m()),
-            ToolError::Cancelled(m()),
-            ToolError::DaemonUnavailable(m()),
-            ToolError::Unauthorized(m()),
-            ToolError::Refused(m()),
-        ];
-        for e in errors {
-            assert_eq!(ToolError::from_code(e.code(), m()), e);
-            let o = ToolOutcome::Failed(e);
-            let back: ToolOutcome =
-                serde_json::from_value(serde_json::to_value(&o).unwrap()).unwrap();
-            assert_eq!(back, o);
+    fn every_kind_round_trips_through_its_code() {
+        for kind in ErrorKind::ALL {
+            assert_eq!(ErrorKind::from_code(kind.code()), Some(kind));
+            let e = ToolError::from_code(kind.code(), "m".into());
+            assert_eq!(e.kind(), kind);
         }
-        for code in DenialCode::ALL {
-            assert_eq!(DenialCode::from_code(code.as_str()), Some(code));
-            let mut d = Denial::new(code, "no");
-            d.subsystem = Some("memory");
-            d.skill = Some("s".into());
-            let o = ToolOutcome::Denied(d);
-            let back: ToolOutcome =
-                serde_json::from_value(serde_json::to_value(&o).unwrap()).unwrap();
-            assert_eq!(back, o);
-        }
-        for ok in [
-            ToolOutcome::Ok(json!({"a": [1, 2]})),
-            ToolOutcome::Content(vec![json!({"type": "text", "text": "t"})]),
-        ] {
-            let back: ToolOutcome =
-                serde_json::from_value(serde_json::to_value(&ok).unwrap()).unwrap();
-            assert_eq!(back, ok);
-        }
-        // An unknown denial code is refused, not guessed.
-        let bad = json!({"kind": "denied", "code": "nope", "message": "m"});
-        assert!(serde_json::from_value::<ToolOutcome>(bad).is_err());
+        let o = ToolOutcome::Failed(ToolError::conflict("c").with_detail("lease_held", None));
+        let back: ToolOutcome = serde_json::from_value(serde_json::to_value(&o).unwrap()).unwrap();
+        assert_eq!(back, o);
+        let odd = ToolError::from_code("nope", "m".into());
+        assert_eq!(odd.kind(), ErrorKind::Internal);
+        assert_eq!(odd.message(), "nope: m");
+    }
+
+    #[test]
+    fn a_detail_is_carried_inside_the_one_error_shape() {
+        let e = ToolError::unavailable("over budget")
+            .with_detail("budget_exceeded", Some(json!({"limit": "steps"})));
+        assert_eq!(
+            e.to_json(),
+            json!({"error": {"code": "unavailable", "message": "over budget",
+                "detail": {"code": "budget_exceeded", "data": {"limit": "steps"}}}})
+        );
+        assert_eq!(
+            ToolError::not_found("x").to_json(),
+            json!({"error": {"code": "not_found", "message": "x"}})
+        );
     }
 }

@@ -86,9 +86,9 @@ pub fn decode<A: DeserializeOwned>(mut args: Value) -> Result<A, ToolError> {
         let path = e.path().to_string();
         let inner = e.into_inner();
         if path == "." {
-            ToolError::InvalidArguments(format!("invalid arguments: {inner}"))
+            ToolError::invalid_arguments(format!("invalid arguments: {inner}"))
         } else {
-            ToolError::InvalidArguments(format!("invalid argument `{path}`: {inner}"))
+            ToolError::invalid_arguments(format!("invalid argument `{path}`: {inner}"))
         }
     })
 }
@@ -96,7 +96,7 @@ pub fn decode<A: DeserializeOwned>(mut args: Value) -> Result<A, ToolError> {
 /// Encodes a handler's typed result.
 fn encode<R: Serialize>(r: Result<R, ToolError>) -> HandlerResult {
     serde_json::to_value(r?)
-        .map_err(|e| ToolError::Internal(format!("the result cannot be encoded: {e}")))
+        .map_err(|e| ToolError::internal(format!("the result cannot be encoded: {e}")))
 }
 
 /// A schema generated with every subschema inlined (no `$ref` for a client to resolve), without
@@ -372,7 +372,7 @@ pub async fn run_blocking<T: Send + 'static>(
 ) -> Result<T, ToolError> {
     match tokio::task::spawn_blocking(work).await {
         Ok(r) => r,
-        Err(join) => Err(ToolError::Internal(format!("the handler panicked: {join}"))),
+        Err(join) => Err(ToolError::internal(format!("the handler panicked: {join}"))),
     }
 }
 

@@ -6,27 +6,31 @@
 //!
 //! Transports (stdio MCP through the daemon socket; REST, WebSocket and `/mcp` in the HTTP
 //! gateway) only translate. A call carries a [`CallCtx`]: who is calling, its cancellation
-//! signal, and where its progress and log messages go.
+//! signal, and where its progress and log messages go; its [`CallScope`], resolved once at the
+//! transport's edge, is the only thing any path (a chat's tool loop, a mesh call, an agent's
+//! call) decides with.
 
 pub mod boot;
 pub mod call;
 pub mod ctx;
+mod dispatch;
 pub mod error;
 pub mod family;
+mod listing;
 mod orchestrator;
 pub mod resource;
 pub mod workspace;
 
 pub use boot::{BootReport, StepReport};
 pub use call::{
-    Ask, AskError, AskReply, CallCtx, CallEvents, Cancel, CancelGuard, LogLevel, LogMessage,
-    Progress, SessionKey,
+    Ask, AskError, AskReply, CallCtx, CallEvents, CallRun, CallScope, Cancel, CancelGuard,
+    LogLevel, LogMessage, Progress, SessionEffect, SessionKey, WorkspaceTools,
 };
 pub use ctx::{
     AgentDirectory, AgentGate, AgentIdentity, CallObserver, Ctx, DynamicTools, Hooks, SessionGuard,
     resource_updated,
 };
-pub use error::{ToolError, ToolOutcome};
+pub use error::{ErrorDetail, ErrorKind, ToolError, ToolOutcome};
 pub use family::{Family, HandlerEntry, HandlerFuture, HandlerResult, StepDone, StepFn};
 pub use orchestrator::{Assembled, Orchestrator, ToolDescriptor, assemble, json_len};
 pub use resource::ResourceBody;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::OwnedWriteHalf;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use vox_core::Workspace;
 
 /// A failed RPC.
@@ -32,13 +32,8 @@ pub enum ClientError {
     Malformed(String),
 }
 
-/// A request waiting for its answer, and where its `orch.progress` / `orch.log` frames go.
-struct Waiter {
-    answer: oneshot::Sender<Result<Value, ClientError>>,
-    events: Option<mpsc::UnboundedSender<Value>>,
-}
-
-type Pending = Arc<Mutex<HashMap<u64, Waiter>>>;
+/// The requests waiting for their answers, by id.
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, ClientError>>>>>;
 
 /// Whether this client asks the daemon to list workspace tools: `VOX_MCP_WORKSPACE_TOOLS=1` in
 /// the client's environment (`VOX_MCP_TIERS=workspace|all` is the deprecated spelling). Each
@@ -56,7 +51,9 @@ pub fn workspace_tools_requested() -> bool {
     }
 }
 
-/// One connection to the daemon; calls may run concurrently.
+/// One control connection to the daemon (`orch.ping`, `orch.boot_report`, `orch.retire`,
+/// `orch.shutdown`, `research.*`); requests may run concurrently. Tools are called over MCP
+/// (`vox_mcp::socket`).
 pub struct DaemonClient {
     writer: tokio::sync::Mutex<OwnedWriteHalf>,
     pending: Pending,
@@ -65,11 +62,8 @@ pub struct DaemonClient {
 }
 
 impl DaemonClient {
-    /// Connects; `notifications` receives daemon-initiated frames (`method`, no `id`).
-    pub async fn connect(
-        socket: &Path,
-        notifications: Option<mpsc::UnboundedSender<Value>>,
-    ) -> std::io::Result<Self> {
+    /// Connects.
+    pub async fn connect(socket: &Path) -> std::io::Result<Self> {
         let stream = UnixStream::connect(socket).await?;
         let (read, write) = stream.into_split();
         let pending: Pending = Arc::default();
@@ -83,38 +77,12 @@ impl DaemonClient {
                         let Ok(frame) = serde_json::from_slice::<Value>(&line) else {
                             continue;
                         };
-                        match frame.get("id").and_then(Value::as_u64) {
-                            Some(id) => {
-                                let waiter =
-                                    p.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                                if let Some(w) = waiter {
-                                    let _ = w.answer.send(decode(frame));
-                                }
+                        // The control protocol sends no notifications: only answers.
+                        if let Some(id) = frame.get("id").and_then(Value::as_u64) {
+                            let waiter = p.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                            if let Some(w) = waiter {
+                                let _ = w.send(decode(frame));
                             }
-                            // A call's progress, log message or client request: to that call's
-                            // listener.
-                            None if matches!(
-                                frame.get("method").and_then(Value::as_str),
-                                Some("orch.progress" | "orch.log" | "orch.ask")
-                            ) =>
-                            {
-                                let Some(id) = frame.pointer("/params/id").and_then(Value::as_u64)
-                                else {
-                                    continue;
-                                };
-                                let pending = p.lock().unwrap_or_else(|e| e.into_inner());
-                                if let Some(events) =
-                                    pending.get(&id).and_then(|w| w.events.as_ref())
-                                {
-                                    let _ = events.send(frame);
-                                }
-                            }
-                            None if frame.get("method").is_some() => {
-                                if let Some(n) = &notifications {
-                                    let _ = n.send(frame);
-                                }
-                            }
-                            None => {}
                         }
                     }
                     Ok(Line::TooLong(n)) => tracing::warn!("daemon sent a {n} byte line; dropped"),
@@ -124,7 +92,7 @@ impl DaemonClient {
             };
             a.store(false, Ordering::SeqCst);
             for (_, w) in p.lock().unwrap_or_else(|e| e.into_inner()).drain() {
-                let _ = w.answer.send(Err(ClientError::Disconnected(why.clone())));
+                let _ = w.send(Err(ClientError::Disconnected(why.clone())));
             }
         });
         Ok(DaemonClient {
@@ -142,17 +110,15 @@ impl DaemonClient {
 
     /// Sends a request and waits for its answer.
     pub async fn call(&self, method: &str, params: Value) -> Result<Value, ClientError> {
-        self.call_with(method, params, None, None).await
+        self.call_with(method, params, None).await
     }
 
-    /// [`Self::call`] that passes the request's `orch.progress` / `orch.log` frames to `events`
-    /// and, when `cancel` fires first, sends `orch.cancel` and answers
+    /// [`Self::call`] that, when `cancel` fires first, sends `orch.cancel` and answers
     /// [`ClientError::Cancelled`] (a late answer is dropped).
     pub async fn call_with(
         &self,
         method: &str,
         params: Value,
-        events: Option<mpsc::UnboundedSender<Value>>,
         cancel: Option<&vox_core::Cancel>,
     ) -> Result<Value, ClientError> {
         if !self.is_alive() {
@@ -165,7 +131,7 @@ impl DaemonClient {
         self.pending
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(id, Waiter { answer: tx, events });
+            .insert(id, tx);
         let written = self
             .send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .await;
@@ -194,24 +160,7 @@ impl DaemonClient {
         }
     }
 
-    /// `orch.tool_call`, answered with the daemon's typed outcome.
-    pub async fn tool_call(
-        &self,
-        params: &crate::frames::ToolCallParams,
-        events: Option<mpsc::UnboundedSender<Value>>,
-        cancel: Option<&vox_core::Cancel>,
-    ) -> Result<vox_core::ToolOutcome, ClientError> {
-        let params =
-            serde_json::to_value(params).map_err(|e| ClientError::Malformed(e.to_string()))?;
-        let answer = self
-            .call_with("orch.tool_call", params, events, cancel)
-            .await?;
-        serde_json::from_value::<crate::frames::ToolCallAnswer>(answer)
-            .map(|a| a.outcome)
-            .map_err(|e| ClientError::Malformed(format!("orch.tool_call: {e}")))
-    }
-
-    /// Sends a notification (no answer comes): `orch.answer`.
+    /// Sends a notification (no answer comes).
     pub async fn notify(&self, method: &str, params: Value) -> Result<(), ClientError> {
         self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
             .await
@@ -338,13 +287,8 @@ impl Use {
 }
 
 /// Connects to the running daemon and pings it without attaching (a status probe).
-pub async fn connect_and_ping(
-    ws: &Workspace,
-    notifications: Option<mpsc::UnboundedSender<Value>>,
-) -> Option<(DaemonClient, Value)> {
-    let client = DaemonClient::connect(&ws.socket_path(), notifications)
-        .await
-        .ok()?;
+pub async fn connect_and_ping(ws: &Workspace) -> Option<(DaemonClient, Value)> {
+    let client = DaemonClient::connect(&ws.socket_path()).await.ok()?;
     let ping = tokio::time::timeout(Duration::from_secs(5), client.call("orch.ping", json!({})))
         .await
         .ok()?
@@ -404,10 +348,9 @@ async fn retired(ws: &Workspace, client: &DaemonClient, ping: &Value) -> bool {
 async fn adopt(
     ws: &Workspace,
     profile: &str,
-    notifications: Option<mpsc::UnboundedSender<Value>>,
     how: Use,
 ) -> Result<Option<(DaemonClient, Value)>, AdoptError> {
-    let Some((client, ping)) = connect_and_ping(ws, notifications).await else {
+    let Some((client, ping)) = connect_and_ping(ws).await else {
         return Ok(None);
     };
     match check_profile(ws, &ping, profile) {
@@ -435,14 +378,13 @@ pub async fn adopt_or_spawn(
     ws: &Workspace,
     profile: &str,
     daemon_exe: &Path,
-    notifications: Option<mpsc::UnboundedSender<Value>>,
     how: Use,
 ) -> Result<(DaemonClient, Value), AdoptError> {
     let io = |message: String| AdoptError::Io {
         message,
         log: log_of(ws),
     };
-    if let Some(adopted) = adopt(ws, profile, notifications.clone(), how).await? {
+    if let Some(adopted) = adopt(ws, profile, how).await? {
         return Ok(adopted);
     }
     ws.ensure_vox_dir().map_err(|e| io(e.to_string()))?;
@@ -458,7 +400,7 @@ pub async fn adopt_or_spawn(
         .map_err(|e| io(e.to_string()))?
         .map_err(|e| io(format!("cannot lock {}: {e}", lock_path.display())))?;
     // Someone may have spawned it while we waited for the lock.
-    if let Some(adopted) = adopt(ws, profile, notifications.clone(), how).await? {
+    if let Some(adopted) = adopt(ws, profile, how).await? {
         return Ok(adopted);
     }
     // A daemon that is shutting down keeps its lock until it exits: wait for that before
@@ -473,7 +415,7 @@ pub async fn adopt_or_spawn(
             log: log_of(ws),
         });
     }
-    let result = spawn_and_wait(ws, profile, daemon_exe, notifications, how).await;
+    let result = spawn_and_wait(ws, profile, daemon_exe, how).await;
     drop(lock);
     result
 }
@@ -507,7 +449,6 @@ async fn spawn_and_wait(
     ws: &Workspace,
     profile: &str,
     daemon_exe: &Path,
-    notifications: Option<mpsc::UnboundedSender<Value>>,
     how: Use,
 ) -> Result<(DaemonClient, Value), AdoptError> {
     use std::os::unix::process::CommandExt;
@@ -541,7 +482,7 @@ async fn spawn_and_wait(
         .map_err(|e| spawn_error(format!("{}: {e}", daemon_exe.display())))?;
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        if let Some(adopted) = adopt(ws, profile, notifications.clone(), how).await? {
+        if let Some(adopted) = adopt(ws, profile, how).await? {
             // Reap in the background so the exited daemon does not linger as a zombie.
             std::thread::spawn(move || child.wait());
             return Ok(adopted);

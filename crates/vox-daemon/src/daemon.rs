@@ -34,7 +34,7 @@ pub struct Daemon {
     orch: Arc<Orchestrator>,
     listener: UnixListener,
     lifetime: Lifetime,
-    stdio: Option<crate::handoff::StdioHost>,
+    host: Option<Arc<dyn crate::host::SessionHost>>,
     _lock: File,
 }
 
@@ -119,15 +119,15 @@ impl Daemon {
             orch: orch.shared(),
             listener,
             lifetime: Lifetime::new(kind),
-            stdio: None,
+            host: None,
             _lock: lock,
         })
     }
 
-    /// Serves the stdio sessions `vox mcp` hands off (`orch.serve_stdio`) with `host`; without
-    /// one the daemon refuses them and `vox mcp` relays instead.
-    pub fn with_stdio_host(mut self, host: crate::handoff::StdioHost) -> Self {
-        self.stdio = Some(host);
+    /// Serves MCP sessions (socket connections, and stdio sessions `vox mcp` hands off) with
+    /// `host`; without one the daemon serves only control requests.
+    pub fn with_session_host(mut self, host: Arc<dyn crate::host::SessionHost>) -> Self {
+        self.host = Some(host);
         self
     }
 
@@ -181,7 +181,7 @@ impl Daemon {
             stop_tx,
             in_flight.clone(),
             self.lifetime.clone(),
-            self.stdio.clone(),
+            self.host.clone(),
         ));
         let _ = stop_rx.wait_for(|s| *s).await;
         let _ = server.await;

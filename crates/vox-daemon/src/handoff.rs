@@ -32,19 +32,14 @@ pub struct StdioSession {
     pub output: OwnedFd,
     /// Where the requests read and not yet answered are recorded.
     pub pending: Pending,
-    pub params: crate::frames::ServeStdioParams,
-    /// The session key (the handoff connection's).
-    pub session: std::sync::Arc<str>,
+    /// Whose session it is, resolved from the handoff request (its session key is the
+    /// handoff connection's).
+    pub scope: std::sync::Arc<vox_core::CallScope>,
     /// Sends `orch.session` with this state to `vox mcp`.
     pub report: Box<dyn Fn(&crate::frames::SessionState) + Send + Sync>,
     /// Fires when `vox mcp`'s connection closes (it died): the session ends with it.
     pub closed: vox_core::Cancel,
 }
-
-/// What serves handed-off sessions; the future ends when the session does.
-pub type StdioHost = std::sync::Arc<
-    dyn Fn(StdioSession) -> Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send + Sync,
->;
 
 /// Most descriptors a connection may pass (stdin, stdout, the pending table); more are closed.
 pub const MAX_FDS: usize = 3;

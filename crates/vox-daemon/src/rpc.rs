@@ -1,29 +1,37 @@
-//! The daemon socket protocol: newline-delimited JSON-RPC 2.0 over a Unix socket.
+//! The daemon socket: each connection is either an MCP session or a control connection,
+//! as its first line says.
 //!
-//! Requests are answered concurrently and may complete out of order; frames without an `id`
-//! travelling daemon → client are notifications. Lines are bounded by [`MAX_MESSAGE_BYTES`]:
-//! a longer line gets an error answer and is discarded, and the connection keeps working.
+//! - `orch.mcp` ([`McpParams`]: whose session, workspace tools, what to restore), answered,
+//!   then MCP from the next byte; or an MCP message itself (the operator's session). Either is
+//!   served by the one MCP server ([`SessionHost::serve_socket`]) under a [`CallScope`]
+//!   resolved here, at the edge.
+//! - Anything else is the small control protocol, newline-delimited JSON-RPC 2.0: `orch.ping`
+//!   (who the daemon is: profile, workspace, protocol version; attaching a client),
+//!   `orch.boot_report`, `orch.retire`, `orch.shutdown`, `orch.serve_stdio` (a stdio session
+//!   handed off with its descriptors), `research.run` / `research.persist_claims` (the
+//!   research tools under the daemon-only names the spec gives them) and `orch.cancel`.
 //!
-//! A request id travels as the raw JSON the client wrote ([`RawValue`]): answers, progress and
-//! log frames echo it byte for byte (`123456789012345678901234567890123456789` is not rounded
-//! to a float, `1.0` stays `1.0`), and `orch.cancel` names a call by the same text.
+//! Control requests are answered concurrently and may complete out of order. Lines are bounded
+//! by [`MAX_MESSAGE_BYTES`]: a longer line gets an error answer and is discarded, and the
+//! connection keeps working. A request id travels as the raw JSON the client wrote
+//! ([`RawValue`]): answers echo it byte for byte (`123456789012345678901234567890123456789` is
+//! not rounded to a float, `1.0` stays `1.0`), and `orch.cancel` names a call by the same text.
 
-use crate::frames::{
-    AnswerParams, AskParams, CancelParams, ListToolsParams, LogParams, PingParams, ProgressParams,
-    ServeStdioParams, SessionState, ToolCallAnswer, ToolCallParams,
-};
-use crate::handoff::{FdReader, Pending, StdioHost, StdioSession};
+use crate::frames::{CancelParams, McpParams, PingParams, ServeStdioParams, SessionState};
+use crate::handoff::{FdReader, Pending, StdioSession};
+use crate::host::{SessionHost, SocketSession};
 use crate::lifetime::{Attached, Lifetime};
 use crate::{MAX_MESSAGE_BYTES, PROTOCOL_VERSION};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio::io::AsyncReadExt;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, watch};
-use vox_core::{Orchestrator, ToolOutcome};
+use vox_core::{CallRun, CallScope, Orchestrator, WorkspaceTools};
 use vox_mcp_registry::Caller;
 
 /// JSON-RPC error codes used on the socket.
@@ -192,7 +200,7 @@ pub async fn serve(
     stop_tx: watch::Sender<bool>,
     in_flight: InFlight,
     lifetime: Lifetime,
-    stdio: Option<StdioHost>,
+    host: Option<Arc<dyn SessionHost>>,
 ) {
     let mut stop = stop_tx.subscribe();
     let stop_tx = Arc::new(stop_tx);
@@ -201,7 +209,8 @@ pub async fn serve(
             _ = stop.changed() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    tokio::spawn(connection(stream, orch.clone(), stop_tx.clone(), in_flight.clone(), lifetime.clone(), stdio.clone()));
+                    let daemon = Daemon { orch: orch.clone(), stop: stop_tx.clone(), in_flight: in_flight.clone(), lifetime: lifetime.clone(), host: host.clone() };
+                    tokio::spawn(connection(stream, daemon));
                 }
                 Err(e) => tracing::warn!("accept failed: {e}"),
             },
@@ -209,8 +218,8 @@ pub async fn serve(
     }
 }
 
-/// What one connection's requests share: its session key, where its frames go, and the
-/// cancellation signal of each call in flight (by request id).
+/// What one control connection's requests share: its session key, where its frames go, and
+/// the cancellation signal of each call in flight (by request id).
 struct Conn {
     session: Arc<str>,
     tx: mpsc::UnboundedSender<Frame>,
@@ -219,44 +228,6 @@ struct Conn {
     lifetime: Lifetime,
     /// Set once the connection attached as a client (`orch.ping {"attach": true}`).
     attached: std::sync::Mutex<Option<Attached>>,
-    /// The `orch.ask` requests waiting for the client's `orch.answer`, by ask number.
-    asks: Arc<Asks>,
-}
-
-/// Most `orch.ask` requests of one connection waiting at once.
-const MAX_WAITING_ASKS: usize = 64;
-
-/// A connection's client requests in flight.
-#[derive(Default)]
-struct Asks {
-    next: AtomicU64,
-    waiting: std::sync::Mutex<
-        std::collections::HashMap<u64, tokio::sync::oneshot::Sender<Result<Value, String>>>,
-    >,
-}
-
-impl Asks {
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<
-        '_,
-        std::collections::HashMap<u64, tokio::sync::oneshot::Sender<Result<Value, String>>>,
-    > {
-        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Gives the client's `orch.answer` to the request waiting for it (none: it stopped waiting).
-    fn answer(&self, a: AnswerParams) {
-        if let Some(tx) = self.lock().remove(&a.ask) {
-            let _ = tx.send(match (a.result, a.error) {
-                (Some(v), None) => Ok(v),
-                (_, Some(why)) => Err(why),
-                (None, None) => {
-                    Err("the client answered with neither a result nor an error".into())
-                }
-            });
-        }
-    }
 }
 
 impl Conn {
@@ -272,99 +243,154 @@ impl Conn {
     }
 }
 
-/// A call's progress and log messages, as `orch.progress` / `orch.log` frames tied to the
-/// request id.
-struct SocketEvents {
-    id: Id,
-    tx: mpsc::UnboundedSender<Frame>,
-    asks: Arc<Asks>,
-}
-
-impl vox_core::CallEvents for SocketEvents {
-    /// An `orch.ask` frame to the client, which asks its own MCP client.
-    fn ask(&self, kind: vox_core::Ask, params: Value) -> Result<vox_core::AskReply, String> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let ask = self.asks.next.fetch_add(1, Ordering::Relaxed);
-        {
-            let mut waiting = self.asks.lock();
-            // Requests whose caller stopped waiting leave their closed senders behind.
-            waiting.retain(|_, s| !s.is_closed());
-            if waiting.len() >= MAX_WAITING_ASKS {
-                return Err(format!(
-                    "{MAX_WAITING_ASKS} client requests of this connection are already waiting"
-                ));
-            }
-            waiting.insert(ask, tx);
-        }
-        let sent = self.tx.send(frame(&Note {
-            jsonrpc: "2.0",
-            method: "orch.ask",
-            params: AskParams {
-                id: self.id.clone(),
-                ask,
-                kind,
-                params,
-            },
-        }));
-        if sent.is_err() {
-            self.asks.lock().remove(&ask);
-            return Err("the client's connection has closed".into());
-        }
-        Ok(rx)
-    }
-
-    fn progress(&self, progress: vox_core::Progress) {
-        let params = ProgressParams {
-            id: self.id.clone(),
-            progress,
-        };
-        let _ = self.tx.send(frame(&Note {
-            jsonrpc: "2.0",
-            method: "orch.progress",
-            params,
-        }));
-    }
-    fn log(&self, message: vox_core::LogMessage) {
-        let params = LogParams {
-            id: self.id.clone(),
-            message,
-        };
-        let _ = self.tx.send(frame(&Note {
-            jsonrpc: "2.0",
-            method: "orch.log",
-            params,
-        }));
-    }
-}
-
-async fn connection(
-    stream: UnixStream,
+/// What every connection shares.
+#[derive(Clone)]
+struct Daemon {
     orch: Arc<Orchestrator>,
     stop: Arc<watch::Sender<bool>>,
     in_flight: InFlight,
     lifetime: Lifetime,
-    stdio: Option<StdioHost>,
-) {
+    host: Option<Arc<dyn SessionHost>>,
+}
+
+/// The control methods; a first line naming another method is an MCP message.
+const CONTROL: [&str; 8] = [
+    "orch.ping",
+    "orch.boot_report",
+    "orch.retire",
+    "orch.shutdown",
+    "orch.serve_stdio",
+    "orch.cancel",
+    "research.run",
+    "research.persist_claims",
+];
+
+/// Serves one connection as its first line says: an MCP session (`orch.mcp`, or an MCP
+/// message), or control requests.
+async fn connection(stream: UnixStream, d: Daemon) {
     // One connection is one session (a `vox mcp` process holds one): it scopes the active skill.
     static NEXT_CONNECTION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     let session: Arc<str> =
         format!("socket:{}", NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed)).into();
-    let (read, mut write) = stream.into_split();
+    let (read, write) = stream.into_split();
+    let mut reader = BufReader::with_capacity(64 * 1024, FdReader::new(read));
+    let first = loop {
+        match read_line_bounded(&mut reader, MAX_MESSAGE_BYTES).await {
+            Ok(Line::Data(l)) if l.iter().all(u8::is_ascii_whitespace) => continue,
+            Ok(line) => break line,
+            Err(_) => return,
+        }
+    };
+    let parsed = match &first {
+        Line::Data(l) => serde_json::from_slice::<Request>(l).ok(),
+        _ => None,
+    };
+    let method = parsed.as_ref().and_then(Request::method).map(str::to_owned);
+    match (method.as_deref(), parsed, first) {
+        (Some("orch.mcp"), Some(req), _) => {
+            mcp_preamble(req, reader, write, d.clone(), &session).await;
+        }
+        (Some(m), _, Line::Data(line)) if !CONTROL.contains(&m) => {
+            // An MCP client that sent no preamble: the operator's session, its first message
+            // read again by the MCP server.
+            let mut replay = line;
+            replay.push(b'\n');
+            let input = std::io::Cursor::new(replay).chain(reader);
+            let scope = socket_scope(&d.orch, &session, &McpParams::default());
+            if let Ok(scope) = scope {
+                mcp_session(Box::new(input), write, scope, &d).await;
+            }
+        }
+        (_, _, first) => control(first, reader, write, d.clone(), session.clone()).await,
+    }
+    d.orch.end_session(&session);
+}
+
+/// The scope of an MCP session on this socket: the operator (a local client, whose socket only
+/// its own user can open), or the agent whose credential it shows.
+fn socket_scope(
+    orch: &Orchestrator,
+    session: &str,
+    p: &McpParams,
+) -> Result<Arc<CallScope>, vox_core::ToolError> {
+    let scope = CallScope::new(orch.profile().clone(), Caller::LOCAL, "socket", session);
+    let scope = match p.agent_token.as_deref() {
+        Some(token) => scope.as_agent(&orch.authenticate_agent(token)?.id),
+        None if p.workspace_tools => scope.with_workspace_tools(WorkspaceTools::Listed),
+        None => scope.with_workspace_tools(WorkspaceTools::Callable),
+    };
+    Ok(Arc::new(scope))
+}
+
+/// `orch.mcp`: resolves the session's scope, restores what it had chosen on a daemon that died,
+/// answers, then serves MCP on the rest of the connection. A refused credential is answered
+/// with the error and the connection closed.
+async fn mcp_preamble(
+    req: Request,
+    reader: BufReader<FdReader>,
+    mut write: tokio::net::unix::OwnedWriteHalf,
+    d: Daemon,
+    session: &str,
+) {
+    let id = req.id.clone().unwrap_or_else(|| RawValue::NULL.to_owned());
+    let scope = decode::<McpParams>("orch.mcp", req.params()).and_then(|p| {
+        let scope = socket_scope(&d.orch, session, &p)
+            .map_err(|e| (codes::INVALID_PARAMS, e.to_string()))?;
+        let restored = match &p.session {
+            None => Ok(()),
+            Some(s) => serde_json::from_value::<vox_core::SessionEffect>(s.clone())
+                .map_err(|e| vox_core::ToolError::invalid_arguments(format!("`session`: {e}")))
+                .and_then(|effect| d.orch.restore_session(&scope, &effect)),
+        };
+        restored.map_err(|e| (codes::INVALID_PARAMS, format!("orch.mcp: {e}")))?;
+        Ok(scope)
+    });
+    let (answer, scope) = match scope {
+        Ok(scope) => (answer_frame(&id, ping(&d.orch, &d.lifetime)), Some(scope)),
+        Err((code, message)) => (error_frame(&id, code, message), None),
+    };
+    let mut bytes = answer.get().as_bytes().to_vec();
+    bytes.push(b'\n');
+    if write.write_all(&bytes).await.is_err() {
+        return;
+    }
+    if let Some(scope) = scope {
+        mcp_session(Box::new(reader), write, scope, &d).await;
+    }
+}
+
+/// Serves an MCP session on the socket, attached as a client for its life.
+async fn mcp_session(
+    input: Box<dyn tokio::io::AsyncRead + Send + Unpin>,
+    output: tokio::net::unix::OwnedWriteHalf,
+    scope: Arc<CallScope>,
+    d: &Daemon,
+) {
+    let (Some(host), Some(_attached)) = (&d.host, d.lifetime.attach()) else {
+        // No MCP server in this daemon, or it is closing: the client sees the connection close.
+        return;
+    };
+    host.serve_socket(SocketSession {
+        orch: d.orch.clone(),
+        input,
+        output,
+        scope,
+        in_flight: d.in_flight.clone(),
+    })
+    .await;
+}
+
+/// Serves control requests, the first of which is `first`.
+async fn control(
+    first: Line,
+    mut reader: BufReader<FdReader>,
+    mut write: tokio::net::unix::OwnedWriteHalf,
+    d: Daemon,
+    session: Arc<str>,
+) {
     let (tx, mut rx) = mpsc::unbounded_channel::<Frame>();
-    let mut notes = orch.ctx().notifier.subscribe();
     let writer = tokio::spawn(async move {
-        loop {
-            let f = tokio::select! {
-                f = rx.recv() => match f {
-                    Some(f) => f,
-                    None => break,
-                },
-                n = notes.recv() => match n {
-                    Ok(n) => frame(&n),
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-                    Err(_) => break,
-                },
-            };
+        while let Some(f) = rx.recv().await {
             let mut bytes = Vec::with_capacity(f.get().len() + 1);
             bytes.extend_from_slice(f.get().as_bytes());
             bytes.push(b'\n');
@@ -374,24 +400,29 @@ async fn connection(
         }
     });
     let conn = Arc::new(Conn {
-        session: session.clone(),
+        session,
         tx: tx.clone(),
         calls: Default::default(),
-        lifetime,
+        lifetime: d.lifetime.clone(),
         attached: Default::default(),
-        asks: Default::default(),
     });
-    let mut reader = BufReader::with_capacity(64 * 1024, FdReader::new(read));
     // Fires when this connection closes: a session handed off on it ends with it.
     let closed = vox_core::Cancel::new();
-    // This connection's requests: the session ends only after the last of them, so a
-    // `vox_skill_use` still running cannot re-activate a skill for a session already gone.
+    // This connection's requests: the session ends only after the last of them.
     let mut tasks = tokio::task::JoinSet::new();
+    let mut next = Some(first);
     loop {
         while tasks.try_join_next().is_some() {}
-        let line = match read_line_bounded(&mut reader, MAX_MESSAGE_BYTES).await {
-            Ok(Line::Data(l)) => l,
-            Ok(Line::TooLong(n)) => {
+        let line = match next.take() {
+            Some(l) => l,
+            None => match read_line_bounded(&mut reader, MAX_MESSAGE_BYTES).await {
+                Ok(l) => l,
+                Err(_) => break,
+            },
+        };
+        let line = match line {
+            Line::Data(l) => l,
+            Line::TooLong(n) => {
                 let _ = tx.send(error_frame(
                     RawValue::NULL,
                     codes::INVALID_REQUEST,
@@ -399,7 +430,7 @@ async fn connection(
                 ));
                 continue;
             }
-            Ok(Line::Eof) | Err(_) => break,
+            Line::Eof => break,
         };
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
@@ -430,7 +461,7 @@ async fn connection(
         }
         if req.method() == Some("orch.serve_stdio") {
             let fds = reader.get_mut().take_fds();
-            match hand_off(&req, fds, stdio.as_ref(), &orch, &conn, &closed) {
+            match hand_off(&req, fds, d.host.as_ref(), &d.orch, &conn, &closed) {
                 Ok(serve) => {
                     // Not attached as a client: `vox mcp`'s first connection is, for its life.
                     let tx = tx.clone();
@@ -453,15 +484,8 @@ async fn connection(
             }
             continue;
         }
-        if req.method() == Some("orch.answer") {
-            match serde_json::from_str::<AnswerParams>(req.params()) {
-                Ok(a) => conn.asks.answer(a),
-                Err(e) => tracing::debug!("a malformed orch.answer: {e}"),
-            }
-            continue;
-        }
         let cancel = match (req.method(), req.id.as_deref()) {
-            (Some("orch.tool_call" | "research.run" | "research.persist_claims"), Some(id)) => {
+            (Some("research.run" | "research.persist_claims"), Some(id)) => {
                 let cancel = vox_core::Cancel::new();
                 let mut calls = conn.lock_calls();
                 if calls.contains_key(id.get()) {
@@ -477,14 +501,13 @@ async fn connection(
             }
             _ => None,
         };
-        let orch = orch.clone();
-        let stop = stop.clone();
-        let guard = in_flight.enter();
+        let d = d.clone();
+        let guard = d.in_flight.enter();
         let conn = conn.clone();
         tasks.spawn(async move {
             let _guard = guard;
             let id = req.id.as_deref().map(|id| id.get().to_owned());
-            let frame = handle(&orch, req, &stop, &conn, cancel).await;
+            let frame = handle(&d.orch, req, &d.stop, &conn, cancel).await;
             if let Some(id) = id {
                 conn.lock_calls().remove(&id);
             }
@@ -502,7 +525,6 @@ async fn connection(
     while tasks.join_next().await.is_some() {}
     drop(conn);
     let _ = writer.await;
-    orch.end_session(&session);
 }
 
 /// Starts serving the stdio session `orch.serve_stdio` hands off with its three descriptors
@@ -510,13 +532,19 @@ async fn connection(
 fn hand_off(
     req: &Request,
     fds: Vec<std::os::fd::OwnedFd>,
-    host: Option<&StdioHost>,
+    host: Option<&Arc<dyn SessionHost>>,
     orch: &Arc<Orchestrator>,
     conn: &Conn,
     closed: &vox_core::Cancel,
-) -> Result<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>, String> {
+) -> Result<crate::host::Serving, String> {
     let host = host.ok_or("this daemon serves no handed-off stdio session")?;
     let params: ServeStdioParams = decode("orch.serve_stdio", req.params()).map_err(|e| e.1)?;
+    let mcp = McpParams {
+        workspace_tools: params.workspace_tools,
+        agent_token: params.agent_token,
+        session: None,
+    };
+    let scope = socket_scope(orch, &conn.session, &mcp).map_err(|e| e.to_string())?;
     let [input, output, table]: [std::os::fd::OwnedFd; 3] =
         fds.try_into().map_err(|f: Vec<_>| {
             format!(
@@ -533,52 +561,17 @@ fn hand_off(
             params: state,
         }));
     });
-    Ok(host(StdioSession {
+    Ok(host.serve_stdio(StdioSession {
         orch: orch.clone(),
         input,
         output,
         pending,
-        params,
-        session: conn.session.clone(),
+        scope,
         report,
         closed: closed.clone(),
     }))
 }
 
-/// Runs `work`, which may compile or run Vox code, on the blocking pool: its answer, a tool
-/// error as the one error shape, or an invalid-request error saying `what` panicked.
-async fn off_worker(
-    what: &str,
-    work: impl FnOnce() -> Result<Value, vox_core::ToolError> + Send + 'static,
-) -> Result<Value, (i64, String)> {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Ok(json!({"error": e.to_json()["error"]})),
-        Err(e) => Err((codes::INVALID_REQUEST, format!("{what} panicked: {e}"))),
-    }
-}
-
-/// `orch.complete`'s parameters.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CompleteParams {
-    /// A prompt's argument, else a resource template's variable.
-    prompt: bool,
-    name: String,
-    argument: String,
-    value: String,
-}
-
-/// `orch.get_prompt`'s parameters.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GetPromptParams {
-    name: String,
-    #[serde(default)]
-    arguments: Value,
-}
-
-/// Answers one request; `None` for notifications.
 async fn handle(
     orch: &Arc<Orchestrator>,
     req: Request,
@@ -610,58 +603,6 @@ async fn handle(
             Ok(json!({"retired": retired}))
         }
         "orch.boot_report" => Ok(serde_json::to_value(orch.boot_report()).unwrap_or_default()),
-        "orch.list_tools" => match decode::<ListToolsParams>(method, params) {
-            Ok(ListToolsParams {
-                agent_token: Some(token),
-                ..
-            }) => match orch.authenticate_agent(&token) {
-                Ok(a) => Ok(json!({"tools": orch.agent_tool_list_json(&a)})),
-                Err(e) => Err((codes::INVALID_PARAMS, e.to_string())),
-            },
-            Ok(p) => Ok(json!({"tools": orch.tool_list_json(p.workspace_tools)})),
-            Err(e) => Err(e),
-        },
-        "orch.list_resources" => Ok(json!({"resources": orch.resources()})),
-        "orch.list_prompts" => Ok(json!({"prompts": orch.prompts()})),
-        "orch.list_resource_templates" => {
-            Ok(json!({"resourceTemplates": orch.resource_templates()}))
-        }
-        "orch.complete" => match serde_json::from_str::<CompleteParams>(params) {
-            Err(e) => Err((codes::INVALID_PARAMS, format!("orch.complete: {e}"))),
-            Ok(p) => {
-                let o = orch.clone();
-                off_worker("a completion", move || {
-                    o.complete(p.prompt, &p.name, &p.argument, &p.value)
-                })
-                .await
-            }
-        },
-        "orch.get_prompt" => match serde_json::from_str::<GetPromptParams>(params) {
-            Err(e) => Err((codes::INVALID_PARAMS, format!("orch.get_prompt: {e}"))),
-            Ok(p) => {
-                let o = orch.clone();
-                off_worker("a prompt", move || o.get_prompt(&p.name, &p.arguments)).await
-            }
-        },
-        "orch.read_resource" => match serde_json::from_str::<Value>(params)
-            .ok()
-            .and_then(|p| p.get("uri").and_then(Value::as_str).map(str::to_owned))
-        {
-            None => Err((
-                codes::INVALID_PARAMS,
-                "orch.read_resource needs a string `uri`".to_owned(),
-            )),
-            Some(uri) => {
-                let o = orch.clone();
-                let what = format!("reading {uri}");
-                off_worker(&what, move || {
-                    let body = o.read_resource(&uri)?;
-                    Ok(json!({"uri": uri, "contents": body}))
-                })
-                .await
-            }
-        },
-        "orch.tool_call" => tool_call(orch, params, conn, id, cancel.unwrap_or_default()).await,
         // The daemon-only research RPCs are the research tools under other names, so the
         // decision (the daemon's profile, the research subsystem booted) is the tools' own.
         "research.run" | "research.persist_claims" => {
@@ -672,11 +613,15 @@ async fn handle(
             };
             match serde_json::from_str::<Value>(params) {
                 Ok(arguments @ Value::Object(_)) => {
-                    let call = vox_core::CallCtx::new(Caller::LOCAL, "socket", &conn.session)
-                        .with_cancel(cancel.unwrap_or_default());
-                    let outcome = orch.call(tool, arguments, call).await;
-                    serde_json::to_value(ToolCallAnswer { outcome })
-                        .map_err(|e| (codes::INVALID_PARAMS, e.to_string()))
+                    let run = CallRun::cancelled_by(cancel.unwrap_or_default());
+                    let scope = CallScope::new(
+                        orch.profile().clone(),
+                        Caller::LOCAL,
+                        "socket",
+                        &conn.session,
+                    );
+                    let outcome = orch.call(&Arc::new(scope), tool, arguments, run).await;
+                    Ok(json!({ "outcome": outcome }))
                 }
                 _ => Err((
                     codes::INVALID_PARAMS,
@@ -748,35 +693,4 @@ fn decode<T: serde::de::DeserializeOwned + Default>(
         return Ok(T::default());
     }
     serde_json::from_str(params).map_err(|e| (codes::INVALID_PARAMS, format!("{method}: {e}")))
-}
-
-/// `orch.tool_call` ([`ToolCallParams`] → [`ToolCallAnswer`]) under `cancel`, the signal the
-/// reader registered for this request id.
-async fn tool_call(
-    orch: &Orchestrator,
-    params: &str,
-    conn: &Conn,
-    id: &RawValue,
-    cancel: vox_core::Cancel,
-) -> Result<Value, (i64, String)> {
-    let p: ToolCallParams = serde_json::from_str(params)
-        .map_err(|e| (codes::INVALID_PARAMS, format!("orch.tool_call: {e}")))?;
-    let events = Arc::new(SocketEvents {
-        id: id.to_owned(),
-        tx: conn.tx.clone(),
-        asks: conn.asks.clone(),
-    });
-    let agent = p.agent.as_deref().unwrap_or("socket");
-    let call = vox_core::CallCtx::new(Caller::LOCAL, agent, &conn.session)
-        .with_cancel(cancel)
-        .with_events(events, p.progress, p.log_level);
-    let outcome = match &p.agent_token {
-        None => orch.call(&p.name, p.arguments, call).await,
-        Some(token) => match orch.authenticate_agent(token) {
-            Ok(a) => orch.call_as_agent(&a.id, &p.name, p.arguments, call).await,
-            Err(e) => ToolOutcome::Failed(e),
-        },
-    };
-    serde_json::to_value(ToolCallAnswer { outcome })
-        .map_err(|e| (codes::INVALID_PARAMS, e.to_string()))
 }

@@ -40,7 +40,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use vox_core::{Orchestrator, ToolOutcome};
+use vox_core::{CallRun, CallScope, Orchestrator, WorkspaceTools};
 use vox_mcp_registry::{Caller, ProfileSet, Role};
 
 /// Largest request body (and WebSocket message) accepted.
@@ -63,13 +63,6 @@ pub struct Who {
     /// The orchestrator agent whose credential (`voxa_…`) the bearer token is: every call is
     /// that agent's, on the agent path.
     pub acting_agent: Option<String>,
-}
-
-impl Who {
-    /// The call context of a request from this caller (no progress or log sink yet).
-    pub fn call_ctx(&self) -> vox_core::CallCtx {
-        vox_core::CallCtx::new(self.caller, &self.agent, &self.session)
-    }
 }
 
 /// Longest `X-Vox-Session` value accepted.
@@ -102,161 +95,31 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// The tools a caller may list and call here: an agent's are its own (public, of its
-    /// profile) within this gateway's surface.
-    fn listed(&self, who: &Who) -> Vec<&vox_core::ToolDescriptor> {
-        let agent = who.acting_agent.as_deref().and_then(|id| {
-            let dir = self.orch.ctx().hooks().agents.as_ref()?;
-            dir.current(id).ok().flatten()
-        });
-        match (&who.acting_agent, agent) {
-            (None, _) => self.orch.list_tools_as(&self.surface, who.caller),
-            (Some(_), Some(a)) => self
-                .orch
-                .list_tools_for_agent(&self.surface, &a, who.caller),
-            // Retired since the request was let in: nothing.
-            (Some(_), None) => vec![],
+    /// The scope of `who`'s calls here, resolved once per request: this gateway's surface,
+    /// the caller's role and peer, its session, the agent its credential is, and for `/mcp`
+    /// (`mcp`) the workspace's tools when they are served to it.
+    fn scope(&self, who: &Who, mcp: bool) -> Arc<CallScope> {
+        let mut scope = CallScope::new(self.surface.clone(), who.caller, &who.agent, &who.session);
+        if self.surface != *self.orch.profile() {
+            scope = scope.narrowed_by("this gateway's allowlist");
         }
-    }
-    /// [`Self::listed`] as MCP tool descriptors.
-    fn tools_json(&self, who: &Who) -> Value {
-        serde_json::to_value(self.listed(who)).unwrap_or_default()
+        if !who.session_named {
+            scope = scope.unnamed_session();
+        }
+        scope = match &who.acting_agent {
+            Some(id) => scope.as_agent(id),
+            None if mcp && self.serves_workspace(who) => {
+                scope.with_workspace_tools(WorkspaceTools::Listed)
+            }
+            None => scope,
+        };
+        Arc::new(scope)
     }
     /// Whether `/mcp` serves this caller the workspace's `.vox` tools and resources (and skill
     /// macro tools): only with `VOX_MCP_HTTP_WORKSPACE_TOOLS=1` (dev only, checked at start)
     /// and only to the write role.
     fn serves_workspace(&self, who: &Who) -> bool {
         self.config.workspace_tools && who.caller.role == Role::Write && who.acting_agent.is_none()
-    }
-    /// `/mcp`'s tool list: [`Self::tools_json`], then the workspace's when served.
-    fn mcp_tools_json(&self, who: &Who) -> Value {
-        let mut tools = self.tools_json(who);
-        if self.serves_workspace(who)
-            && let Value::Array(list) = &mut tools
-        {
-            list.extend(self.orch.dynamic_tool_descriptors(true));
-        }
-        tools
-    }
-    /// Skill resources are served to callers who may list skills here.
-    fn serves_skill_resources(&self, who: &Who) -> bool {
-        who.acting_agent.is_none()
-            && vox_mcp_registry::authorize_tool(
-                &self.surface,
-                "vox_skill_list",
-                who.caller,
-                self.orch.boot_report().booted_mask,
-            )
-            .is_ok()
-    }
-    /// `/mcp`'s resources: every provider's when the workspace is served, else `skill://`
-    /// ones to callers who may list skills.
-    fn mcp_resources(&self, who: &Who) -> Vec<Value> {
-        if self.serves_workspace(who) {
-            return self.orch.resources();
-        }
-        self.skill_resources(who)
-    }
-    /// One of the workspace's `/mcp` lists (prompts, resource templates), when it is served
-    /// to `who`; empty otherwise.
-    fn workspace_list(&self, who: &Who, list: fn(&Orchestrator) -> Vec<Value>) -> Vec<Value> {
-        if self.serves_workspace(who) {
-            list(&self.orch)
-        } else {
-            vec![]
-        }
-    }
-    fn get_mcp_prompt(
-        &self,
-        who: &Who,
-        name: &str,
-        args: &Value,
-    ) -> Result<Value, vox_core::ToolError> {
-        if self.serves_workspace(who) {
-            self.orch.get_prompt(name, args)
-        } else {
-            Err(vox_core::ToolError::NotFound(format!("no prompt {name}")))
-        }
-    }
-    fn read_mcp_resource(
-        &self,
-        who: &Who,
-        uri: &str,
-    ) -> Option<Result<vox_core::ResourceBody, vox_core::ToolError>> {
-        if self.serves_workspace(who) {
-            return Some(self.orch.read_resource(uri));
-        }
-        self.read_skill_resource(who, uri)
-    }
-    fn skill_resources(&self, who: &Who) -> Vec<Value> {
-        if self.serves_skill_resources(who) {
-            let mut all = self.orch.resources();
-            all.retain(|r| r["uri"].as_str().is_some_and(|u| u.starts_with("skill://")));
-            all
-        } else {
-            vec![]
-        }
-    }
-    fn read_skill_resource(
-        &self,
-        who: &Who,
-        uri: &str,
-    ) -> Option<Result<vox_core::ResourceBody, vox_core::ToolError>> {
-        (uri.starts_with("skill://") && self.serves_skill_resources(who))
-            .then(|| self.orch.read_resource(uri))
-    }
-    async fn call(
-        &self,
-        who: &Who,
-        name: &str,
-        args: Value,
-        call: vox_core::CallCtx,
-    ) -> ToolOutcome {
-        self.call_with(who, name, args, call, false).await
-    }
-    /// A call on this gateway's surface; `workspace`: also the workspace's tools.
-    async fn call_with(
-        &self,
-        who: &Who,
-        name: &str,
-        args: Value,
-        call: vox_core::CallCtx,
-        workspace: bool,
-    ) -> ToolOutcome {
-        // Without a named session every request of this token would share one active skill,
-        // so one client could restrict (or release) all the others. Authorization comes first:
-        // a caller who may not use the tool hears that, not what the call would need.
-        if name == "vox_skill_use" && !who.session_named {
-            if let Err(denied) = self.orch.authorize_as(&self.surface, name, who.caller) {
-                return denied;
-            }
-            return ToolOutcome::Failed(vox_core::ToolError::InvalidArguments(
-                "vox_skill_use over HTTP needs a session: send an X-Vox-Session header (REST), use one WebSocket connection, or a 2025-era /mcp session".into(),
-            ));
-        }
-        match &who.acting_agent {
-            Some(id) => {
-                self.orch
-                    .call_as_agent_on(&self.surface, id, name, args, call)
-                    .await
-            }
-            None => {
-                self.orch
-                    .call_as(&self.surface, name, args, call, workspace)
-                    .await
-            }
-        }
-    }
-    /// `/mcp`'s call: [`Self::call`], with workspace tools when they are served to `who`.
-    async fn mcp_call(
-        &self,
-        who: &Who,
-        name: &str,
-        args: Value,
-        call: vox_core::CallCtx,
-    ) -> ToolOutcome {
-        let workspace = self.serves_workspace(who);
-        self.call_with(who, name, args, call, workspace).await
     }
 }
 
@@ -514,15 +377,19 @@ async fn info(
     State(s): State<Arc<Shared>>,
     axum::Extension(who): axum::Extension<Who>,
 ) -> Json<Value> {
-    let names = |role: Role| -> Vec<&str> {
+    let names = |role: Role| -> Vec<String> {
         let caller = Caller {
             loopback: who.caller.loopback,
             role,
         };
+        let who = Who {
+            caller,
+            ..who.clone()
+        };
         s.orch
-            .list_tools_as(&s.surface, caller)
+            .list(&s.scope(&who, false))
             .into_iter()
-            .map(|d| d.name)
+            .filter_map(|d| d["name"].as_str().map(str::to_owned))
             .collect()
     };
     Json(json!({
@@ -542,12 +409,13 @@ async fn list_tools(
     axum::Extension(who): axum::Extension<Who>,
 ) -> Json<Value> {
     let tools: Vec<Value> = s
-        .listed(&who)
+        .orch
+        .list(&s.scope(&who, false))
         .into_iter()
-        .map(|d| {
-            let mut t = json!({"name": d.name, "description": d.description, "input_schema": d.input_schema, "lane": d.meta["vox_lane"]});
-            if let Some(o) = &d.output_schema {
-                t["output_schema"] = o.clone();
+        .map(|mut d| {
+            let mut t = json!({"name": d["name"].take(), "description": d["description"].take(), "input_schema": d["inputSchema"].take(), "lane": d["_meta"]["vox_lane"].take()});
+            if let Some(o) = d.get_mut("outputSchema") {
+                t["output_schema"] = o.take();
             }
             t
         })
@@ -578,10 +446,10 @@ async fn call_tool(
         );
     };
     let args = req.get("args").cloned().unwrap_or(Value::Null);
-    let call = who.call_ctx();
+    let run = CallRun::default();
     // Dropped with the handler's future when the client goes away: the work stops too.
-    let guard = call.cancel.guard();
-    let outcome = s.call(&who, name, args, call).await;
+    let guard = run.cancel.guard();
+    let outcome = s.orch.call(&s.scope(&who, false), name, args, run).await;
     guard.disarm();
     let (status, body) = vox_mcp::encode::rest(outcome);
     (

@@ -17,7 +17,7 @@ use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use vox_core::{Orchestrator, ToolOutcome};
+use vox_core::{CallScope, ToolOutcome, WorkspaceTools};
 use vox_mcp::hosted::off_worker;
 
 /// The `/mcp` backend of the one MCP server: one per session (rmcp builds them), sharing the
@@ -56,6 +56,11 @@ impl HttpMcp {
             key.get_or_insert_with(|| who.session.clone());
         }
         Ok(who)
+    }
+
+    /// The scope of this request's caller on `/mcp`.
+    fn scope(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<CallScope>, McpError> {
+        Ok(self.0.scope(&self.who(ctx)?, true))
     }
 }
 
@@ -104,10 +109,10 @@ impl vox_mcp::Backend for HttpMcp {
         &self,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<Arc<Vec<rmcp::model::Tool>>, McpError> {
-        let who = self.who(ctx)?;
-        Ok(Arc::new(vox_mcp::encode::tools(
-            self.0.mcp_tools_json(&who),
-        )?))
+        let scope = self.scope(ctx)?;
+        Ok(Arc::new(vox_mcp::encode::tools(Value::Array(
+            self.0.orch.list(&scope),
+        ))?))
     }
 
     async fn call_tool(
@@ -115,21 +120,20 @@ impl vox_mcp::Backend for HttpMcp {
         ctx: &RequestContext<RoleServer>,
         call: vox_mcp::ToolCall,
     ) -> Result<ToolOutcome, McpError> {
-        let who = self.who(ctx)?;
-        let cx = who.call_ctx().with_cancel(call.cancel).with_events(
-            call.events,
-            call.progress,
-            call.log_level,
-        );
-        Ok(self.0.mcp_call(&who, &call.name, call.arguments, cx).await)
+        let scope = self.scope(ctx)?;
+        Ok(self
+            .0
+            .orch
+            .call(&scope, &call.name, call.arguments, call.run)
+            .await)
     }
 
     async fn list_resources(
         &self,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<Vec<rmcp::model::Resource>, McpError> {
-        let who = self.who(ctx)?;
-        vox_mcp::encode::resources(Value::Array(self.0.mcp_resources(&who)))
+        let scope = self.scope(ctx)?;
+        vox_mcp::encode::resources(Value::Array(self.0.orch.resources(&scope)))
     }
 
     async fn complete(
@@ -140,17 +144,17 @@ impl vox_mcp::Backend for HttpMcp {
         argument: &str,
         value: &str,
     ) -> Result<Value, McpError> {
-        let who = self.who(ctx)?;
-        if !self.0.serves_workspace(&who) {
+        let scope = self.scope(ctx)?;
+        if scope.workspace_tools == WorkspaceTools::Off {
             return Err(McpError::invalid_params(
                 format!("nothing to complete for {name}"),
                 None,
             ));
         }
-        let shared = self.0.clone();
+        let orch = self.0.orch.clone();
         let (name, argument, value) = (name.to_owned(), argument.to_owned(), value.to_owned());
         off_worker("a completion", move || {
-            shared.orch.complete(prompt, &name, &argument, &value)
+            orch.complete(&scope, prompt, &name, &argument, &value)
         })
         .await?
         .map_err(|e| vox_mcp::encode::prompt_error(&e.to_json()["error"]))
@@ -160,15 +164,13 @@ impl vox_mcp::Backend for HttpMcp {
         &self,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<Vec<Value>, McpError> {
-        let who = self.who(ctx)?;
-        Ok(self
-            .0
-            .workspace_list(&who, Orchestrator::resource_templates))
+        let scope = self.scope(ctx)?;
+        Ok(self.0.orch.resource_templates(&scope))
     }
 
     async fn list_prompts(&self, ctx: &RequestContext<RoleServer>) -> Result<Vec<Value>, McpError> {
-        let who = self.who(ctx)?;
-        Ok(self.0.workspace_list(&who, Orchestrator::prompts))
+        let scope = self.scope(ctx)?;
+        Ok(self.0.orch.prompts(&scope))
     }
 
     async fn get_prompt(
@@ -177,11 +179,10 @@ impl vox_mcp::Backend for HttpMcp {
         name: &str,
         arguments: Value,
     ) -> Result<Value, McpError> {
-        let who = self.who(ctx)?;
-        let shared = self.0.clone();
+        let (orch, scope) = (self.0.orch.clone(), self.scope(ctx)?);
         let name = name.to_owned();
         off_worker("a prompt", move || {
-            shared.get_mcp_prompt(&who, &name, &arguments)
+            orch.get_prompt(&scope, &name, &arguments)
         })
         .await?
         .map_err(|e| vox_mcp::encode::prompt_error(&e.to_json()["error"]))
@@ -192,24 +193,14 @@ impl vox_mcp::Backend for HttpMcp {
         ctx: &RequestContext<RoleServer>,
         uri: &str,
     ) -> Result<vox_core::ResourceBody, McpError> {
-        let who = self.who(ctx)?;
         // A workspace resource runs Vox code: off the async worker.
-        let shared = self.0.clone();
+        let (orch, scope) = (self.0.orch.clone(), self.scope(ctx)?);
         let owned = uri.to_owned();
         let read = off_worker("a resource read", move || {
-            shared.read_mcp_resource(&who, &owned)
+            orch.read_resource(&scope, &owned)
         });
-        match read.await? {
-            Some(Ok(body)) => Ok(body),
-            Some(Err(e)) => Err(McpError::resource_not_found(
-                e.to_string(),
-                Some(e.to_json()),
-            )),
-            None => Err(McpError::resource_not_found(
-                format!("no resource {uri}"),
-                None,
-            )),
-        }
+        read.await?
+            .map_err(|e| McpError::resource_not_found(e.to_string(), Some(e.to_json())))
     }
 }
 

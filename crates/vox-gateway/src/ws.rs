@@ -8,6 +8,7 @@ use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use vox_core::CallRun;
 
 pub async fn upgrade(
     State(s): State<Arc<Shared>>,
@@ -47,9 +48,9 @@ async fn serve_session(socket: &mut WebSocket, s: &Shared, who: &Who) {
         };
         let reply = match msg {
             Message::Text(text) => {
-                let call = who.call_ctx();
-                let cancel = call.cancel.clone();
-                let answer = answer(s, who, text.as_str(), call);
+                let run = CallRun::default();
+                let cancel = run.cancel.clone();
+                let answer = answer(s, who, text.as_str(), run);
                 tokio::pin!(answer);
                 // Keep reading while the call runs: a closed connection cancels its work.
                 loop {
@@ -93,7 +94,7 @@ async fn serve_session(socket: &mut WebSocket, s: &Shared, who: &Who) {
     }
 }
 
-async fn answer(s: &Shared, who: &Who, text: &str, call: vox_core::CallCtx) -> Value {
+async fn answer(s: &Shared, who: &Who, text: &str, run: CallRun) -> Value {
     let req: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {
@@ -103,14 +104,14 @@ async fn answer(s: &Shared, who: &Who, text: &str, call: vox_core::CallCtx) -> V
     let id = req.get("id").cloned().unwrap_or(Value::Null);
     match req.get("type").and_then(Value::as_str) {
         Some("list_tools") => {
-            json!({"id": id, "type": "list_tools_result", "tools": s.tools_json(who)})
+            json!({"id": id, "type": "list_tools_result", "tools": s.orch.list(&s.scope(who, false))})
         }
         Some("call_tool") => {
             let Some(name) = req.get("name").and_then(Value::as_str) else {
                 return json!({"id": id, "type": "error", "status": 400, "error": {"code": "invalid_request", "message": "call_tool needs a string `name`"}});
             };
             let args = req.get("args").cloned().unwrap_or(Value::Null);
-            vox_mcp::encode::ws(id, s.call(who, name, args, call).await)
+            vox_mcp::encode::ws(id, s.orch.call(&s.scope(who, false), name, args, run).await)
         }
         _ => {
             json!({"id": id, "type": "error", "status": 400, "error": {"code": "invalid_request", "message": "type must be list_tools or call_tool"}})

@@ -151,11 +151,7 @@ mod tests {
     fn every_encoding_agrees_on_status_and_shape() {
         let cases = [
             (ToolOutcome::Ok(json!({"a": 1})), 200, false),
-            (
-                ToolOutcome::Failed(ToolError::NotFound("gone".into())),
-                404,
-                true,
-            ),
+            (ToolOutcome::Failed(ToolError::not_found("gone")), 404, true),
             (
                 ToolOutcome::Denied(Denial::new(DenialCode::ExposureDenied, "no")),
                 403,

@@ -1,11 +1,11 @@
-//! The daemon's side of a stdio session `vox mcp` handed off (`vox_daemon::handoff`): the one
-//! MCP server over the in-process orchestrator, on the client's own input and output, deciding
-//! exactly as the socket's `orch.*` methods do (the local caller, this session's key, the
-//! client's choice of workspace tools).
+//! The daemon's MCP sessions (`vox_daemon::host`): a stdio session `vox mcp` handed off
+//! (`vox_daemon::handoff`), on the client's own input and output, and an MCP connection on the
+//! socket. Both are the one MCP server over the in-process orchestrator, under the scope the
+//! daemon resolved for the session.
 //!
-//! What `vox mcp` would need to carry the session on if the daemon died (the client's
-//! `initialize`, its log level, its subscriptions, its active skill) is reported to it as it
-//! changes; the requests read and not yet answered are kept in the shared pending table.
+//! What `vox mcp` would need to carry a handed-off session on if the daemon died (the client's
+//! `initialize`, its log level, its subscriptions, what its calls chose) is reported to it as
+//! it changes; the requests read and not yet answered are kept in the shared pending table.
 
 use crate::encode;
 use crate::list_cache::{SharedOutput, ToolListCache};
@@ -13,28 +13,74 @@ use crate::server::{Backend, McpServer, ToolCall};
 use rmcp::model::{JsonRpcMessage, RequestId, Tool};
 use rmcp::service::{RequestContext, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use rmcp::{ErrorData as McpError, RoleServer};
+use rmcp::{ErrorData as McpError, RoleServer, ServiceExt};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use vox_core::{Orchestrator, ToolOutcome};
+use std::sync::{Arc, Mutex, OnceLock};
+use vox_core::{CallScope, Orchestrator, SessionEffect, ToolOutcome};
 use vox_daemon::frames::SessionState;
-use vox_daemon::handoff::{Pending, PendingKind, StdioHost, StdioSession};
-use vox_mcp_registry::Caller;
+use vox_daemon::handoff::{Pending, PendingKind, StdioSession};
+use vox_daemon::host::{Serving, SessionHost, SocketSession};
+use vox_daemon::rpc::InFlight;
 
-/// The host the daemon serves handed-off sessions with.
-pub fn host() -> StdioHost {
-    Arc::new(|session| Box::pin(serve(session)))
+/// The host the daemon serves its MCP sessions with.
+pub fn host() -> Arc<dyn SessionHost> {
+    Arc::new(Host)
 }
 
-async fn serve(s: StdioSession) {
+struct Host;
+
+impl SessionHost for Host {
+    fn serve_stdio(&self, session: StdioSession) -> Serving {
+        Box::pin(serve_stdio(session))
+    }
+    fn serve_socket(&self, session: SocketSession) -> Serving {
+        Box::pin(serve_socket(session))
+    }
+}
+
+/// The server of one session, its tool list kept until the orchestrator's lists change.
+fn server(
+    orch: &Arc<Orchestrator>,
+    scope: Arc<CallScope>,
+    in_flight: Option<InFlight>,
+    report: Box<dyn Fn(&SessionState) + Send + Sync>,
+) -> (McpServer<HostedBackend>, Arc<ToolListCache>) {
+    let tools = Arc::new(ToolListCache::default());
+    let server = McpServer::new(HostedBackend {
+        orch: orch.clone(),
+        scope,
+        named: OnceLock::new(),
+        tools: tools.clone(),
+        in_flight,
+        state: Mutex::default(),
+        report,
+    });
+    server
+        .change_notifier()
+        .forward(orch.ctx().notifier.subscribe(), Some(tools.clone()));
+    (server, tools)
+}
+
+async fn serve_socket(s: SocketSession) {
+    let (server, tools) = server(&s.orch, s.scope, Some(s.in_flight), Box::new(|_| {}));
+    let input = server.watch_input(s.input);
+    let transport = crate::stdio::transport(input, SharedOutput::new(Box::pin(s.output)), tools);
+    match server.serve(transport).await {
+        Ok(running) => {
+            let _ = running.waiting().await;
+        }
+        Err(e) => tracing::debug!("an MCP connection did not start: {e}"),
+    }
+}
+
+async fn serve_stdio(s: StdioSession) {
     let StdioSession {
         orch,
         input,
         output,
         pending,
-        params,
-        session,
+        scope,
         report,
         closed,
     } = s;
@@ -48,32 +94,13 @@ async fn serve(s: StdioSession) {
             return;
         }
     };
-    // The credential was checked when `vox mcp` started; a session whose agent is unknown now
-    // still gets every call refused, by the agent path itself.
-    let agent = params
-        .agent_token
-        .as_deref()
-        .map(|t| orch.authenticate_agent(t).map(|a| a.id));
-    let tools = Arc::new(ToolListCache::default());
-    let server = McpServer::new(HostedBackend {
-        agent,
-        orch: orch.clone(),
-        session: session.clone(),
-        workspace_tools: params.workspace_tools,
-        tools: tools.clone(),
-        state: Mutex::default(),
-        report,
-    });
-    server
-        .change_notifier()
-        .forward(orch.ctx().notifier.subscribe(), Some(tools.clone()));
+    let (server, tools) = server(&orch, scope, None, report);
     let input = server.watch_input(input);
     let transport = PendingTransport {
         inner: crate::stdio::transport(input, SharedOutput::new(output), tools),
         pending,
         slots: HashMap::new(),
     };
-    use rmcp::ServiceExt;
     let running = match server.serve(transport).await {
         Ok(r) => r,
         Err(e) => {
@@ -89,15 +116,17 @@ async fn serve(s: StdioSession) {
     }
 }
 
-/// The in-process backend of a handed-off session.
+/// The in-process backend of a session.
 struct HostedBackend {
-    /// The orchestrator agent this session is (its credential's check), when it is one.
-    agent: Option<Result<String, vox_core::ToolError>>,
     orch: Arc<Orchestrator>,
-    session: Arc<str>,
-    workspace_tools: bool,
+    /// The session's scope, resolved by the daemon at its edge.
+    scope: Arc<CallScope>,
+    /// `scope` with the client's name as its principal (`stdio:<name>`), once it initialized.
+    named: OnceLock<Arc<CallScope>>,
     tools: Arc<ToolListCache>,
-    /// The state last reported (the active skill is this backend's to set).
+    /// A socket session's calls count as the daemon's requests in flight.
+    in_flight: Option<InFlight>,
+    /// The state last reported.
     state: Mutex<SessionState>,
     report: Box<dyn Fn(&SessionState) + Send + Sync>,
 }
@@ -113,6 +142,20 @@ pub async fn off_worker<T: Send + 'static>(
         .map_err(|e| McpError::internal_error(format!("{what} panicked: {e}"), None))
 }
 
+impl HostedBackend {
+    /// The scope of this session's requests: an operator's principal is its client's name.
+    fn scope(&self, ctx: &RequestContext<RoleServer>) -> &Arc<CallScope> {
+        if self.scope.agent.is_some() || ctx.peer.peer_info().is_none() {
+            return &self.scope;
+        }
+        self.named.get_or_init(|| {
+            let mut named = (*self.scope).clone();
+            named.principal = crate::stdio::agent_of(ctx).into();
+            Arc::new(named)
+        })
+    }
+}
+
 impl Backend for HostedBackend {
     fn instructions(&self) -> String {
         crate::stdio::instructions(&self.orch.workspace().root, self.orch.profile().canonical())
@@ -125,7 +168,7 @@ impl Backend for HostedBackend {
     fn session_changed(&self, state: SessionState) {
         let mut last = self.state.lock().unwrap_or_else(|p| p.into_inner());
         *last = SessionState {
-            active_skill: last.active_skill.take(),
+            session: last.session.take(),
             ..state
         };
         (self.report)(&last);
@@ -133,27 +176,13 @@ impl Backend for HostedBackend {
 
     async fn list_tools(
         &self,
-        _ctx: &RequestContext<RoleServer>,
+        ctx: &RequestContext<RoleServer>,
     ) -> Result<Arc<Vec<Tool>>, McpError> {
         if let Some(t) = self.tools.tools() {
             return Ok(t);
         }
         let generation = self.tools.generation();
-        let list = match &self.agent {
-            None => self.orch.tool_list_json(self.workspace_tools),
-            Some(Err(e)) => return Err(McpError::invalid_request(e.to_string(), None)),
-            Some(Ok(id)) => match self
-                .orch
-                .ctx()
-                .hooks()
-                .agents
-                .as_ref()
-                .map(|d| d.current(id))
-            {
-                Some(Ok(Some(a))) => self.orch.agent_tool_list_json(&a),
-                _ => vec![],
-            },
-        };
+        let list = self.orch.list(self.scope(ctx));
         let tools = Arc::new(encode::tools(Value::Array(list))?);
         self.tools.set_tools(generation, tools.clone());
         Ok(tools)
@@ -164,87 +193,81 @@ impl Backend for HostedBackend {
         ctx: &RequestContext<RoleServer>,
         call: ToolCall,
     ) -> Result<ToolOutcome, McpError> {
-        let agent = crate::stdio::agent_of(ctx);
-        let cx = vox_core::CallCtx::new(Caller::LOCAL, &agent, &self.session)
-            .with_cancel(call.cancel)
-            .with_events(call.events, call.progress, call.log_level);
-        let skill_use = call.name == "vox_skill_use";
-        let outcome = match &self.agent {
-            None => self.orch.call(&call.name, call.arguments, cx).await,
-            Some(Ok(id)) => {
-                self.orch
-                    .call_as_agent(id, &call.name, call.arguments, cx)
-                    .await
-            }
-            Some(Err(e)) => ToolOutcome::Failed(e.clone()),
-        };
-        if skill_use && let ToolOutcome::Ok(v) = &outcome {
-            let mut last = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            last.active_skill = v["active"].as_str().map(str::to_owned);
-            (self.report)(&last);
-        }
-        Ok(outcome)
+        let _in_flight = self.in_flight.as_ref().map(InFlight::enter);
+        Ok(self
+            .orch
+            .call(self.scope(ctx), &call.name, call.arguments, call.run)
+            .await)
+    }
+
+    fn session_effect(&self, effect: &SessionEffect) {
+        let mut last = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        last.session = serde_json::to_value(effect).ok();
+        (self.report)(&last);
     }
 
     async fn list_resources(
         &self,
-        _ctx: &RequestContext<RoleServer>,
+        ctx: &RequestContext<RoleServer>,
     ) -> Result<Vec<rmcp::model::Resource>, McpError> {
-        encode::resources(Value::Array(self.orch.resources()))
+        encode::resources(Value::Array(self.orch.resources(self.scope(ctx))))
     }
 
     async fn list_resource_templates(
         &self,
-        _ctx: &RequestContext<RoleServer>,
+        ctx: &RequestContext<RoleServer>,
     ) -> Result<Vec<Value>, McpError> {
-        Ok(self.orch.resource_templates())
+        Ok(self.orch.resource_templates(self.scope(ctx)))
     }
 
     async fn complete(
         &self,
-        _ctx: &RequestContext<RoleServer>,
+        ctx: &RequestContext<RoleServer>,
         prompt: bool,
         name: &str,
         argument: &str,
         value: &str,
     ) -> Result<Value, McpError> {
-        let orch = self.orch.clone();
+        let (orch, scope) = (self.orch.clone(), self.scope(ctx).clone());
         let (name, argument, value) = (name.to_owned(), argument.to_owned(), value.to_owned());
         off_worker("a completion", move || {
-            orch.complete(prompt, &name, &argument, &value)
+            orch.complete(&scope, prompt, &name, &argument, &value)
         })
         .await?
         .map_err(|e| encode::prompt_error(&e.to_json()["error"]))
     }
 
-    async fn list_prompts(
-        &self,
-        _ctx: &RequestContext<RoleServer>,
-    ) -> Result<Vec<Value>, McpError> {
-        Ok(self.orch.prompts())
+    async fn list_prompts(&self, ctx: &RequestContext<RoleServer>) -> Result<Vec<Value>, McpError> {
+        Ok(self.orch.prompts(self.scope(ctx)))
     }
 
     async fn get_prompt(
         &self,
-        _ctx: &RequestContext<RoleServer>,
+        ctx: &RequestContext<RoleServer>,
         name: &str,
         arguments: Value,
     ) -> Result<Value, McpError> {
-        let orch = self.orch.clone();
+        let (orch, scope) = (self.orch.clone(), self.scope(ctx).clone());
         let name = name.to_owned();
-        off_worker("a prompt", move || orch.get_prompt(&name, &arguments))
-            .await?
-            .map_err(|e| encode::prompt_error(&e.to_json()["error"]))
+        off_worker("a prompt", move || {
+            orch.get_prompt(&scope, &name, &arguments)
+        })
+        .await?
+        .map_err(|e| encode::prompt_error(&e.to_json()["error"]))
     }
 
     async fn read_resource(
         &self,
-        _ctx: &RequestContext<RoleServer>,
+        ctx: &RequestContext<RoleServer>,
         uri: &str,
     ) -> Result<vox_core::ResourceBody, McpError> {
-        let orch = self.orch.clone();
+        let (orch, scope) = (self.orch.clone(), self.scope(ctx).clone());
         let owned = uri.to_owned();
-        match off_worker("a resource read", move || orch.read_resource(&owned)).await? {
+        match off_worker("a resource read", move || {
+            orch.read_resource(&scope, &owned)
+        })
+        .await?
+        {
             Ok(body) => Ok(body),
             Err(e) => Err(McpError::resource_not_found(
                 e.to_string(),

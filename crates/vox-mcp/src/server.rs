@@ -19,23 +19,25 @@ use serde_json::Value;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
-use vox_core::{Ask, AskReply, CallEvents, Cancel, LogLevel, LogMessage, Progress, ToolOutcome};
+use vox_core::{
+    Ask, AskReply, CallEvents, CallRun, Cancel, LogLevel, LogMessage, Progress, SessionEffect,
+    ToolOutcome,
+};
 
 /// One tool call as the handler hands it to a backend.
 pub struct ToolCall {
     pub name: String,
     pub arguments: Value,
-    /// Fires when the client cancels (or goes away); the backend must stop the work.
-    pub cancel: Cancel,
-    /// Where the call's progress and log messages go (already filtered by the backend's
-    /// orchestrator with `progress` and `log_level`).
-    pub events: Arc<dyn CallEvents>,
-    /// The request carried a progress token.
-    pub progress: bool,
-    /// The client's level: the request's `_meta` `io.modelcontextprotocol/logLevel`, else its
-    /// `logging/setLevel`; `None` sends no log messages.
-    pub log_level: Option<LogLevel>,
+    /// Its cancellation (fires when the client cancels or goes away), where its progress, log
+    /// messages, client requests and session effects go, whether the request carried a
+    /// progress token, and the client's log level (the request's `_meta`
+    /// `io.modelcontextprotocol/logLevel`, else its `logging/setLevel`).
+    pub run: CallRun,
 }
+
+/// The `_meta` key of a tool result whose call changed its session: the [`SessionEffect`],
+/// which a proxy (`vox mcp`) keeps, opaque, to restore the session on a restarted daemon.
+pub const SESSION_META: &str = "vox/session";
 
 /// What differs between transports: where lists and calls are answered.
 pub trait Backend: Send + Sync + 'static {
@@ -93,6 +95,8 @@ pub trait Backend: Send + Sync + 'static {
     /// The session's state changed (the client initialized, set its log level, subscribed or
     /// unsubscribed): what `vox mcp` needs to carry a handed-off session on. Others ignore it.
     fn session_changed(&self, _state: SessionState) {}
+    /// A call changed the session (see [`SessionEffect`]).
+    fn session_effect(&self, _effect: &SessionEffect) {}
 }
 
 pub use vox_daemon::frames::SessionState;
@@ -121,8 +125,8 @@ impl<B: Backend> McpServer<B> {
     pub fn change_notifier(&self) -> ChangeNotifier {
         ChangeNotifier(self.listeners.clone())
     }
-    /// The state [`Backend::session_changed`] reports (without the active skill, which the
-    /// backend knows).
+    /// The state [`Backend::session_changed`] reports (without what its calls chose, which the
+    /// backend keeps).
     fn session_state(&self) -> SessionState {
         SessionState {
             peer: self
@@ -138,7 +142,7 @@ impl<B: Backend> McpServer<B> {
                 .iter()
                 .cloned()
                 .collect(),
-            active_skill: None,
+            session: None,
         }
     }
 
@@ -181,7 +185,7 @@ fn from_rmcp(l: rmcp::model::LoggingLevel) -> LogLevel {
 }
 
 #[allow(deprecated)]
-fn to_rmcp(l: LogLevel) -> rmcp::model::LoggingLevel {
+pub(crate) fn to_rmcp(l: LogLevel) -> rmcp::model::LoggingLevel {
     use rmcp::model::LoggingLevel as L;
     match l {
         LogLevel::Debug => L::Debug,
@@ -213,6 +217,8 @@ struct PeerEvents {
     runtime: tokio::runtime::Handle,
     /// A 2026-07-28 call's asks, answered through `input_required` rounds instead.
     rounds: Option<InputRounds>,
+    /// What the call changed in its session, last.
+    effect: Mutex<Option<SessionEffect>>,
 }
 
 impl CallEvents for PeerEvents {
@@ -223,6 +229,9 @@ impl CallEvents for PeerEvents {
     }
     fn log(&self, m: LogMessage) {
         let _ = self.sender().send(Event::Log(m));
+    }
+    fn session_changed(&self, effect: SessionEffect) {
+        *self.effect.lock().unwrap_or_else(|p| p.into_inner()) = Some(effect);
     }
     /// A server→client request of the 2025 era, to a client that declared the capability.
     fn ask(&self, ask: Ask, params: Value) -> Result<AskReply, String> {
@@ -318,6 +327,7 @@ impl PeerEvents {
             tx: std::sync::OnceLock::new(),
             runtime: tokio::runtime::Handle::current(),
             rounds,
+            effect: Mutex::default(),
         })
     }
 
@@ -853,10 +863,12 @@ impl<B: Backend> ServerHandler for McpServer<B> {
         let call = ToolCall {
             name: request.name.to_string(),
             arguments: request.arguments.map(Value::Object).unwrap_or(Value::Null),
-            cancel: cancel.clone(),
-            events: events.clone(),
-            progress: token.is_some(),
-            log_level,
+            run: CallRun {
+                cancel: cancel.clone(),
+                events: Some(events.clone()),
+                progress: token.is_some(),
+                log_level,
+            },
         };
         let work = self.backend.call_tool(&context, call);
         tokio::pin!(work);
@@ -875,6 +887,20 @@ impl<B: Backend> ServerHandler for McpServer<B> {
         if let Some(needed) = events.rounds.as_ref().and_then(InputRounds::input_required) {
             return Ok(CallToolResponse::InputRequired(needed));
         }
-        encode::call_result(outcome?).map(Into::into)
+        let mut result = encode::call_result(outcome?)?;
+        let effect = events
+            .effect
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(effect) = effect {
+            self.backend.session_effect(&effect);
+            let meta = result.meta.get_or_insert_with(Default::default);
+            meta.0.insert(
+                SESSION_META.into(),
+                serde_json::to_value(&effect).unwrap_or_default(),
+            );
+        }
+        Ok(result.into())
     }
 }

@@ -25,7 +25,7 @@ fn new_token() -> Result<String, ToolError> {
     let mut bytes = [0u8; 32];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| ToolError::Internal(format!("no randomness for a credential: {e}")))?;
+        .map_err(|e| ToolError::internal(format!("no randomness for a credential: {e}")))?;
     Ok(format!("{TOKEN_PREFIX}{}", hex(&bytes)))
 }
 
@@ -213,14 +213,14 @@ fn spawn(ctx: &Ctx, call: &CallCtx, a: SpawnArgs) -> Result<Spawned, ToolError> 
     let s = store(ctx)?;
     let profile = match a.profile {
         Some(p) => ProfileSet::parse(&p)
-            .map_err(|e| ToolError::InvalidArguments(format!("`profile`: {e}")))?
+            .map_err(|e| ToolError::invalid_arguments(format!("`profile`: {e}")))?
             .canonical()
             .to_owned(),
         None => ctx.profile.canonical().to_owned(),
     };
     if a.budget_tokens.is_some_and(|b| b < 0) {
-        return Err(ToolError::InvalidArguments(
-            "`budget_tokens` must not be negative".into(),
+        return Err(ToolError::invalid_arguments(
+            "`budget_tokens` must not be negative",
         ));
     }
     let id = match a.agent_id {
@@ -232,7 +232,7 @@ fn spawn(ctx: &Ctx, call: &CallCtx, a: SpawnArgs) -> Result<Spawned, ToolError> 
         Some(Runner::Codex) => {
             vox_store::check_agent_id(&id).map_err(db)?;
             if s.agent_get(&id).is_ok() {
-                return Err(ToolError::Conflict(format!(
+                return Err(ToolError::conflict(format!(
                     "agent {id} exists already; agent ids are never reused"
                 )));
             }
@@ -405,8 +405,8 @@ fn heartbeat(ctx: &Ctx, call: &CallCtx, a: HeartbeatArgs) -> Result<Beat, ToolEr
 fn set_budget(ctx: &Ctx, call: &CallCtx, a: BudgetArgs) -> Result<BudgetSet, ToolError> {
     operator_only(call, "sets budgets")?;
     if a.tokens.is_some_and(|t| t < 0) {
-        return Err(ToolError::InvalidArguments(
-            "`tokens` must not be negative".into(),
+        return Err(ToolError::invalid_arguments(
+            "`tokens` must not be negative",
         ));
     }
     let attention = ctx.require::<Arc<crate::Attention>>("the attention subsystem")?;
@@ -494,7 +494,7 @@ struct Directory {
 impl Directory {
     fn identity(a: Agent) -> Result<vox_core::AgentIdentity, ToolError> {
         let profile = ProfileSet::parse(&a.profile).map_err(|e| {
-            ToolError::Internal(format!("agent {}'s profile {}: {e}", a.id, a.profile))
+            ToolError::internal(format!("agent {}'s profile {}: {e}", a.id, a.profile))
         })?;
         Ok(vox_core::AgentIdentity { id: a.id, profile })
     }

@@ -86,8 +86,8 @@ fn resolve(ctx: &Ctx, call: &CallCtx, a: ResolveArgs) -> Result<Approval, ToolEr
             a.arguments.map(serde_json::Value::Object),
         ),
         Decision::Reject if a.arguments.is_some() => {
-            return Err(ToolError::InvalidArguments(
-                "`arguments` go with `approve`, not `reject`".into(),
+            return Err(ToolError::invalid_arguments(
+                "`arguments` go with `approve`, not `reject`",
             ));
         }
         Decision::Reject => (ApprovalState::Rejected, None),
@@ -119,7 +119,7 @@ fn allow(ctx: &Ctx, call: &CallCtx, a: AllowArgs) -> Result<AllowEntry, ToolErro
         vox_mcp_registry::tool_by_name(&a.tool).is_some()
     };
     if prefix.is_empty() || !known {
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "`tool` {:?} names no catalog tool",
             a.tool
         )));
@@ -132,7 +132,7 @@ fn allow(ctx: &Ctx, call: &CallCtx, a: AllowArgs) -> Result<AllowEntry, ToolErro
         None => "*".into(),
     };
     if a.note.len() > 1024 {
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "`note` is {} bytes; the limit is 1024",
             a.note.len()
         )));
@@ -210,7 +210,7 @@ impl Gate {
             .and_then(|a| a.budget_status(Some(agent)).agents.into_iter().next())
             .filter(|b| b.over_budget)
         {
-            return Err(ToolError::Refused(format!(
+            return Err(ToolError::refused(format!(
                 "agent {agent} used {} of its {} tokens in this attention window; the operator can raise it (vox_set_agent_budget) or start a new window",
                 b.tokens_used, b.token_budget
             )));
@@ -248,14 +248,14 @@ impl Gate {
             match now.state {
                 ApprovalState::Approved => return Ok(now.new_arguments.unwrap_or(args)),
                 ApprovalState::Rejected => {
-                    return Err(ToolError::Refused(format!(
+                    return Err(ToolError::refused(format!(
                         "approval {id}: {} rejected this call of {name}{}",
                         now.decided_by.as_deref().unwrap_or("a person"),
                         now.reason.map(|r| format!(": {r}")).unwrap_or_default()
                     )));
                 }
                 ApprovalState::Expired => {
-                    return Err(ToolError::Refused(format!("approval {id} expired")));
+                    return Err(ToolError::refused(format!("approval {id} expired")));
                 }
                 ApprovalState::Pending => {}
             }
@@ -267,11 +267,11 @@ impl Gate {
                 () = wait => {}
                 () = cancel.cancelled() => {
                     self.expire(id, "the call was cancelled while it waited").await;
-                    return Err(ToolError::Cancelled("cancelled while waiting for approval".into()));
+                    return Err(ToolError::cancelled("cancelled while waiting for approval"));
                 }
                 () = tokio::time::sleep_until(deadline) => {
                     self.expire(id, "nobody decided in time").await;
-                    return Err(ToolError::Refused(format!(
+                    return Err(ToolError::refused(format!(
                         "approval {id}: nobody decided within {} s (VOX_APPROVAL_TIMEOUT_SECS)",
                         approval_timeout().as_secs()
                     )));

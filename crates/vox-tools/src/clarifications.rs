@@ -88,13 +88,13 @@ fn resolve(ctx: &Ctx, call: &CallCtx, a: ResolveArgs) -> Result<Resolved, ToolEr
     let answer = match (a.action, a.answer) {
         (Action::Answer, Some(text)) => Some(text),
         (Action::Answer, None) => {
-            return Err(ToolError::InvalidArguments(
-                "`answer` is required with action `answer`".into(),
+            return Err(ToolError::invalid_arguments(
+                "`answer` is required with action `answer`",
             ));
         }
         (Action::Dismiss, Some(_)) => {
-            return Err(ToolError::InvalidArguments(
-                "`answer` goes with action `answer`, not `dismiss`".into(),
+            return Err(ToolError::invalid_arguments(
+                "`answer` goes with action `answer`, not `dismiss`",
             ));
         }
         (Action::Dismiss, None) => None,

@@ -145,7 +145,7 @@ impl Fleet {
     /// Codex home (the base configuration plus vox as its MCP server with the agent's
     /// credential, readable by this user only). Runs before the agent is stored.
     pub fn prepare(&self, id: &str, token: &str) -> Result<(), ToolError> {
-        let unavailable = |m: String| ToolError::Unavailable(format!("runner codex: {m}"));
+        let unavailable = |m: String| ToolError::unavailable(format!("runner codex: {m}"));
         Self::codex().map_err(unavailable)?;
         let vox = vox_bin().map_err(unavailable)?;
         git(&self.workspace, &["rev-parse", "--verify", "HEAD"]).map_err(|e| {

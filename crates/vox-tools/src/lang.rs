@@ -48,7 +48,7 @@ fn workspace_path(ctx: &Ctx, rel: &str) -> Result<PathBuf, ToolError> {
         || p.is_absolute()
         || p.components().any(|c| matches!(c, Component::ParentDir))
     {
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "`path` must be relative and stay inside the workspace: `{rel}`"
         )));
     }
@@ -56,9 +56,9 @@ fn workspace_path(ctx: &Ctx, rel: &str) -> Result<PathBuf, ToolError> {
     // A symlink inside the workspace must not lead the tool outside it.
     let real = full
         .canonicalize()
-        .map_err(|e| ToolError::NotFound(format!("cannot read `{rel}`: {e}")))?;
+        .map_err(|e| ToolError::not_found(format!("cannot read `{rel}`: {e}")))?;
     if !real.starts_with(&ctx.workspace.root) {
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "`{rel}` resolves outside the workspace"
         )));
     }
@@ -70,7 +70,7 @@ fn target(ctx: &Ctx, i: Input) -> Result<Target, ToolError> {
         (Some(p), None) => Ok(Target::Path(workspace_path(ctx, &p)?)),
         (None, Some(s)) => {
             if s.len() > MAX_SOURCE {
-                return Err(ToolError::InvalidArguments(format!(
+                return Err(ToolError::invalid_arguments(format!(
                     "`source` is {} bytes; the limit is {MAX_SOURCE}",
                     s.len()
                 )));
@@ -80,16 +80,16 @@ fn target(ctx: &Ctx, i: Input) -> Result<Target, ToolError> {
                 s,
             ))
         }
-        _ => Err(ToolError::InvalidArguments(
-            "give exactly one of `path` or `source`".into(),
+        _ => Err(ToolError::invalid_arguments(
+            "give exactly one of `path` or `source`",
         )),
     }
 }
 
 fn lang_err(e: vox_lang::tools::ToolError) -> ToolError {
     match e {
-        vox_lang::tools::ToolError::NoVoxFiles(_) => ToolError::NotFound(e.to_string()),
-        vox_lang::tools::ToolError::Io { .. } => ToolError::NotFound(e.to_string()),
+        vox_lang::tools::ToolError::NoVoxFiles(_) => ToolError::not_found(e.to_string()),
+        vox_lang::tools::ToolError::Io { .. } => ToolError::not_found(e.to_string()),
     }
 }
 
@@ -120,7 +120,7 @@ fn check(ctx: &Ctx, i: Input) -> Result<Check, ToolError> {
 
 fn validate(ctx: &Ctx, i: SourceInput) -> Result<Validation, ToolError> {
     if i.source.len() > MAX_SOURCE {
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "`source` is {} bytes; the limit is {MAX_SOURCE}",
             i.source.len()
         )));

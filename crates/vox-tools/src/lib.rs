@@ -75,12 +75,12 @@ fn is_plain_relative(p: &std::path::Path) -> bool {
 /// Checks a bounded, non-empty string argument.
 fn bounded(name: &str, v: &str, max: usize) -> Result<(), ToolError> {
     if v.trim().is_empty() {
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "`{name}` must not be empty"
         )));
     }
     if v.len() > max {
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "`{name}` is {} bytes; the limit is {max}",
             v.len()
         )));

@@ -99,7 +99,7 @@ fn claim(ctx: &Ctx, call: &CallCtx, a: ClaimArgs) -> Result<Claim, ToolError> {
     let agent = agent_for(call, a.agent_id)?;
     let secs = a.lease_secs.unwrap_or(DEFAULT_LEASE_SECS);
     if !(1..=86_400).contains(&secs) {
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "`lease_secs` is 1 to 86400, not {secs}"
         )));
     }

@@ -80,14 +80,14 @@ struct Forgotten {
 fn store(ctx: &Ctx, a: StoreArgs) -> Result<Stored, ToolError> {
     bounded("key", &a.key, MAX_KEY)?;
     if a.value.len() > MAX_VALUE {
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "`value` is {} bytes; the limit is {MAX_VALUE}",
             a.value.len()
         )));
     }
     if a.tags.len() > 32 || a.tags.iter().any(|t| t.is_empty() || t.len() > 64) {
-        return Err(ToolError::InvalidArguments(
-            "`tags`: at most 32 tags of 1 to 64 bytes".into(),
+        return Err(ToolError::invalid_arguments(
+            "`tags`: at most 32 tags of 1 to 64 bytes",
         ));
     }
     let (m, replaced) = crate::store::knowledge(ctx)?

@@ -29,14 +29,16 @@ fn registry(ctx: &Ctx) -> Result<&Registry, ToolError> {
 }
 
 pub(crate) fn llm(e: LlmError) -> ToolError {
-    let text = format!("[{}] {e}", e.code());
-    match e {
-        LlmError::Cancelled => ToolError::Cancelled(text),
-        LlmError::UnknownModel { .. } => ToolError::NotFound(text),
-        LlmError::Credentials { .. } => ToolError::Unavailable(text),
-        LlmError::Registry { .. } => ToolError::InvalidArguments(text),
-        _ => ToolError::Failed(text),
-    }
+    let code = e.code();
+    let text = format!("[{code}] {e}");
+    let error = match e {
+        LlmError::Cancelled => ToolError::cancelled(text),
+        LlmError::UnknownModel { .. } => ToolError::not_found(text),
+        LlmError::Credentials { .. } => ToolError::unavailable(text),
+        LlmError::Registry { .. } => ToolError::invalid_arguments(text),
+        _ => ToolError::failed(text),
+    };
+    error.with_detail(code, None)
 }
 
 /// The active model's id, if there is one.
@@ -120,7 +122,7 @@ fn list(ctx: &Ctx, a: ListArgs) -> Result<ModelList, ToolError> {
     if let Some(p) = &a.provider
         && !r.providers.contains_key(p)
     {
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "`provider`: `{p}` is not a provider (known: {})",
             r.providers.keys().cloned().collect::<Vec<_>>().join(", ")
         )));
@@ -129,7 +131,7 @@ fn list(ctx: &Ctx, a: ListArgs) -> Result<ModelList, ToolError> {
         if !matches!(n.as_str(), "tool_calling" | "structured_output")
             && !vox_llm::registry::MODALITIES.contains(&n.as_str())
         {
-            return Err(ToolError::InvalidArguments(format!(
+            return Err(ToolError::invalid_arguments(format!(
                 "`needs`: `{n}` is not tool_calling, structured_output or a modality ({})",
                 vox_llm::registry::MODALITIES.join(", ")
             )));
@@ -191,7 +193,7 @@ struct Suggested {
 
 fn suggest(ctx: &Ctx, a: SuggestArgs) -> Result<Suggested, ToolError> {
     if !CATEGORIES.contains(&a.task_category.as_str()) {
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "`task_category`: `{}` is not one of {}",
             a.task_category,
             CATEGORIES.join(", ")
@@ -406,7 +408,7 @@ struct RecordArgs {
 fn record(ctx: &Ctx, a: RecordArgs) -> Result<Benchmark, ToolError> {
     registry(ctx)?.model(&a.model_id).map_err(llm)?;
     if !CATEGORIES.contains(&a.category.as_str()) {
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "`category`: `{}` is not one of {}",
             a.category,
             CATEGORIES.join(", ")
@@ -415,8 +417,8 @@ fn record(ctx: &Ctx, a: RecordArgs) -> Result<Benchmark, ToolError> {
     let metric = a.metric.unwrap_or_default();
     let notes = a.notes.unwrap_or_default();
     if metric.len() > 128 || notes.len() > 4096 {
-        return Err(ToolError::InvalidArguments(
-            "`metric` is at most 128 bytes and `notes` at most 4096".into(),
+        return Err(ToolError::invalid_arguments(
+            "`metric` is at most 128 bytes and `notes` at most 4096",
         ));
     }
     store(ctx)?
@@ -536,7 +538,7 @@ fn offered_tools(
     orch: &vox_core::Orchestrator,
 ) -> Vec<vox_llm::ToolSpec> {
     let skills = ctx.get::<Arc<crate::skills_state::Skills>>();
-    orch.tool_list_json(false)
+    orch.list(call.scope())
         .into_iter()
         .filter_map(|d| {
             let name = d["name"].as_str()?.to_string();
@@ -544,7 +546,7 @@ fn offered_tools(
                 return None;
             }
             if let Some(s) = skills
-                && s.check(&call.session, &name, &serde_json::Value::Null)
+                && s.check(call.session(), &name, &serde_json::Value::Null)
                     .is_err()
             {
                 return None;
@@ -580,7 +582,7 @@ async fn run_tool(
             );
         }
     };
-    let outcome = orch.call(&tc.name, args, call.clone()).await;
+    let outcome = orch.call(call.scope(), &tc.name, args, call.as_run()).await;
     let v = serde_json::to_value(&outcome).unwrap_or_default();
     let ok = matches!(v["kind"].as_str(), Some("ok" | "content"));
     let (text, code) = if ok {
@@ -632,8 +634,8 @@ async fn chat(ctx: Arc<Ctx>, call: CallCtx, a: ChatArgs) -> Result<ChatAnswer, T
     let model_id = match a.model_id {
         Some(m) => m,
         None => active(&ctx)?.0.ok_or_else(|| {
-            ToolError::Unavailable(
-                "no model named and none active: pass `model_id`, call vox_set_active_model, or set VOX_LLM_API, VOX_LLM_BASE_URL and VOX_LLM_MODEL".into(),
+            ToolError::unavailable(
+                "no model named and none active: pass `model_id`, call vox_set_active_model, or set VOX_LLM_API, VOX_LLM_BASE_URL and VOX_LLM_MODEL",
             )
         })?,
     };
@@ -642,11 +644,14 @@ async fn chat(ctx: Arc<Ctx>, call: CallCtx, a: ChatArgs) -> Result<ChatAnswer, T
     if let Some(skill) = &a.active_skill {
         crate::bounded("active_skill", skill, 64)?;
         ctx.require::<Arc<crate::skills_state::Skills>>("skills (the skills profile)")?
-            .activate(&call.session, &call.agent, Some(skill))?;
+            .activate(call.session(), call.principal(), Some(skill))?;
+        call.session_changed(vox_core::SessionEffect {
+            active_skill: Some(skill.clone()),
+        });
     }
     let orch = if a.tools == Some(true) {
         Some(ctx.orchestrator().ok_or_else(|| {
-            ToolError::Unavailable("tool calls in chat need the daemon's orchestrator".into())
+            ToolError::unavailable("tool calls in chat need the daemon's orchestrator")
         })?)
     } else {
         None
@@ -704,7 +709,7 @@ async fn chat(ctx: Arc<Ctx>, call: CallCtx, a: ChatArgs) -> Result<ChatAnswer, T
             )
             .count();
         if round >= MAX_TOOL_ROUNDS {
-            return Err(ToolError::Failed(format!(
+            return Err(ToolError::failed(format!(
                 "the model was still calling tools after {MAX_TOOL_ROUNDS} rounds"
             )));
         }
@@ -725,7 +730,7 @@ async fn chat(ctx: Arc<Ctx>, call: CallCtx, a: ChatArgs) -> Result<ChatAnswer, T
     if let Some(att) = ctx.get::<Arc<Attention>>() {
         att.record(vox_store::AttentionEvent {
             ts: vox_store::now_ms(),
-            agent: call.agent.to_string(),
+            agent: call.principal().to_string(),
             tool: format!("llm:{model_id}").chars().take(128).collect(),
             outcome: "ok".into(),
             latency_us: started.elapsed().as_micros() as i64,
@@ -773,8 +778,8 @@ pub(crate) async fn ask_json(
     let model_id = match model_id {
         Some(m) => m.to_string(),
         None => active_model(ctx)?.ok_or_else(|| {
-            ToolError::Unavailable(
-                "no model named and none active: pass `model_id`, call vox_set_active_model, or set VOX_LLM_API, VOX_LLM_BASE_URL and VOX_LLM_MODEL".into(),
+            ToolError::unavailable(
+                "no model named and none active: pass `model_id`, call vox_set_active_model, or set VOX_LLM_API, VOX_LLM_BASE_URL and VOX_LLM_MODEL",
             )
         })?,
     };
@@ -792,7 +797,7 @@ pub(crate) async fn ask_json(
         .await
         .map_err(llm)?;
     let v = json_object(&done.text)
-        .map_err(|e| ToolError::Failed(format!("[llm_answer_not_json] {model_id}: {e}")))?;
+        .map_err(|e| ToolError::failed(format!("[llm_answer_not_json] {model_id}: {e}")))?;
     Ok((model_id, v, done.usage))
 }
 

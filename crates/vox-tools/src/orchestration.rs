@@ -18,24 +18,24 @@ const DISPATCH_WINDOW: usize = 256;
 
 /// Who the caller is, for the record: its agent id, or `operator`.
 pub fn actor(call: &CallCtx) -> &str {
-    call.acting_agent.as_deref().unwrap_or(OPERATOR)
+    call.acting_agent().unwrap_or(OPERATOR)
 }
 
 /// The agent a call acts as: the calling agent itself (`named`, if given, must be it), or for
 /// the operator the agent it names in `agent_id`.
 pub fn agent_for(call: &CallCtx, named: Option<String>) -> Result<String, ToolError> {
-    match (call.acting_agent.as_deref(), named) {
+    match (call.acting_agent(), named) {
         (Some(me), None) => Ok(me.to_owned()),
         (Some(me), Some(n)) if n == me => Ok(n),
-        (Some(me), Some(n)) => Err(ToolError::InvalidArguments(format!(
+        (Some(me), Some(n)) => Err(ToolError::invalid_arguments(format!(
             "`agent_id` is {n}, but you are agent {me}: an agent acts only as itself"
         ))),
         (None, Some(n)) => {
             vox_store::check_agent_id(&n).map_err(db)?;
             Ok(n)
         }
-        (None, None) => Err(ToolError::InvalidArguments(
-            "`agent_id` is required: the operator names the agent it acts for".into(),
+        (None, None) => Err(ToolError::invalid_arguments(
+            "`agent_id` is required: the operator names the agent it acts for",
         )),
     }
 }
@@ -43,7 +43,7 @@ pub fn agent_for(call: &CallCtx, named: Option<String>) -> Result<String, ToolEr
 /// Whose things a call looks at: an agent always its own (`named`, if given, must be it), the
 /// operator the agent it names, or everyone's (`None`).
 pub fn scope(call: &CallCtx, named: Option<String>) -> Result<Option<String>, ToolError> {
-    match call.acting_agent {
+    match call.acting_agent() {
         Some(_) => agent_for(call, named).map(Some),
         None => Ok(named),
     }
@@ -52,8 +52,8 @@ pub fn scope(call: &CallCtx, named: Option<String>) -> Result<Option<String>, To
 /// Refuses an agent what only the operator does. (The agent path does not even offer these
 /// tools, whose exposure is `operator`; this holds wherever else a handler may be called from.)
 pub fn operator_only(call: &CallCtx, what: &str) -> Result<(), ToolError> {
-    match call.acting_agent.as_deref() {
-        Some(me) => Err(ToolError::Refused(format!(
+    match call.acting_agent() {
+        Some(me) => Err(ToolError::refused(format!(
             "only the operator {what}; agent {me} cannot"
         ))),
         None => Ok(()),

@@ -153,12 +153,12 @@ async fn plan(ctx: Arc<Ctx>, call: CallCtx, a: PlanArgs) -> Result<Planned, Tool
             .await?;
             let steps = v.get("steps").cloned().unwrap_or_default();
             let steps: Vec<StepArgs> = serde_json::from_value(steps).map_err(|e| {
-                ToolError::Failed(format!(
+                ToolError::failed(format!(
                     "[plan_invalid] the plan of {model} does not have the shape of `steps`: {e}"
                 ))
             })?;
             if steps.is_empty() || steps.len() > MAX_MODEL_STEPS {
-                return Err(ToolError::Failed(format!(
+                return Err(ToolError::failed(format!(
                     "[plan_invalid] the plan of {model} has {} steps; 1 to {MAX_MODEL_STEPS} are taken",
                     steps.len()
                 )));

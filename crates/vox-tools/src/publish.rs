@@ -52,25 +52,25 @@ fn config(ctx: &Ctx) -> Result<Config, ToolError> {
     let path = ctx.workspace.root.join(".vox").join("publish.toml");
     let shown = ".vox/publish.toml";
     let meta = std::fs::metadata(&path).map_err(|_| {
-        ToolError::Unavailable(format!(
+        ToolError::unavailable(format!(
             "no publishing destination: {shown} does not exist (a [destinations.<name>] table with kind = \"file\" and dir, or kind = \"webhook\" and url)"
         ))
     })?;
     if meta.len() > MAX_CONFIG {
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "{shown} is over {MAX_CONFIG} bytes"
         )));
     }
     let text = std::fs::read_to_string(&path)
-        .map_err(|e| ToolError::Unavailable(format!("{shown}: {e}")))?;
-    toml::from_str(&text).map_err(|e| ToolError::InvalidArguments(format!("{shown}: {e}")))
+        .map_err(|e| ToolError::unavailable(format!("{shown}: {e}")))?;
+    toml::from_str(&text).map_err(|e| ToolError::invalid_arguments(format!("{shown}: {e}")))
 }
 
 fn draft(ctx: &Ctx, id: i64) -> Result<Draft, ToolError> {
     store(ctx)?
         .research_draft_get(id)
         .map_err(db)?
-        .ok_or_else(|| ToolError::NotFound(format!("no draft {id}")))
+        .ok_or_else(|| ToolError::not_found(format!("no draft {id}")))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -88,12 +88,10 @@ fn approve(ctx: &Ctx, call: &CallCtx, a: ApproveArgs) -> Result<DraftApproval, T
     draft(ctx, a.draft_id)?;
     let note = a.note.unwrap_or_default();
     if note.len() > 4096 {
-        return Err(ToolError::InvalidArguments(
-            "`note` is at most 4096 bytes".into(),
-        ));
+        return Err(ToolError::invalid_arguments("`note` is at most 4096 bytes"));
     }
     store(ctx)?
-        .draft_approve(a.draft_id, &call.agent, &note)
+        .draft_approve(a.draft_id, call.principal(), &note)
         .map_err(db)
 }
 
@@ -113,7 +111,7 @@ async fn publish(ctx: Arc<Ctx>, _call: CallCtx, a: PublishArgs) -> Result<Submis
         .map_err(db)?
         .is_none()
     {
-        return Err(ToolError::Refused(format!(
+        return Err(ToolError::refused(format!(
             "draft {} is not approved: a person approves it first (vox_news_approve)",
             a.draft_id
         )));
@@ -124,7 +122,7 @@ async fn publish(ctx: Arc<Ctx>, _call: CallCtx, a: PublishArgs) -> Result<Submis
         .get(&a.destination)
         .cloned()
         .ok_or_else(|| {
-            ToolError::InvalidArguments(format!(
+            ToolError::invalid_arguments(format!(
                 "`destination`: `{}` is not in .vox/publish.toml (configured: {})",
                 a.destination,
                 cfg.destinations
@@ -156,7 +154,7 @@ async fn publish(ctx: Arc<Ctx>, _call: CallCtx, a: PublishArgs) -> Result<Submis
             Ok(path) => record("file", "published", Some(&path), None, None),
             Err(why) => {
                 record("file", "failed", None, Some(&why), None)?;
-                Err(ToolError::Failed(why))
+                Err(ToolError::failed(why))
             }
         },
         Destination::Branch { branch, dir } => {
@@ -169,7 +167,7 @@ async fn publish(ctx: Arc<Ctx>, _call: CallCtx, a: PublishArgs) -> Result<Submis
                 Ok(location) => record("branch", "published", Some(&location), None, None),
                 Err(why) => {
                     record("branch", "failed", None, Some(&why), None)?;
-                    Err(ToolError::Failed(why))
+                    Err(ToolError::failed(why))
                 }
             }
         }
@@ -192,7 +190,7 @@ async fn publish(ctx: Arc<Ctx>, _call: CallCtx, a: PublishArgs) -> Result<Submis
                 }
                 Err(why) => {
                     record("webhook", "failed", Some(&url), Some(&why), None)?;
-                    Err(ToolError::Failed(why))
+                    Err(ToolError::failed(why))
                 }
             }
         }
@@ -395,21 +393,21 @@ async fn job_status(ctx: Arc<Ctx>, _call: CallCtx, a: JobArgs) -> Result<Submiss
     let sub = s
         .submission(a.submission_id)
         .map_err(db)?
-        .ok_or_else(|| ToolError::NotFound(format!("no submission {}", a.submission_id)))?;
+        .ok_or_else(|| ToolError::not_found(format!("no submission {}", a.submission_id)))?;
     let Some(url) = sub.status_url.clone().filter(|_| sub.state == "pending") else {
         return Ok(sub);
     };
     let r = client()
-        .map_err(ToolError::Failed)?
+        .map_err(ToolError::failed)?
         .get(&url)
         .send()
         .await
-        .map_err(|e| ToolError::Failed(format!("{url}: {e}")))?;
-    let v = answer(&url, r).await.map_err(ToolError::Failed)?;
+        .map_err(|e| ToolError::failed(format!("{url}: {e}")))?;
+    let v = answer(&url, r).await.map_err(ToolError::failed)?;
     let state = match v.get("state").and_then(Value::as_str) {
         Some(x @ ("pending" | "published" | "failed")) => x,
         other => {
-            return Err(ToolError::Failed(format!(
+            return Err(ToolError::failed(format!(
                 "{url} answered state {other:?}; expected pending, published or failed"
             )));
         }
@@ -418,7 +416,7 @@ async fn job_status(ctx: Arc<Ctx>, _call: CallCtx, a: JobArgs) -> Result<Submiss
         .map_err(db)?;
     s.submission(a.submission_id)
         .map_err(db)?
-        .ok_or_else(|| ToolError::NotFound(format!("no submission {}", a.submission_id)))
+        .ok_or_else(|| ToolError::not_found(format!("no submission {}", a.submission_id)))
 }
 
 pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {

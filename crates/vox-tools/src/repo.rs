@@ -12,16 +12,18 @@ use vox_repo::{Commit, Diff, DiffTarget, FileAt, Repo, RepoError, ShowCommit, St
 const MAX_PATCH: usize = 256 * 1024;
 const MAX_FILE: usize = 512 * 1024;
 
+/// The category a client branches on, with the repository's own code as the detail.
 fn repo_err(e: RepoError) -> ToolError {
-    if e.is_invalid_input() {
-        ToolError::InvalidArguments(e.to_string())
+    let error = if e.is_invalid_input() {
+        ToolError::invalid_arguments(e.to_string())
     } else if matches!(e, RepoError::NotARepository(_)) {
-        ToolError::NotFound(e.to_string())
+        ToolError::not_found(e.to_string())
     } else if matches!(e, RepoError::Cancelled { .. }) {
-        ToolError::Cancelled(e.to_string())
+        ToolError::cancelled(e.to_string())
     } else {
-        ToolError::Unavailable(e.to_string())
-    }
+        ToolError::unavailable(e.to_string())
+    };
+    error.with_detail(e.code(), None)
 }
 
 /// The workspace's repository; its git commands are killed when the call is cancelled.
@@ -133,7 +135,7 @@ fn diff(ctx: &Ctx, call: &CallCtx, a: DiffArgs) -> Result<Diff, ToolError> {
         DiffKind::Staged => DiffTarget::Staged,
         DiffKind::Revisions => DiffTarget::Revisions {
             from: a.from.ok_or_else(|| {
-                ToolError::InvalidArguments("`from` is required when target is `revisions`".into())
+                ToolError::invalid_arguments("`from` is required when target is `revisions`")
             })?,
             to: a.to,
         },

@@ -155,9 +155,8 @@ async fn run(ctx: Arc<Ctx>, call: CallCtx, a: RunArgs) -> Result<RunReport, Tool
     let model_id = match a.model_id {
         Some(m) => m,
         None => crate::models::active_model(&ctx)?.ok_or_else(|| {
-            ToolError::Unavailable(
-                "no model named and none active: pass `model_id`, or call vox_set_active_model"
-                    .into(),
+            ToolError::unavailable(
+                "no model named and none active: pass `model_id`, or call vox_set_active_model",
             )
         })?,
     };
@@ -202,7 +201,7 @@ async fn answer(
         let (ctx2, call2, q) = (ctx.clone(), call.clone(), question.to_string());
         tokio::task::spawn_blocking(move || gather(&ctx2, &call2, &q))
             .await
-            .map_err(|e| ToolError::Internal(e.to_string()))??
+            .map_err(|e| ToolError::internal(e.to_string()))??
     };
     call.progress(
         1.0,
@@ -217,9 +216,9 @@ async fn answer(
         format!("<evidence>\n{evidence}</evidence>\n<question>{question}</question>"),
     )
     .await
-    .map_err(|e| match e {
-        ToolError::Failed(m) => ToolError::Failed(format!("research run {id}: {m}")),
-        other => other,
+    .map_err(|e| match e.kind() {
+        vox_core::ErrorKind::Failed => e.context(format_args!("research run {id}")),
+        _ => e,
     })?;
     call.progress(2.0, Some(3.0), Some("checking citations".into()));
     let claims: Vec<Value> = parsed["claims"].as_array().cloned().unwrap_or_default();
@@ -302,7 +301,7 @@ fn persist_claims(ctx: &Ctx, a: PersistArgs) -> Result<RunReport, ToolError> {
     let source = a.source.unwrap_or_else(|| "external".into());
     crate::bounded("source", &source, 256)?;
     if a.claims.len() > MAX_CLAIMS {
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "`claims`: {} claims; at most {MAX_CLAIMS}",
             a.claims.len()
         )));
@@ -322,7 +321,7 @@ fn report(ctx: &Ctx, id: i64) -> Result<RunReport, ToolError> {
     let run = s
         .research_run(id)
         .map_err(db)?
-        .ok_or_else(|| ToolError::NotFound(format!("no research run {id}")))?;
+        .ok_or_else(|| ToolError::not_found(format!("no research run {id}")))?;
     let (kept, dropped) = s
         .research_claims(id)
         .map_err(db)?
@@ -360,7 +359,7 @@ fn list(ctx: &Ctx, a: ListArgs) -> Result<Runs, ToolError> {
     if let Some(st) = &a.state
         && !matches!(st.as_str(), "running" | "done" | "failed")
     {
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "`state`: `{st}` is not running, done or failed"
         )));
     }
@@ -454,13 +453,13 @@ struct DraftArgs {
 fn draft(ctx: &Ctx, a: DraftArgs) -> Result<Draft, ToolError> {
     let r = report(ctx, a.run_id)?;
     if r.run.state != "done" {
-        return Err(ToolError::Conflict(format!(
+        return Err(ToolError::conflict(format!(
             "research run {} is `{}`; a draft is written from a finished run",
             a.run_id, r.run.state
         )));
     }
     if r.kept.is_empty() {
-        return Err(ToolError::Conflict(format!(
+        return Err(ToolError::conflict(format!(
             "research run {} kept no claim: there is nothing to draft",
             a.run_id
         )));
@@ -523,7 +522,13 @@ fn resume(ctx: Arc<Ctx>) {
     {
         let ctx = ctx.clone();
         rt.spawn(async move {
-            let call = CallCtx::new(vox_mcp_registry::Caller::LOCAL, "research", "research");
+            let scope = vox_core::CallScope::new(
+                ctx.profile.clone(),
+                vox_mcp_registry::Caller::LOCAL,
+                "research",
+                "research",
+            );
+            let call = CallCtx::new(Arc::new(scope));
             if let Err(e) = execute(&ctx, &call, r.id, &r.question, &r.model_id).await {
                 tracing::warn!(run = r.id, "resuming research run: {e}");
             }

@@ -41,14 +41,16 @@ impl Search {
     }
 }
 
+/// The category a client branches on, with the index's own code as the detail.
 fn search_err(e: SearchError) -> ToolError {
-    if matches!(e, SearchError::Cancelled) {
-        ToolError::Cancelled("the search index build was cancelled".into())
+    let error = if matches!(e, SearchError::Cancelled) {
+        ToolError::cancelled("the search index build was cancelled")
     } else if e.is_invalid_input() {
-        ToolError::InvalidArguments(e.to_string())
+        ToolError::invalid_arguments(e.to_string())
     } else {
-        ToolError::Internal(e.to_string())
-    }
+        ToolError::internal(e.to_string())
+    };
+    error.with_detail(e.code(), None)
 }
 
 /// Reports a workspace index build as the call's progress, and stops it when the call is
@@ -358,14 +360,14 @@ fn ingest(ctx: &Ctx, call: &CallCtx, a: IngestArgs) -> Result<Ingested, ToolErro
                 docs.push((rel.clone(), format!("file:{rel}"), text, hash));
             }
             if docs.is_empty() {
-                return Err(ToolError::NotFound(format!(
+                return Err(ToolError::not_found(format!(
                     "no text file in the workspace matches `{pattern}`"
                 )));
             }
         }
         _ => {
-            return Err(ToolError::InvalidArguments(
-                "give exactly one of `text` or `path`".into(),
+            return Err(ToolError::invalid_arguments(
+                "give exactly one of `text` or `path`",
             ));
         }
     }
@@ -381,7 +383,7 @@ fn ingest(ctx: &Ctx, call: &CallCtx, a: IngestArgs) -> Result<Ingested, ToolErro
     for (done, (title, source, text, hash)) in docs.into_iter().enumerate() {
         // Each document is committed on its own: what was ingested before a cancel stays.
         if call.cancel.is_cancelled() {
-            return Err(ToolError::Cancelled(format!(
+            return Err(ToolError::cancelled(format!(
                 "kb ingest cancelled after {done} of {total} documents"
             )));
         }
@@ -415,12 +417,12 @@ fn workspace_files(root: &Path, pattern: &str) -> Result<Vec<(String, String)>, 
     bounded("path", pattern, 1024)?;
     let p = Path::new(pattern);
     if p.is_absolute() || p.components().any(|c| matches!(c, Component::ParentDir)) {
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "`path` must stay inside the workspace: `{pattern}`"
         )));
     }
     let glob = globset::Glob::new(pattern)
-        .map_err(|e| ToolError::InvalidArguments(format!("invalid glob `{pattern}`: {e}")))?
+        .map_err(|e| ToolError::invalid_arguments(format!("invalid glob `{pattern}`: {e}")))?
         .compile_matcher();
     let mut files = Vec::new();
     // .gitignore applies even when the workspace is not (yet) a git repository.
@@ -459,7 +461,7 @@ fn workspace_files(root: &Path, pattern: &str) -> Result<Vec<(String, String)>, 
         }
         files.push((rel, String::from_utf8_lossy(&bytes).into_owned()));
         if files.len() > MAX_FILES {
-            return Err(ToolError::InvalidArguments(format!(
+            return Err(ToolError::invalid_arguments(format!(
                 "`{pattern}` matches more than {MAX_FILES} files; narrow it"
             )));
         }
@@ -510,7 +512,7 @@ fn kb_list(ctx: &Ctx, a: KbListArgs) -> Result<KbPage, ToolError> {
 fn kb_delete(ctx: &Ctx, a: KbDeleteArgs) -> Result<KbDeleted, ToolError> {
     let ix = kb_index(ctx)?;
     if !repos(ctx)?.kb_delete(a.id).map_err(db)? {
-        return Err(ToolError::NotFound(format!(
+        return Err(ToolError::not_found(format!(
             "no knowledge-base document with id {}",
             a.id
         )));

@@ -126,8 +126,8 @@ fn create(ctx: &Ctx, a: CreateArgs) -> Result<OneSession, ToolError> {
     bounded("title", &title, 512)?;
     let metadata = Value::Object(a.metadata.unwrap_or_default());
     if metadata.to_string().len() > 64 * 1024 {
-        return Err(ToolError::InvalidArguments(
-            "`metadata` is larger than 64 KiB".into(),
+        return Err(ToolError::invalid_arguments(
+            "`metadata` is larger than 64 KiB",
         ));
     }
     let session = sessions(ctx)?.create(&title, &metadata).map_err(db)?;
@@ -138,7 +138,7 @@ fn get(ctx: &Ctx, a: GetArgs) -> Result<WithMessages, ToolError> {
     let last = a.last.unwrap_or(100).min(1000) as usize;
     match sessions(ctx)?.get(&a.id, last).map_err(db)? {
         Some((session, messages)) => Ok(WithMessages { session, messages }),
-        None => Err(ToolError::NotFound(format!("no session with id {}", a.id))),
+        None => Err(ToolError::not_found(format!("no session with id {}", a.id))),
     }
 }
 
@@ -158,8 +158,8 @@ fn list(ctx: &Ctx, a: ListArgs) -> Result<SessionList, ToolError> {
 fn append(ctx: &Ctx, a: AppendArgs) -> Result<Appended, ToolError> {
     bounded("role", &a.role, 64)?;
     if a.content.len() > 256 * 1024 {
-        return Err(ToolError::InvalidArguments(
-            "`content` is larger than 256 KiB".into(),
+        return Err(ToolError::invalid_arguments(
+            "`content` is larger than 256 KiB",
         ));
     }
     let m = sessions(ctx)?

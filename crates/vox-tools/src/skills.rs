@@ -18,7 +18,7 @@ use vox_skills::{FrontMatterFormat, Skill};
 fn skills(ctx: &Ctx) -> Result<&Skills, ToolError> {
     ctx.get::<Arc<Skills>>()
         .map(|s| s.as_ref())
-        .ok_or_else(|| ToolError::Unavailable("skills are not served under this profile".into()))
+        .ok_or_else(|| ToolError::unavailable("skills are not served under this profile"))
 }
 
 /// Skill resources (`skill://`), and under `dev` the macro tools `vox_skill_<id>`.
@@ -77,6 +77,19 @@ impl vox_core::SessionGuard for ActiveSkill {
     }
     fn end_session(&self, session: &str) {
         self.0.end_session(session);
+    }
+    fn restore(
+        &self,
+        scope: &vox_core::CallScope,
+        effect: &vox_core::SessionEffect,
+    ) -> Result<(), ToolError> {
+        match effect.active_skill.as_deref() {
+            Some(id) => self.0.restore(&scope.session, &scope.principal, id),
+            None => {
+                self.0.activate(&scope.session, &scope.principal, None)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -284,7 +297,7 @@ fn info(ctx: &Ctx, call: &CallCtx, a: IdArgs) -> Result<Info, ToolError> {
         compatibility: s.manifest.compatibility.clone(),
         metadata: s.manifest.metadata.clone(),
         instructions: s.manifest.body.clone(),
-        active: sk.active(&call.session).is_some_and(|x| x.id == s.id),
+        active: sk.active(call.session()).is_some_and(|x| x.id == s.id),
     })
 }
 
@@ -317,8 +330,15 @@ fn use_skill(ctx: &Ctx, call: &CallCtx, a: UseArgs) -> Result<Activation, ToolEr
     if let Some(id) = &a.id {
         bounded("id", id, 64)?;
     }
-    Ok(
-        match skills(ctx)?.activate(&call.session, &call.agent, a.id.as_deref())? {
+    // Without a named session every request of one token would share one active skill, so
+    // one client could restrict (or release) all the others.
+    if !call.scope().session_named {
+        return Err(ToolError::invalid_arguments(
+            "vox_skill_use over HTTP needs a session: send an X-Vox-Session header (REST), use one WebSocket connection, or a 2025-era /mcp session",
+        ));
+    }
+    let activation =
+        match skills(ctx)?.activate(call.session(), call.principal(), a.id.as_deref())? {
             Some(s) => Activation {
                 active: Some(s.id.clone()),
                 instructions: Some(instructions(&s)),
@@ -327,8 +347,11 @@ fn use_skill(ctx: &Ctx, call: &CallCtx, a: UseArgs) -> Result<Activation, ToolEr
                 active: None,
                 instructions: None,
             },
-        },
-    )
+        };
+    call.session_changed(vox_core::SessionEffect {
+        active_skill: activation.active.clone(),
+    });
+    Ok(activation)
 }
 
 /// Longest wall clock a caller may ask for: below the call deadline (`VOX_TOOL_TIMEOUT_MS`,
@@ -360,18 +383,18 @@ async fn run(ctx: Arc<Ctx>, call: CallCtx, a: RunArgs) -> Result<Run, ToolError>
         || a.command.len() > 256
         || a.command.iter().map(String::len).sum::<usize>() > 64 * 1024
     {
-        return Err(ToolError::InvalidArguments(
-            "`command` must hold 1-256 arguments of at most 64 KiB in all".into(),
+        return Err(ToolError::invalid_arguments(
+            "`command` must hold 1-256 arguments of at most 64 KiB in all",
         ));
     }
     if a.stdin.as_ref().is_some_and(|s| s.len() > MAX_STDIN_BYTES) {
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "`stdin` is larger than {MAX_STDIN_BYTES} bytes"
         )));
     }
     let timeout = a.timeout_ms.unwrap_or(10_000);
     if timeout == 0 || timeout > MAX_RUN_MS {
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "`timeout_ms` must be between 1 and {MAX_RUN_MS}"
         )));
     }
@@ -397,12 +420,12 @@ async fn run(ctx: Arc<Ctx>, call: CallCtx, a: RunArgs) -> Result<Run, ToolError>
                 cancel: Some(call.cancel.flag()),
             };
             vox_sandbox::run(&req).map_err(|e| match e {
-                vox_sandbox::SandboxError::Unsupported(m) => ToolError::Unavailable(format!(
+                vox_sandbox::SandboxError::Unsupported(m) => ToolError::unavailable(format!(
                     "refusing to run skill {} unconfined: {m}",
                     a.id
                 )),
-                vox_sandbox::SandboxError::InvalidRequest(m) => ToolError::InvalidArguments(m),
-                other => ToolError::Internal(other.to_string()),
+                vox_sandbox::SandboxError::InvalidRequest(m) => ToolError::invalid_arguments(m),
+                other => ToolError::internal(other.to_string()),
             })
         })
     };
@@ -429,7 +452,7 @@ async fn run(ctx: Arc<Ctx>, call: CallCtx, a: RunArgs) -> Result<Run, ToolError>
         vox_sandbox::LimitHit::Cancelled => "cancelled",
     });
     if out.limit == Some(vox_sandbox::LimitHit::Cancelled) {
-        return Err(ToolError::Cancelled(format!("skill {id} run cancelled")));
+        return Err(ToolError::cancelled(format!("skill {id} run cancelled")));
     }
     Ok(Run {
         skill: id,

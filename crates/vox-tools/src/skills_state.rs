@@ -37,10 +37,10 @@ pub fn is_infrastructure(tool: &str) -> bool {
 /// A skill error as a tool error (its kind keeps its code).
 pub fn skill_err(e: SkillError) -> ToolError {
     match e {
-        SkillError::Invalid(m) => ToolError::InvalidArguments(m),
-        SkillError::NotFound(m) => ToolError::NotFound(m),
-        SkillError::Conflict(m) => ToolError::Conflict(m),
-        SkillError::Io(m) => ToolError::Internal(m),
+        SkillError::Invalid(m) => ToolError::invalid_arguments(m),
+        SkillError::NotFound(m) => ToolError::not_found(m),
+        SkillError::Conflict(m) => ToolError::conflict(m),
+        SkillError::Io(m) => ToolError::internal(m),
     }
 }
 
@@ -61,6 +61,12 @@ pub struct Skills {
     /// blocking part was still running (a cancelled `vox_skill_use` on a closed WebSocket) must
     /// not activate a skill for it after its end forgot it.
     ended: Mutex<Ended>,
+    /// Sessions whose skill could not be activated again on this daemon (it restarted under
+    /// them, and the skill is gone or invalid now), with why: they are refused every tool
+    /// but `vox_skill_use` until they choose again (fail closed).
+    lost: Mutex<HashMap<String, String>>,
+    /// `lost.len()`, readable without the lock.
+    lost_count: AtomicUsize,
 }
 
 /// How many ended session keys are remembered. Keys are never reused (each connection makes
@@ -99,6 +105,8 @@ impl Skills {
             active: Mutex::new(HashMap::new()),
             active_count: AtomicUsize::new(0),
             ended: Mutex::new(Ended::default()),
+            lost: Mutex::new(HashMap::new()),
+            lost_count: AtomicUsize::new(0),
         }
     }
 
@@ -127,7 +135,7 @@ impl Skills {
             self.workspace_root.join(p)
         };
         let real = joined.canonicalize().map_err(|e| {
-            ToolError::InvalidArguments(format!("skill path {path:?} cannot be read: {e}"))
+            ToolError::invalid_arguments(format!("skill path {path:?} cannot be read: {e}"))
         })?;
         let mut allowed = vec![self.workspace_root.clone()];
         allowed.extend(self.roots.home.clone());
@@ -137,7 +145,7 @@ impl Skills {
             .filter_map(|a| a.canonicalize().ok())
             .any(|a| real.starts_with(a));
         if !inside {
-            return Err(ToolError::InvalidArguments(format!(
+            return Err(ToolError::invalid_arguments(format!(
                 "skill path {path:?} resolves to {}, outside the workspace and the skill roots; copy the skill into the workspace first",
                 real.display()
             )));
@@ -154,7 +162,7 @@ impl Skills {
         catalog
             .get(&skill.id)
             .cloned()
-            .map_err(|_| ToolError::Internal(format!("skill {} vanished after install", skill.id)))
+            .map_err(|_| ToolError::internal(format!("skill {} vanished after install", skill.id)))
     }
 
     /// Removes an installed skill from the workspace store.
@@ -173,6 +181,7 @@ impl Skills {
         agent: &str,
         id: Option<&str>,
     ) -> Result<Option<Arc<Skill>>, ToolError> {
+        self.forget_lost(session);
         let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
         let result = match id {
             None => {
@@ -189,7 +198,7 @@ impl Skills {
                     .keys
                     .contains(session)
                 {
-                    return Err(ToolError::Cancelled(format!(
+                    return Err(ToolError::cancelled(format!(
                         "session `{session}` has ended; no skill can be activated for it"
                     )));
                 }
@@ -210,6 +219,28 @@ impl Skills {
         };
         self.active_count.store(active.len(), Ordering::Release);
         Ok(result)
+    }
+
+    /// Activates `id` again for `session` on a daemon that restarted under it; when it cannot
+    /// be, the session is refused every tool but `vox_skill_use` until it chooses again.
+    pub fn restore(&self, session: &str, agent: &str, id: &str) {
+        if let Err(e) = self.activate(session, agent, Some(id)) {
+            let why = format!(
+                "the workspace daemon restarted and skill {id}, active for this session, could not be activated again ({e}); call vox_skill_use to choose again"
+            );
+            let mut lost = self.lost.lock().unwrap_or_else(|p| p.into_inner());
+            lost.insert(session.to_owned(), why);
+            self.lost_count.store(lost.len(), Ordering::Release);
+        }
+    }
+
+    fn forget_lost(&self, session: &str) {
+        if self.lost_count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let mut lost = self.lost.lock().unwrap_or_else(|p| p.into_inner());
+        lost.remove(session);
+        self.lost_count.store(lost.len(), Ordering::Release);
     }
 
     /// The skill active for `session`, if any (and marks the session as used).
@@ -236,6 +267,7 @@ impl Skills {
                 }
             }
         }
+        self.forget_lost(session);
         if self.active_count.load(Ordering::Acquire) == 0 {
             return;
         }
@@ -249,6 +281,12 @@ impl Skills {
     /// active, `vox_skill_run` runs only that skill's commands (running another skill's would
     /// step outside the list).
     pub fn check(&self, session: &str, tool: &str, args: &Value) -> Result<(), Denial> {
+        if self.lost_count.load(Ordering::Acquire) > 0 && tool != "vox_skill_use" {
+            let lost = self.lost.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(why) = lost.get(session) {
+                return Err(Denial::new(DenialCode::SkillToolNotAllowed, why.clone()));
+            }
+        }
         let Some(skill) = self.active(session) else {
             return Ok(());
         };
@@ -320,13 +358,13 @@ impl Skills {
         let catalog = self.catalog();
         let skill = catalog.skills.get(&rest.replace('_', "-"))?;
         if args.as_object().is_some_and(|o| !o.is_empty()) {
-            return Some(Err(ToolError::InvalidArguments(format!(
+            return Some(Err(ToolError::invalid_arguments(format!(
                 "{name} takes no arguments"
             ))));
         }
         Some(
             serde_json::to_value(instructions(skill))
-                .map_err(|e| ToolError::Internal(e.to_string())),
+                .map_err(|e| ToolError::internal(e.to_string())),
         )
     }
 
@@ -367,7 +405,7 @@ impl Skills {
                 .skills
                 .get(id)
                 .map(|s| vox_core::ResourceBody::typed_text(s.source.clone(), "text/markdown"))
-                .ok_or_else(|| ToolError::NotFound(format!("no resource {uri}"))),
+                .ok_or_else(|| ToolError::not_found(format!("no resource {uri}"))),
         )
     }
 }
@@ -436,8 +474,8 @@ fn skill_prompt(skill: &Skill, args: &Value) -> Result<Value, ToolError> {
         Value::Null => serde_json::Map::new(),
         Value::Object(o) => o.clone(),
         _ => {
-            return Err(ToolError::InvalidArguments(
-                "prompt arguments are an object of strings".into(),
+            return Err(ToolError::invalid_arguments(
+                "prompt arguments are an object of strings",
             ));
         }
     };
@@ -446,7 +484,7 @@ fn skill_prompt(skill: &Skill, args: &Value) -> Result<Value, ToolError> {
         .find(|k| !declared.iter().any(|(n, _)| n == *k))
     {
         let known: Vec<&str> = declared.iter().map(|(n, _)| n.as_str()).collect();
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "skill {} takes no argument `{k}` (its arguments: {})",
             skill.id,
             if known.is_empty() {
@@ -462,12 +500,12 @@ fn skill_prompt(skill: &Skill, args: &Value) -> Result<Value, ToolError> {
         let value = match given.get(name) {
             Some(Value::String(v)) => v.clone(),
             Some(other) => {
-                return Err(ToolError::InvalidArguments(format!(
+                return Err(ToolError::invalid_arguments(format!(
                     "argument `{name}` must be a string, got {other}"
                 )));
             }
             None if *required => {
-                return Err(ToolError::InvalidArguments(format!(
+                return Err(ToolError::invalid_arguments(format!(
                     "skill {} needs argument `{name}`",
                     skill.id
                 )));
@@ -495,7 +533,7 @@ fn skill_prompt(skill: &Skill, args: &Value) -> Result<Value, ToolError> {
 /// share; when the table is full, sessions idle for [`ACTIVE_IDLE`] are dropped first.
 fn make_room(active: &mut HashMap<String, Active>, agent: &str) -> Result<(), ToolError> {
     if active.values().filter(|a| a.agent == agent).count() >= MAX_ACTIVE_PER_AGENT {
-        return Err(ToolError::Unavailable(format!(
+        return Err(ToolError::unavailable(format!(
             "{MAX_ACTIVE_PER_AGENT} sessions of this caller already have an active skill; leave one (vox_skill_use with id null) first"
         )));
     }
@@ -503,7 +541,7 @@ fn make_room(active: &mut HashMap<String, Active>, agent: &str) -> Result<(), To
         active.retain(|_, a| a.last_used.elapsed() < ACTIVE_IDLE);
     }
     if active.len() >= MAX_ACTIVE_SESSIONS {
-        return Err(ToolError::Unavailable(format!(
+        return Err(ToolError::unavailable(format!(
             "{MAX_ACTIVE_SESSIONS} sessions already have an active skill; try again later"
         )));
     }

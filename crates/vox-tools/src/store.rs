@@ -30,10 +30,10 @@ pub fn free(ctx: &Ctx) -> bool {
 /// A store error as a tool error (not found and conflicts keep their codes).
 pub fn db(e: StoreError) -> ToolError {
     match e {
-        StoreError::NotFound(m) => ToolError::NotFound(m),
-        StoreError::Conflict(m) => ToolError::Conflict(m),
-        StoreError::Invalid(m) => ToolError::InvalidArguments(m),
-        other => ToolError::Internal(other.to_string()),
+        StoreError::NotFound(m) => ToolError::not_found(m),
+        StoreError::Conflict(m) => ToolError::conflict(m),
+        StoreError::Invalid(m) => ToolError::invalid_arguments(m),
+        other => ToolError::internal(other.to_string()),
     }
 }
 

@@ -225,7 +225,7 @@ fn submit(ctx: &Ctx, call: &CallCtx, a: SubmitArgs) -> Result<Submitted, ToolErr
     if let Some(pin) = &a.agent_id {
         let agent = s.agent_get(pin).map_err(db)?;
         if agent.state == vox_store::AgentState::Retired {
-            return Err(ToolError::Conflict(format!(
+            return Err(ToolError::conflict(format!(
                 "agent {pin} is retired: no task can be pinned to it"
             )));
         }
@@ -258,10 +258,10 @@ fn status(ctx: &Ctx, _call: &CallCtx, a: TaskIdArgs) -> Result<Status, ToolError
 
 fn cancel(ctx: &Ctx, call: &CallCtx, a: CancelArgs) -> Result<Moved, ToolError> {
     let s = store(ctx)?;
-    if let Some(me) = call.acting_agent.as_deref() {
+    if let Some(me) = call.acting_agent() {
         let t = s.task_get(a.task_id).map_err(db)?;
         if t.owner.as_deref() != Some(me) {
-            return Err(ToolError::Conflict(format!(
+            return Err(ToolError::conflict(format!(
                 "task {} is not yours: an agent cancels only its own tasks",
                 a.task_id
             )));
@@ -295,7 +295,7 @@ fn fail(ctx: &Ctx, call: &CallCtx, a: FailArgs) -> Result<Moved, ToolError> {
     let s = store(ctx)?;
     let t = s.task_get(a.task_id).map_err(db)?;
     if t.owner.as_deref() != Some(agent.as_str()) {
-        return Err(ToolError::Conflict(format!(
+        return Err(ToolError::conflict(format!(
             "task {} is assigned to {}, not to {agent}",
             a.task_id,
             t.owner.as_deref().unwrap_or("nobody")

@@ -89,7 +89,7 @@ fn hidden_prompts(ctx: &Ctx, wt: &Arc<WorkspaceTools>) -> Vec<vox_workspace_mcp:
 
 fn refresh(ctx: &Ctx, call: &CallCtx, _a: NoArgs) -> Result<Refreshed, ToolError> {
     let wt = ctx.get::<Arc<WorkspaceTools>>().ok_or_else(|| {
-        ToolError::Unavailable("workspace tools are served under the dev profile only".into())
+        ToolError::unavailable("workspace tools are served under the dev profile only")
     })?;
     let r = wt.refresh(&|done, total| {
         call.progress(

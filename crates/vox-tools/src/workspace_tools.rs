@@ -214,18 +214,22 @@ impl WorkspaceTools {
                 vox_lang::CallError::Budget {
                     kind: vox_lang::BudgetKind::Cancelled,
                     ..
-                } => ToolError::Cancelled(format!("{name} was cancelled")),
+                } => ToolError::cancelled(format!("{name} was cancelled")),
                 vox_lang::CallError::Budget { kind, .. } => {
                     let limit = tool
                         .budget
                         .describe(*kind)
                         .map(|d| format!(" ({d})"))
                         .unwrap_or_default();
-                    ToolError::Unavailable(format!("{name}: budget_exceeded: {e}{limit}"))
+                    // The message keeps the code first for people reading logs; clients read
+                    // the detail.
+                    let which = format!("{kind:?}").to_lowercase();
+                    ToolError::unavailable(format!("{name}: budget_exceeded: {e}{limit}"))
+                        .with_detail("budget_exceeded", Some(json!({"limit": which})))
                 }
-                _ if e.is_input_error() => ToolError::InvalidArguments(e.to_string()),
-                _ if e.code() == "tool_error" => ToolError::Failed(e.to_string()),
-                _ => ToolError::Unavailable(format!("{name}: {e}")),
+                _ if e.is_input_error() => ToolError::invalid_arguments(e.to_string()),
+                _ if e.code() == "tool_error" => ToolError::failed(e.to_string()),
+                _ => ToolError::unavailable(format!("{name}: {e}")),
             })
         }))
     }
@@ -260,7 +264,7 @@ impl WorkspaceTools {
                         vox_core::ResourceBody::typed_text(text.unwrap_or_default(), r.mime_type)
                     }
                 })
-                .map_err(|e| ToolError::Unavailable(format!("{uri}: {e}"))),
+                .map_err(|e| ToolError::unavailable(format!("{uri}: {e}"))),
         )
     }
 }
@@ -551,7 +555,7 @@ impl vox_core::DynamicTools for WorkspaceTools {
                     values.truncate(100);
                     json!({"values": values, "total": total, "hasMore": total > 100})
                 })
-                .map_err(|e| ToolError::Unavailable(format!("completing {argument}: {e}"))),
+                .map_err(|e| ToolError::unavailable(format!("completing {argument}: {e}"))),
         )
     }
     fn get_prompt(&self, name: &str, args: &Value) -> Option<Result<Value, ToolError>> {
@@ -569,9 +573,9 @@ impl vox_core::DynamicTools for WorkspaceTools {
                 .map(|messages| json!({"description": p.description, "messages": messages}))
                 .map_err(|e| {
                     if e.is_input_error() {
-                        ToolError::InvalidArguments(format!("prompt {name}: {e}"))
+                        ToolError::invalid_arguments(format!("prompt {name}: {e}"))
                     } else {
-                        ToolError::Unavailable(format!("prompt {name}: {e}"))
+                        ToolError::unavailable(format!("prompt {name}: {e}"))
                     }
                 }),
         )

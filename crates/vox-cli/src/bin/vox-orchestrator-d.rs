@@ -66,7 +66,7 @@ fn main() -> ExitCode {
     rt.block_on(async move {
         match Daemon::start(ws, profile, vox_tools::families(), kind) {
             Ok(d) => {
-                let d = d.with_stdio_host(vox_mcp::hosted::host());
+                let d = d.with_session_host(vox_mcp::hosted::host());
                 d.run().await;
                 ExitCode::SUCCESS
             }

@@ -64,7 +64,7 @@ async fn send(ctx: Arc<Ctx>, call: CallCtx, a: SendArgs) -> Result<Sent, ToolErr
     let r = remote(&ctx);
     match (&a.node, &r) {
         (Some(node), Some(r)) if node != r.node() => send_remote(ctx.clone(), call, r, a).await,
-        (Some(node), None) if !is_local(&ctx, node)? => Err(ToolError::NotFound(format!(
+        (Some(node), None) if !is_local(&ctx, node)? => Err(ToolError::not_found(format!(
             "node {node} is not this node, and no mesh engine is configured (VOX_MESH_NATS_URL)"
         ))),
         _ => run_blocking(move || send_local(&ctx, &call, a)).await,
@@ -136,7 +136,7 @@ async fn send_remote(
     if let Err(e) = link.send(&node, vox_mesh::Queue::In, &wire, &id).await {
         let mid = message.id;
         let _ = run_blocking(move || store(&ctx)?.a2a_forget(mid).map_err(db)).await;
-        return Err(ToolError::Unavailable(format!("not sent: {e}")));
+        return Err(ToolError::unavailable(format!("not sent: {e}")));
     }
     Ok(Sent {
         message,
@@ -278,7 +278,7 @@ struct Acked {
 
 fn ack(ctx: &Ctx, call: &CallCtx, a: AckArgs) -> Result<Acked, ToolError> {
     if a.message_ids.len() > MAX_PAGE as usize {
-        return Err(ToolError::InvalidArguments(format!(
+        return Err(ToolError::invalid_arguments(format!(
             "`message_ids`: at most {MAX_PAGE} per call"
         )));
     }
@@ -317,7 +317,7 @@ fn history(ctx: &Ctx, call: &CallCtx, a: HistoryArgs) -> Result<History, ToolErr
         .thread
         .as_deref()
         .is_some_and(|t| t.starts_with(&format!("{BULLETIN}:")));
-    let agent = match (&call.acting_agent, bulletin) {
+    let agent = match (call.acting_agent(), bulletin) {
         (Some(_), false) => Some(agent_for(call, a.agent_id)?),
         _ => a.agent_id,
     };
@@ -382,7 +382,7 @@ async fn queue_stats(ctx: Arc<Ctx>, _call: CallCtx, _a: NoArgs) -> Result<Stats,
         None => None,
         Some(r) => {
             let link = r.link()?;
-            let unreachable = |e: vox_mesh::MeshError| ToolError::Unavailable(e.to_string());
+            let unreachable = |e: vox_mesh::MeshError| ToolError::unavailable(e.to_string());
             let (inbox_waiting, inbox_unacked) = link
                 .backlog(vox_mesh::Queue::In)
                 .await
@@ -509,8 +509,8 @@ struct DispatchArgs {
 
 async fn dispatch(ctx: Arc<Ctx>, call: CallCtx, a: DispatchArgs) -> Result<MeshCall, ToolError> {
     let r = remote(&ctx).ok_or_else(|| {
-        ToolError::Unavailable(
-            "no mesh engine is configured (VOX_MESH_NATS_URL): embedded, this node is the whole mesh and there is no other node to hand work to".into(),
+        ToolError::unavailable(
+            "no mesh engine is configured (VOX_MESH_NATS_URL): embedded, this node is the whole mesh and there is no other node to hand work to",
         )
     })?;
     let wait = std::time::Duration::from_millis(a.wait_ms.unwrap_or(10_000).min(MAX_WAIT_MS));
@@ -521,7 +521,7 @@ async fn dispatch(ctx: Arc<Ctx>, call: CallCtx, a: DispatchArgs) -> Result<MeshC
             let link = r.link()?.clone();
             let arguments = serde_json::Value::Object(a.arguments.unwrap_or_default());
             if arguments.to_string().len() > MAX_BODY {
-                return Err(ToolError::InvalidArguments(format!(
+                return Err(ToolError::invalid_arguments(format!(
                     "`arguments`: at most {MAX_BODY} bytes encoded"
                 )));
             }
@@ -549,13 +549,13 @@ async fn dispatch(ctx: Arc<Ctx>, call: CallCtx, a: DispatchArgs) -> Result<MeshC
                         .map_err(db)
                 })
                 .await;
-                return Err(ToolError::Unavailable(format!("not sent: {e}")));
+                return Err(ToolError::unavailable(format!("not sent: {e}")));
             }
             made.call_id
         }
         _ => {
-            return Err(ToolError::InvalidArguments(
-                "give `node` and `tool` (and `arguments`) to make a call, or `call_id` alone to report one".into(),
+            return Err(ToolError::invalid_arguments(
+                "give `node` and `tool` (and `arguments`) to make a call, or `call_id` alone to report one",
             ));
         }
     };
@@ -566,7 +566,7 @@ async fn dispatch(ctx: Arc<Ctx>, call: CallCtx, a: DispatchArgs) -> Result<MeshC
         let (c, id) = (ctx.clone(), call_id.clone());
         let found = run_blocking(move || store(&c)?.mesh_call(CallDirection::Out, &id).map_err(db))
             .await?
-            .ok_or_else(|| ToolError::NotFound(format!("no call {call_id} made by this node")))?;
+            .ok_or_else(|| ToolError::not_found(format!("no call {call_id} made by this node")))?;
         if found.state != "sent" || tokio::time::Instant::now() >= deadline {
             return Ok(found);
         }

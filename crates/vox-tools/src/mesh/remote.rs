@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use vox_core::family::run_blocking;
-use vox_core::{CallCtx, Ctx, ToolError, ToolOutcome};
+use vox_core::{CallRun, CallScope, Ctx, ToolError, ToolOutcome};
 use vox_mcp_registry::{Caller, ProfileSet, Role};
 use vox_mesh::{Link, MeshConfig, NodeKey, Opened, Queue, Wire};
 use vox_store::CallDirection;
@@ -39,7 +39,7 @@ impl Remote {
 
     pub fn link(&self) -> Result<&Arc<Link>, ToolError> {
         self.link.get().ok_or_else(|| {
-            ToolError::Unavailable(format!(
+            ToolError::unavailable(format!(
                 "this node is not connected to the mesh at {} yet (see the daemon log)",
                 self.config.url
             ))
@@ -50,7 +50,7 @@ impl Remote {
         if self.config.peer(node).is_some() {
             Ok(())
         } else {
-            Err(ToolError::NotFound(format!(
+            Err(ToolError::not_found(format!(
                 "node {node} is not on this node's trust list (.vox/mesh.toml)"
             )))
         }
@@ -374,8 +374,15 @@ async fn run_call(
         loopback: false,
         role: Role::Write,
     };
-    let call = CallCtx::new(caller, &format!("node:{from}"), &format!("mesh:{from}"));
-    let outcome = orch.call_as(surface, tool, arguments, call, false).await;
+    let scope = CallScope::new(
+        surface.clone(),
+        caller,
+        &format!("node:{from}"),
+        &format!("mesh:{from}"),
+    );
+    let outcome = orch
+        .call(&Arc::new(scope), tool, arguments, CallRun::default())
+        .await;
     match outcome {
         ToolOutcome::Ok(_) | ToolOutcome::Content(_) => (true, outcome.to_json()),
         ToolOutcome::Denied(d) => {

@@ -1,0 +1,213 @@
+//! What a [`CallScope`] sees: its tools (exactly those [`Orchestrator::call`] would run for
+//! it), and the resources, templates and prompts of the tool providers it reaches. One
+//! function per list, each taking the scope; no transport filters on its own.
+
+use crate::call::{CallScope, SessionEffect, WorkspaceTools};
+use crate::error::ToolError;
+use crate::orchestrator::Orchestrator;
+use serde_json::Value;
+use vox_mcp_registry::{Caller, authorize_tool};
+
+impl Orchestrator {
+    /// The tools `scope` may call, as MCP tool descriptors in name order (catalog tools), then
+    /// the workspace's and skills' as its [`WorkspaceTools`] says. An agent's are its own
+    /// public tools within the scope's surface; a retired agent's, none.
+    pub fn list(&self, scope: &CallScope) -> Vec<Value> {
+        if let Some(id) = scope.agent.as_deref() {
+            let agent = self
+                .ctx
+                .hooks()
+                .agents
+                .as_ref()
+                .and_then(|d| d.current(id).ok().flatten());
+            let Some(agent) = agent else {
+                return vec![];
+            };
+            let surface = self.agent_surface(&scope.surface, &agent);
+            return encode(self.catalog_tools(&surface, scope.caller));
+        }
+        let mut tools = if scope.surface == self.ctx.profile && scope.caller == Caller::LOCAL {
+            self.local_tools.as_ref().clone()
+        } else {
+            encode(self.catalog_tools(&scope.surface, scope.caller))
+        };
+        if scope.workspace_tools != WorkspaceTools::Off {
+            tools.extend(self.dynamic_tools(scope.workspace_tools == WorkspaceTools::Listed));
+        }
+        tools
+    }
+
+    /// The tools beyond the static catalog (under `dev`: workspace tools when `workspace`,
+    /// then skill macro tools). Providers are asked in order; a name an earlier provider
+    /// serves is not listed again (that provider is the one called).
+    fn dynamic_tools(&self, workspace: bool) -> Vec<Value> {
+        let providers = &self.ctx.hooks().dynamic;
+        let mut tools = Vec::new();
+        for (i, p) in providers.iter().enumerate() {
+            tools.extend(p.descriptors(workspace).into_iter().filter(|d| {
+                d["name"]
+                    .as_str()
+                    .is_some_and(|n| !providers[..i].iter().any(|q| q.has_tool(n)))
+            }));
+        }
+        tools
+    }
+
+    /// Whether `scope` reaches only `skill://` resources: it reaches no workspace tool, but
+    /// may list skills (an operator on a gateway without the workspace opt-in).
+    fn skill_resources_only(&self, scope: &CallScope) -> Option<bool> {
+        if scope.workspace_tools != WorkspaceTools::Off {
+            return Some(false);
+        }
+        let may_list_skills = scope.agent.is_none()
+            && authorize_tool(
+                &scope.surface,
+                "vox_skill_list",
+                scope.caller,
+                self.ctx.boot.booted_mask,
+            )
+            .is_ok();
+        may_list_skills.then_some(true)
+    }
+
+    /// The resources `scope` may read: every provider's (workspace resources, then
+    /// `skill://`) when it reaches workspace tools, else `skill://` ones when it may list
+    /// skills, else none.
+    pub fn resources(&self, scope: &CallScope) -> Vec<Value> {
+        let Some(skills_only) = self.skill_resources_only(scope) else {
+            return vec![];
+        };
+        let mut all: Vec<Value> = self
+            .ctx
+            .hooks()
+            .dynamic
+            .iter()
+            .flat_map(|p| p.resources())
+            .collect();
+        if skills_only {
+            all.retain(|r| r["uri"].as_str().is_some_and(is_skill_uri));
+        }
+        all
+    }
+
+    /// Reads a resource `scope` may read, from the first provider that has it (blocking).
+    pub fn read_resource(
+        &self,
+        scope: &CallScope,
+        uri: &str,
+    ) -> Result<crate::ResourceBody, ToolError> {
+        let missing = || ToolError::not_found(format!("no resource {uri}"));
+        match self.skill_resources_only(scope) {
+            None => return Err(missing()),
+            Some(true) if !is_skill_uri(uri) => return Err(missing()),
+            Some(_) => {}
+        }
+        self.ctx
+            .hooks()
+            .dynamic
+            .iter()
+            .find_map(|p| p.read(uri))
+            .unwrap_or_else(|| Err(missing()))
+    }
+
+    /// The resource templates `scope` reaches (the workspace's).
+    pub fn resource_templates(&self, scope: &CallScope) -> Vec<Value> {
+        if scope.workspace_tools == WorkspaceTools::Off {
+            return vec![];
+        }
+        self.ctx
+            .hooks()
+            .dynamic
+            .iter()
+            .flat_map(|p| p.resource_templates())
+            .collect()
+    }
+
+    /// Completes an argument of a prompt (`prompt`) or resource template (blocking).
+    pub fn complete(
+        &self,
+        scope: &CallScope,
+        prompt: bool,
+        name: &str,
+        argument: &str,
+        value: &str,
+    ) -> Result<Value, ToolError> {
+        let what = if prompt {
+            "prompt"
+        } else {
+            "resource template"
+        };
+        let missing = || ToolError::not_found(format!("no {what} {name}"));
+        if scope.workspace_tools == WorkspaceTools::Off {
+            return Err(missing());
+        }
+        self.ctx
+            .hooks()
+            .dynamic
+            .iter()
+            .find_map(|p| p.complete(prompt, name, argument, value))
+            .unwrap_or_else(|| Err(missing()))
+    }
+
+    /// The prompts `scope` reaches (workspace `@mcp.prompt` functions, skills), in name order.
+    pub fn prompts(&self, scope: &CallScope) -> Vec<Value> {
+        if scope.workspace_tools == WorkspaceTools::Off {
+            return vec![];
+        }
+        // A name two providers have is the first one's, as `get_prompt` answers it.
+        let mut seen = std::collections::HashSet::new();
+        let mut all: Vec<Value> = self
+            .ctx
+            .hooks()
+            .dynamic
+            .iter()
+            .flat_map(|p| p.prompts())
+            .filter(|p| seen.insert(p["name"].as_str().unwrap_or_default().to_owned()))
+            .collect();
+        all.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+        all
+    }
+
+    /// Gets a prompt `scope` reaches, from the first provider that has it (blocking).
+    pub fn get_prompt(
+        &self,
+        scope: &CallScope,
+        name: &str,
+        args: &Value,
+    ) -> Result<Value, ToolError> {
+        let missing = || ToolError::not_found(format!("no prompt {name}"));
+        if scope.workspace_tools == WorkspaceTools::Off {
+            return Err(missing());
+        }
+        self.ctx
+            .hooks()
+            .dynamic
+            .iter()
+            .find_map(|p| p.get_prompt(name, args))
+            .unwrap_or_else(|| Err(missing()))
+    }
+
+    /// Sets again what `scope`'s session had chosen before its daemon restarted (the
+    /// [`SessionEffect`] its calls reported); `Err` names what could not be restored.
+    pub fn restore_session(
+        &self,
+        scope: &CallScope,
+        effect: &SessionEffect,
+    ) -> Result<(), ToolError> {
+        for g in &self.ctx.hooks().guards {
+            g.restore(scope, effect)?;
+        }
+        Ok(())
+    }
+}
+
+fn is_skill_uri(uri: &str) -> bool {
+    uri.starts_with("skill://")
+}
+
+fn encode(tools: Vec<&crate::ToolDescriptor>) -> Vec<Value> {
+    tools
+        .into_iter()
+        .filter_map(|d| serde_json::to_value(d).ok())
+        .collect()
+}

@@ -1,0 +1,34 @@
+//! What serves the daemon's MCP sessions (`vox_mcp::hosted`): a stdio session `vox mcp` handed
+//! off ([`StdioSession`]), and a socket connection that speaks MCP ([`SocketSession`]). The
+//! daemon resolves each session's [`CallScope`] at its edge; the host serves it with the one
+//! MCP server.
+
+use crate::handoff::StdioSession;
+use crate::rpc::InFlight;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio::io::AsyncRead;
+use tokio::net::unix::OwnedWriteHalf;
+use vox_core::{CallScope, Orchestrator};
+
+/// A socket connection that speaks MCP from its next byte.
+pub struct SocketSession {
+    pub orch: Arc<Orchestrator>,
+    /// The rest of the connection (its first line already read when it was `orch.mcp`).
+    pub input: Box<dyn AsyncRead + Send + Unpin>,
+    pub output: OwnedWriteHalf,
+    pub scope: Arc<CallScope>,
+    /// Its tool calls count as requests in flight: a stopping daemon lets them finish.
+    pub in_flight: InFlight,
+}
+
+/// A session's future: it ends when the session does.
+pub type Serving = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Serves the daemon's MCP sessions. Without one the daemon refuses handoffs (`vox mcp`
+/// proxies instead) and closes MCP connections.
+pub trait SessionHost: Send + Sync {
+    fn serve_stdio(&self, session: StdioSession) -> Serving;
+    fn serve_socket(&self, session: SocketSession) -> Serving;
+}
