@@ -1,6 +1,7 @@
-//! Shared pieces of the `vox` and `vox-orchestrator-d` binaries: profile selection, the user
-//! config file, MCP client configuration, logging set-up.
+//! Shared pieces of the `vox` and `vox-orchestrator-d` binaries: their command-line arguments,
+//! profile selection, the user config file, MCP client configuration, logging set-up.
 
+pub mod args;
 pub mod client;
 pub mod config;
 

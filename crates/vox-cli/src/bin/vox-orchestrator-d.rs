@@ -1,8 +1,8 @@
 //! `vox-orchestrator-d`: the workspace daemon in the foreground.
 
 use clap::Parser;
-use std::path::PathBuf;
 use std::process::ExitCode;
+use vox_cli::args::{ProfileArg, WorkspaceArg};
 use vox_core::Workspace;
 use vox_daemon::daemon::Daemon;
 use vox_daemon::lifetime::Kind;
@@ -12,12 +12,10 @@ use vox_daemon::lifetime::Kind;
 // Named explicitly: clap would otherwise take the package name (`vox-cli`) for `--version`.
 #[command(name = "vox-orchestrator-d", version)]
 struct Args {
-    /// Workspace directory (default: VOX_WORKSPACE, else the nearest ancestor with .vox or .git).
-    #[arg(long)]
-    workspace: Option<PathBuf>,
-    /// Capability profile ids, comma-separated (default: VOX_PROFILE, ~/.vox/config.toml, dev).
-    #[arg(long)]
-    profile: Option<String>,
+    #[command(flatten)]
+    workspace: WorkspaceArg,
+    #[command(flatten)]
+    profile: ProfileArg,
     /// Exit once no client has been attached for VOX_DAEMON_IDLE_SECS (default 300; 0 = never).
     /// `vox mcp` passes it to the daemons it spawns; without it the daemon stays until stopped.
     #[arg(long)]
@@ -27,14 +25,14 @@ struct Args {
 fn main() -> ExitCode {
     vox_cli::init_logging("info");
     let args = Args::parse();
-    let (profile, _) = match vox_cli::config::select_profile(args.profile.as_deref()) {
+    let (profile, _) = match vox_cli::config::select_profile(args.profile.profile.as_deref()) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
-    let ws = match Workspace::resolve(args.workspace.as_deref()) {
+    let ws = match Workspace::resolve(args.workspace.dir()) {
         Ok(w) => w,
         Err(e) => {
             eprintln!("error: {e}");

@@ -6,7 +6,23 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use vox_cli::args::CiCommand;
 use vox_mcp_registry::{PROFILES, ProfileSet, TOOL_REGISTRY};
+
+/// Runs the gate the subcommand names.
+pub fn run(command: CiCommand) -> Result<ExitCode> {
+    match command {
+        CiCommand::OperationsVerify { output } => operations_verify(output.json),
+        CiCommand::McpVoxSurfaceParity {
+            root,
+            fixtures,
+            output,
+        } => surface_parity(&root, &fixtures, output.json),
+        CiCommand::AgentskillsCompliance { dir, output } => {
+            agentskills_compliance(&dir, output.json)
+        }
+    }
+}
 
 /// Prints a gate's report (JSON, or a summary line and one line per problem) and turns it into
 /// the exit code.

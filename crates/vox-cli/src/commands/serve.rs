@@ -1,0 +1,89 @@
+//! `vox serve`: the daemon in the foreground behind the HTTP gateway (REST, WebSocket, `/mcp`),
+//! with Prometheus metrics and no stdio.
+
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use vox_core::Workspace;
+
+use super::{profile_or_exit, runtime, warn_if_empty};
+
+/// Checks the gateway configuration, starts the daemon and serves HTTP until the daemon stops.
+pub fn run(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> {
+    let profile = match profile_or_exit(profile.as_deref()) {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
+    let config = match vox_gateway::GatewayConfig::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    warn_if_empty(&profile);
+    // Everything the configuration can get wrong is reported before the daemon takes the
+    // workspace: a refused start leaves no socket or info file behind.
+    if let Err(e) = config.surface(&profile) {
+        eprintln!("error: {e}");
+        return Ok(ExitCode::from(2));
+    }
+    let ws = Workspace::resolve(workspace.as_deref())?;
+    vox_cli::init_logging("info");
+    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .map_err(|e| anyhow::anyhow!("metrics recorder: {e}"))?;
+    runtime()?.block_on(async move {
+        let daemon = match vox_daemon::daemon::Daemon::start(
+            ws,
+            profile,
+            vox_tools::families(),
+            vox_daemon::lifetime::Kind::Started,
+        ) {
+            Ok(d) => d.with_session_host(vox_mcp::hosted::host()),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        };
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let addr = std::net::SocketAddr::new(config.host, config.port);
+        let upkeep_handle = metrics.clone();
+        let app = match vox_gateway::router(
+            daemon.orchestrator().clone(),
+            config,
+            Some(metrics),
+            shutdown.clone(),
+        ) {
+            Ok(app) => app,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        };
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot bind {addr}"))?;
+        let bound = listener.local_addr()?;
+        println!(
+            "vox serve: listening on http://{bound} (profile {})",
+            daemon.orchestrator().profile().canonical()
+        );
+        // The recorder keeps every histogram sample until upkeep folds them into its summaries:
+        // without this task the daemon's memory would grow with each call.
+        let upkeep = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+            loop {
+                tick.tick().await;
+                upkeep_handle.run_upkeep();
+            }
+        });
+        let http = tokio::spawn(vox_gateway::serve(listener, app, shutdown.clone()));
+        // The daemon stops on SIGTERM/SIGINT or orch.shutdown; then the gateway drains.
+        daemon.run().await;
+        shutdown.cancel();
+        upkeep.abort();
+        let _ = http.await;
+        Ok(ExitCode::SUCCESS)
+    })
+}
