@@ -277,13 +277,14 @@ fn start(
     let runtime = tokio::runtime::Handle::current();
     Box::pin(async move {
         tokio::task::spawn_blocking(move || {
-            runtime.block_on(rmcp::service::serve_client_with_lifecycle(
-                downstream, transport, lifecycle,
-            ))
+            runtime
+                .block_on(rmcp::service::serve_client_with_lifecycle(
+                    downstream, transport, lifecycle,
+                ))
+                .map_err(|e| format!("the upstream did not start a session: {e}"))
         })
         .await
         .map_err(|e| format!("the upstream handshake panicked: {e}"))?
-        .map_err(|e| format!("the upstream did not start a session: {e}"))
     })
 }
 
