@@ -1395,3 +1395,136 @@ async fn an_agent_credential_is_the_agent_over_rest() {
         401
     );
 }
+
+/// The JSON-RPC message of a `/mcp` reply (a JSON body, or the `data:` line of an SSE one).
+fn mcp_message(r: &Reply) -> Value {
+    if let Value::String(text) = &r.body {
+        let data = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .find(|d| !d.trim().is_empty())
+            .unwrap_or_else(|| panic!("no message in {text}"));
+        return serde_json::from_str(data.trim()).unwrap();
+    }
+    r.body.clone()
+}
+
+/// Whether a refusal is the profile's (the tool is not reachable here), not a call that ran.
+fn refused(code: &Value) -> bool {
+    matches!(code.as_str(), Some("tool_not_in_profile" | "unknown_tool"))
+}
+
+/// The profile leak matrix: under `knowledge`, every transport (stdio, the daemon socket, REST,
+/// WebSocket, `/mcp`) lists exactly the profile's slice, and every other catalog tool is refused
+/// by the profile on each of them. (The agent path's matrix is `orchestrator_e2e`'s and
+/// `test_orchestrator.py`'s.)
+#[tokio::test]
+async fn the_profile_leak_matrix_holds_on_every_transport() {
+    use rmcp::ServiceExt;
+    let s = Server::tokens(Ws::new(), "knowledge");
+    let mut slice = registry_slice("knowledge");
+    slice.sort();
+    let outside: Vec<&str> = vox_mcp_registry::TOOL_REGISTRY
+        .iter()
+        .map(|t| t.name)
+        .filter(|n| !slice.iter().any(|s| s == n))
+        .collect();
+    assert!(outside.len() > 20, "{outside:?}");
+    let mut leaks: Vec<String> = Vec::new();
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+
+    // REST.
+    let listed = names(
+        &http(s.addr, "GET", "/v1/tools", Some(WRITE), None)
+            .await
+            .body,
+    );
+    assert_eq!(sorted(listed), slice, "REST lists the slice");
+    for t in &outside {
+        let r = call(&s, Some(WRITE), t, json!({})).await;
+        if !refused(&r.body["error"]["code"]) {
+            leaks.push(format!("REST {t}: {} {}", r.status, r.body));
+        }
+    }
+
+    // WebSocket.
+    let mut ws = ws_connect(s.addr, WRITE).await;
+    ws.send(tokio_tungstenite::tungstenite::Message::text(
+        json!({"id": 0, "type": "list_tools"}).to_string(),
+    ))
+    .await
+    .unwrap();
+    let answer = |m: Option<Result<tokio_tungstenite::tungstenite::Message, _>>| -> Value {
+        serde_json::from_str(m.unwrap().unwrap().to_text().unwrap()).unwrap()
+    };
+    let listed = answer(ws.next().await);
+    assert_eq!(sorted(names(&listed)), slice, "WebSocket lists the slice");
+    for (i, t) in outside.iter().enumerate() {
+        let req = json!({"id": i + 1, "type": "call_tool", "name": t, "args": {}});
+        ws.send(tokio_tungstenite::tungstenite::Message::text(
+            req.to_string(),
+        ))
+        .await
+        .unwrap();
+        let a = answer(ws.next().await);
+        if !refused(&a["error"]["code"]) {
+            leaks.push(format!("WebSocket {t}: {a}"));
+        }
+    }
+
+    // /mcp (a 2025-era session).
+    let id = mcp_session(&s, "127.0.0.1", Some(WRITE)).await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let r = mcp(&s, "127.0.0.1", "POST", Some(WRITE), Some(&id), Some(&list)).await;
+    let listed = mcp_message(&r)["result"].clone();
+    assert_eq!(sorted(names(&listed)), slice, "/mcp lists the slice");
+    for t in &outside {
+        let req = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": t, "arguments": {}}});
+        let m =
+            mcp_message(&mcp(&s, "127.0.0.1", "POST", Some(WRITE), Some(&id), Some(&req)).await);
+        let code = &m["result"]["structuredContent"]["error"]["code"];
+        if !refused(code) {
+            leaks.push(format!("/mcp {t}: {m}"));
+        }
+    }
+
+    // stdio (`vox mcp` on the daemon `vox serve` runs) and the daemon socket (an MCP client).
+    let stdio = s.ws.client(&["--profile", "knowledge"]).await;
+    let (r, w) = tokio::net::UnixStream::connect(s.ws.vox_dir().join("orchestrator.sock"))
+        .await
+        .unwrap()
+        .into_split();
+    let socket = ().serve((r, w)).await.unwrap();
+    for (what, c) in [("stdio", &stdio), ("socket", &socket)] {
+        let listed: Vec<String> = c
+            .list_all_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert_eq!(sorted(listed), slice, "{what} lists the slice");
+        for t in &outside {
+            let r = c
+                .call_tool(rmcp::model::CallToolRequestParams::new(t.to_string()))
+                .await;
+            let code = match &r {
+                Ok(r) => r
+                    .structured_content
+                    .as_ref()
+                    .map_or(Value::Null, |v| v["error"]["code"].clone()),
+                Err(e) => json!(format!("{e}")),
+            };
+            if !refused(&code) {
+                leaks.push(format!("{what} {t}: {r:?}"));
+            }
+        }
+    }
+    stdio.cancel().await.unwrap();
+    socket.cancel().await.unwrap();
+    assert!(leaks.is_empty(), "{} leaks: {leaks:#?}", leaks.len());
+}
