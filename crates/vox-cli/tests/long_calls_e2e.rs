@@ -82,14 +82,6 @@ fn cpu_ticks(pid: u64) -> u64 {
     f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
 }
 
-fn daemon_pid(ws: &Ws) -> u64 {
-    let info: Value = serde_json::from_str(
-        &std::fs::read_to_string(ws.vox_dir().join("orchestrator.json")).unwrap(),
-    )
-    .unwrap();
-    info["pid"].as_u64().unwrap()
-}
-
 fn write(ws: &Ws, rel: &str, text: &str) {
     let p = ws.root().join(rel);
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -557,18 +549,7 @@ async fn a_call_in_flight_when_the_daemon_dies_is_answered_and_the_next_respawns
     spinner(&ws);
     let c = ws.client(&[]).await;
     let pid = daemon_pid(&ws);
-    let spin = tokio::spawn({
-        let peer = c.peer().clone();
-        async move { peer.call_tool(CallToolRequestParams::new("spin")).await }
-    });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!spin.is_finished());
-    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    let answered = tokio::time::timeout(Duration::from_secs(5), spin)
-        .await
-        .expect("the call in flight is answered")
-        .unwrap()
-        .unwrap();
+    let answered = kill_daemon_under_call(c.peer(), "spin", pid).await;
     assert_eq!(answered.is_error, Some(true));
     let text = format!("{:?}", answered.content);
     assert!(text.contains("daemon_unavailable"), "{text}");

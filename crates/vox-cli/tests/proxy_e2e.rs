@@ -97,14 +97,6 @@ fn workspace(env: Option<(&str, &str)>) -> Ws {
     ws
 }
 
-fn daemon_pid(ws: &Ws) -> u64 {
-    let info: Value = serde_json::from_str(
-        &std::fs::read_to_string(ws.vox_dir().join("orchestrator.json")).unwrap(),
-    )
-    .unwrap();
-    info["pid"].as_u64().unwrap()
-}
-
 async fn call(
     c: &RunningService<RoleClient, Seen>,
     name: &str,
@@ -141,18 +133,7 @@ async fn a_killed_daemon_leaves_the_session_intact(ws: Ws) {
     );
     let pid = daemon_pid(&ws);
 
-    let spin = tokio::spawn({
-        let peer = c.peer().clone();
-        async move { peer.call_tool(CallToolRequestParams::new("spin")).await }
-    });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!spin.is_finished());
-    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    let answered = tokio::time::timeout(Duration::from_secs(5), spin)
-        .await
-        .expect("the call in flight is answered")
-        .unwrap()
-        .unwrap();
+    let answered = kill_daemon_under_call(c.peer(), "spin", pid).await;
     assert_eq!(code(&answered), "daemon_unavailable");
 
     // The next call respawns the daemon, and the session is as it was.

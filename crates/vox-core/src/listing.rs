@@ -6,6 +6,7 @@ use crate::call::{CallScope, SessionEffect, WorkspaceTools};
 use crate::error::ToolError;
 use crate::orchestrator::Orchestrator;
 use serde_json::Value;
+use std::sync::Arc;
 use vox_mcp_registry::{Caller, authorize_tool};
 
 impl Orchestrator {
@@ -137,16 +138,28 @@ impl Orchestrator {
         } else {
             "resource template"
         };
-        let missing = || ToolError::not_found(format!("no {what} {name}"));
+        self.first_provider(scope, &format!("no {what} {name}"), |p| {
+            p.complete(prompt, name, argument, value)
+        })
+    }
+
+    /// The answer of the first workspace provider that has one, when `scope` reaches them;
+    /// else `not_found` saying `missing`.
+    fn first_provider(
+        &self,
+        scope: &CallScope,
+        missing: &str,
+        ask: impl FnMut(&Arc<dyn crate::DynamicTools>) -> Option<Result<Value, ToolError>>,
+    ) -> Result<Value, ToolError> {
         if scope.workspace_tools == WorkspaceTools::Off {
-            return Err(missing());
+            return Err(ToolError::not_found(missing));
         }
         self.ctx
             .hooks()
             .dynamic
             .iter()
-            .find_map(|p| p.complete(prompt, name, argument, value))
-            .unwrap_or_else(|| Err(missing()))
+            .find_map(ask)
+            .unwrap_or_else(|| Err(ToolError::not_found(missing)))
     }
 
     /// The prompts `scope` reaches (workspace `@mcp.prompt` functions, skills), in name order.
@@ -175,16 +188,9 @@ impl Orchestrator {
         name: &str,
         args: &Value,
     ) -> Result<Value, ToolError> {
-        let missing = || ToolError::not_found(format!("no prompt {name}"));
-        if scope.workspace_tools == WorkspaceTools::Off {
-            return Err(missing());
-        }
-        self.ctx
-            .hooks()
-            .dynamic
-            .iter()
-            .find_map(|p| p.get_prompt(name, args))
-            .unwrap_or_else(|| Err(missing()))
+        self.first_provider(scope, &format!("no prompt {name}"), |p| {
+            p.get_prompt(name, args)
+        })
     }
 
     /// Sets again what `scope`'s session had chosen before its daemon restarted (the

@@ -314,3 +314,34 @@ impl Drop for AppServer {
         let _ = self.child.wait();
     }
 }
+
+/// The pid of the workspace's daemon (its info file).
+pub fn daemon_pid(ws: &Ws) -> u64 {
+    let info: Value = serde_json::from_str(
+        &std::fs::read_to_string(ws.vox_dir().join("orchestrator.json")).unwrap(),
+    )
+    .unwrap();
+    info["pid"].as_u64().unwrap()
+}
+
+/// Calls `tool` (one that runs until cancelled) through `peer`, kills the daemon `pid` with
+/// SIGKILL 300 ms in, and returns the call's answer (within 5 s).
+pub async fn kill_daemon_under_call(
+    peer: &rmcp::Peer<RoleClient>,
+    tool: &'static str,
+    pid: u64,
+) -> CallToolResult {
+    let call = tokio::spawn({
+        let peer = peer.clone();
+        async move { peer.call_tool(CallToolRequestParams::new(tool)).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!call.is_finished(), "{tool} ended before the kill");
+    // SAFETY: kill(2) with a pid and a signal number has no memory effects on this process.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    tokio::time::timeout(std::time::Duration::from_secs(5), call)
+        .await
+        .expect("the call in flight is answered")
+        .unwrap()
+        .unwrap()
+}
