@@ -160,7 +160,7 @@ fn required_tools(store: &Store, run: &str, required: &[Value]) -> Value {
 }
 
 fn run_task(
-    paths: &mmo_runtime::supervisor::Paths,
+    paths: &mmo_runtime::session::Paths,
     store: &Store,
     target: &str,
     workspace: Option<PathBuf>,
@@ -324,7 +324,7 @@ struct RootEnded {
 /// wall limit the harness detaches (it never attached) and stops the session through the normal
 /// lifecycle, partial evidence kept.
 fn root_session(
-    paths: &mmo_runtime::supervisor::Paths,
+    paths: &mmo_runtime::session::Paths,
     store: &Store,
     target: &str,
     workspace: Option<PathBuf>,

@@ -14,20 +14,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A new opaque id: a prefix and 16 random hex digits.
-pub fn new_id(prefix: &str) -> String {
-    let mut bytes = [0u8; 8];
-    if std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
-        .is_err()
-    {
-        let t = crate::store::now_ms() as u64 ^ (std::process::id() as u64) << 32;
-        bytes = t.to_le_bytes();
-    }
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{prefix}_{hex}")
-}
-
 /// `literal_task`: what a low-trust role is asked to do, as data.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -297,8 +283,8 @@ pub async fn spawn(team: &Arc<Team>, caller: &Run, a: SpawnArgs) -> MeshResult<V
         }
         None => (a.task.clone().unwrap_or_default(), None),
     };
-    let job = new_id("job");
-    let run_ref = new_id("run");
+    let job = crate::ids::new_id("job");
+    let run_ref = crate::ids::new_id("run");
     let mut lineage = caller.lineage.clone();
     lineage.push(caller.run_ref.clone());
     let run = team.store.create_run(&NewRun {
@@ -333,8 +319,7 @@ fn decide(
     caller: &str,
     request: &crate::admission::SpawnRequest,
 ) -> MeshResult<crate::admission::Admitted> {
-    let elsewhere =
-        crate::supervisor::active_elsewhere(&team.store, &team.profile.id, &team.session)?;
+    let elsewhere = crate::session::active_elsewhere(&team.store, &team.profile.id, &team.session)?;
     let active = active_view(&team.store.runs(&team.session)?);
     let policy = crate::admission::Policy {
         elsewhere: &elsewhere,
@@ -673,8 +658,8 @@ pub fn trace_record(team: &Team, caller: &Run, a: TraceRecordArgs) -> MeshResult
         "page": page,
         "pages": pages,
         "text": text,
-        "page_sha256": hex(&Sha256::digest(text.as_bytes())),
-        "record_sha256": hex(&Sha256::digest(event.body.as_bytes())),
+        "page_sha256": crate::ids::hex(&Sha256::digest(text.as_bytes())),
+        "record_sha256": crate::ids::hex(&Sha256::digest(event.body.as_bytes())),
         "total_chars": chars.len(),
     }))
 }
@@ -725,7 +710,7 @@ pub async fn control(
                 a.control_revision,
                 "steer",
                 || async move {
-                    ask_host(team, &target, |reply| crate::host::Control::Steer {
+                    ask_host(team, &target, |reply| crate::team::Control::Steer {
                         text,
                         reply,
                     })
@@ -740,7 +725,7 @@ pub async fn control(
             mutate(team, caller, &run, a.control_revision, "interrupt", || async move {
                 let mut changed = team.changed.subscribe();
                 let asked =
-                    ask_host(team, &target, |reply| crate::host::Control::Interrupt { reply })
+                    ask_host(team, &target, |reply| crate::team::Control::Interrupt { reply })
                         .await;
                 if !matches!(asked, Delivery::Delivered(_)) {
                     return asked;
@@ -781,7 +766,7 @@ pub async fn control(
                     {
                         return Delivery::Failed(e.to_string());
                     }
-                    ask_host(team, &host, |reply| crate::host::Control::InterruptThread {
+                    ask_host(team, &host, |reply| crate::team::Control::InterruptThread {
                         thread,
                         reply,
                     })
@@ -809,7 +794,7 @@ pub async fn control(
                     ) {
                         return Delivery::Failed(e.to_string());
                     }
-                    let started = ask_host(team, &host, |reply| crate::host::Control::StartTurn {
+                    let started = ask_host(team, &host, |reply| crate::team::Control::StartTurn {
                         thread,
                         text,
                         reply,
@@ -932,7 +917,7 @@ pub async fn control(
                     Err(e) => return Delivery::Failed(e.to_string()),
                 };
                 let asked = if state == "running" {
-                    ask_host(team, &target, |reply| crate::host::Control::Steer {
+                    ask_host(team, &target, |reply| crate::team::Control::Steer {
                         text: FINALIZE_MESSAGE.to_string(),
                         reply,
                     })
@@ -1034,7 +1019,7 @@ pub async fn control(
                 a.control_revision,
                 "respond",
                 || async move {
-                    let answered = ask_host(team, &target, |reply| crate::host::Control::Respond {
+                    let answered = ask_host(team, &target, |reply| crate::team::Control::Respond {
                         request_id: request_id.clone(),
                         result: result.clone(),
                         reply,
@@ -1083,7 +1068,7 @@ pub async fn control(
                     if let Some(job) = &job
                         && team.store.result(job).ok().flatten().is_none()
                     {
-                        let text = crate::supervisor::last_message(&team.store, &target);
+                        let text = team.store.last_agent_message(&target);
                         crate::host::keep_partial(team, job, text.as_deref());
                     }
                     match team.store.event(&team.session, &target, "detached", "{}") {
@@ -1200,8 +1185,8 @@ async fn fork(
         literal_task: None,
     };
     let admitted = decide(team, &parent, &request)?;
-    let job = new_id("job");
-    let run_ref = new_id("run");
+    let job = crate::ids::new_id("job");
+    let run_ref = crate::ids::new_id("run");
     let forked = team.store.create_run(&NewRun {
         run_ref: &run_ref,
         session: &team.session,
@@ -1319,7 +1304,7 @@ fn jobs_only(run: &Run, action: &str) -> MeshResult<()> {
 async fn ask_host(
     team: &Arc<Team>,
     target: &str,
-    make: impl FnOnce(tokio::sync::oneshot::Sender<Result<Value, String>>) -> crate::host::Control,
+    make: impl FnOnce(tokio::sync::oneshot::Sender<Result<Value, String>>) -> crate::team::Control,
 ) -> Delivery {
     let sender = team
         .hosts
@@ -1400,7 +1385,7 @@ fn readmit_root(team: &Team, run_ref: &str) -> Result<Run, String> {
             run.state
         ));
     }
-    crate::supervisor::admit_root(&team.store, &team.profile, &team.session)?;
+    crate::session::admit_root(&team.store, &team.profile, &team.session)?;
     Ok(run)
 }
 
@@ -1563,9 +1548,4 @@ where
             Ok(view)
         }
     }
-}
-
-/// Lowercase hex.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -7,11 +7,14 @@
 
 pub mod admission;
 pub mod host;
+pub mod ids;
 pub mod jobs;
 pub mod literal;
 pub mod mesh;
 pub mod native;
+pub mod problem;
 pub mod result;
+pub mod session;
 pub mod stall;
 pub mod store;
 pub mod supervisor;

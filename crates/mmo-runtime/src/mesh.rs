@@ -7,7 +7,7 @@ use crate::store::Run;
 use crate::team::{MeshError, MeshResult, Team};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use vox_core::family::{decode, schema_of};
+use tool_schema::{decode, schema_of};
 
 /// MCP protocol versions this server speaks (the newest first).
 const PROTOCOLS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -146,7 +146,7 @@ pub async fn call(
             ),
         ));
     }
-    let bad = |e: vox_core::ToolError| MeshError::new("invalid_arguments", e.to_string());
+    let bad = |e: tool_schema::DecodeError| MeshError::new("invalid_arguments", e.to_string());
     match name {
         "agents_spawn" => jobs::spawn(team, caller, decode(args).map_err(bad)?).await,
         "agents_wait" => jobs::wait(team, caller, decode(args).map_err(bad)?).await,

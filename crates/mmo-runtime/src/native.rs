@@ -121,7 +121,7 @@ impl Threads {
             .or_else(|| thread.pointer("/source/subAgent/thread_spawn/agent_role"))
             .and_then(Value::as_str);
         let role = role_of(team, agent_role);
-        let run_ref = crate::jobs::new_id("run");
+        let run_ref = crate::ids::new_id("run");
         let mut lineage = parent.lineage.clone();
         lineage.push(parent.run_ref.clone());
         let run = team

@@ -842,6 +842,15 @@ impl Store {
         Ok(db.last_insert_rowid())
     }
 
+    /// The text of a run's last agent message, if it has one.
+    pub fn last_agent_message(&self, run: &str) -> Option<String> {
+        let kinds = ["agentMessage".to_string()];
+        let events = self.events(run, 0, usize::MAX, Some(&kinds)).ok()?;
+        let last = events.last()?;
+        let v: Value = serde_json::from_str(&last.body).ok()?;
+        v.get("text").and_then(Value::as_str).map(str::to_string)
+    }
+
     /// A run's events after `after` (exclusive), at most `limit`, optionally of some kinds only.
     pub fn events(
         &self,
@@ -1330,53 +1339,5 @@ mod tests {
         assert_eq!(s.suspend_active("s1").unwrap(), vec!["r1".to_string()]);
         assert_eq!(s.run("r1").unwrap().state, "suspended");
         assert_eq!(s.run("r2").unwrap().state, "failed");
-    }
-}
-
-#[cfg(test)]
-mod runner_tests {
-    use super::*;
-
-    #[test]
-    fn inspection_says_whether_a_run_was_written_by_the_installed_runner() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("state.db");
-        let old = Store::open(&db, "old-digest").unwrap();
-        old.create_session("s1", "p", "addr", "/w", "/d", None)
-            .unwrap();
-        let run = old
-            .create_run(&NewRun {
-                run_ref: "r1",
-                session: "s1",
-                job: None,
-                role: "lead",
-                parent: None,
-                depth: 0,
-                lineage: &[],
-                task_kind: None,
-                task: None,
-                literal: None,
-                write_scope: &[],
-                is_writer: false,
-                resource_group: None,
-                units: 1,
-            })
-            .unwrap();
-        assert_eq!(
-            crate::team::view_of(&old, &run, None)["runner_matches_installed"],
-            true
-        );
-        // Another binary installed since: the same rows no longer match it.
-        let new = Store::open(&db, "new-digest").unwrap();
-        let run = new.run("r1").unwrap();
-        assert_eq!(
-            crate::team::view_of(&new, &run, None)["runner_matches_installed"],
-            false
-        );
-        let session = new.session("s1").unwrap();
-        assert_eq!(
-            crate::supervisor::inspect_value(&new, &session, None)["runner_matches_installed"],
-            false
-        );
     }
 }
