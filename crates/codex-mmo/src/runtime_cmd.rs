@@ -849,7 +849,7 @@ fn stop(id: &str, json_out: bool) -> R<ExitCode> {
         for r in store
             .runs(id)?
             .into_iter()
-            .filter(|r| r.is_active() || r.state == "suspended")
+            .filter(|r| r.is_active() || r.state == JobState::Suspended)
         {
             let _ = store.transition(
                 &r.run_ref,

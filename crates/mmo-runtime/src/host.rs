@@ -1457,7 +1457,7 @@ pub async fn finish(team: &Arc<Team>) {
     let runs = team.store.runs(&team.session).unwrap_or_default();
     for r in runs
         .into_iter()
-        .filter(|r| r.is_active() || r.state == "paused")
+        .filter(|r| r.is_active() || r.state == JobState::Paused)
     {
         crate::host::stop_run(team, &r.run_ref, JobState::Cancelled, "the session ended").await;
     }

@@ -3,7 +3,7 @@
 //! type); `mesh` only frames them as MCP tools.
 
 use crate::result::JobState;
-use crate::store::{NewRun, Run, is_terminal_run};
+use crate::store::{NewRun, Run};
 use crate::team::{MeshError, MeshResult, Team};
 use mmo_profile::model::LiteralTask;
 use schemars::JsonSchema;
@@ -380,9 +380,9 @@ pub async fn wait(team: &Arc<Team>, caller: &Run, a: WaitArgs) -> MeshResult<Val
             let run = team.job(job)?;
             team.may_see(caller, &run)?;
             changed |= run.progress_revision != *seen;
-            settled &= is_terminal_run(&run.state);
+            settled &= run.state.is_terminal();
             let mut entry = json!({"state": run.state, "progress_revision": run.progress_revision});
-            if a.preview == Some(true) && is_terminal_run(&run.state) {
+            if a.preview == Some(true) && run.state.is_terminal() {
                 let text = team
                     .store
                     .result(job)?
@@ -464,7 +464,7 @@ pub fn dispose(team: &Team, caller: &Run, a: DispositionArgs, accept: bool) -> M
         ));
     };
     if accept {
-        if run.state != "completed" || !stored.final_ {
+        if run.state != JobState::Completed || !stored.final_ {
             return Err(MeshError::new(
                 "result_not_acceptable",
                 format!(
@@ -734,7 +734,7 @@ pub async fn control(
                 let deadline = tokio::time::Instant::now() + control_timeout();
                 loop {
                     match team.store.run(&target).map(|r| r.state) {
-                        Ok(s) if s != "running" => return Delivery::Delivered(json!({"state": s})),
+                        Ok(s) if s != JobState::Running => return Delivery::Delivered(json!({"state": s})),
                         Err(e) => return Delivery::Unknown(e.to_string()),
                         Ok(_) => {}
                     }
@@ -822,7 +822,7 @@ pub async fn control(
                 "pause",
                 || async move {
                     match team.store.run(&target).map(|r| r.state) {
-                        Ok(s) if s == "running" => {}
+                        Ok(s) if s == JobState::Running => {}
                         Ok(s) => {
                             return Delivery::Failed(format!(
                                 "only a running job can be paused; it is `{s}`"
@@ -838,7 +838,7 @@ pub async fn control(
                     )
                     .await;
                     match team.store.run(&target).map(|r| r.state) {
-                        Ok(s) if s == "paused" => Delivery::Delivered(Value::Null),
+                        Ok(s) if s == JobState::Paused => Delivery::Delivered(Value::Null),
                         Ok(s) => {
                             Delivery::Failed(format!("the job ended `{s}` before it could pause"))
                         }
@@ -849,7 +849,7 @@ pub async fn control(
             .await
         }
         ControlAction::Continue
-            if run.state == "running" && crate::team::is_detached(&team.store, &run) =>
+            if run.state == JobState::Running && crate::team::is_detached(&team.store, &run) =>
         {
             // Reattaching a detached job keeps its host and its admission.
             let target = run.run_ref.clone();
@@ -916,7 +916,7 @@ pub async fn control(
                     Ok(r) => (r.state, r.control_revision),
                     Err(e) => return Delivery::Failed(e.to_string()),
                 };
-                let asked = if state == "running" {
+                let asked = if state == JobState::Running {
                     ask_host(team, &target, |reply| crate::team::Control::Steer {
                         text: FINALIZE_MESSAGE.to_string(),
                         reply,
@@ -1051,9 +1051,9 @@ pub async fn control(
                 || async move {
                     match team.store.run(&target) {
                         Ok(r)
-                            if r.state == "running"
+                            if r.state == JobState::Running
                                 && !crate::team::is_detached(&team.store, &r) => {}
-                        Ok(r) if r.state == "running" => {
+                        Ok(r) if r.state == JobState::Running => {
                             return Delivery::Failed("the run is already detached".into());
                         }
                         Ok(r) => {
@@ -1084,7 +1084,7 @@ pub async fn control(
             let target = run.run_ref.clone();
             mutate(team, caller, &run, a.control_revision, "compact", || async move {
                 let run = match team.store.run(&target) {
-                    Ok(r) if matches!(r.state.as_str(), "paused" | "suspended") => r,
+                    Ok(r) if matches!(r.state, JobState::Paused | JobState::Suspended) => r,
                     Ok(r) => {
                         return Delivery::Failed(format!(
                             "compact works on a paused or suspended job's durable thread; it is `{}` (pause it first)",
@@ -1152,7 +1152,7 @@ async fn fork(
     let lock = team.control_lock(&run.run_ref);
     let _serial = lock.lock().await;
     let source = team.run(&run.run_ref)?;
-    if matches!(source.state.as_str(), "queued" | "running") {
+    if matches!(source.state, JobState::Queued | JobState::Running) {
         return Err(MeshError::new(
             "control_failed",
             format!(
@@ -1166,7 +1166,7 @@ async fn fork(
     }
     // A writer's fork starts from its kept worktree, which only a paused or suspended writer
     // has (an ended one's worktree is gone, its work in its patch).
-    if source.is_writer && !matches!(source.state.as_str(), "paused" | "suspended") {
+    if source.is_writer && !matches!(source.state, JobState::Paused | JobState::Suspended) {
         return unsupported(
             "it is a writer that ended, and its worktree is gone; a writer is forked while it is paused or suspended",
         );
@@ -1379,7 +1379,7 @@ fn record_goal_budget(team: &Team, run_ref: &str, total: u64) -> MeshResult<()> 
 fn readmit_root(team: &Team, run_ref: &str) -> Result<Run, String> {
     let _lock = team.store.admission_lock().map_err(|e| e.to_string())?;
     let run = team.store.run(run_ref).map_err(|e| e.to_string())?;
-    if !matches!(run.state.as_str(), "paused" | "suspended") {
+    if !matches!(run.state, JobState::Paused | JobState::Suspended) {
         return Err(format!(
             "only a paused or suspended root can continue; it is `{}`",
             run.state
@@ -1434,7 +1434,7 @@ async fn readmit(team: &Arc<Team>, run_ref: &str) -> Result<Run, String> {
     let _guard = team.admit.lock().await;
     let _lock = team.store.admission_lock().map_err(|e| e.to_string())?;
     let run = team.store.run(run_ref).map_err(|e| e.to_string())?;
-    if !matches!(run.state.as_str(), "paused" | "suspended") {
+    if !matches!(run.state, JobState::Paused | JobState::Suspended) {
         return Err(format!(
             "only a paused or suspended job can continue; it is `{}`",
             run.state
@@ -1488,7 +1488,7 @@ where
         ));
     };
     let now = team.run(&run.run_ref)?;
-    if is_terminal_run(&now.state) {
+    if now.state.is_terminal() {
         return Err(MeshError::new(
             "already_terminal",
             format!("agent run `{}` is already `{}`", now.run_ref, now.state),

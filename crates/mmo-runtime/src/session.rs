@@ -289,7 +289,7 @@ pub(crate) fn resumed_root(store: &Store, id: &str) -> Result<Run, String> {
         .into_iter()
         .find(|r| r.parent.is_none())
         .ok_or_else(|| format!("session {id} has no root run to resume"))?;
-    if !matches!(root.state.as_str(), "suspended" | "paused") {
+    if !matches!(root.state, JobState::Suspended | JobState::Paused) {
         return Err(format!(
             "the root run {} is `{}`; only a suspended or paused root is resumed",
             root.run_ref, root.state
@@ -312,7 +312,7 @@ pub async fn stop_session(team: &Arc<Team>, end: JobState, reason: &str) {
     let mut stops = Vec::new();
     for r in runs
         .into_iter()
-        .filter(|r| r.is_active() || matches!(r.state.as_str(), "suspended" | "paused"))
+        .filter(|r| r.is_active() || matches!(r.state, JobState::Suspended | JobState::Paused))
     {
         let team = team.clone();
         let reason = reason.to_string();

@@ -2,6 +2,7 @@
 //! reached the supervisor. Every decision reads and writes the durable store first and then
 //! wakes the waiters, so whatever a caller is told survives a `kill -9` of the supervisor.
 
+use crate::result::JobState;
 use crate::store::{Run, Store, StoreError};
 use mmo_profile::model::{Agent, Profile};
 use serde_json::{Value, json};
@@ -299,7 +300,7 @@ fn pending_inputs(store: &Store, run_ref: &str) -> Vec<Value> {
 
 /// Whether a running run's controller detached from it (and has not reattached).
 pub fn is_detached(store: &Store, run: &Run) -> bool {
-    if run.state != "running" {
+    if run.state != JobState::Running {
         return false;
     }
     let last = |kind| {
