@@ -822,7 +822,7 @@ pub async fn control(
                 "pause",
                 || async move {
                     match team.store.run(&target).map(|r| r.state) {
-                        Ok(s) if s == JobState::Running => {}
+                        Ok(JobState::Running) => {}
                         Ok(s) => {
                             return Delivery::Failed(format!(
                                 "only a running job can be paused; it is `{s}`"
@@ -838,7 +838,7 @@ pub async fn control(
                     )
                     .await;
                     match team.store.run(&target).map(|r| r.state) {
-                        Ok(s) if s == JobState::Paused => Delivery::Delivered(Value::Null),
+                        Ok(JobState::Paused) => Delivery::Delivered(Value::Null),
                         Ok(s) => {
                             Delivery::Failed(format!("the job ended `{s}` before it could pause"))
                         }
