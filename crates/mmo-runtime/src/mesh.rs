@@ -89,7 +89,7 @@ const TOOLS: &[Tool] = &[
         name: "agent_control",
         description: "Control a run your role may control: `inspect`, `trace`; and, each with the control_revision from inspection (a stale revision fails before delivery; `delivery_unknown` means inspect before retrying): `steer` (a `message` for its active turn), `interrupt` (its turn ends, the job pauses), `pause` (cold: host retired, evidence kept), `continue` (a paused job on its own thread, after admission again), `finalize` (its final result now, within its finalization grace), `set_effort` (`effort` for its next turns), `respond` (`response` to a pending input's `request_id`), `stop`.",
         needs: Needs::Control,
-        schema: schema_of::<jobs::ControlArgs>,
+        schema: control_schema,
     },
 ];
 
@@ -227,4 +227,9 @@ pub async fn handle(
         m if m.starts_with("notifications/") => None,
         m => Some(Err((-32601, format!("mmo_mesh does not serve `{m}`")))),
     }
+}
+
+/// `agent_control`'s input schema: its tagged arguments as one object.
+fn control_schema() -> Value {
+    tool_schema::tagged_as_object(schema_of::<jobs::ControlArgs>(), "action")
 }

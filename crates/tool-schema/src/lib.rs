@@ -139,7 +139,7 @@ pub fn schema_of<A: JsonSchema>() -> Value {
 
 /// The schema of an internally tagged enum (`#[serde(tag = "…")]`, one object shape per
 /// variant) as one object schema: the union of the variants' properties, `tag` a string enum of
-/// the variants' names described as `"`name`: the variant's description"` each, and `required`
+/// the variants' names described as `"`name`: the variant's description; …"`, and `required`
 /// what every variant requires. Clients that turn tool schemas into function declarations
 /// (Codex among them) read only a root's `properties`, not a root `oneOf`. The variants stay
 /// strict when decoded: a property of another variant is refused there. `schema` is returned
@@ -165,7 +165,7 @@ pub fn tagged_as_object(schema: Value, tag: &str) -> Value {
         };
         names.push(json!(name));
         if let Some(d) = v.get("description").and_then(Value::as_str) {
-            described.push(format!("`{name}`: {d}"));
+            described.push(format!("`{name}`: {}", d.trim().trim_end_matches('.')));
         }
         for (k, p) in v["properties"].as_object().into_iter().flatten() {
             if k != tag {
@@ -180,7 +180,7 @@ pub fn tagged_as_object(schema: Value, tag: &str) -> Value {
     }
     let mut tag_schema = json!({"type": "string", "enum": names});
     if !described.is_empty() {
-        tag_schema["description"] = json!(described.join("; "));
+        tag_schema["description"] = json!(format!("{}.", described.join("; ")));
     }
     let mut all = serde_json::Map::new();
     all.insert(tag.to_string(), tag_schema);

@@ -142,7 +142,7 @@ fn a_tagged_enum_is_advertised_as_one_object_and_decoded_strictly_per_variant() 
     assert_eq!(s["properties"]["action"]["enum"], json!(["look", "say"]));
     assert_eq!(
         s["properties"]["action"]["description"],
-        "`look`: Look at it.; `say`: Say something to it."
+        "`look`: Look at it; `say`: Say something to it."
     );
     assert_eq!(s["properties"]["thing"]["description"], "The thing.");
     assert_eq!(s["properties"]["text"]["type"], "string");
