@@ -9,19 +9,15 @@
 //! process outside the supervisor's tree is the operator, who acts as the root.
 
 use crate::result::JobState;
-use crate::session::{Paths, admit_root, inspect_value, resumed_root, stop_session};
-use crate::store::{NewRun, Run, is_terminal_session};
+use crate::session::{Paths, admit_root, resumed_root, stop_session};
+use crate::store::{NewRun, Run};
 use crate::team::Team;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
-
-/// The longest request line the socket accepts.
-const MAX_LINE: usize = 4 << 20;
 
 /// The parent pid of `pid`, from /proc.
 fn parent_of(pid: u32) -> Option<u32> {
@@ -249,8 +245,9 @@ pub async fn serve(paths: Paths, id: String, resume: bool) -> Result<(), String>
     Ok(())
 }
 
-/// One connection: JSON-RPC lines in, answers out. Requests run concurrently (an
-/// `agents_wait` does not hold up the calls behind it).
+/// One connection: who its peer is, decided from the kernel (`identify`), then `mmo_mesh`
+/// served to it (`mesh::serve`; requests run concurrently, so an `agents_wait` does not hold
+/// up the calls behind it).
 async fn connection(team: Arc<Team>, stream: UnixStream) {
     let peer = stream.peer_cred().ok();
     let hosts: HashMap<u32, String> = team
@@ -269,17 +266,6 @@ async fn connection(team: Arc<Team>, stream: UnixStream) {
             "the peer's credentials could not be read, or it is another user".into(),
         ),
     };
-    let (read, mut write) = stream.into_split();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let writer = tokio::spawn(async move {
-        while let Some(line) = rx.recv().await {
-            if write.write_all(line.as_bytes()).await.is_err()
-                || write.write_all(b"\n").await.is_err()
-            {
-                break;
-            }
-        }
-    });
     let caller: Result<(Run, bool), String> = match &identity {
         Identity::Run(r) => team
             .store
@@ -293,199 +279,7 @@ async fn connection(team: Arc<Team>, stream: UnixStream) {
             .map_err(|e| e.to_string()),
         Identity::Refused(why) => Err(why.clone()),
     };
-    let mut lines = BufReader::new(read).take_lines(MAX_LINE);
-    while let Some(line) = lines.next_line_bounded().await {
-        let line = match line {
-            Ok(l) => l,
-            Err(why) => {
-                let _ = tx.send(json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": why}}).to_string());
-                break;
-            }
-        };
-        if line.trim().is_empty() {
-            continue;
-        }
-        let msg: Value = match serde_json::from_str(&line) {
-            Ok(v) => v,
-            Err(e) => {
-                let _ = tx.send(json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": format!("not JSON: {e}")}}).to_string());
-                continue;
-            }
-        };
-        let id = msg.get("id").cloned();
-        let method = msg
-            .get("method")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let params = msg.get("params").cloned().unwrap_or(Value::Null);
-        let team = team.clone();
-        let tx = tx.clone();
-        let caller = caller.clone();
-        tokio::spawn(async move {
-            let answer = match &caller {
-                Err(why) => Some(Err((-32001, format!("refused: {why}")))),
-                Ok((run, operator)) => {
-                    if let Some(op) = method.strip_prefix("session/") {
-                        if *operator {
-                            Some(operator_call(&team, op, params).await)
-                        } else {
-                            Some(Err((
-                                -32001,
-                                format!(
-                                    "refused: `{method}` is for the operator, and agent run {} is not the operator",
-                                    run.run_ref
-                                ),
-                            )))
-                        }
-                    } else {
-                        // A run's row may have changed since the connection opened: reread it.
-                        match team.store.run(&run.run_ref) {
-                            Ok(now) => {
-                                crate::mesh::handle(&team, &now, *operator, &method, params).await
-                            }
-                            Err(e) => Some(Err((-32603, e.to_string()))),
-                        }
-                    }
-                }
-            };
-            if let (Some(answer), Some(id)) = (answer, id) {
-                let msg = match answer {
-                    Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-                    Err((code, message)) => {
-                        json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-                    }
-                };
-                let _ = tx.send(msg.to_string());
-            }
-        });
-    }
-    drop(tx);
-    let _ = writer.await;
-}
-
-async fn operator_call(team: &Arc<Team>, op: &str, params: Value) -> Result<Value, (i64, String)> {
-    let err = |e: crate::store::StoreError| (-32603, e.to_string());
-    match op {
-        "inspect" => {
-            let s = team.store.session(&team.session).map_err(err)?;
-            Ok(inspect_value(&team.store, &s, Some(team)))
-        }
-        "stop" => {
-            // `{"cancel": true}`: a harness boundary (smoke's wall timeout) cancels the work.
-            let (end, why) = if params.get("cancel").and_then(Value::as_bool) == Some(true) {
-                (
-                    JobState::Cancelled,
-                    "cancelled at the harness's wall timeout",
-                )
-            } else {
-                (JobState::Stopped, "stopped by the operator")
-            };
-            let team2 = team.clone();
-            tokio::spawn(async move { stop_session(&team2, end, why).await });
-            Ok(json!({"stopping": true}))
-        }
-        "events" => {
-            let after = params.get("after").and_then(Value::as_i64).unwrap_or(0);
-            let wait_ms = params
-                .get("wait_ms")
-                .and_then(Value::as_u64)
-                .unwrap_or(0)
-                .min(30_000);
-            let mut rx = team.changed.subscribe();
-            let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
-            loop {
-                rx.borrow_and_update();
-                let events = team
-                    .store
-                    .session_events(&team.session, after, 200)
-                    .map_err(err)?;
-                let s = team.store.session(&team.session).map_err(err)?;
-                if !events.is_empty() || wait_ms == 0 || is_terminal_session(&s.state) {
-                    let runs: Vec<Value> = team
-                        .store
-                        .runs(&team.session)
-                        .map_err(err)?
-                        .iter()
-                        .map(|r| team.view(r))
-                        .collect();
-                    return Ok(json!({"events": events, "state": s.state, "runs": runs}));
-                }
-                tokio::select! {
-                    _ = rx.changed() => {}
-                    _ = tokio::time::sleep_until(deadline) => {}
-                }
-                if tokio::time::Instant::now() >= deadline {
-                    let runs: Vec<Value> = team
-                        .store
-                        .runs(&team.session)
-                        .map_err(err)?
-                        .iter()
-                        .map(|r| team.view(r))
-                        .collect();
-                    return Ok(json!({"events": [], "state": s.state, "runs": runs}));
-                }
-            }
-        }
-        _ => Err((
-            -32601,
-            format!("the supervisor has no operator method `session/{op}`"),
-        )),
-    }
-}
-
-/// Bounded line reading: a line longer than the limit is an error, not an allocation.
-trait TakeLines {
-    fn take_lines(self, max: usize) -> BoundedLines<Self>
-    where
-        Self: Sized;
-}
-
-impl<R: tokio::io::AsyncBufRead + Unpin> TakeLines for R {
-    fn take_lines(self, max: usize) -> BoundedLines<Self> {
-        BoundedLines { r: self, max }
-    }
-}
-
-pub struct BoundedLines<R> {
-    r: R,
-    max: usize,
-}
-
-impl<R: tokio::io::AsyncBufRead + Unpin> BoundedLines<R> {
-    /// The next line; `None` at the end; `Err` for an oversized or non-UTF-8 line.
-    pub async fn next_line_bounded(&mut self) -> Option<Result<String, String>> {
-        let mut buf = Vec::new();
-        loop {
-            let chunk = match self.r.fill_buf().await {
-                Ok(c) => c,
-                Err(e) => return Some(Err(e.to_string())),
-            };
-            if chunk.is_empty() {
-                return if buf.is_empty() {
-                    None
-                } else {
-                    Some(String::from_utf8(buf).map_err(|_| "a line is not UTF-8".into()))
-                };
-            }
-            let (take, end) = match chunk.iter().position(|b| *b == b'\n') {
-                Some(i) => (i + 1, true),
-                None => (chunk.len(), false),
-            };
-            buf.extend_from_slice(&chunk[..take]);
-            self.r.consume(take);
-            if buf.len() > self.max {
-                return Some(Err(format!("a line is longer than {} bytes", self.max)));
-            }
-            if end {
-                buf.pop();
-                if buf.last() == Some(&b'\r') {
-                    buf.pop();
-                }
-                return Some(String::from_utf8(buf).map_err(|_| "a line is not UTF-8".into()));
-            }
-        }
-    }
+    crate::mesh::serve(team, stream, caller).await;
 }
 
 #[cfg(test)]
@@ -537,17 +331,5 @@ mod tests {
         }
         let _ = host.kill();
         let _ = host.wait();
-    }
-
-    #[test]
-    fn long_lines_are_refused_without_being_kept() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let data = format!("{}\nok\n", "x".repeat(100));
-            let mut lines = BufReader::new(data.as_bytes()).take_lines(50);
-            assert!(lines.next_line_bounded().await.unwrap().is_err());
-        });
     }
 }
