@@ -4,7 +4,7 @@
 
 use super::args::Continue;
 use super::control::{NATIVE_PAUSED, message, native_thread_and_host};
-use super::delivery::{Delivery, ask_host, mutate};
+use super::delivery::{Change, Delivery, ask_host};
 use crate::result::JobState;
 use crate::store::{NewRun, Run};
 use crate::team::{Control, MeshError, MeshResult, Team};
@@ -44,13 +44,8 @@ async fn continue_native(
     let text = message(a.message, "continue")?.unwrap_or_else(|| CONTINUE_MESSAGE.to_string());
     let target = run.run_ref.clone();
     let (thread, host) = native_thread_and_host(team, run)?;
-    mutate(
-        team,
-        caller,
-        run,
-        a.control_revision,
-        "continue",
-        || async move {
+    Change::new(team, caller, run, a.control_revision)
+        .deliver("continue", || async move {
             if let Err(e) = team.store.transition(
                 &target,
                 JobState::Running,
@@ -71,9 +66,8 @@ async fn continue_native(
                     .transition(&target, JobState::Paused, Some(NATIVE_PAUSED));
             }
             started
-        },
-    )
-    .await
+        })
+        .await
 }
 
 /// Reattaching a detached job keeps its host and its admission.
@@ -84,13 +78,14 @@ async fn reattach(
     revision: Option<i64>,
 ) -> MeshResult<Value> {
     let target = run.run_ref.clone();
-    mutate(team, caller, run, revision, "continue", || async move {
-        match team.store.event(&team.session, &target, "reattached", "{}") {
-            Ok(_) => Delivery::Delivered(json!({"reattached": true})),
-            Err(e) => Delivery::Unknown(e.to_string()),
-        }
-    })
-    .await
+    Change::new(team, caller, run, revision)
+        .deliver("continue", || async move {
+            match team.store.event(&team.session, &target, "reattached", "{}") {
+                Ok(_) => Delivery::Delivered(json!({"reattached": true})),
+                Err(e) => Delivery::Unknown(e.to_string()),
+            }
+        })
+        .await
 }
 
 /// A paused or suspended job (or root) continues on its own thread: a turn-mode run with
@@ -124,15 +119,11 @@ async fn continue_job(team: &Arc<Team>, caller: &Run, run: &Run, a: Continue) ->
         .to_string()
     });
     let target = run.run_ref.clone();
-    mutate(
-        team,
-        caller,
-        run,
-        a.control_revision,
-        "continue",
-        || async move { resume(team, &target, message, budget).await },
-    )
-    .await
+    Change::new(team, caller, run, a.control_revision)
+        .deliver("continue", || async move {
+            resume(team, &target, message, budget).await
+        })
+        .await
 }
 
 /// `fork`: a new job of the target's role, under the target's parent (its result lifecycle

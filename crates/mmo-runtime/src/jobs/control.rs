@@ -4,7 +4,7 @@
 
 use super::args::{ControlArgs, Respond, SetEffort, Steer, Target};
 use super::continuation::{continue_run, fork, resume};
-use super::delivery::{Delivery, ask_host, control_timeout, mutate};
+use super::delivery::{Change, Delivery, ask_host, control_timeout};
 use crate::result::JobState;
 use crate::store::Run;
 use crate::team::{Control, MeshError, MeshResult, Team};
@@ -77,15 +77,11 @@ async fn steer(team: &Arc<Team>, caller: &Run, run: &Run, a: Steer) -> MeshResul
     let text = message(Some(a.message), "steer")?
         .ok_or_else(|| MeshError::new("invalid_arguments", "steer needs a non-empty `message`"))?;
     let target = run.run_ref.clone();
-    mutate(
-        team,
-        caller,
-        run,
-        a.control_revision,
-        "steer",
-        || async move { ask_host(team, &target, |reply| Control::Steer { text, reply }).await },
-    )
-    .await
+    Change::new(team, caller, run, a.control_revision)
+        .deliver("steer", || async move {
+            ask_host(team, &target, |reply| Control::Steer { text, reply }).await
+        })
+        .await
 }
 
 /// `interrupt`: the active turn ends `interrupted` through the app-server and the job pauses
@@ -93,13 +89,8 @@ async fn steer(team: &Arc<Team>, caller: &Run, run: &Run, a: Steer) -> MeshResul
 async fn interrupt(team: &Arc<Team>, caller: &Run, run: &Run, a: Target) -> MeshResult<Value> {
     not_native(run, "interrupt")?;
     let target = run.run_ref.clone();
-    mutate(
-        team,
-        caller,
-        run,
-        a.control_revision,
-        "interrupt",
-        || async move {
+    Change::new(team, caller, run, a.control_revision)
+        .deliver("interrupt", || async move {
             let mut changed = team.changed.subscribe();
             let asked = ask_host(team, &target, |reply| Control::Interrupt { reply }).await;
             if !matches!(asked, Delivery::Delivered(_)) {
@@ -121,9 +112,8 @@ async fn interrupt(team: &Arc<Team>, caller: &Run, run: &Run, a: Target) -> Mesh
                     }
                 }
             }
-        },
-    )
-    .await
+        })
+        .await
 }
 
 /// `pause` of a native run: logical, as its thread shares its spawner's host, which goes on. The
@@ -131,13 +121,8 @@ async fn interrupt(team: &Arc<Team>, caller: &Run, run: &Run, a: Target) -> Mesh
 async fn pause_native(team: &Arc<Team>, caller: &Run, run: &Run, a: Target) -> MeshResult<Value> {
     let target = run.run_ref.clone();
     let (thread, host) = native_thread_and_host(team, run)?;
-    mutate(
-        team,
-        caller,
-        run,
-        a.control_revision,
-        "pause",
-        || async move {
+    Change::new(team, caller, run, a.control_revision)
+        .deliver("pause", || async move {
             if let Err(e) = team
                 .store
                 .transition(&target, JobState::Paused, Some(NATIVE_PAUSED))
@@ -149,22 +134,16 @@ async fn pause_native(team: &Arc<Team>, caller: &Run, run: &Run, a: Target) -> M
                 reply,
             })
             .await
-        },
-    )
-    .await
+        })
+        .await
 }
 
 /// `pause`: cold; the job's partial evidence is kept, its host retired, its admission released.
 async fn pause(team: &Arc<Team>, caller: &Run, run: &Run, a: Target) -> MeshResult<Value> {
     not_native(run, "pause")?;
     let target = run.run_ref.clone();
-    mutate(
-        team,
-        caller,
-        run,
-        a.control_revision,
-        "pause",
-        || async move {
+    Change::new(team, caller, run, a.control_revision)
+        .deliver("pause", || async move {
             match team.store.run(&target).map(|r| r.state) {
                 Ok(JobState::Running) => {}
                 Ok(s) => {
@@ -181,9 +160,8 @@ async fn pause(team: &Arc<Team>, caller: &Run, run: &Run, a: Target) -> MeshResu
                 Ok(s) => Delivery::Failed(format!("the job ended `{s}` before it could pause")),
                 Err(e) => Delivery::Unknown(e.to_string()),
             }
-        },
-    )
-    .await
+        })
+        .await
 }
 
 /// `finalize`: the job is asked for its final result now; past its role's
@@ -192,13 +170,8 @@ async fn finalize(team: &Arc<Team>, caller: &Run, run: &Run, a: Target) -> MeshR
     not_native(run, "finalize")?;
     let grace_seconds = team.role(&run.role)?.finalization_grace_seconds;
     let target = run.run_ref.clone();
-    mutate(
-        team,
-        caller,
-        run,
-        a.control_revision,
-        "finalize",
-        || async move {
+    Change::new(team, caller, run, a.control_revision)
+        .deliver("finalize", || async move {
             let (state, revision) = match team.store.run(&target) {
                 Ok(r) => (r.state, r.control_revision),
                 Err(e) => return Delivery::Failed(e.to_string()),
@@ -217,9 +190,8 @@ async fn finalize(team: &Arc<Team>, caller: &Run, run: &Run, a: Target) -> MeshR
             }
             stop_after_grace(team, &target, revision, grace_seconds);
             Delivery::Delivered(json!({"finalization_grace_seconds": grace_seconds}))
-        },
-    )
-    .await
+        })
+        .await
 }
 
 /// The grace is the host's boundary: past it the job is stopped with its partial evidence (the
@@ -273,17 +245,11 @@ async fn set_effort(team: &Arc<Team>, caller: &Run, run: &Run, a: SetEffort) -> 
             ),
         ));
     }
-    mutate(
-        team,
-        caller,
-        run,
-        a.control_revision,
-        "set_effort",
-        || async move {
+    Change::new(team, caller, run, a.control_revision)
+        .deliver("set_effort", || async move {
             Delivery::Delivered(json!({"effort": effort, "applies": "from the job's next turn"}))
-        },
-    )
-    .await
+        })
+        .await
 }
 
 /// `respond`: the answer to a pending server→client request of the run, delivered to its host
@@ -297,13 +263,8 @@ async fn respond(team: &Arc<Team>, caller: &Run, run: &Run, a: Respond) -> MeshR
         ));
     }
     let target = run.run_ref.clone();
-    mutate(
-        team,
-        caller,
-        run,
-        a.control_revision,
-        "respond",
-        || async move {
+    Change::new(team, caller, run, a.control_revision)
+        .deliver("respond", || async move {
             let answered = ask_host(team, &target, |reply| Control::Respond {
                 request_id: request_id.clone(),
                 result: result.clone(),
@@ -319,9 +280,8 @@ async fn respond(team: &Arc<Team>, caller: &Run, run: &Run, a: Respond) -> MeshR
                 );
             }
             answered
-        },
-    )
-    .await
+        })
+        .await
 }
 
 /// `detach`: the controller stops following a running job, which keeps its host and admission;
@@ -330,13 +290,8 @@ async fn detach(team: &Arc<Team>, caller: &Run, run: &Run, a: Target) -> MeshRes
     not_native(run, "detach")?;
     let target = run.run_ref.clone();
     let job = run.job.clone();
-    mutate(
-        team,
-        caller,
-        run,
-        a.control_revision,
-        "detach",
-        || async move {
+    Change::new(team, caller, run, a.control_revision)
+        .deliver("detach", || async move {
             match team.store.run(&target) {
                 Ok(r)
                     if r.state == JobState::Running
@@ -363,16 +318,15 @@ async fn detach(team: &Arc<Team>, caller: &Run, run: &Run, a: Target) -> MeshRes
                 Ok(_) => Delivery::Delivered(json!({"detached": true})),
                 Err(e) => Delivery::Unknown(e.to_string()),
             }
-        },
-    )
-    .await
+        })
+        .await
 }
 
 /// `compact`: a paused or suspended job's durable thread is compacted by the app-server.
 async fn compact(team: &Arc<Team>, caller: &Run, run: &Run, a: Target) -> MeshResult<Value> {
     not_native(run, "compact")?;
     let target = run.run_ref.clone();
-    mutate(team, caller, run, a.control_revision, "compact", || async move {
+    Change::new(team, caller, run, a.control_revision).deliver("compact", || async move {
         let run = match team.store.run(&target) {
             Ok(r) if matches!(r.state, JobState::Paused | JobState::Suspended) => r,
             Ok(r) => {
@@ -394,13 +348,8 @@ async fn compact(team: &Arc<Team>, caller: &Run, run: &Run, a: Target) -> MeshRe
 /// `stop`: the run ends `stopped`.
 async fn stop(team: &Arc<Team>, caller: &Run, run: &Run, a: Target) -> MeshResult<Value> {
     let target = run.run_ref.clone();
-    mutate(
-        team,
-        caller,
-        run,
-        a.control_revision,
-        "stop",
-        || async move {
+    Change::new(team, caller, run, a.control_revision)
+        .deliver("stop", || async move {
             crate::host::stop_run(
                 team,
                 &target,
@@ -409,9 +358,8 @@ async fn stop(team: &Arc<Team>, caller: &Run, run: &Run, a: Target) -> MeshResul
             )
             .await;
             Delivery::Delivered(Value::Null)
-        },
-    )
-    .await
+        })
+        .await
 }
 
 /// A control's `message`: `None` when absent or blank, refused when longer than

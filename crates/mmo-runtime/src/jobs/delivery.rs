@@ -58,54 +58,78 @@ pub(super) async fn ask_host(
     }
 }
 
-/// A mutating control: serialized per target from the revision check through delivery, the
-/// revision compare-and-swapped before delivery (a stale one fails before anything is sent),
-/// and the delivery's end recorded durably (`delivered`, `failed`, `delivery_unknown`).
-pub(super) async fn mutate<F, Fut>(
-    team: &Arc<Team>,
-    caller: &Run,
-    run: &Run,
-    revision: Option<i64>,
-    action: &str,
-    deliver: F,
-) -> MeshResult<Value>
-where
-    F: FnOnce() -> Fut,
-    Fut: std::future::Future<Output = Delivery>,
-{
-    let lock = team.control_lock(&run.run_ref);
-    let _serial = lock.lock().await;
-    let seq = begin(team, caller, run, revision, action)?;
-    let outcome = deliver().await;
-    let (status, detail, answer) = match outcome {
-        // A set_effort's detail is the effort itself: the next turn reads it from there.
-        Delivery::Delivered(v) if action == "set_effort" => (
-            "delivered",
-            v.get("effort").and_then(Value::as_str).map(str::to_string),
-            Some(v),
-        ),
-        Delivery::Delivered(v) => ("delivered", None, Some(v)),
-        Delivery::Failed(why) => ("failed", Some(why), None),
-        Delivery::Unknown(why) => ("delivery_unknown", Some(why), None),
-    };
-    team.store.control_end(seq, status, detail.as_deref())?;
-    team.notify();
-    match status {
-        "failed" => Err(MeshError::new(
-            "control_failed",
-            format!("{action} was not delivered: {}", detail.unwrap_or_default()),
-        )),
-        "delivery_unknown" => Err(MeshError::new(
-            "delivery_unknown",
-            format!(
-                "{action} began but its delivery is unknown ({}); inspect the run before retrying",
-                detail.unwrap_or_default()
+/// A mutating control of `run` by `caller`, decided on the `control_revision` the caller last
+/// saw.
+pub(super) struct Change<'a> {
+    pub team: &'a Arc<Team>,
+    pub caller: &'a Run,
+    pub run: &'a Run,
+    pub revision: Option<i64>,
+}
+
+impl<'a> Change<'a> {
+    pub(super) fn new(
+        team: &'a Arc<Team>,
+        caller: &'a Run,
+        run: &'a Run,
+        revision: Option<i64>,
+    ) -> Self {
+        Change {
+            team,
+            caller,
+            run,
+            revision,
+        }
+    }
+
+    /// Serialized per target from the revision check through delivery, the revision
+    /// compare-and-swapped before delivery (a stale one fails before anything is sent), and the
+    /// delivery's end recorded durably (`delivered`, `failed`, `delivery_unknown`).
+    pub(super) async fn deliver<F, Fut>(self, action: &str, deliver: F) -> MeshResult<Value>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Delivery>,
+    {
+        let Change {
+            team,
+            caller,
+            run,
+            revision,
+        } = self;
+        let lock = team.control_lock(&run.run_ref);
+        let _serial = lock.lock().await;
+        let seq = begin(team, caller, run, revision, action)?;
+        let outcome = deliver().await;
+        let (status, detail, answer) = match outcome {
+            // A set_effort's detail is the effort itself: the next turn reads it from there.
+            Delivery::Delivered(v) if action == "set_effort" => (
+                "delivered",
+                v.get("effort").and_then(Value::as_str).map(str::to_string),
+                Some(v),
             ),
-        )),
-        _ => {
-            let mut view = team.view(&team.run(&run.run_ref)?);
-            view["delivery"] = json!({"status": status, "answer": answer});
-            Ok(view)
+            Delivery::Delivered(v) => ("delivered", None, Some(v)),
+            Delivery::Failed(why) => ("failed", Some(why), None),
+            Delivery::Unknown(why) => ("delivery_unknown", Some(why), None),
+        };
+        team.store.control_end(seq, status, detail.as_deref())?;
+        team.notify();
+        match status {
+            "failed" => Err(MeshError::new(
+                "control_failed",
+                format!("{action} was not delivered: {}", detail.unwrap_or_default()),
+            )),
+            "delivery_unknown" => Err(MeshError::new(
+                "delivery_unknown",
+                format!(
+                    "{action} began but its delivery is unknown ({}); inspect the run before retrying",
+                    detail.unwrap_or_default()
+                ),
+            )),
+            _ => {
+                let mut view = team.view(&team.run(&run.run_ref)?);
+                view["delivery"] = json!({"status": status, "answer": answer});
+                Ok(view)
+            }
         }
     }
 }

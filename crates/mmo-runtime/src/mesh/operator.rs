@@ -51,13 +51,7 @@ pub(super) async fn call(
                     .map_err(err)?;
                 let s = team.store.session(&team.session).map_err(err)?;
                 if !events.is_empty() || wait_ms == 0 || is_terminal_session(&s.state) {
-                    let runs: Vec<Value> = team
-                        .store
-                        .runs(&team.session)
-                        .map_err(err)?
-                        .iter()
-                        .map(|r| team.view(r))
-                        .collect();
+                    let runs = run_views(team).map_err(err)?;
                     return Ok(json!({"events": events, "state": s.state, "runs": runs}));
                 }
                 tokio::select! {
@@ -65,13 +59,7 @@ pub(super) async fn call(
                     _ = tokio::time::sleep_until(deadline) => {}
                 }
                 if tokio::time::Instant::now() >= deadline {
-                    let runs: Vec<Value> = team
-                        .store
-                        .runs(&team.session)
-                        .map_err(err)?
-                        .iter()
-                        .map(|r| team.view(r))
-                        .collect();
+                    let runs = run_views(team).map_err(err)?;
                     return Ok(json!({"events": [], "state": s.state, "runs": runs}));
                 }
             }
@@ -81,4 +69,14 @@ pub(super) async fn call(
             format!("the supervisor has no operator method `session/{op}`"),
         )),
     }
+}
+
+/// Every run of the session as inspection shows it.
+fn run_views(team: &Team) -> Result<Vec<Value>, crate::store::StoreError> {
+    Ok(team
+        .store
+        .runs(&team.session)?
+        .iter()
+        .map(|r| team.view(r))
+        .collect())
 }
