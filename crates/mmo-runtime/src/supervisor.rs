@@ -10,7 +10,7 @@
 
 use crate::result::JobState;
 use crate::session::{Paths, admit_root, resumed_root, stop_session};
-use crate::store::{NewRun, Run};
+use crate::store::{NewRun, Run, Session, Store};
 use crate::team::Team;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -58,23 +58,7 @@ pub fn identify(peer: u32, hosts: &HashMap<u32, String>, supervisor: u32) -> Ide
 /// suspended and paused jobs wait for an authorized controller's `continue`.
 pub async fn serve(paths: Paths, id: String, resume: bool) -> Result<(), String> {
     let store = Arc::new(paths.open()?);
-    let session = store.session(&id).map_err(|e| e.to_string())?;
-    let expected = if resume { "resuming" } else { "starting" };
-    if session.state != expected
-        || !store
-            .claim_session(&id, expected, std::process::id())
-            .map_err(|e| e.to_string())?
-    {
-        return Err(format!(
-            "session {id} is `{}` and {}; this supervisor was started to take a `{expected}` one",
-            session.state,
-            if session.supervisor_pid.is_some() {
-                "has a supervisor"
-            } else {
-                "has none"
-            }
-        ));
-    }
+    let session = claim(&store, &id, resume)?;
     // A new session that cannot start has failed; a resumed one that cannot is suspended again
     // (its evidence and threads are still there for a later resume).
     let fail = |why: String| {
@@ -83,25 +67,7 @@ pub async fn serve(paths: Paths, id: String, resume: bool) -> Result<(), String>
         let _ = store.set_supervisor(&id, None);
         why
     };
-    let snapshot = mmo_profile::store::Dirs::from_env()
-        .map_err(|e| e.to_string())?
-        .snapshot_dir(&session.snapshot);
-    mmo_profile::snapshot::verify_snapshot(&snapshot).map_err(|e| fail(e.to_string()))?;
-    let read = |name: &str| -> Result<Value, String> {
-        let p = snapshot.join(name);
-        serde_json::from_str(
-            &std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?,
-        )
-        .map_err(|e| format!("{}: {e}", p.display()))
-    };
-    let profile: mmo_profile::model::Profile = serde_json::from_value(read("profile.json")?)
-        .map_err(|e| fail(format!("profile.json: {e}")))?;
-    let ceilings = crate::admission::Ceilings::from_json(&read("ceilings.json")?.to_string())
-        .map_err(|e| fail(format!("ceilings.json: {e}")))?;
-    let capacities =
-        crate::admission::Capacities::from_catalog_json(&read("catalog.json")?.to_string())
-            .map_err(|e| fail(format!("catalog.json: {e}")))?;
-
+    let snapshot = load_snapshot(&session.snapshot, &fail)?;
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     }
@@ -112,58 +78,19 @@ pub async fn serve(paths: Paths, id: String, resume: bool) -> Result<(), String>
     let _ = std::fs::remove_file(&socket);
     let listener =
         UnixListener::bind(&socket).map_err(|e| fail(format!("{}: {e}", socket.display())))?;
-
-    let root_ref = match resume {
-        true => resumed_root(&store, &id).map_err(fail)?.run_ref,
-        false => crate::ids::new_id("run"),
-    };
-    let root_role = profile.root.clone();
-    let root_units = profile
-        .agents
-        .get(&root_role)
-        .map(|a| a.resource_units)
-        .unwrap_or(1);
-    let root_group = profile
-        .agents
-        .get(&root_role)
-        .and_then(|a| a.resource_group.clone());
-    let lock = store.admission_lock().map_err(|e| fail(e.to_string()))?;
-    admit_root(&store, &profile, &id).map_err(fail)?;
-    let root = if resume {
-        resumed_root(&store, &id).map_err(fail)?
-    } else {
-        store
-            .create_run(&NewRun {
-                run_ref: &root_ref,
-                session: &id,
-                job: None,
-                role: &root_role,
-                parent: None,
-                depth: 0,
-                lineage: &[],
-                task_kind: None,
-                task: session.task.as_deref(),
-                literal: None,
-                write_scope: &[],
-                is_writer: false,
-                resource_group: root_group.as_deref(),
-                units: root_units,
-            })
-            .map_err(|e| fail(e.to_string()))?
-    };
-    drop(lock);
+    let root = take_root(&store, &session, &snapshot.profile, resume).map_err(fail)?;
     let (changed, _) = tokio::sync::watch::channel(0u64);
-    let (done, mut done_rx) = tokio::sync::watch::channel(false);
+    let (done, done_rx) = tokio::sync::watch::channel(false);
     let team = Arc::new(Team {
         store: store.clone(),
         session: id.clone(),
-        snapshot,
+        snapshot: snapshot.dir,
         dir: PathBuf::from(&session.dir),
         workspace: PathBuf::from(&session.workspace),
-        profile,
-        ceilings,
-        capacities,
-        root_ref: root_ref.clone(),
+        profile: snapshot.profile,
+        ceilings: snapshot.ceilings,
+        capacities: snapshot.capacities,
+        root_ref: root.run_ref.clone(),
         exe: std::env::current_exe().map_err(|e| fail(e.to_string()))?,
         socket: socket.clone(),
         codex: codex_app_server::find_codex().map_err(|e| e.to_string()),
@@ -184,7 +111,116 @@ pub async fn serve(paths: Paths, id: String, resume: bool) -> Result<(), String>
         )
         .map_err(|e| e.to_string())?;
     let _ = store.audit(&id, "runtime", if resume { "session_resume" } else { "session_start" }, &id, &json!({"snapshot": session.snapshot, "workspace": session.workspace, "pid": std::process::id()}));
-    match session.task.clone() {
+    run_root(&team, root, session.task.clone(), resume);
+    team.notify();
+    tokio::spawn(crate::stall::watch(team.clone()));
+    accept_until_done(&team, listener, done_rx).await?;
+    let _ = store.set_supervisor(&id, None);
+    Ok(())
+}
+
+/// Takes session `id` for this supervisor: it must be `starting` (or `resuming` with `resume`),
+/// and no other supervisor may have claimed it.
+fn claim(store: &Store, id: &str, resume: bool) -> Result<Session, String> {
+    let session = store.session(id).map_err(|e| e.to_string())?;
+    let expected = if resume { "resuming" } else { "starting" };
+    if session.state != expected
+        || !store
+            .claim_session(id, expected, std::process::id())
+            .map_err(|e| e.to_string())?
+    {
+        return Err(format!(
+            "session {id} is `{}` and {}; this supervisor was started to take a `{expected}` one",
+            session.state,
+            if session.supervisor_pid.is_some() {
+                "has a supervisor"
+            } else {
+                "has none"
+            }
+        ));
+    }
+    Ok(session)
+}
+
+/// What a session runs, from its verified snapshot.
+struct Snapshot {
+    dir: PathBuf,
+    profile: mmo_profile::model::Profile,
+    ceilings: crate::admission::Ceilings,
+    capacities: crate::admission::Capacities,
+}
+
+/// Verifies and reads snapshot `address`; a snapshot that fails is the session's failure
+/// (`fail` records it and gives the reason back).
+fn load_snapshot(address: &str, fail: &dyn Fn(String) -> String) -> Result<Snapshot, String> {
+    let dir = mmo_profile::store::Dirs::from_env()
+        .map_err(|e| e.to_string())?
+        .snapshot_dir(address);
+    mmo_profile::snapshot::verify_snapshot(&dir).map_err(|e| fail(e.to_string()))?;
+    let read = |name: &str| -> Result<Value, String> {
+        let p = dir.join(name);
+        serde_json::from_str(
+            &std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?,
+        )
+        .map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let profile = serde_json::from_value(read("profile.json")?)
+        .map_err(|e| fail(format!("profile.json: {e}")))?;
+    let ceilings = crate::admission::Ceilings::from_json(&read("ceilings.json")?.to_string())
+        .map_err(|e| fail(format!("ceilings.json: {e}")))?;
+    let capacities =
+        crate::admission::Capacities::from_catalog_json(&read("catalog.json")?.to_string())
+            .map_err(|e| fail(format!("catalog.json: {e}")))?;
+    Ok(Snapshot {
+        dir,
+        profile,
+        ceilings,
+        capacities,
+    })
+}
+
+/// The session's root run, admitted under the store's admission lock: a new one, or with
+/// `resume` the suspended or paused root the session had.
+fn take_root(
+    store: &Store,
+    session: &Session,
+    profile: &mmo_profile::model::Profile,
+    resume: bool,
+) -> Result<Run, String> {
+    let id = &session.id;
+    let _lock = store.admission_lock().map_err(|e| e.to_string())?;
+    if resume {
+        resumed_root(store, id)?;
+    }
+    admit_root(store, profile, id)?;
+    if resume {
+        return resumed_root(store, id);
+    }
+    let role = profile.agents.get(&profile.root);
+    store
+        .create_run(&NewRun {
+            run_ref: &crate::ids::new_id("run"),
+            session: id,
+            job: None,
+            role: &profile.root,
+            parent: None,
+            depth: 0,
+            lineage: &[],
+            task_kind: None,
+            task: session.task.as_deref(),
+            literal: None,
+            write_scope: &[],
+            is_writer: false,
+            resource_group: role.and_then(|a| a.resource_group.as_deref()),
+            units: role.map(|a| a.resource_units).unwrap_or(1),
+        })
+        .map_err(|e| e.to_string())
+}
+
+/// Starts the root: its host on its task (continuing its own thread after a resume), or, with
+/// no task, the operator is the root (`codex-mmo agent-mcp`) and there is no root host.
+fn run_root(team: &Arc<Team>, root: Run, task: Option<String>, resume: bool) {
+    match task {
         Some(task) if resume => crate::host::continue_root(
             team.clone(),
             root,
@@ -193,9 +229,8 @@ pub async fn serve(paths: Paths, id: String, resume: bool) -> Result<(), String>
         ),
         Some(task) => crate::host::start_root(team.clone(), root, task),
         None => {
-            // Operator-driven: the operator is the root (`codex-mmo agent-mcp`); no root host.
-            let _ = store.transition(
-                &root_ref,
+            let _ = team.store.transition(
+                &root.run_ref,
                 JobState::Running,
                 Some(if resume {
                     "operator-driven: resumed, no root host"
@@ -205,9 +240,16 @@ pub async fn serve(paths: Paths, id: String, resume: bool) -> Result<(), String>
             );
         }
     }
-    team.notify();
-    tokio::spawn(crate::stall::watch(team.clone()));
+}
 
+/// Serves the socket until the session is done (or a signal stops it), then a moment more:
+/// new callers find no socket and read the store; those already connected or queued are
+/// answered with the final state.
+async fn accept_until_done(
+    team: &Arc<Team>,
+    listener: UnixListener,
+    mut done: tokio::sync::watch::Receiver<bool>,
+) -> Result<(), String> {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| e.to_string())?;
     let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
@@ -216,18 +258,15 @@ pub async fn serve(paths: Paths, id: String, resume: bool) -> Result<(), String>
         tokio::select! {
             conn = listener.accept() => {
                 if let Ok((stream, _)) = conn {
-                    let team = team.clone();
-                    tokio::spawn(async move { connection(team, stream).await });
+                    tokio::spawn(connection(team.clone(), stream));
                 }
             }
-            _ = done_rx.wait_for(|d| *d) => break,
-            _ = term.recv() => { stop_session(&team, JobState::Stopped, "the supervisor was asked to stop (SIGTERM)").await; }
-            _ = int.recv() => { stop_session(&team, JobState::Stopped, "the supervisor was interrupted").await; }
+            _ = done.wait_for(|d| *d) => break,
+            _ = term.recv() => { stop_session(team, JobState::Stopped, "the supervisor was asked to stop (SIGTERM)").await; }
+            _ = int.recv() => { stop_session(team, JobState::Stopped, "the supervisor was interrupted").await; }
         }
     }
-    // New callers find no socket and read the store; those already connected or queued get a
-    // moment to be answered with the final state.
-    let _ = std::fs::remove_file(&socket);
+    let _ = std::fs::remove_file(&team.socket);
     let grace = tokio::time::sleep(Duration::from_millis(100));
     tokio::pin!(grace);
     loop {
@@ -240,8 +279,6 @@ pub async fn serve(paths: Paths, id: String, resume: bool) -> Result<(), String>
             _ = &mut grace => break,
         }
     }
-    drop(listener);
-    let _ = store.set_supervisor(&id, None);
     Ok(())
 }
 
