@@ -426,3 +426,83 @@ impl ServerHandler for MeshServer {
             .map_err(|(code, message)| refused(code, message))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_is_served_once_under_its_name() {
+        let mut names = tool_names();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "agent_control",
+                "agent_inspect",
+                "agent_patch_integrate",
+                "agent_result",
+                "agent_result_accept",
+                "agent_result_reject",
+                "agent_trace",
+                "agent_trace_record",
+                "agents_spawn",
+                "agents_wait",
+            ]
+        );
+        let only_spawn = Rights {
+            spawn: true,
+            control: false,
+        };
+        let seen: Vec<String> = CATALOG
+            .visible(only_spawn)
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert!(!seen.contains(&"agent_control".to_string()), "{seen:?}");
+        assert!(seen.contains(&"agent_inspect".to_string()), "{seen:?}");
+        assert!(matches!(
+            CATALOG.find("agent_control", only_spawn),
+            Some((_, false))
+        ));
+        assert!(CATALOG.find("nope", only_spawn).is_none());
+        for t in CATALOG.visible(Rights {
+            spawn: true,
+            control: true,
+        }) {
+            let schema = Value::Object(t.input_schema.as_ref().clone());
+            assert!(
+                tool_schema::portability_problems(&schema).is_empty(),
+                "{}: {schema}",
+                t.name
+            );
+        }
+    }
+
+    #[test]
+    fn arguments_that_do_not_decode_are_an_invalid_arguments_refusal() {
+        let undecoded = CallToolResult::error(vec![ContentBlock::text(
+            "failed to deserialize parameters: invalid argument `role`: invalid type: integer `1`, expected a string",
+        )]);
+        let CallToolResponse::Complete(r) = with_argument_errors(undecoded.into()) else {
+            panic!("not a tool result");
+        };
+        assert_eq!(r.is_error, Some(true));
+        assert_eq!(
+            r.structured_content,
+            Some(
+                json!({"error": {"code": "invalid_arguments", "message": "invalid argument `role`: invalid type: integer `1`, expected a string"}})
+            )
+        );
+        assert_eq!(
+            r.content[0].as_text().unwrap().text,
+            "[invalid_arguments] invalid argument `role`: invalid type: integer `1`, expected a string"
+        );
+        // A tool's own answer passes unchanged.
+        let own = reply(Err(MeshError::new("not_visible", "no")));
+        let CallToolResponse::Complete(r) = with_argument_errors(own.clone().into()) else {
+            panic!("not a tool result");
+        };
+        assert_eq!(r, own);
+    }
+}
