@@ -4,8 +4,9 @@
 use clap::Subcommand;
 use mmo_profile::store::{Dirs, Store as ProfileStore};
 use mmo_runtime::result::JobState;
+use mmo_runtime::session::{self, Paths};
 use mmo_runtime::store::{Session, Store, is_terminal_session};
-use mmo_runtime::supervisor::{self, Paths};
+use mmo_runtime::supervisor;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -347,7 +348,7 @@ fn control(
 /// A session from the store, after recovering it when its supervisor is gone.
 pub(crate) fn load(store: &Store, id: &str) -> R<Session> {
     let s = store.session(id)?;
-    if supervisor::recover(store, &s)? {
+    if session::recover(store, &s)? {
         return Ok(store.session(id)?);
     }
     Ok(s)
@@ -403,7 +404,7 @@ pub(crate) fn start(
         return Err(Fail("--task is empty".into()));
     }
     let store = paths.open()?;
-    let session = supervisor::create_session(
+    let session = session::create_session(
         &paths,
         &store,
         &report.address,
@@ -437,7 +438,7 @@ fn launch_supervisor(store: &Store, session: &Session, resume: bool) -> R<()> {
     let mut child = cmd.spawn()?;
     let taking = if resume { "resuming" } else { "starting" };
     // Wait until the supervisor has taken the session (or failed to).
-    let deadline = Instant::now() + supervisor::START_WAIT;
+    let deadline = Instant::now() + session::START_WAIT;
     loop {
         let s = store.session(&session.id)?;
         if s.state != taking {
@@ -547,7 +548,7 @@ fn run(
     let state = attach(&session.id, true)?;
     if json_out {
         let s = store.session(&session.id)?;
-        print(&supervisor::inspect_value(&store, &s, None).to_string());
+        print(&session::inspect_value(&store, &s, None).to_string());
     }
     Ok(if state == "completed" {
         ExitCode::SUCCESS
@@ -713,7 +714,7 @@ fn sessions(json_out: bool) -> R<ExitCode> {
     for s in store.sessions()? {
         match s {
             Ok(s) => {
-                let s = if supervisor::recover(&store, &s)? {
+                let s = if session::recover(&store, &s)? {
                     store.session(&s.id)?
                 } else {
                     s
@@ -793,7 +794,7 @@ fn inspect(id: &str, json_out: bool) -> R<ExitCode> {
     let v = match live_view {
         Some(v) => v,
         // No supervisor, or one that went away while asked: the store holds what it left.
-        None => supervisor::inspect_value(&store, &load(&store, id)?, None),
+        None => session::inspect_value(&store, &load(&store, id)?, None),
     };
     if json_out {
         print(&serde_json::to_string_pretty(&v)?);
@@ -848,7 +849,7 @@ fn stop(id: &str, json_out: bool) -> R<ExitCode> {
         for r in store
             .runs(id)?
             .into_iter()
-            .filter(|r| r.is_active() || r.state == "suspended")
+            .filter(|r| r.is_active() || r.state == JobState::Suspended)
         {
             let _ = store.transition(
                 &r.run_ref,

@@ -3,7 +3,8 @@
 //! exits 2 naming the first that is not.
 
 use crate::runtime_cmd::{Fail, R, call, load, paths, print, start, tool};
-use mmo_runtime::store::{Store, is_terminal_run, is_terminal_session};
+use mmo_runtime::result::JobState;
+use mmo_runtime::store::{Store, is_terminal_session};
 use serde_json::{Value, json};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
@@ -160,7 +161,7 @@ fn required_tools(store: &Store, run: &str, required: &[Value]) -> Value {
 }
 
 fn run_task(
-    paths: &mmo_runtime::supervisor::Paths,
+    paths: &mmo_runtime::session::Paths,
     store: &Store,
     target: &str,
     workspace: Option<PathBuf>,
@@ -217,7 +218,7 @@ fn run_task(
                 .into_iter()
                 .filter(|r| r.is_native() && r.role == role)
                 .collect();
-            let marker = natives.iter().find(|r| r.state == "completed");
+            let marker = natives.iter().find(|r| r.state == JobState::Completed);
             let tools = match marker {
                 Some(r) => required_tools(store, &r.run_ref, &required),
                 None => required_tools(store, "", &required),
@@ -268,8 +269,12 @@ fn run_task(
             let job = spawned["job"].as_str().unwrap_or("").to_string();
             let run = spawned["agent_run_ref"].as_str().unwrap_or("").to_string();
             let mut rev = spawned["progress_revision"].as_i64().unwrap_or(0);
-            let mut state = String::from("starting");
-            while Instant::now() < deadline && !is_terminal_run(&state) && state != "suspended" {
+            // `None` until the job has reported a state.
+            let mut state: Option<JobState> = None;
+            let settled = |s: Option<JobState>| {
+                s.is_some_and(|s| s.is_terminal() || s == JobState::Suspended)
+            };
+            while Instant::now() < deadline && !settled(state) {
                 let left = deadline
                     .saturating_duration_since(Instant::now())
                     .as_secs()
@@ -280,18 +285,20 @@ fn run_task(
                     json!({"after_revision": {job.clone(): rev}, "timeout_seconds": left}),
                 )?;
                 rev = w["jobs"][&job]["progress_revision"].as_i64().unwrap_or(rev);
-                state = w["jobs"][&job]["state"].as_str().unwrap_or("").to_string();
+                state = w["jobs"][&job]["state"]
+                    .as_str()
+                    .and_then(|s| s.parse().ok());
             }
-            let timed_out = !is_terminal_run(&state);
+            let timed_out = !state.is_some_and(JobState::is_terminal);
             let tools = required_tools(store, &run, &required);
             // At the wall limit the unfinished worker is cancelled (its partial evidence kept).
             let _ = call(&socket, "session/stop", json!({"cancel": timed_out}));
             let _ = wait_terminal(store, &session.id);
             if timed_out {
-                state = store.run(&run)?.state;
+                state = Some(store.run(&run)?.state);
             }
             let tools_ok = all_true(&tools);
-            let passed = state == "completed" && tools_ok && !timed_out;
+            let passed = state == Some(JobState::Completed) && tools_ok && !timed_out;
             let reason = if timed_out {
                 format!(
                     "the wall timeout of {} s passed; the worker was cancelled with its partial evidence kept",
@@ -300,7 +307,10 @@ fn run_task(
             } else if !tools_ok {
                 format!("a required MCP tool had no successful direct call: {tools}")
             } else {
-                format!("the job ended {state}")
+                format!(
+                    "the job ended {}",
+                    state.map_or("starting", JobState::as_str)
+                )
             };
             Ok(
                 json!({"passed": passed, "reason": reason, "session": session.id, "job": job, "required_mcp_tools": tools}),
@@ -324,7 +334,7 @@ struct RootEnded {
 /// wall limit the harness detaches (it never attached) and stops the session through the normal
 /// lifecycle, partial evidence kept.
 fn root_session(
-    paths: &mmo_runtime::supervisor::Paths,
+    paths: &mmo_runtime::session::Paths,
     store: &Store,
     target: &str,
     workspace: Option<PathBuf>,

@@ -7,7 +7,7 @@
 use crate::native;
 use crate::result::JobState;
 use crate::store::{Run, StoredPatch};
-use crate::team::{HostHandle, Team};
+use crate::team::{Control, HostHandle, Team};
 use codex_app_server::{
     AppServer, Event, Events, GoalStatus, InitializeParams, SpawnOptions, ThreadGoalSetParams,
     ThreadStartParams,
@@ -175,39 +175,6 @@ fn live_home(team: &Team, run: &Run) -> Result<PathBuf, String> {
         std::fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
     }
     Ok(home)
-}
-
-/// A live control for a host's event loop to deliver. `reply` answers with the app-server's
-/// answer or why delivery failed; a reply sender dropped unanswered (the host died mid-call)
-/// leaves the delivery unknown.
-pub enum Control {
-    /// `turn/steer`: more input for the active turn.
-    Steer {
-        text: String,
-        reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
-    },
-    /// `turn/interrupt`: the active turn ends `interrupted`, which pauses the job.
-    Interrupt {
-        reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
-    },
-    /// `turn/interrupt` of a native thread's active turn, if it has one (its logical pause).
-    InterruptThread {
-        thread: String,
-        reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
-    },
-    /// `turn/start` on a native thread of this host (continuing its logically paused run).
-    StartTurn {
-        thread: String,
-        text: String,
-        reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
-    },
-    /// The answer to a pending server→client request (an approval, an elicitation, user
-    /// input), named by its `request_id` as `pending_inputs` shows it.
-    Respond {
-        request_id: String,
-        result: Value,
-        reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
-    },
 }
 
 /// A started host and its event stream.
@@ -1343,7 +1310,7 @@ fn spawn_root(team: Arc<Team>, run: Run, task: String, resume: Option<String>) {
             .remove(&run.run_ref);
         team.notify();
         if ended {
-            crate::supervisor::finish(&team).await;
+            finish(&team).await;
         }
     });
 }
@@ -1483,4 +1450,17 @@ pub fn patch_from_store(p: &StoredPatch) -> crate::worktree::Patch {
         sha256: p.sha256.clone(),
         files: serde_json::from_value(p.files.clone()).unwrap_or_default(),
     }
+}
+
+/// Ends the supervisor once the session is terminal: workers still active are stopped first.
+pub async fn finish(team: &Arc<Team>) {
+    let runs = team.store.runs(&team.session).unwrap_or_default();
+    for r in runs
+        .into_iter()
+        .filter(|r| r.is_active() || r.state == JobState::Paused)
+    {
+        crate::host::stop_run(team, &r.run_ref, JobState::Cancelled, "the session ended").await;
+    }
+    team.notify();
+    let _ = team.done.send(true);
 }

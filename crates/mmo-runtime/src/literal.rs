@@ -42,7 +42,7 @@
 //! - The file is read again and must still hash to `input_sha256`.
 
 use crate::admission::normalize_path;
-use crate::result::Problem;
+use crate::problem::Problem;
 use mmo_profile::model::LiteralTask;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -98,7 +98,7 @@ impl Threads {
             .values()
             .filter(|r| r.is_native())
             .filter_map(|r| team.store.run(&r.run_ref).ok())
-            .filter(|r| r.is_active() || r.state == "paused")
+            .filter(|r| r.is_active() || r.state == JobState::Paused)
             .map(|r| r.run_ref)
             .collect()
     }
@@ -121,7 +121,7 @@ impl Threads {
             .or_else(|| thread.pointer("/source/subAgent/thread_spawn/agent_role"))
             .and_then(Value::as_str);
         let role = role_of(team, agent_role);
-        let run_ref = crate::jobs::new_id("run");
+        let run_ref = crate::ids::new_id("run");
         let mut lineage = parent.lineage.clone();
         lineage.push(parent.run_ref.clone());
         let run = team
@@ -182,7 +182,11 @@ fn role_of(team: &Team, agent_role: Option<&str>) -> String {
 /// the same thread, after `send_input`, is traced but cannot reopen a terminal run). A run its
 /// controller paused stays paused: the pause interrupted that turn.
 pub fn turn_ended(team: &Team, run_ref: &str, status: &str, error: Option<&str>) {
-    if team.store.run(run_ref).is_ok_and(|r| r.state == "paused") {
+    if team
+        .store
+        .run(run_ref)
+        .is_ok_and(|r| r.state == JobState::Paused)
+    {
         return;
     }
     let (state, reason) = match status {

@@ -3,6 +3,7 @@
 //! silence lasts. It is only a warning for the operator (inspect, attach, `codex-mmo
 //! sessions`): nothing is interrupted, and slowness never costs evidence.
 
+use crate::result::JobState;
 use crate::store::{STALL_WARNING, now_ms};
 use crate::team::Team;
 use serde_json::json;
@@ -43,7 +44,7 @@ fn check(team: &Team, unit: i64) {
     // An operator-driven root has no host and no trace of its own: the operator is its voice.
     for run in runs
         .iter()
-        .filter(|r| r.state == "running" && !(r.parent.is_none() && r.host_pid.is_none()))
+        .filter(|r| r.state == JobState::Running && !(r.parent.is_none() && r.host_pid.is_none()))
     {
         let Some(role) = team.profile.agents.get(&run.role) else {
             continue;

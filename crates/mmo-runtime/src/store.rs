@@ -219,7 +219,7 @@ pub struct Run {
     pub is_writer: bool,
     pub resource_group: Option<String>,
     pub units: u32,
-    pub state: String,
+    pub state: JobState,
     pub reason: Option<String>,
     pub progress_revision: i64,
     pub control_revision: i64,
@@ -239,9 +239,7 @@ impl Run {
     /// Whether the run holds admission slots (queued or running; paused, suspended and terminal
     /// runs release them).
     pub fn is_active(&self) -> bool {
-        self.state
-            .parse::<JobState>()
-            .is_ok_and(JobState::holds_admission)
+        self.state.holds_admission()
     }
 
     /// A native run: a thread Codex started inside a host (`native.rs`). It has a parent but no
@@ -594,10 +592,10 @@ impl Store {
         let run = self.run(run_ref)?;
         let refused = || StoreError::Transition {
             what: format!("agent run `{run_ref}`"),
-            from: run.state.clone(),
+            from: run.state.to_string(),
             to: to.to_string(),
         };
-        let from: JobState = run.state.parse().map_err(|_| refused())?;
+        let from = run.state;
         job_transition(from, to).map_err(|_| refused())?;
         let n = self.db().execute(
             "UPDATE runs SET state = ?2, reason = COALESCE(?3, reason), progress_revision = progress_revision + 1, updated_at = ?4 WHERE ref = ?1 AND state = ?5",
@@ -608,7 +606,7 @@ impl Store {
             let now = self.run(run_ref)?;
             return Err(StoreError::Transition {
                 what: format!("agent run `{run_ref}`"),
-                from: now.state,
+                from: now.state.to_string(),
                 to: to.to_string(),
             });
         }
@@ -736,11 +734,7 @@ impl Store {
             from: cur.disposition.clone(),
             to: format!("{to} ({why})"),
         };
-        let state: JobState = self
-            .run_of_job(job)?
-            .state
-            .parse()
-            .map_err(|e: LifecycleError| refused(e.message))?;
+        let state = self.run_of_job(job)?.state;
         let from: Disposition = cur
             .disposition
             .parse()
@@ -840,6 +834,15 @@ impl Store {
             params![session, run, now_ms(), kind, body, PACKAGE_VERSION, self.digest],
         )?;
         Ok(db.last_insert_rowid())
+    }
+
+    /// The text of a run's last agent message, if it has one.
+    pub fn last_agent_message(&self, run: &str) -> Option<String> {
+        let kinds = ["agentMessage".to_string()];
+        let events = self.events(run, 0, usize::MAX, Some(&kinds)).ok()?;
+        let last = events.last()?;
+        let v: Value = serde_json::from_str(&last.body).ok()?;
+        v.get("text").and_then(Value::as_str).map(str::to_string)
     }
 
     /// A run's events after `after` (exclusive), at most `limit`, optionally of some kinds only.
@@ -1053,16 +1056,19 @@ pub fn is_terminal_session(state: &str) -> bool {
     matches!(state, "stopped" | "completed" | "failed")
 }
 
-/// Whether a run state is final (never changes again, never accepted as success unless
-/// `completed`).
-pub fn is_terminal_run(state: &str) -> bool {
-    state.parse::<JobState>().is_ok_and(JobState::is_terminal)
-}
-
 const RUN_COLUMNS: &str = "ref, session, job, role, parent, depth, lineage, task_kind, task, literal, write_scope, is_writer, resource_group, units, state, reason, progress_revision, control_revision, preview, thread_id, host_pid, home, cwd, repairs, package_version, runtime_digest, created_at, updated_at";
 
 /// An event row; one written by another package generation is refused (as a conversion
 /// failure naming it).
+/// A run's state is stored as its snake_case TEXT; a value that is none is a conversion failure.
+impl rusqlite::types::FromSql for JobState {
+    fn column_result(v: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+        v.as_str()?
+            .parse()
+            .map_err(|e: LifecycleError| rusqlite::types::FromSqlError::Other(Box::new(e)))
+    }
+}
+
 fn event_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Event> {
     let version: String = r.get(5)?;
     if version != PACKAGE_VERSION {
@@ -1328,55 +1334,7 @@ mod tests {
         s.create_run(&new_run("r2", Some("j2"))).unwrap();
         s.transition("r2", JobState::Failed, None).unwrap();
         assert_eq!(s.suspend_active("s1").unwrap(), vec!["r1".to_string()]);
-        assert_eq!(s.run("r1").unwrap().state, "suspended");
-        assert_eq!(s.run("r2").unwrap().state, "failed");
-    }
-}
-
-#[cfg(test)]
-mod runner_tests {
-    use super::*;
-
-    #[test]
-    fn inspection_says_whether_a_run_was_written_by_the_installed_runner() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("state.db");
-        let old = Store::open(&db, "old-digest").unwrap();
-        old.create_session("s1", "p", "addr", "/w", "/d", None)
-            .unwrap();
-        let run = old
-            .create_run(&NewRun {
-                run_ref: "r1",
-                session: "s1",
-                job: None,
-                role: "lead",
-                parent: None,
-                depth: 0,
-                lineage: &[],
-                task_kind: None,
-                task: None,
-                literal: None,
-                write_scope: &[],
-                is_writer: false,
-                resource_group: None,
-                units: 1,
-            })
-            .unwrap();
-        assert_eq!(
-            crate::team::view_of(&old, &run, None)["runner_matches_installed"],
-            true
-        );
-        // Another binary installed since: the same rows no longer match it.
-        let new = Store::open(&db, "new-digest").unwrap();
-        let run = new.run("r1").unwrap();
-        assert_eq!(
-            crate::team::view_of(&new, &run, None)["runner_matches_installed"],
-            false
-        );
-        let session = new.session("s1").unwrap();
-        assert_eq!(
-            crate::supervisor::inspect_value(&new, &session, None)["runner_matches_installed"],
-            false
-        );
+        assert_eq!(s.run("r1").unwrap().state, JobState::Suspended);
+        assert_eq!(s.run("r2").unwrap().state, JobState::Failed);
     }
 }

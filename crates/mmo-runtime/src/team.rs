@@ -2,6 +2,7 @@
 //! reached the supervisor. Every decision reads and writes the durable store first and then
 //! wakes the waiters, so whatever a caller is told survives a `kill -9` of the supervisor.
 
+use crate::result::JobState;
 use crate::store::{Run, Store, StoreError};
 use mmo_profile::model::{Agent, Profile};
 use serde_json::{Value, json};
@@ -45,7 +46,40 @@ pub struct HostHandle {
     /// Set to the terminal state the run is to end in (`stopped`, `cancelled`) and why.
     pub stop: tokio::sync::watch::Sender<Option<(crate::result::JobState, String)>>,
     /// Live controls the host's event loop delivers to its app-server (`steer`, ...).
-    pub control: tokio::sync::mpsc::UnboundedSender<crate::host::Control>,
+    pub control: tokio::sync::mpsc::UnboundedSender<Control>,
+}
+
+/// A live control for a host's event loop to deliver. `reply` answers with the app-server's
+/// answer or why delivery failed; a reply sender dropped unanswered (the host died mid-call)
+/// leaves the delivery unknown.
+pub enum Control {
+    /// `turn/steer`: more input for the active turn.
+    Steer {
+        text: String,
+        reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
+    },
+    /// `turn/interrupt`: the active turn ends `interrupted`, which pauses the job.
+    Interrupt {
+        reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
+    },
+    /// `turn/interrupt` of a native thread's active turn, if it has one (its logical pause).
+    InterruptThread {
+        thread: String,
+        reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
+    },
+    /// `turn/start` on a native thread of this host (continuing its logically paused run).
+    StartTurn {
+        thread: String,
+        text: String,
+        reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
+    },
+    /// The answer to a pending server→client request (an approval, an elicitation, user
+    /// input), named by its `request_id` as `pending_inputs` shows it.
+    Respond {
+        request_id: String,
+        result: Value,
+        reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
+    },
 }
 
 /// The state of one session the supervisor runs.
@@ -266,7 +300,7 @@ fn pending_inputs(store: &Store, run_ref: &str) -> Vec<Value> {
 
 /// Whether a running run's controller detached from it (and has not reattached).
 pub fn is_detached(store: &Store, run: &Run) -> bool {
-    if run.state != "running" {
+    if run.state != JobState::Running {
         return false;
     }
     let last = |kind| {
