@@ -106,15 +106,15 @@ async fn search_text_and_structural_respect_gitignore() {
     std::fs::write(ws.root().join("src/new.rs"), "fn frobnicate_again() {}\n").unwrap();
     let t = ok(&c, "vox_search_text", json!({"query": "frobnicate_again"})).await;
     assert_eq!(t["files"][0]["path"], "src/new.rs", "{t}");
-    assert_eq!(
-        err(
-            &c,
-            "vox_search_text",
-            json!({"query": "x", "path_glob": "src/[z"})
-        )
-        .await["code"],
-        "invalid_arguments"
-    );
+    let e = err(
+        &c,
+        "vox_search_text",
+        json!({"query": "x", "path_glob": "src/[z"}),
+    )
+    .await;
+    assert_eq!(e["code"], "invalid_arguments");
+    // The search index's own code reaches the client as the error's detail.
+    assert_eq!(e["detail"]["code"], "search_invalid_glob", "{e}");
     c.cancel().await.unwrap();
 }
 
@@ -242,10 +242,10 @@ async fn repo_read_views_the_workspace_repository() {
         err(&c, "vox_repo_log", json!({"rev": "--output=/tmp/x"})).await["code"],
         "invalid_arguments"
     );
-    assert_eq!(
-        err(&c, "vox_repo_file", json!({"path": "../etc/passwd"})).await["code"],
-        "invalid_arguments"
-    );
+    let e = err(&c, "vox_repo_file", json!({"path": "../etc/passwd"})).await;
+    assert_eq!(e["code"], "invalid_arguments");
+    // The repository's own code is the detail.
+    assert_eq!(e["detail"]["code"], "path_escapes_repository", "{e}");
     // repo-read is public: none of its tools is operator or internal.
     for t in tools(&c).await {
         assert_eq!(t.meta.unwrap()["vox_exposure"], "public");

@@ -171,6 +171,10 @@ async fn a_tool_with_a_small_budget_in_the_surface_file_fails_where_the_default_
         json!({"result": 5000})
     );
     let e = err(&c, "count", json!({"n": 5000})).await;
+    assert_eq!(
+        e["detail"],
+        json!({"code": "budget_exceeded", "data": {"limit": "steps"}})
+    );
     let msg = e["message"].as_str().unwrap();
     assert!(
         msg.starts_with("count: budget_exceeded: step limit exceeded at tools/count.vox:"),
