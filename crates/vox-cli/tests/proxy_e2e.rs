@@ -167,3 +167,28 @@ async fn a_daemon_killed_under_a_handed_off_session_leaves_it_intact() {
 async fn a_daemon_killed_under_a_proxied_session_leaves_it_intact() {
     a_killed_daemon_leaves_the_session_intact(workspace(Some(("VOX_MCP_HANDOFF", "0")))).await;
 }
+
+/// A 2026-07-28 client (`server/discover`, no `initialize`) through the proxy: the daemon
+/// session is opened in its era, and lists and calls pass through.
+#[tokio::test]
+async fn a_modern_client_is_proxied_in_its_own_era() {
+    let ws = Ws::new().with_env("VOX_MCP_HANDOFF", "0");
+    let c = ws.modern_client(&["--profile", "knowledge"]).await;
+    let mut names: Vec<String> = c
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    names.sort();
+    let mut slice = registry_slice("knowledge");
+    slice.sort();
+    assert_eq!(names, slice);
+    ok(&c, "vox_memory_store", json!({"key": "k", "value": "v"})).await;
+    assert_eq!(
+        ok(&c, "vox_memory_recall", json!({"key": "k"})).await["memory"]["value"],
+        "v"
+    );
+    c.cancel().await.unwrap();
+}

@@ -78,7 +78,9 @@ pub struct Proxy<U> {
     replay: Mutex<Replay>,
     /// The upstream died and no call has said so yet.
     unreported: AtomicBool,
-    client: OnceLock<Peer<RoleServer>>,
+    /// The client's peer, once a request that can reach it came (not a `server/discover`
+    /// probe's): where the upstream's notifications and requests go.
+    client: ClientPeer,
     /// The client-side tool list cache (stdio), forgotten when the list may have changed.
     tools: Option<Arc<ToolListCache>>,
 }
@@ -91,7 +93,7 @@ impl<U: Upstream> Proxy<U> {
             link: tokio::sync::Mutex::new(None),
             replay: Mutex::new(replay),
             unreported: AtomicBool::new(false),
-            client: OnceLock::new(),
+            client: ClientPeer::default(),
             tools,
         }
     }
@@ -152,13 +154,8 @@ impl<U: Upstream> Proxy<U> {
             }
             (None, None) => (ClientConfig::default(), ClientLifecycleMode::Initialize),
         };
-        let client = self
-            .client
-            .get()
-            .cloned()
-            .unwrap_or_else(|| ctx.peer.clone());
         let downstream = Downstream {
-            client,
+            client: self.client.clone(),
             info,
             progress: Arc::default(),
             tools: self.tools.clone(),
@@ -224,19 +221,18 @@ impl<U: Upstream> Proxy<U> {
         answer
     }
 
-    /// Keeps what the answer to `request` set in the session.
-    #[allow(deprecated)] // the client's log level, as 2025-era clients set it
-    fn remember(&self, request: &ClientRequest, result: &ServerResult) {
+    /// Keeps what an answered request set in the session.
+    fn remember(&self, kept: Kept, result: &ServerResult) {
         let mut replay = self.replay();
-        match (request, result) {
-            (ClientRequest::SetLevelRequest(r), _) => replay.log_level = Some(r.params.level),
-            (ClientRequest::SubscribeRequest(r), _) => {
-                replay.subscribed.insert(r.params.uri.clone());
+        match (kept, result) {
+            (Kept::Level(level), _) => replay.log_level = Some(level),
+            (Kept::Subscribed(uri), _) => {
+                replay.subscribed.insert(uri);
             }
-            (ClientRequest::UnsubscribeRequest(r), _) => {
-                replay.subscribed.remove(&r.params.uri);
+            (Kept::Unsubscribed(uri), _) => {
+                replay.subscribed.remove(&uri);
             }
-            (_, ServerResult::CallToolResult(r)) => {
+            (Kept::Call, ServerResult::CallToolResult(r)) => {
                 if let Some(s) = r.meta.as_ref().and_then(|m| m.0.get(SESSION_META)) {
                     replay.session = Some(s.clone());
                 }
@@ -246,15 +242,13 @@ impl<U: Upstream> Proxy<U> {
     }
 
     /// The answer to a request the upstream could not answer (`why`).
-    fn lost_answer(&self, request: &ClientRequest, why: &str) -> Result<ServerResult, McpError> {
+    fn lost_answer(&self, call: bool, why: &str) -> Result<ServerResult, McpError> {
         let e = self.upstream.unavailable(why);
-        match request {
-            ClientRequest::CallToolRequest(_) => {
-                let r: CallToolResult = encode::call_result(ToolOutcome::Failed(e))?;
-                Ok(ServerResult::CallToolResult(r))
-            }
-            _ => Err(McpError::internal_error(e.to_string(), Some(e.to_json()))),
+        if call {
+            let r: CallToolResult = encode::call_result(ToolOutcome::Failed(e))?;
+            return Ok(ServerResult::CallToolResult(r));
         }
+        Err(McpError::internal_error(e.to_string(), Some(e.to_json())))
     }
 }
 
@@ -288,6 +282,30 @@ fn start(
     })
 }
 
+/// What a request sets in the session once answered (taken before it is sent, so the request
+/// is not copied).
+#[allow(deprecated)] // the client's log level, as 2025-era clients set it
+enum Kept {
+    Level(rmcp::model::LoggingLevel),
+    Subscribed(String),
+    Unsubscribed(String),
+    Call,
+    Nothing,
+}
+
+impl Kept {
+    #[allow(deprecated)]
+    fn of(request: &ClientRequest) -> Self {
+        match request {
+            ClientRequest::SetLevelRequest(r) => Kept::Level(r.params.level),
+            ClientRequest::SubscribeRequest(r) => Kept::Subscribed(r.params.uri.clone()),
+            ClientRequest::UnsubscribeRequest(r) => Kept::Unsubscribed(r.params.uri.clone()),
+            ClientRequest::CallToolRequest(_) => Kept::Call,
+            _ => Kept::Nothing,
+        }
+    }
+}
+
 /// Why there is no upstream connection.
 struct Lost(String);
 
@@ -301,7 +319,9 @@ impl<U: Upstream> Service<RoleServer> for Proxy<U> {
         request: ClientRequest,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ServerResult, McpError> {
-        let _ = self.client.set(ctx.peer.clone());
+        if !matches!(request, ClientRequest::DiscoverRequest(_)) {
+            self.client.set(&ctx.peer);
+        }
         if let ClientRequest::InitializeRequest(r) = &request {
             self.replay().init = Some(r.params.clone());
             *self.link.lock().await = None;
@@ -311,24 +331,15 @@ impl<U: Upstream> Service<RoleServer> for Proxy<U> {
             })?;
             return Ok(ServerResult::InitializeResult(link.info.clone()));
         }
-        let call = matches!(request, ClientRequest::CallToolRequest(_));
+        let kept = Kept::of(&request);
+        let call = matches!(kept, Kept::Call);
         let link = match self.link(&ctx, call).await {
             Ok(link) => link,
-            Err(Lost(why)) => return self.lost_answer(&request, &why),
+            Err(Lost(why)) => return self.lost_answer(call, &why),
         };
-        let kept = matches!(
-            request,
-            ClientRequest::SetLevelRequest(_)
-                | ClientRequest::SubscribeRequest(_)
-                | ClientRequest::UnsubscribeRequest(_)
-                | ClientRequest::CallToolRequest(_)
-        )
-        .then(|| request.clone());
-        match self.forward(&link, request.clone(), ctx).await {
+        match self.forward(&link, request, ctx).await {
             Ok(result) => {
-                if let Some(r) = &kept {
-                    self.remember(r, &result);
-                }
+                self.remember(kept, &result);
                 Ok(result)
             }
             Err(ServiceError::McpError(e)) => Err(e),
@@ -338,7 +349,7 @@ impl<U: Upstream> Service<RoleServer> for Proxy<U> {
             Err(e) => {
                 // The connection is gone: the next request opens another.
                 *self.link.lock().await = None;
-                self.lost_answer(&request, &e.to_string())
+                self.lost_answer(call, &e.to_string())
             }
         }
     }
@@ -371,9 +382,24 @@ impl<U: Upstream> Service<RoleServer> for Proxy<U> {
     }
 }
 
+/// The client's peer, shared by the proxy and its upstream connections.
+#[derive(Clone, Default)]
+struct ClientPeer(Arc<OnceLock<Peer<RoleServer>>>);
+
+impl ClientPeer {
+    fn set(&self, peer: &Peer<RoleServer>) {
+        if self.0.get().is_none() {
+            let _ = self.0.set(peer.clone());
+        }
+    }
+    fn get(&self) -> Option<&Peer<RoleServer>> {
+        self.0.get()
+    }
+}
+
 /// The proxy's client side: what the upstream sends is passed to the client.
 struct Downstream {
-    client: Peer<RoleServer>,
+    client: ClientPeer,
     info: ClientConfig,
     /// Upstream progress tokens of requests in flight, and the client's token for each.
     progress: Arc<Mutex<HashMap<ProgressToken, ProgressToken>>>,
@@ -386,15 +412,13 @@ impl Service<RoleClient> for Downstream {
         request: ServerRequest,
         _ctx: RequestContext<RoleClient>,
     ) -> Result<ClientResult, McpError> {
-        self.client
-            .send_request(request)
-            .await
-            .map_err(|e| match e {
-                ServiceError::McpError(e) => e,
-                other => {
-                    McpError::internal_error(format!("the client did not answer: {other}"), None)
-                }
-            })
+        let Some(client) = self.client.get() else {
+            return Err(McpError::internal_error("no client to ask yet", None));
+        };
+        client.send_request(request).await.map_err(|e| match e {
+            ServiceError::McpError(e) => e,
+            other => McpError::internal_error(format!("the client did not answer: {other}"), None),
+        })
     }
 
     async fn handle_notification(
@@ -420,7 +444,9 @@ impl Service<RoleClient> for Downstream {
             }
             _ => {}
         }
-        let _ = self.client.send_notification(notification).await;
+        if let Some(client) = self.client.get() {
+            let _ = client.send_notification(notification).await;
+        }
         Ok(())
     }
 
