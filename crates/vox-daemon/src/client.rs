@@ -278,10 +278,11 @@ pub enum Use {
 }
 
 impl Use {
-    fn ping_params(self) -> Value {
+    /// An `orch.ping` that attaches (or keeps) only a daemon serving `profile`.
+    fn ping_params(self, profile: &str) -> Value {
         match self {
-            Use::Client => json!({"attach": true}),
-            Use::Keep => json!({"keep": true}),
+            Use::Client => json!({"attach": true, "profile": profile}),
+            Use::Keep => json!({"keep": true, "profile": profile}),
         }
     }
 }
@@ -344,32 +345,42 @@ async fn retired(ws: &Workspace, client: &DaemonClient, ping: &Value) -> bool {
 
 /// The running daemon if it serves `profile`, attached (or kept) as `how` says; `None` when
 /// none answers, it is closing, or it was a spawned daemon of another profile nobody used
-/// (retired now). The profile is checked before attaching, so a refused client holds nothing.
+/// (retired now). One ping: the daemon attaches only if it serves `profile`, so a refused client
+/// holds nothing.
 async fn adopt(
     ws: &Workspace,
     profile: &str,
     how: Use,
 ) -> Result<Option<(DaemonClient, Value)>, AdoptError> {
-    let Some((client, ping)) = connect_and_ping(ws).await else {
+    let Ok(client) = DaemonClient::connect(&ws.socket_path()).await else {
         return Ok(None);
     };
-    match check_profile(ws, &ping, profile) {
-        Ok(()) => {}
-        Err(AdoptError::ProfileMismatch { .. }) if retired(ws, &client, &ping).await => {
-            return Ok(None);
-        }
-        Err(e) => return Err(e),
-    }
-    let attached = tokio::time::timeout(
+    let asked = tokio::time::timeout(
         Duration::from_secs(5),
-        client.call("orch.ping", how.ping_params()),
+        client.call("orch.ping", how.ping_params(profile)),
     )
     .await;
-    Ok(match attached {
-        Ok(Ok(ping)) => Some((client, ping)),
-        // Closing between the two pings: as if no daemon ran.
-        _ => None,
-    })
+    let ping = match asked {
+        Ok(Ok(ping)) => ping,
+        // A daemon of another protocol may not know the profile field: a plain ping says
+        // which protocol it speaks.
+        Ok(Err(ClientError::Rpc { code, .. })) if code == crate::rpc::codes::INVALID_PARAMS => {
+            match connect_and_ping(ws).await {
+                Some((_, ping)) => {
+                    check_profile(ws, &ping, profile)?;
+                    return Ok(None);
+                }
+                None => return Ok(None),
+            }
+        }
+        // Closing, or not answering: as if no daemon ran.
+        _ => return Ok(None),
+    };
+    match check_profile(ws, &ping, profile) {
+        Ok(()) => Ok(Some((client, ping))),
+        Err(AdoptError::ProfileMismatch { .. }) if retired(ws, &client, &ping).await => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// Adopts the workspace daemon if it serves `profile`, or spawns `daemon_exe` and waits for it.

@@ -17,6 +17,10 @@ pub struct PingParams {
     /// Stay until stopped from now on (`vox daemon start` adopting a spawned daemon).
     #[serde(default)]
     pub keep: bool,
+    /// Attach or keep only if the daemon serves this canonical profile (so a client the
+    /// daemon will refuse holds nothing): one round trip to adopt a daemon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 /// `orch.cancel` (a notification): stop the call with this request id (its raw JSON, as the

@@ -645,6 +645,11 @@ async fn handle(
 /// answers who the daemon is and how long it lives. A daemon that is closing turns an
 /// attaching client away, which then spawns a new one.
 fn ping_as(orch: &Orchestrator, conn: &Conn, p: PingParams) -> Result<Value, (i64, String)> {
+    if p.profile
+        .is_some_and(|asked| asked != orch.profile().canonical())
+    {
+        return Ok(ping(orch, &conn.lifetime));
+    }
     if p.keep {
         conn.lifetime.keep();
     }
