@@ -202,7 +202,7 @@ impl Engine {
                             name,
                             namespace,
                             arguments: args.to_string(),
-                        })
+                        });
                     }
                     Err(e) => {
                         let e = format!("actor {} step {step_no}: {e}", actor.name);

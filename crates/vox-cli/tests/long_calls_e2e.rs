@@ -492,6 +492,8 @@ async fn a_client_that_exits_mid_call_takes_its_work_with_it() {
         })
         .collect::<Vec<_>>();
     assert_eq!(adapter.len(), 1, "{adapter:?}");
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours; the pid is this
+    // test's own `vox mcp` (found by its workspace in /proc just above).
     unsafe { libc::kill(adapter[0] as i32, libc::SIGKILL) };
     let killed = Instant::now();
     while !pids_running(&format!("sleep {marker}")).is_empty() {
@@ -563,6 +565,8 @@ async fn a_call_in_flight_when_the_daemon_dies_is_answered_and_the_next_respawns
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!spin.is_finished());
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours; the pid is this
+    // workspace's daemon, read from its `orchestrator.json`.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     let answered = tokio::time::timeout(Duration::from_secs(5), spin)
         .await

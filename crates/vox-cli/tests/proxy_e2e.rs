@@ -147,6 +147,8 @@ async fn a_killed_daemon_leaves_the_session_intact(ws: Ws) {
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!spin.is_finished());
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours; the pid is this
+    // workspace's daemon, read from its `orchestrator.json`.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     let answered = tokio::time::timeout(Duration::from_secs(5), spin)
         .await

@@ -71,7 +71,7 @@ pub fn boot(
                 status,
                 detail,
                 micros: t.elapsed().as_micros() as u64,
-            })
+            });
         };
         if failed_mask & bit != 0 {
             record("skipped", "subsystem already failed".into());

@@ -71,7 +71,7 @@ pub fn assemble(families: Vec<Family>) -> Result<Assembled, String> {
         for (name, entry) in f.handlers {
             match vox_mcp_registry::tool_by_name(name) {
                 Some(t) if handlers[t.index].is_some() => {
-                    problems.push(format!("tool {name} has two handlers"))
+                    problems.push(format!("tool {name} has two handlers"));
                 }
                 Some(t) => handlers[t.index] = Some(entry),
                 None => problems.push(format!("handler {name} has no catalog row")),

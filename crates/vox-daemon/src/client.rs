@@ -43,7 +43,7 @@ pub fn workspace_tools_requested() -> bool {
         return true;
     }
     match std::env::var("VOX_MCP_TIERS").as_deref() {
-        Ok("workspace") | Ok("all") => {
+        Ok("workspace" | "all") => {
             tracing::warn!("VOX_MCP_TIERS is deprecated; set VOX_MCP_WORKSPACE_TOOLS=1");
             true
         }

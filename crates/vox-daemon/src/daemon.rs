@@ -197,7 +197,7 @@ impl Daemon {
         let orch = self.orch.clone();
         let _ = tokio::task::spawn_blocking(move || {
             orch.stopping();
-            orch.flush_observers()
+            orch.flush_observers();
         })
         .await;
         let _ = std::fs::remove_file(ws.daemon_info_path());

@@ -206,9 +206,15 @@ pub struct Pending {
     fd: OwnedFd,
 }
 
-// SAFETY: the mapping lives as long as the value; slots are accessed only through atomics
-// (state) and by the one writer that claimed the slot.
+// SAFETY: `base` is only a raw pointer because it came from mmap: the value owns the mapping
+// and its fd outright (no other Rust value aliases them), the mapping lives as long as the value,
+// and munmap in `Drop` is valid from any thread.
 unsafe impl Send for Pending {}
+// SAFETY: through `&self` the mapping is touched only by atomic loads and stores of the slot
+// states, by the one writer that won a slot's FREE -> WRITING compare-exchange (which alone
+// writes that slot's bytes), and by readers of USED slots, whose bytes the Release store of USED
+// published; a read length is clamped to `ID_MAX`, so it stays inside the slot whatever the
+// other process wrote.
 unsafe impl Sync for Pending {}
 
 impl Drop for Pending {

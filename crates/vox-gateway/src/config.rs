@@ -90,7 +90,7 @@ impl GatewayConfig {
         let write_token = token("VOX_MCP_HTTP_BEARER_TOKEN")?;
         let read_token = token("VOX_MCP_HTTP_READ_BEARER_TOKEN")?;
         let flag = |var: &'static str| match get(var).as_deref() {
-            None | Some("0") | Some("") => Ok(false),
+            None | Some("0" | "") => Ok(false),
             Some("1") => Ok(true),
             Some(other) => Err(ConfigError::Invalid {
                 var,

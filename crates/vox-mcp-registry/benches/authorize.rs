@@ -20,7 +20,7 @@ fn bench(c: &mut Criterion) {
                 Caller::LOCAL,
                 booted,
             )
-        })
+        });
     });
     c.bench_function("authorize_tool/allow_read_role", |b| {
         b.iter(|| {
@@ -30,7 +30,7 @@ fn bench(c: &mut Criterion) {
                 read,
                 booted,
             )
-        })
+        });
     });
     c.bench_function("authorize_tool/deny_not_in_profile", |b| {
         b.iter(|| {
@@ -40,13 +40,13 @@ fn bench(c: &mut Criterion) {
                 Caller::LOCAL,
                 booted,
             )
-        })
+        });
     });
     c.bench_function("visible_tools/dev", |b| {
-        b.iter(|| visible_tools(black_box(&dev), Caller::LOCAL, booted).count())
+        b.iter(|| visible_tools(black_box(&dev), Caller::LOCAL, booted).count());
     });
     c.bench_function("profile_parse/compose", |b| {
-        b.iter(|| ProfileSet::parse(black_box("repo-read,knowledge,attention")).unwrap())
+        b.iter(|| ProfileSet::parse(black_box("repo-read,knowledge,attention")).unwrap());
     });
 }
 

@@ -28,7 +28,7 @@ proptest! {
     ) {
         let profile = ProfileSet::compose(&ids).unwrap();
         let listed: Vec<&str> = visible_tools(&profile, caller, booted).map(|t| t.name).collect();
-        for t in TOOL_REGISTRY.iter() {
+        for t in &TOOL_REGISTRY {
             let allowed = authorize_tool(&profile, t.name, caller, booted).is_ok();
             prop_assert_eq!(allowed, listed.contains(&t.name), "tool {}", t.name);
         }

@@ -507,10 +507,10 @@ impl ChangeNotifier {
                     }
                     Some("notifications/tools/list_changed") if let Some(cache) = &lists => {
                         cache.invalidate();
-                        notifier.notify(true).await
+                        notifier.notify(true).await;
                     }
                     Some("notifications/resources/list_changed") if lists.is_some() => {
-                        notifier.notify(false).await
+                        notifier.notify(false).await;
                     }
                     _ => {}
                 }

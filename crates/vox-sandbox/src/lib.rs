@@ -298,7 +298,9 @@ pub fn run(req: &RunRequest<'_>) -> Result<RunOutcome, SandboxError> {
         .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // SAFETY: `child::setup` only makes async-signal-safe raw syscalls on `plan`'s plain data.
+    // SAFETY: the hook runs in the forked child before exec, which is `child::setup`'s contract;
+    // it only makes async-signal-safe raw syscalls on `plan`'s plain data (fds and ids copied
+    // into the closure), so it neither allocates nor takes a lock another parent thread may hold.
     unsafe {
         cmd.pre_exec(move || child::setup(&plan));
     }
@@ -608,8 +610,11 @@ fn wait_exit_until(
     deadline: Instant,
     cancel: Option<&std::sync::atomic::AtomicBool>,
 ) -> Ended {
-    // SAFETY: pidfd_open on our own unreaped child.
+    // SAFETY: pidfd_open takes plain integers; `pid` is our own child, not reaped yet (only
+    // `reap` does, after this wait), so it cannot name another process.
     let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: `raw >= 0` is a new fd the kernel just returned (O_CLOEXEC by default); nothing
+    // else owns it, so the `OwnedFd` is its only owner and closes it once.
     let pidfd = (raw >= 0).then(|| unsafe { OwnedFd::from_raw_fd(raw as i32) });
     loop {
         if exited(pid) {
@@ -642,8 +647,10 @@ fn wait_exit_until(
 }
 
 fn exited(pid: libc::pid_t) -> bool {
-    // SAFETY: zeroed siginfo is a valid out-parameter; WNOWAIT leaves the child unreaped.
+    // SAFETY: `siginfo_t` is plain C data, for which all-zero bytes are a valid value.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is a live, writable siginfo_t for the duration of the call; WNOWAIT leaves
+    // the child unreaped, so its pid stays ours for the later kill and `reap`.
     let r = unsafe {
         libc::waitid(
             libc::P_PID,
@@ -652,6 +659,8 @@ fn exited(pid: libc::pid_t) -> bool {
             libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
         )
     };
+    // SAFETY: `si_pid` reads the union member waitid fills for child events (WEXITED); when no
+    // child has changed state (WNOHANG) the struct stays zeroed and this reads 0, never `pid`.
     r == 0 && unsafe { info.si_pid() } == pid
 }
 
@@ -783,7 +792,7 @@ mod tests {
                 assert!(
                     m.contains("must run as root") && m.contains("uid 1000"),
                     "{m}"
-                )
+                );
             }
             other => panic!("{other:?}"),
         }

@@ -706,6 +706,7 @@ mod tests {
         let r = roots(tmp.path());
         let src = write_skill(&tmp.path().join("src"), "piped", "d", "b");
         let fifo = std::ffi::CString::new(src.join("pipe").to_str().unwrap()).unwrap();
+        // SAFETY: `fifo` is a NUL-terminated path that outlives the call; mkfifo only reads it.
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
         let e = install(&r, &src, false).unwrap_err().to_string();
         assert!(e.contains("not a regular file"), "{e}");

@@ -52,12 +52,12 @@ fn bench(c: &mut Criterion) {
             let loader = WorkspaceMcpLoader::new(dir.path().to_path_buf());
             let s = loader.scan(&|_| false).unwrap();
             assert_eq!(s.tools.len(), 5000);
-        })
+        });
     });
     let loader = WorkspaceMcpLoader::new(dir.path().to_path_buf());
     loader.scan(&|_| false).unwrap();
     g.bench_function("warm_cached", |b| {
-        b.iter(|| loader.scan(&|_| false).unwrap())
+        b.iter(|| loader.scan(&|_| false).unwrap());
     });
     g.finish();
     let dir = real_style_workspace();
@@ -68,7 +68,7 @@ fn bench(c: &mut Criterion) {
             let loader = WorkspaceMcpLoader::new(dir.path().to_path_buf());
             let s = loader.scan(&|_| false).unwrap();
             assert_eq!(s.tools.len(), 5000);
-        })
+        });
     });
     g.finish();
 }
