@@ -99,6 +99,7 @@ pub struct RunRequest<'a> {
     pub argv: &'a [String],
     /// Bytes for stdin; `None` gives `/dev/null`.
     pub stdin: Option<&'a [u8]>,
+    /// Resource ceilings for this run (CPU, memory, wall clock, output, processes, scratch).
     pub limits: Limits,
     /// When it turns true, every process of the run is killed (checked every 5 ms) and the
     /// outcome says [`LimitHit::Cancelled`].
@@ -129,8 +130,11 @@ pub struct RunOutcome {
     pub signal: Option<i32>,
     /// Stdout (lossy UTF-8), at most `max_output_bytes` bytes of it.
     pub stdout: String,
+    /// Stderr (lossy UTF-8), at most `max_output_bytes` bytes of it.
     pub stderr: String,
+    /// Whether stdout was cut at `max_output_bytes` (the rest was read and dropped).
     pub stdout_truncated: bool,
+    /// Whether stderr was cut at `max_output_bytes` (the rest was read and dropped).
     pub stderr_truncated: bool,
     /// The limit that ended the run (or cut its output), if any. A failed allocation under
     /// `memory_bytes` shows as the program's own error (ENOMEM, MemoryError, ...): the kernel
@@ -152,7 +156,12 @@ pub enum SandboxError {
     /// The request itself is wrong (empty argv, unknown program, not a directory, ...).
     InvalidRequest(String),
     /// An I/O error setting up, running or cleaning up.
-    Io { context: String, source: io::Error },
+    Io {
+        /// The step that failed, e.g. "creating a pipe" or "writing stdin".
+        context: String,
+        /// The underlying error.
+        source: io::Error,
+    },
 }
 
 impl fmt::Display for SandboxError {
