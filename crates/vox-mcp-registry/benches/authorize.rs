@@ -1,3 +1,5 @@
+//! Benchmarks of the per-call authorization decision and of listing the visible tools.
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use vox_mcp_registry::{

@@ -1,3 +1,6 @@
+//! The authorization decision against the spec: listing and calling agree (property tests), profile
+//! composition and canonical ids, and each denial code in its fixed order.
+
 use proptest::prelude::*;
 use vox_mcp_registry::*;
 
