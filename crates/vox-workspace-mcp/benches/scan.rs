@@ -1,3 +1,6 @@
+//! Benchmarks of a workspace scan: the first (compiling every file) and a rescan served from the
+//! content-hash cache.
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use vox_workspace_mcp::WorkspaceMcpLoader;
 
