@@ -26,9 +26,11 @@ use tokio::net::unix::OwnedReadHalf;
 
 /// A stdio MCP session handed to the daemon, for the host that serves it (`vox_mcp::hosted`).
 pub struct StdioSession {
+    /// The orchestrator the session calls.
     pub orch: std::sync::Arc<vox_core::Orchestrator>,
     /// The MCP client's input and output.
     pub input: OwnedFd,
+    /// The MCP client's output (where the session's answers go).
     pub output: OwnedFd,
     /// Where the requests read and not yet answered are recorded.
     pub pending: Pending,
@@ -144,6 +146,7 @@ pub struct FdReader {
 }
 
 impl FdReader {
+    /// A reader over `half` that has received no descriptor yet.
     pub fn new(half: OwnedReadHalf) -> Self {
         FdReader {
             half,
@@ -196,7 +199,9 @@ const USED: u32 = 2;
 /// What a pending request was, for the answer `vox mcp` gives it if the daemon dies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PendingKind {
+    /// A `tools/call`: answered with a tool error (`daemon_unavailable`) if the daemon dies.
     ToolCall,
+    /// Any other request: answered with a JSON-RPC error if the daemon dies.
     Other,
 }
 
