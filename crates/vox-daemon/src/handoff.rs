@@ -78,7 +78,8 @@ pub fn send_with_fds(
             std::ptr::copy_nonoverlapping(raw.as_ptr(), libc::CMSG_DATA(cmsg).cast(), raw.len());
         }
     }
-    // SAFETY: msg describes valid memory (above).
+    // SAFETY: `msg` points at `iov` (over `bytes`) and, when fds are sent, at `control`, all
+    // alive until sendmsg(2) returns; the kernel only reads them. MSG_NOSIGNAL: no SIGPIPE.
     let n = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
     if n < 0 {
         return Err(io::Error::last_os_error());
@@ -106,13 +107,14 @@ fn recv_with_fds(fd: RawFd, buf: &mut [u8], fds: &mut VecDeque<OwnedFd>) -> io::
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
     };
-    // SAFETY: plain data; the pointers set outlive the call.
+    // SAFETY: `msghdr` is plain C data, for which all-zero bytes are a valid value.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
     msg.msg_control = control.0.as_mut_ptr().cast();
     msg.msg_controllen = space as _;
-    // SAFETY: msg describes valid, writable memory.
+    // SAFETY: `msg` points at `iov` (over `buf`, writable) and at `control` (`space` bytes,
+    // aligned for `cmsghdr`), all alive until recvmsg(2) returns; it writes within them only.
     let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_CMSG_CLOEXEC | libc::MSG_DONTWAIT) };
     if n < 0 {
         return Err(io::Error::last_os_error());
@@ -242,9 +244,10 @@ impl Pending {
         if raw < 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: raw is a new descriptor we own.
+        // SAFETY: `raw >= 0` is a new fd memfd_create just returned; nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        // SAFETY: fd is a memfd; sizes and seal flags are valid.
+        // SAFETY: ftruncate(2) and fcntl(F_ADD_SEALS) take integers only, on `fd`, which is
+        // open for the calls; no memory of ours is touched.
         unsafe {
             if libc::ftruncate(fd.as_raw_fd(), TABLE as libc::off_t) != 0 {
                 return Err(io::Error::last_os_error());
@@ -260,7 +263,8 @@ impl Pending {
     /// Maps a table passed by `vox mcp` (in the daemon): refused unless it is sealed at its
     /// size, so that it cannot shrink under the mapping.
     pub fn map(fd: OwnedFd) -> io::Result<Self> {
-        // SAFETY: fcntl and fstat on a descriptor we own.
+        // SAFETY: `fd` is open for the calls; F_GET_SEALS takes no pointer, and fstat(2) writes
+        // only `st`, a live, zero-initialized `stat` (plain C data, valid all-zero).
         let (seals, size) = unsafe {
             let seals = libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS);
             let mut st: libc::stat = std::mem::zeroed();

@@ -70,7 +70,8 @@ fn fail(stage_fd: RawFd, stage: Stage) -> io::Error {
         .raw_os_error()
         .unwrap_or(libc::EPERM);
     let b = stage as u8;
-    // SAFETY: write(2) of one byte from the stack.
+    // SAFETY: write(2) of 1 byte from `b`, a live stack byte; async-signal-safe, as the fork
+    // child that calls this requires.
     unsafe { libc::write(stage_fd, &b as *const u8 as *const libc::c_void, 1) };
     io::Error::from_raw_os_error(errno)
 }
@@ -192,7 +193,8 @@ pub fn kill_all_of_uid(uid: libc::uid_t, gid: libc::gid_t, timeout: std::time::D
         }
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
-    // SAFETY: killing and reaping our own helper.
+    // SAFETY: kill(2) takes plain integers; `helper` is our child, not reaped until
+    // `wait_exit_code` below, so the pid still names it.
     unsafe { libc::kill(helper, libc::SIGKILL) };
     wait_exit_code(helper);
     clean
@@ -226,7 +228,7 @@ pub fn can_unshare() -> Result<(), io::Error> {
 fn wait_exit_code(pid: libc::pid_t) -> Option<i32> {
     let mut status = 0;
     loop {
-        // SAFETY: waiting for our own child.
+        // SAFETY: `status` is a live local waitpid(2) writes; `pid` is our own child.
         let r = unsafe { libc::waitpid(pid, &mut status, 0) };
         if r == pid {
             break;

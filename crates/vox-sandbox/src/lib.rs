@@ -221,7 +221,7 @@ pub fn probe() -> Result<Support, SandboxError> {
 }
 
 fn require_root() -> Result<(), SandboxError> {
-    // SAFETY: plain getter.
+    // SAFETY: geteuid(2) takes no arguments, cannot fail and touches no memory of ours.
     check_root(unsafe { libc::geteuid() })
 }
 
@@ -369,7 +369,8 @@ pub fn run(req: &RunRequest<'_>) -> Result<RunOutcome, SandboxError> {
     let ended = wait_exit_until(pid, deadline, req.cancel);
     // The command is done (or out of time): kill its process group while its pid still
     // names it (it is not reaped yet), reap it, then kill whatever else runs as the run's uid.
-    // SAFETY: signalling our own child's process group.
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours; the child is not
+    // reaped yet, so `-pid` still names its process group (it called setsid).
     unsafe { libc::kill(-pid, libc::SIGKILL) };
     let reaped = reap(pid);
     let duration_ms = started.elapsed().as_millis() as u64;
@@ -529,17 +530,19 @@ fn spawn_error(
 
 fn stage_pipe() -> Result<(OwnedFd, OwnedFd), SandboxError> {
     let mut fds = [0; 2];
-    // SAFETY: pipe2 fills two fds.
+    // SAFETY: `fds` is a live `[c_int; 2]`, the two slots pipe2(2) writes.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } < 0 {
         return Err(io_error("creating a pipe", io::Error::last_os_error()));
     }
-    // SAFETY: fresh fds owned by nobody else.
+    // SAFETY: pipe2 succeeded, so both are new fds that nothing else owns; each `OwnedFd` is
+    // the only owner of its fd and closes it once.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 fn read_stage(r: &OwnedFd) -> Option<child::Stage> {
     let mut b = 0u8;
-    // SAFETY: non-blocking one-byte read into a stack byte.
+    // SAFETY: read(2) of at most 1 byte into `b`, a live stack byte; `r` is open (borrowed
+    // for the call) and non-blocking, so this cannot hang.
     let n = unsafe { libc::read(r.as_raw_fd(), &mut b as *mut u8 as *mut libc::c_void, 1) };
     if n == 1 {
         child::Stage::from_byte(b)
@@ -551,7 +554,7 @@ fn read_stage(r: &OwnedFd) -> Option<child::Stage> {
 /// Stdin as a sealed memfd: no writer thread (nor SIGPIPE in the caller's process when the
 /// command does not read it), nothing on disk.
 fn stdin_memfd(bytes: &[u8]) -> Result<File, SandboxError> {
-    // SAFETY: a valid C string and flags.
+    // SAFETY: the name is a NUL-terminated static C string; memfd_create(2) only reads it.
     let fd = unsafe {
         libc::memfd_create(
             c"vox-sandbox-stdin".as_ptr(),
@@ -564,13 +567,15 @@ fn stdin_memfd(bytes: &[u8]) -> Result<File, SandboxError> {
             io::Error::last_os_error(),
         ));
     }
-    // SAFETY: fresh fd.
+    // SAFETY: `fd >= 0` is a new fd memfd_create just returned; nothing else owns it, so the
+    // `File` is its only owner and closes it once.
     let mut f = unsafe { File::from_raw_fd(fd) };
     f.write_all(bytes)
         .map_err(|e| io_error("writing stdin", e))?;
     f.rewind().map_err(|e| io_error("writing stdin", e))?;
     let seals = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
-    // SAFETY: fcntl on our fd.
+    // SAFETY: F_ADD_SEALS takes an integer argument and touches no memory of ours; the fd is
+    // `f`'s, open for the call.
     if unsafe { libc::fcntl(f.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
         return Err(io_error(
             "sealing the stdin memfd",
@@ -647,7 +652,8 @@ fn wait_exit_until(
                     revents: 0,
                 };
                 let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
-                // SAFETY: one valid pollfd.
+                // SAFETY: `p` is one live `pollfd` on the stack (count 1) for the duration of
+                // the call; its fd is `pidfd`'s, open while this loop runs.
                 unsafe { libc::poll(&mut p, 1, ms) };
             }
             None => std::thread::sleep(left.min(Duration::from_millis(5))),
@@ -675,10 +681,11 @@ fn exited(pid: libc::pid_t) -> bool {
 
 fn reap(pid: libc::pid_t) -> io::Result<(libc::c_int, libc::rusage)> {
     let mut status = 0;
-    // SAFETY: zeroed rusage is a valid out-parameter.
+    // SAFETY: `rusage` is plain C data, for which all-zero bytes are a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     loop {
-        // SAFETY: waiting for our own child.
+        // SAFETY: `status` and `ru` are live locals wait4(2) writes; `pid` is our own child,
+        // which only this function reaps.
         let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
         if r == pid {
             return Ok((status, ru));
