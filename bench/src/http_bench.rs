@@ -64,7 +64,7 @@ fn parse_from(mut it: impl Iterator<Item = String>) -> Result<Opts, String> {
                 o.clients = v()?
                     .split(',')
                     .map(|c| c.trim().parse().map_err(|e| format!("--clients: {e}")))
-                    .collect::<Result<_, _>>()?
+                    .collect::<Result<_, _>>()?;
             }
             "--seconds" => seconds = Some(v()?.parse().map_err(|e| format!("--seconds: {e}"))?),
             "--calls" => {

@@ -57,11 +57,14 @@ impl Mcp {
         m.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         m
     }
+    /// Writes one JSON-RPC frame (a request or a notification) as a line on the session's stdin.
     pub fn send(&mut self, v: &Value) {
         let mut line = serde_json::to_vec(v).unwrap();
         line.push(b'\n');
         self.stdin.write_all(&line).expect("write");
     }
+    /// Sends request `method` with `params` and blocks until the response with its id arrives
+    /// (other frames are skipped); the whole response frame.
     pub fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next;
         self.next += 1;

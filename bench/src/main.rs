@@ -115,12 +115,12 @@ fn parse_opts() -> Result<Opts, String> {
             "--calls" => calls = Some(number(&a, val()?)?),
             "--tool" => o.tool = Some(val()?),
             "--args" => {
-                o.args = serde_json::from_str(&val()?).map_err(|e| format!("--args: {e}"))?
+                o.args = serde_json::from_str(&val()?).map_err(|e| format!("--args: {e}"))?;
             }
             "--setup-tool" => o.setup_tool = Some(val()?),
             "--setup-args" => {
                 o.setup_args =
-                    serde_json::from_str(&val()?).map_err(|e| format!("--setup-args: {e}"))?
+                    serde_json::from_str(&val()?).map_err(|e| format!("--setup-args: {e}"))?;
             }
             "--list-runs" => o.list_runs = number(&a, val()?)?,
             "--cancel-after-ms" => cancel_after_ms = Some(number(&a, val()?)?),
@@ -439,7 +439,7 @@ impl ProcScan {
             {
                 continue;
             }
-            for b in self.buf.iter_mut() {
+            for b in &mut self.buf {
                 if *b == 0 {
                     *b = b' ';
                 }

@@ -73,7 +73,10 @@ impl Node {
         )
         .unwrap();
         let pid = info["pid"].as_i64().unwrap() as i32;
+        // SAFETY: kill(2) takes plain integers and touches no memory of ours; `pid` is this
+        // bench workspace's daemon, read from its `orchestrator.json`.
         unsafe { libc::kill(pid, libc::SIGKILL) };
+        // SAFETY: signal 0 only asks whether `pid` still exists.
         while unsafe { libc::kill(pid, 0) } == 0 {
             std::thread::sleep(Duration::from_millis(5));
         }

@@ -153,7 +153,7 @@ fn parse_opts() -> Result<Opts, String> {
                 o.only = val()?
                     .split(',')
                     .map(|s| number::<u32>("--only", s.trim().to_string()))
-                    .collect::<Result<_, _>>()?
+                    .collect::<Result<_, _>>()?;
             }
             "--keep" => o.keep = true,
             "--json" => o.json = true,
@@ -883,6 +883,8 @@ fn recovery(w: &mut World, pack: &Path, k: usize) -> Result<Value, String> {
         std::thread::sleep(Duration::from_millis(100));
     };
     drop(op);
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours; `supervisor` is the
+    // supervisor this bench's daemon reported for its own workspace.
     unsafe {
         libc::kill(supervisor, libc::SIGKILL);
     }
@@ -1071,7 +1073,7 @@ fn concurrent(op: &mut Mcp, n: usize) -> Result<Value, String> {
         }
     }
     let per_job: Vec<f64> = done.values().map(|(_, t)| *t).collect();
-    let wall = per_job.iter().cloned().fold(0.0, f64::max);
+    let wall = per_job.iter().copied().fold(0.0, f64::max);
     let mut states: BTreeMap<String, usize> = BTreeMap::new();
     for (s, _) in done.values() {
         *states.entry(s.clone()).or_default() += 1;

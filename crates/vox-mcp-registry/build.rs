@@ -156,8 +156,29 @@ fn main() {
             })
             .collect()
     };
-    let subsystems: Vec<String> = reg.subsystems.iter().map(|s| camel(&s.id)).collect();
-    let steps: Vec<String> = reg.boot_steps.iter().map(|(n, _)| camel(n)).collect();
+    // Each variant is documented by its contract entry: a subsystem by its description, a boot
+    // step by the subsystem it belongs to.
+    let subsystems: Vec<(String, String)> = reg
+        .subsystems
+        .iter()
+        .map(|s| {
+            (
+                camel(&s.id),
+                format!("`{}`: {}", s.id, s.description.replace('\n', " ")),
+            )
+        })
+        .collect();
+    let steps: Vec<(String, String)> = reg
+        .boot_steps
+        .iter()
+        .map(|(n, sub)| {
+            let owner = &reg.subsystems[*sub].id;
+            (
+                camel(n),
+                format!("`{n}`, a boot step of the `{owner}` subsystem."),
+            )
+        })
+        .collect();
     write_index_enum(
         &mut out,
         "SubsystemId",
@@ -175,17 +196,20 @@ fn main() {
     std::fs::write(dest, out).unwrap();
 }
 
-/// `pub enum <name> { V0 = 0, ... }` with `ALL`, the variants in order.
-fn write_index_enum(out: &mut String, name: &str, doc: &str, variants: &[String]) {
+/// `pub enum <name> { V0 = 0, ... }` with `ALL`, the variants (name, doc) in order.
+fn write_index_enum(out: &mut String, name: &str, doc: &str, variants: &[(String, String)]) {
     writeln!(
         out,
         "/// {doc}\n#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]\npub enum {name} {{"
     )
     .unwrap();
-    for (i, v) in variants.iter().enumerate() {
-        writeln!(out, "  {v} = {i},").unwrap();
+    for (i, (v, doc)) in variants.iter().enumerate() {
+        writeln!(out, "  /// {doc}\n  {v} = {i},").unwrap();
     }
-    let all: Vec<String> = variants.iter().map(|v| format!("{name}::{v}")).collect();
+    let all: Vec<String> = variants
+        .iter()
+        .map(|(v, _)| format!("{name}::{v}"))
+        .collect();
     writeln!(
         out,
         "}}\nimpl {name} {{\n  /// Every variant, in contract order.\n  pub const ALL: [{name}; {}] = [{}];\n}}",

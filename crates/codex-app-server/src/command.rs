@@ -10,7 +10,9 @@ pub const CODEX_JS_VAR: &str = "CODEX_MMO_CODEX_JS";
 /// A program and the arguments that come before `app-server`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodexCommand {
+    /// The executable: `node`, or the `codex` found on `PATH`.
     pub program: PathBuf,
+    /// Arguments before `app-server` (the `codex.js` path when run with `node`).
     pub args: Vec<OsString>,
 }
 

@@ -42,55 +42,83 @@ use tokio::sync::{mpsc, oneshot, watch};
 /// A line longer than this is dropped (and reported) unless the options say otherwise.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
+/// Why talking to the app-server failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// Neither `CODEX_MMO_CODEX_JS` nor `codex` on `PATH` gives a Codex to run (why).
     #[error("no Codex to run: {0}")]
     CodexNotFound(String),
+    /// The child process could not be started.
     #[error("cannot start `{program}`: {source}")]
     Spawn {
+        /// The program that was run (`node` or `codex`).
         program: String,
+        /// The error from spawning it.
         source: std::io::Error,
     },
+    /// Writing to the child's stdin (or reading its output) failed.
     #[error("I/O with the app-server: {0}")]
     Io(#[from] std::io::Error),
     /// The server answered the request with a JSON-RPC error.
     #[error("app-server error {code}: {message}")]
     Rpc {
+        /// The JSON-RPC error code.
         code: i64,
+        /// The error's message.
         message: String,
+        /// The error's `data`, when it has one.
         data: Option<Value>,
     },
+    /// No answer (or awaited notification) came in time.
     #[error("{what}: nothing within {after:?}")]
-    Timeout { what: String, after: Duration },
+    Timeout {
+        /// What was awaited, e.g. a request's method or a notification's.
+        what: String,
+        /// How long it was awaited.
+        after: Duration,
+    },
     /// The server's output ended (it exited or closed stdout) before the answer came.
     #[error("the app-server's output is closed (the process exited or is exiting)")]
     Closed,
     /// An answer that does not have the shape the schema gives it.
     #[error("unexpected answer to {method}: {detail}")]
-    Unexpected { method: String, detail: String },
+    Unexpected {
+        /// The request's method.
+        method: String,
+        /// What did not match the schema.
+        detail: String,
+    },
 }
 
 /// What the server sends that is not an answer to one of our requests.
 #[derive(Debug, Clone)]
 pub enum Event {
+    /// A JSON-RPC notification (`turn/completed`, `item/started`, ...).
     Notification {
+        /// The notification's method.
         method: String,
+        /// Its params (`null` when it has none).
         params: Value,
     },
     /// A server→client request (approvals, elicitation, ...): answer it with
     /// [`AppServer::respond`] or [`AppServer::respond_error`].
     ServerRequest {
+        /// The request's id, to answer it with.
         id: RequestId,
+        /// The request's method (an approval, an elicitation, ...).
         method: String,
+        /// Its params (`null` when it has none).
         params: Value,
     },
     /// A line that was dropped: too long, not JSON, or not a JSON-RPC message.
     Malformed {
+        /// Why the line was dropped, followed by the start of the line (at most 400 bytes).
         error: String,
     },
     /// The process exited (after its output ended); `None` if its status could not be read.
     /// Always the last event.
     Exited {
+        /// The exit status, if it could be read.
         status: Option<ExitStatus>,
     },
 }
@@ -108,9 +136,11 @@ impl Event {
 /// How to start the app-server.
 #[derive(Debug, Clone)]
 pub struct SpawnOptions {
+    /// Which Codex to run ([`find_codex`] picks one).
     pub command: CodexCommand,
     /// `CODEX_HOME` of the child.
     pub codex_home: PathBuf,
+    /// The child's working directory; `None` inherits ours.
     pub cwd: Option<PathBuf>,
     /// Added to the inherited environment.
     pub env: Vec<(OsString, OsString)>,
@@ -124,10 +154,14 @@ pub struct SpawnOptions {
     pub request_timeout: Duration,
     /// How long [`AppServer::shutdown`] waits after SIGTERM before SIGKILL.
     pub shutdown_grace: Duration,
+    /// Longest line accepted from the child, in bytes; a longer one is dropped as
+    /// [`Event::Malformed`].
     pub max_line_bytes: usize,
 }
 
 impl SpawnOptions {
+    /// Options for `command` with `CODEX_HOME=codex_home` and the defaults: 120 s request timeout,
+    /// 3 s shutdown grace, [`DEFAULT_MAX_LINE_BYTES`].
     pub fn new(command: CodexCommand, codex_home: impl Into<PathBuf>) -> Self {
         SpawnOptions {
             command,
@@ -142,10 +176,12 @@ impl SpawnOptions {
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
         }
     }
+    /// Runs the child in `dir`.
     pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cwd = Some(dir.into());
         self
     }
+    /// Adds `key=value` to the child's environment.
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
         self.env.push((key.into(), value.into()));
         self
@@ -155,22 +191,27 @@ impl SpawnOptions {
         self.config.push(key_value.into());
         self
     }
+    /// Appends one argument after `app-server`.
     pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
         self.extra_args.push(arg.into());
         self
     }
+    /// Appends the child's stderr to the file at `path`.
     pub fn stderr_log(mut self, path: impl Into<PathBuf>) -> Self {
         self.stderr_log = Some(path.into());
         self
     }
+    /// Sets the default timeout of [`AppServer::request`].
     pub fn request_timeout(mut self, t: Duration) -> Self {
         self.request_timeout = t;
         self
     }
+    /// Sets how long [`AppServer::shutdown`] waits after SIGTERM before SIGKILL.
     pub fn shutdown_grace(mut self, t: Duration) -> Self {
         self.shutdown_grace = t;
         self
     }
+    /// Sets the longest line accepted from the child, in bytes.
     pub fn max_line_bytes(mut self, n: usize) -> Self {
         self.max_line_bytes = n;
         self

@@ -9,7 +9,9 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum RequestId {
+    /// An integer id (the ids this client sends).
     Int(i64),
+    /// A string id.
     Str(String),
 }
 
@@ -25,9 +27,12 @@ impl std::fmt::Display for RequestId {
 /// `ClientInfo`.
 #[derive(Debug, Clone, Serialize)]
 pub struct ClientInfo {
+    /// The client's name, as the server logs and reports it.
     pub name: String,
+    /// A display name, when different from `name`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The client's version.
     pub version: String,
 }
 
@@ -47,12 +52,15 @@ pub struct InitializeCapabilities {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeParams {
+    /// Who is connecting.
     pub client_info: ClientInfo,
+    /// Opt-ins for this connection; `None` keeps the server's defaults.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capabilities: Option<InitializeCapabilities>,
 }
 
 impl InitializeParams {
+    /// Params naming the client `name` at `version`, with no capabilities.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
         InitializeParams {
             client_info: ClientInfo {
@@ -83,8 +91,11 @@ impl Default for InitializeParams {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApprovalPolicy {
+    /// Ask before running any command not known to be safe.
     Untrusted,
+    /// The model decides when to ask for approval.
     OnRequest,
+    /// Never ask; a command that would need approval fails instead.
     Never,
 }
 
@@ -92,8 +103,11 @@ pub enum ApprovalPolicy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
+    /// Commands may read files but write nothing.
     ReadOnly,
+    /// Commands may write inside the working directory (and temporary directories).
     WorkspaceWrite,
+    /// No sandbox at all.
     DangerFullAccess,
 }
 
@@ -101,14 +115,19 @@ pub enum SandboxMode {
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadStartParams {
+    /// The thread's working directory; `None` keeps the server's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// The model to use, e.g. `gpt-5`; `None` keeps the configured one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The model provider id from the Codex config; `None` keeps the configured one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_provider: Option<String>,
+    /// When commands need approval; `None` keeps the configured policy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_policy: Option<ApprovalPolicy>,
+    /// How commands are sandboxed; `None` keeps the configured mode.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxMode>,
     /// Replaces Codex's built-in base instructions.
@@ -123,6 +142,7 @@ pub struct ThreadStartParams {
     /// A thread that is not persisted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ephemeral: Option<bool>,
+    /// A name for the client service, recorded with the thread.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service_name: Option<String>,
 }
@@ -131,23 +151,32 @@ pub struct ThreadStartParams {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum UserInput {
-    Text { text: String },
+    /// A text message from the user.
+    Text {
+        /// The message.
+        text: String,
+    },
 }
 
 /// `TurnStartParams` (the non-experimental fields a runtime sets).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnStartParams {
+    /// The thread to run the turn on.
     pub thread_id: String,
+    /// The user's input for the turn.
     pub input: Vec<UserInput>,
     /// A JSON Schema for the turn's final assistant message; Codex sends it to the model as
     /// the Responses API's `text.format` (`{"type": "json_schema", ...}`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// Overrides the thread's working directory from this turn on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// Overrides the model from this turn on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Overrides the approval policy from this turn on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_policy: Option<ApprovalPolicy>,
     /// `SandboxPolicy` object (`{"type": "workspaceWrite", ...}`), as the schema gives it.
@@ -159,6 +188,7 @@ pub struct TurnStartParams {
 }
 
 impl TurnStartParams {
+    /// A turn on `thread_id` whose only input is the user message `text`.
     pub fn text(thread_id: impl Into<String>, text: impl Into<String>) -> Self {
         TurnStartParams {
             thread_id: thread_id.into(),
@@ -177,7 +207,9 @@ impl TurnStartParams {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnInterruptParams {
+    /// The thread of the turn.
     pub thread_id: String,
+    /// The turn to interrupt (the id `turn/start` returned).
     pub turn_id: String,
 }
 
@@ -185,11 +217,17 @@ pub struct TurnInterruptParams {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum GoalStatus {
+    /// The goal is being pursued: an idle thread starts a turn for it by itself.
     Active,
+    /// Paused by the client; no turn starts for it.
     Paused,
+    /// Stuck: Codex reports it cannot progress without outside help.
     Blocked,
+    /// Stopped at the account's usage limit.
     UsageLimited,
+    /// Stopped because its `token_budget` is spent.
     BudgetLimited,
+    /// Achieved.
     Complete,
 }
 
@@ -197,11 +235,15 @@ pub enum GoalStatus {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadGoalSetParams {
+    /// The thread whose goal to set.
     pub thread_id: String,
+    /// The new objective; `None` keeps the current one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub objective: Option<String>,
+    /// The new status; `None` keeps the current one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<GoalStatus>,
+    /// Most tokens the goal may use; `None` keeps the current budget.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_budget: Option<i64>,
 }
@@ -210,14 +252,22 @@ pub struct ThreadGoalSetParams {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadGoal {
+    /// The thread the goal belongs to.
     pub thread_id: String,
+    /// What the goal asks the model to achieve.
     pub objective: String,
+    /// Where the goal stands.
     pub status: GoalStatus,
+    /// Most tokens the goal may use, if it has a budget.
     #[serde(default)]
     pub token_budget: Option<i64>,
+    /// Tokens used so far in pursuit of the goal.
     pub tokens_used: i64,
+    /// Time spent on it so far, in seconds.
     pub time_used_seconds: i64,
+    /// When it was created (Unix seconds).
     pub created_at: i64,
+    /// When it last changed (Unix seconds).
     pub updated_at: i64,
 }
 

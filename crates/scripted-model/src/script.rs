@@ -4,22 +4,27 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+/// A whole script: the actors, each with its own queue of answers.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Script {
+    /// The actors, tried in order: a request goes to the first whose `match` it contains.
     pub actors: Vec<ActorSpec>,
     /// Usage reported by every `response.completed` unless a step says otherwise.
     #[serde(default)]
     pub usage: Option<Usage>,
 }
 
+/// One conversation the model takes part in (a root agent, a sub-agent, ...).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ActorSpec {
+    /// The actor's name, reported in the request log and in the "exhausted" answer.
     pub name: String,
     /// A substring of the request's instructions or of its non-assistant message text.
     #[serde(rename = "match")]
     pub pattern: String,
+    /// Its answers, one per request routed to it, in order.
     pub steps: Vec<Step>,
 }
 
@@ -27,11 +32,14 @@ pub struct ActorSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum Step {
+    /// Several items answered together, in order.
     Items(Vec<Item>),
+    /// A single item.
     One(Item),
 }
 
 impl Step {
+    /// The step's items in order, whichever form it was written in.
     pub fn items(&self) -> &[Item] {
         match self {
             Step::Items(v) => v,
@@ -40,6 +48,7 @@ impl Step {
     }
 }
 
+/// One element of a scripted answer.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Item {
@@ -58,6 +67,7 @@ pub enum Item {
     Status(u16),
 }
 
+/// A function call the model makes.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CallSpec {
@@ -76,12 +86,17 @@ fn empty_object() -> Value {
     json!({})
 }
 
+/// Token counts reported in the answer's `response.completed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Usage {
+    /// Input (prompt) tokens.
     pub input_tokens: u64,
+    /// Output (completion) tokens.
     pub output_tokens: u64,
+    /// Input tokens served from the provider's prompt cache.
     pub cached_tokens: u64,
+    /// Output tokens spent on reasoning.
     pub reasoning_tokens: u64,
 }
 
@@ -97,6 +112,7 @@ impl Default for Usage {
 }
 
 impl Usage {
+    /// The Responses API `usage` object (with `total_tokens`).
     pub fn to_json(self) -> Value {
         json!({
             "input_tokens": self.input_tokens,
@@ -111,20 +127,27 @@ impl Usage {
 /// What to stream back, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Out {
+    /// An assistant message with this text.
     Message(String),
+    /// A function call item.
     Call {
+        /// The function name.
         name: String,
+        /// The function call item's `namespace`, when the script gave one.
         namespace: Option<String>,
         /// The JSON text of the arguments.
         arguments: String,
     },
+    /// A pause of this many milliseconds.
     Delay(u64),
+    /// Stop streaming and keep the connection open.
     Hang,
 }
 
 /// The answer chosen for one request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
+    /// The actor the request was routed to; `None` when none matched.
     pub actor: Option<String>,
     /// The 0-based step of the actor that was used.
     pub step: Option<usize>,
@@ -132,13 +155,16 @@ pub struct Plan {
     pub exhausted: bool,
     /// A template that could not be resolved (the answer is then a message saying so).
     pub error: Option<String>,
+    /// What to stream, in order.
     pub outputs: Vec<Out>,
+    /// The usage to report: the step's, else the script's, else the default.
     pub usage: Usage,
     /// An HTTP status to answer with instead of a stream.
     pub status: Option<u16>,
 }
 
 impl Plan {
+    /// The plan's summary for the request log (actor, step, exhausted, error, status).
     pub fn log_json(&self) -> Value {
         json!({
             "actor": self.actor,
@@ -150,6 +176,7 @@ impl Plan {
     }
 }
 
+/// The start of the message answered when an actor has no step left (followed by its name).
 pub const EXHAUSTED: &str = "scripted-model: script exhausted for";
 
 /// A script and how far each actor has got.
@@ -159,6 +186,7 @@ pub struct Engine {
 }
 
 impl Engine {
+    /// An engine at the start of every actor's steps.
     pub fn new(script: Script) -> Self {
         let cursors = vec![0; script.actors.len()];
         Engine { script, cursors }
@@ -202,7 +230,7 @@ impl Engine {
                             name,
                             namespace,
                             arguments: args.to_string(),
-                        })
+                        });
                     }
                     Err(e) => {
                         let e = format!("actor {} step {step_no}: {e}", actor.name);
@@ -438,11 +466,15 @@ const CLOSE: &str = "}}";
 /// put outputs of its own, e.g. a goal's, before the script's).
 #[derive(Default)]
 pub struct Outputs {
+    /// The JSON views of the request's most recent tool output, if it has one
+    /// ([`last_tool_output`]).
     pub last: Option<Vec<Value>>,
+    /// The views of every tool output of the conversation, oldest first.
     pub all: Vec<Vec<Value>>,
 }
 
 impl Outputs {
+    /// The tool outputs of a request body.
     pub fn of(body: &Value) -> Outputs {
         Outputs {
             last: last_tool_output(body),

@@ -19,6 +19,7 @@ use std::time::Duration;
 /// Request bodies larger than this are refused (413).
 pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 
+/// The server state: the engine behind a lock, a request counter and the request log.
 pub struct Model {
     engine: Mutex<Engine>,
     seq: AtomicU64,
@@ -26,6 +27,7 @@ pub struct Model {
 }
 
 impl Model {
+    /// A model answering from `engine`, logging one JSON line per request to `log` when given.
     pub fn new(engine: Engine, log: Option<std::fs::File>) -> Arc<Self> {
         Arc::new(Model {
             engine: Mutex::new(engine),
@@ -52,6 +54,7 @@ enum Api {
     Anthropic,
 }
 
+/// The HTTP routes of the three provider APIs (with and without `/v1`); anything else is 404.
 pub fn router(model: Arc<Model>) -> Router {
     Router::new()
         .route("/v1/responses", post(responses))

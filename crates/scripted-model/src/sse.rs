@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 pub enum Chunk {
     /// `event: <name>\ndata: <json>\n\n`
     Event(String),
+    /// Sleep this many milliseconds before the next chunk.
     Delay(u64),
     /// Stop here and keep the connection open.
     Hang,

@@ -441,10 +441,10 @@ async fn a_goal_is_set_read_and_cleared() {
             .unwrap()
         {
             Event::Notification { method, params } if method == "thread/goal/updated" => {
-                updated = Some(params)
+                updated = Some(params);
             }
             Event::Notification { method, params } if method == "turn/started" => {
-                turn = params["turn"]["id"].as_str().map(str::to_owned)
+                turn = params["turn"]["id"].as_str().map(str::to_owned);
             }
             _ => {}
         }

@@ -46,6 +46,7 @@ pub struct JsonArg {
     about = "vox: one MCP tool surface for AI agents, sliced by capability profiles"
 )]
 pub struct Cli {
+    /// The subcommand to run.
     #[command(subcommand)]
     pub command: Command,
 }
@@ -55,40 +56,49 @@ pub struct Cli {
 pub enum Command {
     /// Serve MCP on stdio, adopting or spawning the workspace daemon.
     Mcp {
+        /// The profile to serve (or to require of an adopted daemon).
         #[command(flatten)]
         profile: ProfileArg,
+        /// The workspace whose daemon to use.
         #[command(flatten)]
         workspace: WorkspaceArg,
     },
     /// Run the daemon in the foreground with the HTTP gateway (REST, WebSocket, /mcp) and no stdio.
     Serve {
+        /// The profile the daemon serves.
         #[command(flatten)]
         profile: ProfileArg,
+        /// The workspace to serve.
         #[command(flatten)]
         workspace: WorkspaceArg,
     },
     /// CI gates.
     Ci {
+        /// The gate to run.
         #[command(subcommand)]
         command: CiCommand,
     },
     /// Inspect capability profiles.
     Profile {
+        /// What to show.
         #[command(subcommand)]
         command: ProfileCommand,
     },
     /// Plugin bundles and the profiles they select.
     Bundle {
+        /// What to do with bundles.
         #[command(subcommand)]
         command: BundleCommand,
     },
     /// Start, stop or inspect the workspace daemon.
     Daemon {
+        /// What to do with the daemon.
         #[command(subcommand)]
         command: DaemonCommand,
     },
     /// This node in a mesh of nodes: its key, and the nodes and queues its daemon sees.
     Mesh {
+        /// What to show or create.
         #[command(subcommand)]
         command: MeshCommand,
     },
@@ -126,11 +136,13 @@ pub enum Command {
     },
     /// Skills of the workspace and the skill roots (the same catalog the daemon serves).
     Skill {
+        /// What to do with skills.
         #[command(subcommand)]
         command: SkillCommand,
     },
     /// Configure an MCP client to serve vox over stdio.
     Client {
+        /// What to configure.
         #[command(subcommand)]
         command: ClientCommand,
     },
@@ -141,8 +153,10 @@ pub enum Command {
     },
     /// Check the binaries, workspace, daemon, profile, store and sandbox; exit 1 if anything fails.
     Doctor {
+        /// The workspace to check.
         #[command(flatten)]
         workspace: WorkspaceArg,
+        /// Whether to print JSON.
         #[command(flatten)]
         output: JsonArg,
     },
@@ -154,14 +168,17 @@ pub enum MeshCommand {
     /// Print this node's id (its public key, for the other nodes' `.vox/mesh.toml`), creating
     /// its key (`.vox/mesh-node.nk`) if missing.
     Key {
+        /// The workspace whose node key to print.
         #[command(flatten)]
         workspace: WorkspaceArg,
     },
     /// The nodes (status, heartbeat lag, agents, pending messages) and this node's queues, as
     /// its running daemon sees them; exit 1 when no daemon runs.
     Status {
+        /// The workspace whose daemon to ask.
         #[command(flatten)]
         workspace: WorkspaceArg,
+        /// Whether to print JSON.
         #[command(flatten)]
         output: JsonArg,
     },
@@ -179,6 +196,7 @@ pub enum ClientCommand {
         /// (default: none pinned, `vox mcp` decides at start).
         #[arg(long)]
         profile: Option<String>,
+        /// The workspace the server entry serves.
         #[command(flatten)]
         workspace: WorkspaceArg,
         /// Merge the server into the client's file (created if missing; other servers and keys
@@ -193,8 +211,10 @@ pub enum ClientCommand {
 pub enum SkillCommand {
     /// Every skill found, and the ones that did not load.
     List {
+        /// The workspace whose skill roots to list.
         #[command(flatten)]
         workspace: WorkspaceArg,
+        /// Whether to print JSON.
         #[command(flatten)]
         output: JsonArg,
     },
@@ -202,6 +222,7 @@ pub enum SkillCommand {
     Run {
         /// The skill id.
         id: String,
+        /// The workspace whose skill roots to find the skill in.
         #[command(flatten)]
         workspace: WorkspaceArg,
         /// Wall clock in milliseconds.
@@ -218,6 +239,7 @@ pub enum SkillCommand {
 pub enum CiCommand {
     /// Catalog ↔ handlers ↔ input schemas ↔ profiles: nothing missing, nothing extra.
     OperationsVerify {
+        /// Whether to print JSON.
         #[command(flatten)]
         output: JsonArg,
     },
@@ -230,6 +252,7 @@ pub enum CiCommand {
         /// The fixtures file, relative to the root.
         #[arg(long, default_value = "contracts/mcp/workspace-tool-fixtures.v1.json")]
         fixtures: PathBuf,
+        /// Whether to print JSON.
         #[command(flatten)]
         output: JsonArg,
     },
@@ -238,6 +261,7 @@ pub enum CiCommand {
         /// The directory of skills.
         #[arg(default_value = "skills")]
         dir: PathBuf,
+        /// Whether to print JSON.
         #[command(flatten)]
         output: JsonArg,
     },
@@ -248,6 +272,7 @@ pub enum CiCommand {
 pub enum ProfileCommand {
     /// Every profile with its description.
     List {
+        /// Whether to print JSON.
         #[command(flatten)]
         output: JsonArg,
     },
@@ -255,6 +280,7 @@ pub enum ProfileCommand {
     Show {
         /// Profile ids, comma-separated.
         ids: String,
+        /// Whether to print JSON.
         #[command(flatten)]
         output: JsonArg,
     },
@@ -265,6 +291,7 @@ pub enum ProfileCommand {
 pub enum BundleCommand {
     /// Every bundle and its profile.
     List {
+        /// Whether to print JSON.
         #[command(flatten)]
         output: JsonArg,
     },
@@ -280,8 +307,10 @@ pub enum BundleCommand {
 pub enum DaemonCommand {
     /// Start (or adopt) the daemon for the workspace and profile; it stays until stopped.
     Start {
+        /// The profile the daemon serves (or must already serve).
         #[command(flatten)]
         profile: ProfileArg,
+        /// The workspace whose daemon to start.
         #[command(flatten)]
         workspace: WorkspaceArg,
         /// Print the daemon's ping answer as JSON.
@@ -290,12 +319,14 @@ pub enum DaemonCommand {
     },
     /// Ask the workspace daemon to stop, and wait until it has.
     Stop {
+        /// The workspace whose daemon to stop.
         #[command(flatten)]
         workspace: WorkspaceArg,
     },
     /// Ping the workspace daemon: who started it, when it exits, its boot report. Exit 1 when
     /// no daemon runs.
     Status {
+        /// The workspace whose daemon to ping.
         #[command(flatten)]
         workspace: WorkspaceArg,
         /// Print JSON (`{"running": false, ...}` when no daemon runs).

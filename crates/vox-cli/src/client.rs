@@ -27,6 +27,8 @@ pub struct Server {
     pub name: String,
     /// The absolute path of the `vox` binary.
     pub command: String,
+    /// The arguments after the binary: `mcp`, then `--profile` when one is pinned, then
+    /// `--workspace`.
     pub args: Vec<String>,
 }
 

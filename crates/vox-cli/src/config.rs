@@ -8,9 +8,13 @@ use vox_mcp_registry::{ProfileError, ProfileSet};
 /// Where a profile choice came from, for messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
+    /// The `--profile` flag.
     Flag,
+    /// The `VOX_PROFILE` environment variable.
     Env,
+    /// `VOX_PROFILE` in the user config file at this path.
     Config(PathBuf),
+    /// None of them: the `dev` profile.
     Default,
 }
 
@@ -29,11 +33,19 @@ impl std::fmt::Display for Source {
 #[derive(Debug)]
 pub enum SelectError {
     /// `profile_unknown` (HTTP 400 on the gateway).
-    Unknown { source: Source, error: ProfileError },
+    Unknown {
+        /// Where the unknown profile was given.
+        source: Source,
+        /// Which id is unknown (or that the list is empty).
+        error: ProfileError,
+    },
     /// The config file exists but cannot be used; `line` is 1-based.
     Config {
+        /// The config file.
         path: PathBuf,
+        /// The line at fault, when the parser knows it.
         line: Option<usize>,
+        /// What is wrong.
         message: String,
     },
 }

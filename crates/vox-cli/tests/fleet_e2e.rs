@@ -175,6 +175,8 @@ async fn a_codex_worker_takes_its_task_and_a_killed_one_is_requeued_and_restarte
     assert_eq!(task_state(&op, &task).await["state"], "running");
     // The app-server leads its own process group (node and the native codex under it): the
     // whole worker dies, as in a crash.
+    // SAFETY: `libc_kill` is kill(2) on plain integers; the group is the worker this test's
+    // fleet started (its pid from `vox_agent_status`).
     unsafe { libc_kill(-(pid.as_i64().unwrap() as i32)) };
 
     // Requeued, then taken again by a restarted worker, which completes it.
@@ -246,7 +248,13 @@ unsafe extern "C" {
 }
 
 /// SIGKILL to `pid`.
+///
+/// # Safety
+/// `kill` is declared by hand above, so calling it is unsafe; it has no memory preconditions,
+/// but the caller must mean to kill `pid` (negative: a whole process group).
 unsafe fn libc_kill(pid: i32) {
+    // SAFETY: `c_kill` matches kill(2)'s C signature `int kill(pid_t, int)` (pid_t is i32 on
+    // Linux), and it takes only integers.
     unsafe {
         c_kill(pid, 9);
     }
@@ -393,6 +401,7 @@ async fn two_codex_workers_run_a_plan_through_conflict_approval_clarification_an
         (w["state"] == "working" && asked).then(|| w["pid"].clone())
     })
     .await;
+    // SAFETY: as above, kill(2) of the process group of a worker this test started.
     unsafe { libc_kill(-(pid.as_i64().unwrap() as i32)) };
     // Restarted, w2 asks for the file w1 holds while w1 waits: a conflict. Then the person
     // approves w1's call.

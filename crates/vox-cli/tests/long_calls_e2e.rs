@@ -484,6 +484,8 @@ async fn a_client_that_exits_mid_call_takes_its_work_with_it() {
         })
         .collect::<Vec<_>>();
     assert_eq!(adapter.len(), 1, "{adapter:?}");
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours; the pid is this
+    // test's own `vox mcp` (found by its workspace in /proc just above).
     unsafe { libc::kill(adapter[0] as i32, libc::SIGKILL) };
     let killed = Instant::now();
     while !pids_running(&format!("sleep {marker}")).is_empty() {

@@ -132,7 +132,7 @@ async fn install_search_resources_macro_tools_and_uninstall() {
         .await
         .unwrap()
         .into_iter()
-        .map(|r| r.uri.to_string())
+        .map(|r| r.uri.clone())
         .collect();
     assert_eq!(
         uris,
@@ -374,7 +374,7 @@ async fn named_profiles_serve_no_macro_tools_and_the_skills_profile_serves_the_t
         .await
         .unwrap()
         .into_iter()
-        .map(|r| r.uri.to_string())
+        .map(|r| r.uri.clone())
         .collect();
     assert!(
         uris.contains(&"skill://git-helper/SKILL.md".to_owned()),

@@ -18,30 +18,43 @@ pub fn read_role_always_denied(name: &str) -> bool {
 /// A catalog row with its resolved subsystem mask and whether this build can dispatch it.
 #[derive(Debug, Clone)]
 pub struct CompiledTool {
+    /// The catalog row as written.
     pub row: CatalogTool,
+    /// Bit mask of the subsystems in `row.requires` (bit i = i-th subsystem of the contract).
     pub requires_mask: u32,
+    /// Whether this build can dispatch the tool: false when its `feature` is not enabled.
     pub built: bool,
 }
 
 /// A profile manifest with its tool set expanded and its subsystem closure computed.
 #[derive(Debug, Clone)]
 pub struct CompiledProfile {
+    /// The profile's id (its manifest's `id`, e.g. `knowledge`).
     pub id: String,
+    /// One-line description from the manifest.
     pub description: String,
+    /// The manifest file it was read from.
     pub path: PathBuf,
     /// Indices into [`CompiledRegistry::tools`], ascending.
     pub tools: Vec<usize>,
+    /// Bit mask of the subsystems the manifest's `requires` lists.
     pub requires_mask: u32,
+    /// `requires_mask` plus every subsystem those depend on, transitively: what the daemon boots.
     pub closure_mask: u32,
+    /// The highest exposure a tool may have to be in the profile; tools above it are clipped.
     pub max_exposure: Exposure,
+    /// Axis GUI view keys the profile renders when Axis is attached remotely.
     pub axis_surfaces: Vec<String>,
 }
 
 /// Something legal but probably unintended, such as a prefix that matches no tool yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Warning {
+    /// The contract file the warning is about.
     pub path: PathBuf,
+    /// The entry in it, e.g. a `tools.include` prefix or an `include_lanes` lane.
     pub entry: String,
+    /// What looks unintended about it.
     pub message: String,
 }
 
@@ -68,6 +81,8 @@ pub struct CompiledRegistry {
     pub boot_steps: Vec<(String, usize)>,
     /// Sorted by id; `dev` is synthesized by the registry, not listed here.
     pub profiles: Vec<CompiledProfile>,
+    /// Legal but suspicious entries (prefixes or lanes that match no tool yet), for the build to
+    /// print.
     pub warnings: Vec<Warning>,
 }
 

@@ -18,17 +18,31 @@ use std::path::{Path, PathBuf};
 /// An error reading or validating a contract, naming the file and the entry at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum ContractError {
+    /// A contract file or directory could not be read.
     #[error("{path}: cannot read: {source}")]
     Io {
+        /// The file or directory.
         path: PathBuf,
+        /// The underlying error.
         source: std::io::Error,
     },
+    /// A file is not valid YAML (or TOML) for its schema, unknown keys included.
     #[error("{path}: {message}")]
-    Parse { path: PathBuf, message: String },
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, with line and column when it has them.
+        message: String,
+    },
+    /// A file parses but breaks a rule across the contracts (an unknown tool, subsystem,
+    /// dependency cycle, exposure above the profile's maximum, ...).
     #[error("{path}: {entry}: {message}")]
     Invalid {
+        /// The file.
         path: PathBuf,
+        /// The entry at fault, e.g. a tool name or "requires".
         entry: String,
+        /// What is wrong with it.
         message: String,
     },
 }

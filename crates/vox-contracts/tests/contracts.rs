@@ -1,3 +1,7 @@
+//! The shipped contracts compile, and each rule of the compiler (unknown tools and subsystems,
+//! closures, read-role eligibility, strict fields, boot order, bundles, feature gates) rejects a
+//! scratch copy edited to break it, naming the file and the entry.
+
 use std::path::{Path, PathBuf};
 use vox_contracts::*;
 

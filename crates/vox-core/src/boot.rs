@@ -9,17 +9,22 @@ use vox_mcp_registry::{BOOT_STEPS, ProfileSet, SUBSYSTEMS, SubsystemMask};
 /// What happened to one boot step.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema, PartialEq, Eq)]
 pub struct StepReport {
+    /// The step's contract name, e.g. `socrates_research_poller`.
     pub step: &'static str,
+    /// The subsystem the step starts.
     pub subsystem: &'static str,
     /// `ok`, `placeholder` (no tools in this build: nothing started), `failed` or `skipped`.
     pub status: &'static str,
+    /// What the step said: its ready message, why it failed, or why it was skipped.
     pub detail: String,
+    /// How long the step took, in microseconds.
     pub micros: u64,
 }
 
 /// The daemon's boot report (`orch.boot_report`).
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema, Default)]
 pub struct BootReport {
+    /// The canonical profile the daemon booted.
     pub profile: String,
     /// Subsystems that are up, in contract order.
     pub booted: Vec<&'static str>,
@@ -28,8 +33,11 @@ pub struct BootReport {
     pub placeholders: Vec<&'static str>,
     /// Subsystem → why it is down.
     pub failed: BTreeMap<&'static str, String>,
+    /// The steps of the profile's closure, run or skipped, in the contract's order.
     pub steps: Vec<StepReport>,
+    /// How long the whole boot took, in microseconds.
     pub total_micros: u64,
+    /// The booted subsystems (placeholders included) as a bit mask; not serialized.
     #[serde(skip)]
     pub booted_mask: SubsystemMask,
 }
@@ -71,7 +79,7 @@ pub fn boot(
                 status,
                 detail,
                 micros: t.elapsed().as_micros() as u64,
-            })
+            });
         };
         if failed_mask & bit != 0 {
             record("skipped", "subsystem already failed".into());

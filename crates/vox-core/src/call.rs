@@ -82,23 +82,34 @@ impl Drop for CancelGuard {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum LogLevel {
+    /// Detailed information for debugging.
     Debug,
+    /// Normal operational messages.
     #[default]
     Info,
+    /// Normal but significant events.
     Notice,
+    /// Something unexpected that did not stop the call.
     Warning,
+    /// An operation failed.
     Error,
+    /// A critical condition: a component is failing.
     Critical,
+    /// Action must be taken immediately.
     Alert,
+    /// The system is unusable.
     Emergency,
 }
 
 /// One progress report (`notifications/progress` without the token, which the transport adds).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Progress {
+    /// The progress so far (increases with each report; in units of `total` when given).
     pub progress: f64,
+    /// The total to reach, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total: Option<f64>,
+    /// A short human-readable note on the current step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
@@ -106,8 +117,11 @@ pub struct Progress {
 /// One log message of a handler (`notifications/message` without the transport's framing).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LogMessage {
+    /// The message's severity.
     pub level: LogLevel,
+    /// The family (or component) that logged it.
     pub logger: String,
+    /// The message: a string or any JSON value.
     pub data: Value,
 }
 
@@ -172,6 +186,7 @@ pub trait CallEvents: Send + Sync {
 pub struct SessionKey(Arc<str>);
 
 impl SessionKey {
+    /// A session key as given (the caller's prefix already in it).
     pub fn new(key: &str) -> Self {
         SessionKey(key.into())
     }
@@ -212,6 +227,7 @@ pub struct CallScope {
     /// What this path serves: the daemon's profile, or narrower (a gateway's allowlist, the
     /// profile a mesh trust list grants a node).
     pub surface: vox_mcp_registry::ProfileSet,
+    /// The caller's loopback flag and role, for the authorization decision.
     pub caller: Caller,
     /// The attention and rate-limit key (`stdio:<client name>`, a token's agent name,
     /// `node:<id>`).
@@ -220,11 +236,13 @@ pub struct CallScope {
     /// (`vox_spawn_agent`); `None`: the operator (a person, or a client acting for them). An
     /// agent's calls are narrowed to its own public tools and pass its gate.
     pub agent: Option<Arc<str>>,
+    /// The session the call belongs to (scopes the active skill).
     pub session: SessionKey,
     /// Whether `session` names one session (a connection, an MCP session, `X-Vox-Session`)
     /// rather than everything one token sends: only a named session may hold session state
     /// (an active skill).
     pub session_named: bool,
+    /// Which tools beyond the static catalog the scope reaches.
     pub workspace_tools: WorkspaceTools,
     /// What narrowed `surface` below the daemon's profile, named in a denial of a tool the
     /// profile serves ("this gateway's allowlist"); `None`: the denial is left as it is.
@@ -288,7 +306,9 @@ pub struct SessionEffect {
 /// where its progress, log messages, client requests and session effects go.
 #[derive(Clone, Default)]
 pub struct CallRun {
+    /// Fires when the caller cancels or goes away.
     pub cancel: Cancel,
+    /// Where progress, log messages, client requests and session effects go; `None` drops them.
     pub events: Option<Arc<dyn CallEvents>>,
     /// The caller asked for progress (an MCP `progressToken`).
     pub progress: bool,
@@ -310,6 +330,7 @@ impl CallRun {
 #[derive(Clone)]
 pub struct CallCtx {
     scope: Arc<CallScope>,
+    /// Fires when the caller cancels or goes away (or the call's deadline passes).
     pub cancel: Cancel,
     events: Option<Arc<dyn CallEvents>>,
     wants_progress: bool,
@@ -443,6 +464,8 @@ impl CallCtx {
         })
     }
 
+    /// Whether a log message at `level` would reach the caller (it has a sink and the level admits
+    /// it).
     pub fn logs(&self, level: LogLevel) -> bool {
         self.events.is_some() && self.log_level.is_some_and(|min| level >= min)
     }

@@ -75,6 +75,8 @@ pub trait SessionGuard: Send + Sync {
 
 /// Sees every finished call (the attention ledger).
 pub trait CallObserver: Send + Sync {
+    /// Records one finished call of `tool` by `agent` (the scope's principal), its outcome and how
+    /// long it took.
     fn record(&self, agent: &str, tool: &str, outcome: &ToolOutcome, latency: Duration);
     /// Persists what was recorded (called periodically and at shutdown; blocking).
     fn flush(&self) {}
@@ -84,7 +86,9 @@ pub trait CallObserver: Send + Sync {
 /// are decided.
 #[derive(Debug, Clone)]
 pub struct AgentIdentity {
+    /// The agent's id.
     pub id: String,
+    /// The profile the agent's own calls are decided under.
     pub profile: ProfileSet,
 }
 
@@ -100,6 +104,8 @@ pub trait AgentDirectory: Send + Sync {
 /// a call with side effects, the agent's budget. `Ok` holds the arguments to run with (an
 /// approver may change them).
 pub trait AgentGate: Send + Sync {
+    /// Lets agent `agent`'s call of `tool` run: the arguments to run it with, or why not (refused,
+    /// over budget, cancelled while waiting for a person).
     fn admit<'a>(
         &'a self,
         agent: &'a str,
@@ -117,17 +123,25 @@ pub fn resource_updated(uri: &str) -> Value {
 /// The hooks families registered at boot.
 #[derive(Default)]
 pub struct Hooks {
+    /// Sources of tools beyond the static catalog (workspace `.vox` tools, skill macro tools).
     pub dynamic: Vec<Arc<dyn DynamicTools>>,
+    /// Checks run before every call against the session's state (the active skill's tool list).
     pub guards: Vec<Arc<dyn SessionGuard>>,
+    /// Everything that sees finished calls (the attention ledger).
     pub observers: Vec<Arc<dyn CallObserver>>,
+    /// The agents the daemon issued credentials to, when the agent fleet is booted.
     pub agents: Option<Arc<dyn AgentDirectory>>,
+    /// What an agent's call passes before it runs (approvals, budgets), when the fleet is booted.
     pub agent_gate: Option<Arc<dyn AgentGate>>,
 }
 
 /// The booted context. Built once at boot, then read-only.
 pub struct Ctx {
+    /// The workspace the daemon serves.
     pub workspace: Workspace,
+    /// The profile the daemon serves.
     pub profile: ProfileSet,
+    /// What the boot started, skipped and failed on.
     pub boot: BootReport,
     /// Daemon → client notification frames (`notifications/tools/list_changed`, ...).
     pub notifier: tokio::sync::broadcast::Sender<Value>,

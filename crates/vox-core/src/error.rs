@@ -10,11 +10,15 @@ use vox_mcp_registry::Denial;
 /// later, ask a person). Its code and HTTP status are stable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
+    /// The arguments are malformed or out of range: fix them (HTTP 400).
     InvalidArguments,
+    /// What the call names does not exist (HTTP 404).
     NotFound,
+    /// The call clashes with the current state, e.g. a lock another holds (HTTP 409).
     Conflict,
     /// Retryable: the subsystem is busy, down, or the call hit its deadline.
     Unavailable,
+    /// A bug or an unexpected failure on the server's side (HTTP 500).
     Internal,
     /// A workspace tool returned `Error(e)`.
     Failed,
@@ -85,7 +89,9 @@ impl ErrorKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ErrorDetail {
+    /// The family's stable machine-readable code, e.g. `path_outside_repo`.
     pub code: String,
+    /// Facts behind the code, as JSON, when the family gives any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
 }
@@ -115,18 +121,23 @@ impl ToolError {
             detail: None,
         }
     }
+    /// An [`ErrorKind::InvalidArguments`] error saying `m`.
     pub fn invalid_arguments(m: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidArguments, m)
     }
+    /// An [`ErrorKind::NotFound`] error saying `m`.
     pub fn not_found(m: impl Into<String>) -> Self {
         Self::new(ErrorKind::NotFound, m)
     }
+    /// An [`ErrorKind::Conflict`] error saying `m`.
     pub fn conflict(m: impl Into<String>) -> Self {
         Self::new(ErrorKind::Conflict, m)
     }
+    /// An [`ErrorKind::Unavailable`] error saying `m`.
     pub fn unavailable(m: impl Into<String>) -> Self {
         Self::new(ErrorKind::Unavailable, m)
     }
+    /// An [`ErrorKind::Internal`] error saying `m`.
     pub fn internal(m: impl Into<String>) -> Self {
         Self::new(ErrorKind::Internal, m)
     }
@@ -134,15 +145,19 @@ impl ToolError {
     pub fn failed(m: impl Into<String>) -> Self {
         Self::new(ErrorKind::Failed, m)
     }
+    /// An [`ErrorKind::Cancelled`] error saying `m`.
     pub fn cancelled(m: impl Into<String>) -> Self {
         Self::new(ErrorKind::Cancelled, m)
     }
+    /// An [`ErrorKind::DaemonUnavailable`] error saying `m`.
     pub fn daemon_unavailable(m: impl Into<String>) -> Self {
         Self::new(ErrorKind::DaemonUnavailable, m)
     }
+    /// An [`ErrorKind::Unauthorized`] error saying `m`.
     pub fn unauthorized(m: impl Into<String>) -> Self {
         Self::new(ErrorKind::Unauthorized, m)
     }
+    /// An [`ErrorKind::Refused`] error saying `m`.
     pub fn refused(m: impl Into<String>) -> Self {
         Self::new(ErrorKind::Refused, m)
     }
@@ -202,11 +217,14 @@ impl ToolError {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(into = "WireOutcome", try_from = "WireOutcome")]
 pub enum ToolOutcome {
+    /// The handler's JSON result (the MCP `structuredContent`).
     Ok(Value),
     /// MCP content blocks (text, image, audio, embedded resource, resource link), as a
     /// workspace tool made them with `content.*`; its answer is these, not a JSON value.
     Content(Vec<Value>),
+    /// The authorization decision refused the call; the handler did not run.
     Denied(Denial),
+    /// The handler ran and failed.
     Failed(ToolError),
 }
 

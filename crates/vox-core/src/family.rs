@@ -40,6 +40,7 @@ pub fn placeholder(_ctx: &mut Ctx) -> Result<StepDone, String> {
 /// One tool family, as it registers itself.
 #[derive(Default)]
 pub struct Family {
+    /// The family's name, for logs and errors.
     pub name: &'static str,
     /// The contract steps this family performs (each step belongs to exactly one family).
     pub steps: Vec<(BootStep, StepFn)>,
@@ -66,10 +67,12 @@ type HandlerFn = Box<dyn Fn(Arc<Ctx>, CallCtx, Value) -> HandlerFuture + Send + 
 /// A handler with the input schema generated from its argument type and the output schema
 /// from its result type.
 pub struct HandlerEntry {
+    /// The input schema (a JSON Schema object), generated from the argument type.
     pub schema: Value,
     /// The MCP `outputSchema` (an object schema); `None` when the result type does not say
     /// what an answer looks like.
     pub output_schema: Option<Value>,
+    /// Decodes the arguments and runs the handler.
     pub call: HandlerFn,
 }
 

@@ -17,17 +17,26 @@ use vox_mcp_registry::{
 /// What a client sees of a tool (MCP field names).
 #[derive(Debug, Clone, Serialize)]
 pub struct ToolDescriptor {
+    /// The MCP tool name.
     pub name: &'static str,
+    /// Human-readable title.
     pub title: &'static str,
+    /// What the tool does.
     pub description: &'static str,
+    /// JSON Schema of the arguments.
     #[serde(rename = "inputSchema")]
     pub input_schema: Value,
     /// The schema `structuredContent` of a successful call validates against.
     #[serde(rename = "outputSchema", skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// MCP tool annotations (`readOnlyHint`, `destructiveHint`, ...) derived from the catalog's
+    /// side-effect class.
     pub annotations: Value,
+    /// vox's own facts about the tool: `vox_exposure`, `vox_side_effect_class`, `vox_requires`,
+    /// `vox_lane`.
     #[serde(rename = "_meta")]
     pub meta: Value,
+    /// Its position in the catalog; not serialized.
     #[serde(skip)]
     pub index: usize,
 }
@@ -71,7 +80,7 @@ pub fn assemble(families: Vec<Family>) -> Result<Assembled, String> {
         for (name, entry) in f.handlers {
             match vox_mcp_registry::tool_by_name(name) {
                 Some(t) if handlers[t.index].is_some() => {
-                    problems.push(format!("tool {name} has two handlers"))
+                    problems.push(format!("tool {name} has two handlers"));
                 }
                 Some(t) => handlers[t.index] = Some(entry),
                 None => problems.push(format!("handler {name} has no catalog row")),
@@ -115,10 +124,15 @@ pub fn assemble(families: Vec<Family>) -> Result<Assembled, String> {
 
 /// The families, put together: handlers by catalog index, step functions by boot step.
 pub struct Assembled {
+    /// Each catalog tool's handler, by catalog index; `None` for a tool no family serves.
     pub handlers: Vec<Option<HandlerEntry>>,
+    /// Each boot step's function, by index in `BOOT_STEPS`.
     pub steps: Vec<StepFn>,
+    /// The families' after-boot hooks.
     pub after_boot: Vec<fn(&mut Ctx)>,
+    /// The families' on-started hooks.
     pub started: Vec<fn(Arc<Ctx>)>,
+    /// The families' on-stopping hooks.
     pub stopping: Vec<fn(&Ctx)>,
 }
 
@@ -272,6 +286,7 @@ impl Orchestrator {
             .collect()
     }
 
+    /// What agent `a` may call: `base` narrowed to the public tools of the agent's own profile.
     pub fn agent_surface(&self, base: &ProfileSet, a: &AgentIdentity) -> ProfileSet {
         base.restricted(&a.profile.public_tools())
     }

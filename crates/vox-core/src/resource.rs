@@ -7,9 +7,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResourceBody {
+    /// The contents' MIME type, e.g. `text/plain`.
     pub mime_type: String,
+    /// The contents as text, for a text resource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// The contents as base64, for a binary resource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blob: Option<String>,
 }

@@ -23,7 +23,12 @@ pub enum ClientError {
     Disconnected(String),
     /// The daemon answered with a JSON-RPC error.
     #[error("daemon error {code}: {message}")]
-    Rpc { code: i64, message: String },
+    Rpc {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The error's message.
+        message: String,
+    },
     /// The caller cancelled the request; the daemon was sent `orch.cancel`.
     #[error("request cancelled")]
     Cancelled,
@@ -43,7 +48,7 @@ pub fn workspace_tools_requested() -> bool {
         return true;
     }
     match std::env::var("VOX_MCP_TIERS").as_deref() {
-        Ok("workspace") | Ok("all") => {
+        Ok("workspace" | "all") => {
             tracing::warn!("VOX_MCP_TIERS is deprecated; set VOX_MCP_WORKSPACE_TOOLS=1");
             true
         }
@@ -208,9 +213,13 @@ pub enum AdoptError {
         "profile_mismatch: the daemon for {workspace} serves profile `{running}`, not `{requested}`. Request `{running}`, or one profile for both (`--profile {running},{requested}`), or stop it (`vox daemon stop --workspace {workspace}`); to serve two profiles to one client as two servers, give each its own workspace or use `vox serve` with per-token surfaces (daemon log: {log})"
     )]
     ProfileMismatch {
+        /// The workspace root.
         workspace: String,
+        /// The canonical profile the daemon serves.
         running: String,
+        /// The canonical profile the client asked for.
         requested: String,
+        /// The daemon's log (a path, or where its output goes).
         log: String,
     },
     /// The running daemon speaks another socket protocol (an older or newer vox).
@@ -219,17 +228,36 @@ pub enum AdoptError {
         crate::PROTOCOL_VERSION
     )]
     Protocol {
+        /// The workspace root.
         workspace: String,
+        /// The socket protocol version the daemon reports (`none` when it reports none).
         running: String,
+        /// The daemon's log (a path, or where its output goes).
         log: String,
     },
+    /// No daemon could be started, or one holds the workspace without answering
+    /// (`daemon_unavailable`).
     #[error("daemon_unavailable: cannot start the daemon: {message} (daemon log: {log})")]
-    Spawn { message: String, log: String },
+    Spawn {
+        /// What went wrong.
+        message: String,
+        /// The daemon's log file.
+        log: String,
+    },
+    /// Talking to the daemon failed (`daemon_unavailable`).
     #[error("daemon_unavailable: {message} (daemon log: {log})")]
-    Io { message: String, log: String },
+    Io {
+        /// What went wrong.
+        message: String,
+        /// The daemon's log file.
+        log: String,
+    },
     /// `VOX_AGENT_TOKEN` names no agent the daemon knows (or one that retired).
     #[error("unauthorized: {message}")]
-    Unauthorized { message: String },
+    Unauthorized {
+        /// The daemon's refusal.
+        message: String,
+    },
 }
 
 impl AdoptError {

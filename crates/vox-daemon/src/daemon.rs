@@ -15,18 +15,29 @@ use vox_mcp_registry::{ProfileSet, SubsystemId};
 /// Why the daemon could not start or run.
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
+    /// The `.vox` directory, the lock file or the boot could not be set up (why).
     #[error("{0}")]
     Setup(String),
+    /// Another daemon holds the workspace's lock.
     #[error(
         "a daemon already runs for workspace {workspace} ({info}); `vox daemon status` shows it, `vox daemon stop` stops it (daemon log: {log} when vox mcp or vox daemon start started it)"
     )]
     AlreadyRunning {
+        /// The workspace root.
         workspace: String,
+        /// Its info file (pid, profile, socket, start time, as JSON), or `no info`.
         info: String,
+        /// The running daemon's log file.
         log: String,
     },
+    /// Every subsystem the profile requires failed to boot.
     #[error("every subsystem profile `{profile}` requires failed: {failures}")]
-    AllRequiredFailed { profile: String, failures: String },
+    AllRequiredFailed {
+        /// The canonical profile.
+        profile: String,
+        /// Each failed subsystem and why, `subsystem: error` joined by `; `.
+        failures: String,
+    },
 }
 
 /// A daemon that owns its workspace: the lock is released when this is dropped.
@@ -197,7 +208,7 @@ impl Daemon {
         let orch = self.orch.clone();
         let _ = tokio::task::spawn_blocking(move || {
             orch.stopping();
-            orch.flush_observers()
+            orch.flush_observers();
         })
         .await;
         let _ = std::fs::remove_file(ws.daemon_info_path());

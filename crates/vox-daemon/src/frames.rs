@@ -28,6 +28,7 @@ pub struct PingParams {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CancelParams {
+    /// The id of the request to cancel, as raw JSON (a number or a string).
     pub id: Box<RawValue>,
 }
 
@@ -70,6 +71,7 @@ pub struct SessionState {
     /// The client's `initialize` parameters (none for a 2026-07-28 client).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<Value>,
+    /// The log level the client set with `logging/setLevel`, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_level: Option<LogLevel>,
     /// Resources subscribed to (`resources/subscribe`).

@@ -26,9 +26,11 @@ use tokio::net::unix::OwnedReadHalf;
 
 /// A stdio MCP session handed to the daemon, for the host that serves it (`vox_mcp::hosted`).
 pub struct StdioSession {
+    /// The orchestrator the session calls.
     pub orch: std::sync::Arc<vox_core::Orchestrator>,
     /// The MCP client's input and output.
     pub input: OwnedFd,
+    /// The MCP client's output (where the session's answers go).
     pub output: OwnedFd,
     /// Where the requests read and not yet answered are recorded.
     pub pending: Pending,
@@ -76,7 +78,8 @@ pub fn send_with_fds(
             std::ptr::copy_nonoverlapping(raw.as_ptr(), libc::CMSG_DATA(cmsg).cast(), raw.len());
         }
     }
-    // SAFETY: msg describes valid memory (above).
+    // SAFETY: `msg` points at `iov` (over `bytes`) and, when fds are sent, at `control`, all
+    // alive until sendmsg(2) returns; the kernel only reads them. MSG_NOSIGNAL: no SIGPIPE.
     let n = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
     if n < 0 {
         return Err(io::Error::last_os_error());
@@ -104,13 +107,14 @@ fn recv_with_fds(fd: RawFd, buf: &mut [u8], fds: &mut VecDeque<OwnedFd>) -> io::
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
     };
-    // SAFETY: plain data; the pointers set outlive the call.
+    // SAFETY: `msghdr` is plain C data, for which all-zero bytes are a valid value.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
     msg.msg_control = control.0.as_mut_ptr().cast();
     msg.msg_controllen = space as _;
-    // SAFETY: msg describes valid, writable memory.
+    // SAFETY: `msg` points at `iov` (over `buf`, writable) and at `control` (`space` bytes,
+    // aligned for `cmsghdr`), all alive until recvmsg(2) returns; it writes within them only.
     let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_CMSG_CLOEXEC | libc::MSG_DONTWAIT) };
     if n < 0 {
         return Err(io::Error::last_os_error());
@@ -144,6 +148,7 @@ pub struct FdReader {
 }
 
 impl FdReader {
+    /// A reader over `half` that has received no descriptor yet.
     pub fn new(half: OwnedReadHalf) -> Self {
         FdReader {
             half,
@@ -196,7 +201,9 @@ const USED: u32 = 2;
 /// What a pending request was, for the answer `vox mcp` gives it if the daemon dies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PendingKind {
+    /// A `tools/call`: answered with a tool error (`daemon_unavailable`) if the daemon dies.
     ToolCall,
+    /// Any other request: answered with a JSON-RPC error if the daemon dies.
     Other,
 }
 
@@ -206,9 +213,15 @@ pub struct Pending {
     fd: OwnedFd,
 }
 
-// SAFETY: the mapping lives as long as the value; slots are accessed only through atomics
-// (state) and by the one writer that claimed the slot.
+// SAFETY: `base` is only a raw pointer because it came from mmap: the value owns the mapping
+// and its fd outright (no other Rust value aliases them), the mapping lives as long as the value,
+// and munmap in `Drop` is valid from any thread.
 unsafe impl Send for Pending {}
+// SAFETY: through `&self` the mapping is touched only by atomic loads and stores of the slot
+// states, by the one writer that won a slot's FREE -> WRITING compare-exchange (which alone
+// writes that slot's bytes), and by readers of USED slots, whose bytes the Release store of USED
+// published; a read length is clamped to `ID_MAX`, so it stays inside the slot whatever the
+// other process wrote.
 unsafe impl Sync for Pending {}
 
 impl Drop for Pending {
@@ -231,9 +244,10 @@ impl Pending {
         if raw < 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: raw is a new descriptor we own.
+        // SAFETY: `raw >= 0` is a new fd memfd_create just returned; nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        // SAFETY: fd is a memfd; sizes and seal flags are valid.
+        // SAFETY: ftruncate(2) and fcntl(F_ADD_SEALS) take integers only, on `fd`, which is
+        // open for the calls; no memory of ours is touched.
         unsafe {
             if libc::ftruncate(fd.as_raw_fd(), TABLE as libc::off_t) != 0 {
                 return Err(io::Error::last_os_error());
@@ -249,7 +263,8 @@ impl Pending {
     /// Maps a table passed by `vox mcp` (in the daemon): refused unless it is sealed at its
     /// size, so that it cannot shrink under the mapping.
     pub fn map(fd: OwnedFd) -> io::Result<Self> {
-        // SAFETY: fcntl and fstat on a descriptor we own.
+        // SAFETY: `fd` is open for the calls; F_GET_SEALS takes no pointer, and fstat(2) writes
+        // only `st`, a live, zero-initialized `stat` (plain C data, valid all-zero).
         let (seals, size) = unsafe {
             let seals = libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS);
             let mut st: libc::stat = std::mem::zeroed();

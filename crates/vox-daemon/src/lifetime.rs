@@ -40,7 +40,10 @@ pub enum Kind {
     /// Started on purpose: stays until stopped.
     Started,
     /// Spawned by a client: exits after `idle` without clients (`None`: never).
-    Spawned { idle: Option<Duration> },
+    Spawned {
+        /// How long it waits without clients before exiting; `None`: it never exits on its own.
+        idle: Option<Duration>,
+    },
 }
 
 struct State {
@@ -86,6 +89,7 @@ pub struct Report {
 }
 
 impl Lifetime {
+    /// A lifetime of `kind` with no client attached, idle from now.
     pub fn new(kind: Kind) -> Self {
         Lifetime(Arc::new(Mutex::new(State {
             kind,
@@ -132,6 +136,7 @@ impl Lifetime {
         self.lock().closing
     }
 
+    /// The lifetime as `orch.ping` reports it.
     pub fn report(&self) -> Report {
         let s = self.lock();
         let (kind, idle) = match s.kind {

@@ -36,9 +36,13 @@ use vox_mcp_registry::Caller;
 
 /// JSON-RPC error codes used on the socket.
 pub mod codes {
+    /// JSON-RPC: the line is not JSON.
     pub const PARSE_ERROR: i64 = -32700;
+    /// JSON-RPC: the JSON is not a request object.
     pub const INVALID_REQUEST: i64 = -32600;
+    /// JSON-RPC: no such method.
     pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// JSON-RPC: the method's params are wrong.
     pub const INVALID_PARAMS: i64 = -32602;
     /// The daemon is closing and takes no new client.
     pub const SHUTTING_DOWN: i64 = -32000;
@@ -46,8 +50,11 @@ pub mod codes {
 
 /// One line read with a size bound.
 pub enum Line {
+    /// A whole line, without its `\n`.
     Data(Vec<u8>),
+    /// A line longer than the bound, consumed and dropped; how many bytes it had.
     TooLong(usize),
+    /// The stream ended (no byte before it).
     Eof,
 }
 

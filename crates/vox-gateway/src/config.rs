@@ -9,22 +9,38 @@ use vox_mcp_registry::{ProfileSet, ToolSet, tool_by_name};
 /// A setting that stops the gateway from starting.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// A variable's value does not parse or is out of range.
     #[error("{var}: {message}")]
-    Invalid { var: &'static str, message: String },
+    Invalid {
+        /// The environment variable, e.g. `VOX_MCP_HTTP_PORT`.
+        var: &'static str,
+        /// What is wrong with its value.
+        message: String,
+    },
+    /// Neither token is set and unauthenticated access was not asked for.
     #[error(
         "gateway auth required: set VOX_MCP_HTTP_BEARER_TOKEN (write) and/or VOX_MCP_HTTP_READ_BEARER_TOKEN (read), or VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED=1 when bound to loopback"
     )]
     NoAuth,
+    /// Unauthenticated access was asked for on a bind address other than 127.0.0.1 or ::1.
     #[error(
         "VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED=1 is accepted only when the gateway binds 127.0.0.1 or ::1 (the loopback addresses whose peers count as loopback), not VOX_MCP_HTTP_HOST={0}"
     )]
     UnauthenticatedOffLoopback(IpAddr),
+    /// The read token equals the write token.
     #[error(
         "VOX_MCP_HTTP_READ_BEARER_TOKEN equals VOX_MCP_HTTP_BEARER_TOKEN: the read token would act as the write token; give the read role a token of its own"
     )]
     SameTokens,
+    /// An allowlist names tools that are in no registry.
     #[error("{var} names unknown tool(s): {names}")]
-    UnknownTools { var: &'static str, names: String },
+    UnknownTools {
+        /// The allowlist variable, e.g. `VOX_MCP_HTTP_ALLOWED_TOOLS`.
+        var: &'static str,
+        /// The unknown names, comma-separated.
+        names: String,
+    },
+    /// Workspace tools were asked for under a named profile (whose canonical ids it carries).
     #[error(
         "VOX_MCP_HTTP_WORKSPACE_TOOLS=1 serves a workspace's .vox tools and resources only under the dev profile; this daemon serves `{0}` (a named profile is a fixed slice of the catalog)"
     )]
@@ -34,19 +50,34 @@ pub enum ConfigError {
 /// The gateway's settings.
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
+    /// `VOX_MCP_HTTP_HOST`: the address to bind (default 127.0.0.1).
     pub host: IpAddr,
+    /// `VOX_MCP_HTTP_PORT`: the TCP port to bind (default 3921).
     pub port: u16,
+    /// `VOX_MCP_HTTP_BEARER_TOKEN`: the write-role token (at least 16 characters, trimmed).
     pub write_token: Option<String>,
+    /// `VOX_MCP_HTTP_READ_BEARER_TOKEN`: the read-role token (at least 16 characters, trimmed).
     pub read_token: Option<String>,
+    /// `VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED=1`: loopback peers without a token get the write role
+    /// (loopback binds only).
     pub allow_unauthenticated: bool,
     /// `VOX_MCP_HTTP_WORKSPACE_TOOLS=1`: `/mcp` also serves the workspace's `.vox` tools and
     /// resources to write-role callers (dev only; off by default).
     pub workspace_tools: bool,
+    /// `VOX_MCP_HTTP_ALLOWED_TOOLS`: the tools HTTP serves, intersected with the profile; unset,
+    /// the profile's default surface.
     pub allowed_tools: Option<Vec<String>>,
+    /// `VOX_MCP_HTTP_READ_ROLE_ALLOWED_TOOLS`: narrows further what the read token may call.
     pub read_role_allowed_tools: Option<Vec<String>>,
+    /// `VOX_MCP_HTTP_RATE_PER_SEC`: requests per second allowed per caller (default 50,000).
     pub rate_per_sec: NonZeroU32,
+    /// `VOX_MCP_HTTP_RATE_BURST`: requests a caller may make at once above the rate (default
+    /// 50,000).
     pub rate_burst: NonZeroU32,
+    /// `VOX_MCP_HTTP_ALLOWED_HOSTS`: extra `Host` values accepted (`host` or `host:port`), beside
+    /// loopback names and the bound address.
     pub extra_hosts: Vec<String>,
+    /// `VOX_MCP_HTTP_ALLOWED_ORIGINS`: extra browser `Origin` values accepted, compared exactly.
     pub extra_origins: Vec<String>,
     /// `extra_hosts` parsed (checked at startup).
     extra_authorities: Vec<HostPort>,
@@ -90,7 +121,7 @@ impl GatewayConfig {
         let write_token = token("VOX_MCP_HTTP_BEARER_TOKEN")?;
         let read_token = token("VOX_MCP_HTTP_READ_BEARER_TOKEN")?;
         let flag = |var: &'static str| match get(var).as_deref() {
-            None | Some("0") | Some("") => Ok(false),
+            None | Some("0" | "") => Ok(false),
             Some("1") => Ok(true),
             Some(other) => Err(ConfigError::Invalid {
                 var,

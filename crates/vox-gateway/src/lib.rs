@@ -49,6 +49,7 @@ pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Who a request comes from, decided once by the auth middleware.
 #[derive(Debug, Clone)]
 pub struct Who {
+    /// The caller's loopback flag and role, from its peer address and token.
     pub caller: Caller,
     /// The rate-limit and attention key: the role for token callers, the peer IP otherwise.
     pub agent: String,

@@ -57,7 +57,7 @@ async fn serve_session(socket: &mut WebSocket, s: &Shared, who: &Who) {
                     tokio::select! {
                         r = &mut answer => break r,
                         m = socket.recv() => match m {
-                            Some(Ok(Message::Close(_))) | Some(Err(_)) | None => {
+                            Some(Ok(Message::Close(_)) | Err(_)) | None => {
                                 cancel.cancel();
                                 return;
                             }

@@ -131,18 +131,18 @@ fn front_end(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(src.len() as u64));
     g.sample_size(20);
     g.bench_function("lex_parse_lower_4MiB", |b| {
-        b.iter(|| analyze("gen.vox", black_box(src.as_bytes())))
+        b.iter(|| analyze("gen.vox", black_box(src.as_bytes())));
     });
     // The phases alone, to show where the time goes.
     g.bench_function("lex_only_4MiB", |b| {
-        b.iter(|| vox_lang::lexer::lex(black_box(&src)))
+        b.iter(|| vox_lang::lexer::lex(black_box(&src)));
     });
     g.bench_function("lex_parse_4MiB_tree_kept", |b| {
-        b.iter_with_large_drop(|| vox_lang::parser::parse(black_box(&src)))
+        b.iter_with_large_drop(|| vox_lang::parser::parse(black_box(&src)));
     });
     // The same work, with freeing the resulting HIR left out of the timing (a caller keeps it).
     g.bench_function("lex_parse_lower_4MiB_result_kept", |b| {
-        b.iter_with_large_drop(|| analyze("gen.vox", black_box(src.as_bytes())))
+        b.iter_with_large_drop(|| analyze("gen.vox", black_box(src.as_bytes())));
     });
     g.finish();
     let real = real_style_source(4 << 20);
@@ -151,7 +151,7 @@ fn front_end(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(real.len() as u64));
     g.sample_size(20);
     g.bench_function("lex_parse_lower_4MiB_result_kept", |b| {
-        b.iter_with_large_drop(|| analyze("real.vox", black_box(real.as_bytes())))
+        b.iter_with_large_drop(|| analyze("real.vox", black_box(real.as_bytes())));
     });
     g.finish();
 }
@@ -174,7 +174,7 @@ fn greet(name: str, excited: bool = false) to str {
             let args: J = serde_json::from_str(black_box(input)).unwrap();
             let out = m.call_json("greet", &args, &opts).unwrap();
             serde_json::to_string(&out.value).unwrap()
-        })
+        });
     });
 }
 
@@ -248,12 +248,12 @@ fn fib(c: &mut Criterion) {
     let mut g = c.benchmark_group("fib25");
     g.sample_size(20);
     g.bench_function(BenchmarkId::new("vox", 25), |b| {
-        b.iter(|| m.call_json("fib", black_box(&args), &opts).unwrap())
+        b.iter(|| m.call_json("fib", black_box(&args), &opts).unwrap());
     });
     match Python::start() {
         Some(mut py) => {
             g.bench_function(BenchmarkId::new("cpython", 25), |b| {
-                b.iter_custom(|iters| py.run(iters))
+                b.iter_custom(|iters| py.run(iters));
             });
         }
         None => eprintln!("python3 not found: the CPython side of fib25 is skipped"),
@@ -288,7 +288,7 @@ fn imports(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(total as u64));
     g.sample_size(20);
     g.bench_function("check_root_with_8x64KiB_imports", |b| {
-        b.iter_with_large_drop(|| analyze_with("root.vox", black_box(root.as_bytes()), &loader))
+        b.iter_with_large_drop(|| analyze_with("root.vox", black_box(root.as_bytes()), &loader));
     });
     g.finish();
     let m = a.into_module().unwrap();
@@ -299,7 +299,7 @@ fn imports(c: &mut Criterion) {
             let args: J = serde_json::from_str(black_box(input)).unwrap();
             let out = m.call_json("limit", &args, &opts).unwrap();
             serde_json::to_string(&out.value).unwrap()
-        })
+        });
     });
 }
 

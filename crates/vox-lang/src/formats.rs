@@ -48,7 +48,7 @@ pub fn csv_rows(text: &str) -> Result<Vec<Vec<String>>, String> {
                     }
                 }
                 match chars.peek() {
-                    None | Some(',') | Some('\n') | Some('\r') => {}
+                    None | Some(',' | '\n' | '\r') => {}
                     Some(other) => {
                         return Err(format!(
                             "line {line}: `{other}` after a closing quote (a field is quoted whole)"

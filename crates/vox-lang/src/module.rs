@@ -402,7 +402,7 @@ impl Unit {
                 if errors.is_empty() {
                     continue;
                 }
-                for item in file.ast.items.iter_mut() {
+                for item in &mut file.ast.items {
                     if let Some(placeholder) = broken_placeholder(item, &errors) {
                         *item = placeholder;
                         demoted = true;
@@ -1026,7 +1026,7 @@ impl Module {
                 Some(J::Null)
                     if p.has_default && !matches!(p.ty, crate::hir::Ty::Option { .. }) =>
                 {
-                    values.push(None)
+                    values.push(None);
                 }
                 Some(j) => {
                     let v = json::json_to_typed(&self.program, j, &p.ty, &p.name).map_err(
@@ -1040,7 +1040,7 @@ impl Module {
                 None if p.has_default => values.push(None),
                 // A left-out `Option` parameter without a default is `None`.
                 None if matches!(p.ty, crate::hir::Ty::Option { .. }) => {
-                    values.push(Some(Value::None))
+                    values.push(Some(Value::None));
                 }
                 None => {
                     return Err(CallError::Input {
@@ -1243,8 +1243,10 @@ impl Module {
                 };
                 let (passed, message, logs) = match r {
                     Ok(out) => (true, None, out.logs),
-                    Err(CallError::Tool { message, logs })
-                    | Err(CallError::Runtime { message, logs, .. }) => (false, Some(message), logs),
+                    Err(
+                        CallError::Tool { message, logs }
+                        | CallError::Runtime { message, logs, .. },
+                    ) => (false, Some(message), logs),
                     Err(e) => (false, Some(e.to_string()), Vec::new()),
                 };
                 TestOutcome {

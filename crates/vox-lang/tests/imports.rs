@@ -295,7 +295,7 @@ fn without_a_loader_imports_are_accepted_and_fail_only_when_called() {
             assert!(
                 message.contains("`greet` comes from an import that loaded no .vox file"),
                 "{message}"
-            )
+            );
         }
         other => panic!("{other:?}"),
     }

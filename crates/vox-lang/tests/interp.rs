@@ -405,7 +405,7 @@ fn calling_an_opaque_item_fails_clearly_while_other_tools_work() {
     );
     match m.call_json("bad", &J::Null, &CallOptions::default()) {
         Err(CallError::Runtime { message, .. }) => {
-            assert!(message.contains("component"), "{message}")
+            assert!(message.contains("component"), "{message}");
         }
         other => panic!("{other:?}"),
     }

@@ -21,6 +21,7 @@ const ERROR_BODY_CHARS: usize = 2000;
 /// Timeouts and retries.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FacadeOptions {
+    /// Longest wait to establish a TCP (and TLS) connection.
     pub connect_timeout: Duration,
     /// Longest wait for the answer's headers, and between two events of its stream.
     pub idle_timeout: Duration,
@@ -65,8 +66,11 @@ impl FacadeOptions {
 /// A finished answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Completion {
+    /// The answer's text, all of it.
     pub text: String,
+    /// The tool calls the answer made, in order, passed through unrun.
     pub tool_calls: Vec<ToolCall>,
+    /// The tokens the call used, as the provider reported them.
     pub usage: Usage,
     /// The provider's reason the answer ended (`stop`, `end_turn`, `tool_calls`, ...).
     pub finish: String,
@@ -82,6 +86,7 @@ pub struct Facade {
 }
 
 impl Facade {
+    /// A client with these timeouts and retries; fails only if the HTTP client cannot be built.
     pub fn new(opts: FacadeOptions) -> Result<Facade, LlmError> {
         let http = reqwest::Client::builder()
             .connect_timeout(opts.connect_timeout)
@@ -94,6 +99,7 @@ impl Facade {
         Ok(Facade { http, opts })
     }
 
+    /// The timeouts and retries in use.
     pub fn options(&self) -> FacadeOptions {
         self.opts
     }

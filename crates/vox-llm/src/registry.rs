@@ -30,6 +30,7 @@ pub enum Api {
 }
 
 impl Api {
+    /// The manifest spelling: `chat`, `responses` or `anthropic`.
     pub fn as_str(self) -> &'static str {
         match self {
             Api::Chat => "chat",
@@ -38,6 +39,7 @@ impl Api {
         }
     }
 
+    /// The API a manifest spelling names; `None` for an unknown one.
     pub fn parse(s: &str) -> Option<Api> {
         match s {
             "chat" => Some(Api::Chat),
@@ -52,9 +54,12 @@ impl Api {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Provider {
+    /// The provider id: its key under `[providers]` (e.g. `openai`).
     #[serde(skip_deserializing)]
     pub id: String,
+    /// Which wire API it speaks.
     pub api: Api,
+    /// The API's base URL, http(s), e.g. `https://api.openai.com/v1`.
     pub base_url: String,
     /// The name of the environment variable holding the key (never the key itself); none for a
     /// local server that takes no key.
@@ -66,18 +71,25 @@ pub struct Provider {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSpec {
+    /// The model id: its key under `[models]` (e.g. `openai/gpt-5`).
     #[serde(skip_deserializing)]
     pub id: String,
+    /// The id of the provider that serves it.
     pub provider: String,
     /// The model's name at its provider (what requests send as `model`).
     pub name: String,
+    /// Most tokens of context (input plus output) the model takes.
     pub context_window: u32,
+    /// Most tokens the model may produce in one answer (default 4096).
     #[serde(default = "default_max_output")]
     pub max_output_tokens: u32,
+    /// Input kinds the model accepts (`text`, `image`, `audio`, `pdf`; default text only).
     #[serde(default = "text_only")]
     pub input_modalities: Vec<String>,
+    /// Whether the model can call tools.
     #[serde(default)]
     pub tool_calling: bool,
+    /// Whether the model can answer in a given JSON Schema.
     #[serde(default)]
     pub structured_output: bool,
     /// USD per million input tokens.
@@ -120,7 +132,9 @@ struct Manifest {
 /// configured (the default until a user picks an active model).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Registry {
+    /// Every provider by id: the shipped manifest's, then the overlay's, then the environment's.
     pub providers: BTreeMap<String, Provider>,
+    /// Every model by id, from the same sources.
     pub models: BTreeMap<String, ModelSpec>,
     /// The files read, in order (the shipped manifest first).
     pub sources: Vec<String>,
@@ -131,6 +145,7 @@ pub struct Registry {
 /// The environment this registry reads (`VOX_LLM_*`, `VOX_MODELS_FILE`, `HOME`), passed in so
 /// tests and the daemon decide where it comes from.
 pub trait Env {
+    /// The value of variable `name`, `None` when unset.
     fn var(&self, name: &str) -> Option<String>;
 }
 

@@ -31,28 +31,35 @@ fn needs(category: &str) -> (bool, Option<&'static str>) {
 /// One model's score and why.
 #[derive(Debug, Clone, Serialize)]
 pub struct Scored {
+    /// The model's registry id.
     pub model_id: String,
     /// 0 to 1.
     pub score: f64,
     /// Each part's contribution (already weighted), summing to `score`.
     pub parts: BTreeMap<&'static str, f64>,
+    /// Whether the model can be called now (its provider's key is set, or it needs none).
     pub has_credentials: bool,
+    /// The score's reasons, for people (benchmarks, strengths, price, context).
     pub why: String,
 }
 
 /// A model left out, and why.
 #[derive(Debug, Clone, Serialize)]
 pub struct Excluded {
+    /// The model's registry id.
     pub model_id: String,
+    /// Why it cannot serve the category (no tool calling, a missing input modality).
     pub why: String,
 }
 
 /// The ranking for one category.
 #[derive(Debug, Clone, Serialize)]
 pub struct Suggestion {
+    /// The task category ranked for (`codegen`, `review`, `vision`, ...).
     pub category: String,
     /// Best first; models with credentials before those without.
     pub ranked: Vec<Scored>,
+    /// Models that cannot serve the category at all, and why.
     pub excluded: Vec<Excluded>,
 }
 

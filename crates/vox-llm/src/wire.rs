@@ -13,6 +13,7 @@ pub const MAX_ARGUMENT_BYTES: usize = 1024 * 1024;
 /// Anthropic requires `max_tokens`; this is sent when the request sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
+/// The path appended to a provider's base URL for `api`.
 pub fn path(api: Api) -> &'static str {
     match api {
         Api::Chat => "/chat/completions",
@@ -175,9 +176,13 @@ fn anthropic_body(model: &str, req: &ChatRequest) -> Value {
 /// An answer as its events arrive.
 #[derive(Debug, Default)]
 pub struct Accumulator {
+    /// The text so far.
     pub text: String,
+    /// The tool calls completed so far.
     pub calls: Vec<ToolCall>,
+    /// The token counts, once the provider has sent them.
     pub usage: Usage,
+    /// The provider's reason the answer ended, once it has said.
     pub finish: Option<String>,
     /// The API's own end of the answer was seen.
     pub done: bool,
@@ -381,7 +386,9 @@ impl Accumulator {
 /// What went wrong inside a stream.
 #[derive(Debug)]
 pub enum Fault {
+    /// The stream broke the API's shape (an unknown event, a bad JSON, too many calls...).
     Protocol(String),
+    /// The provider reported an error inside the stream.
     Model(String),
 }
 

@@ -8,11 +8,13 @@ use vox_llm::{Api, ChatRequest, Endpoint, Facade, FacadeOptions, LlmError, Messa
 /// A scripted model process (killed on drop) and its files.
 pub struct Scripted {
     run: scripted_model::process::Running,
+    /// The server's base URL, e.g. `http://127.0.0.1:<port>/v1`.
     pub base: String,
     _dir: tempfile::TempDir,
 }
 
 impl Scripted {
+    /// Starts `scripted-model` on `script` (the binary beside this test's directory).
     pub fn start(script: Value) -> Scripted {
         let dir = tempfile::tempdir().unwrap();
         let exe = std::env::current_exe().unwrap();
@@ -31,6 +33,7 @@ impl Scripted {
         }
     }
 
+    /// An endpoint of `api` on this server, model `scripted`, with a test key.
     pub fn endpoint(&self, api: Api) -> Endpoint {
         Endpoint {
             api,
@@ -40,6 +43,7 @@ impl Scripted {
         }
     }
 
+    /// Every request the server logged so far, in order.
     pub fn requests(&self) -> Vec<Value> {
         self.run.requests()
     }

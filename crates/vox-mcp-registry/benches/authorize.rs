@@ -1,3 +1,5 @@
+//! Benchmarks of the per-call authorization decision and of listing the visible tools.
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use vox_mcp_registry::{
@@ -20,7 +22,7 @@ fn bench(c: &mut Criterion) {
                 Caller::LOCAL,
                 booted,
             )
-        })
+        });
     });
     c.bench_function("authorize_tool/allow_read_role", |b| {
         b.iter(|| {
@@ -30,7 +32,7 @@ fn bench(c: &mut Criterion) {
                 read,
                 booted,
             )
-        })
+        });
     });
     c.bench_function("authorize_tool/deny_not_in_profile", |b| {
         b.iter(|| {
@@ -40,13 +42,13 @@ fn bench(c: &mut Criterion) {
                 Caller::LOCAL,
                 booted,
             )
-        })
+        });
     });
     c.bench_function("visible_tools/dev", |b| {
-        b.iter(|| visible_tools(black_box(&dev), Caller::LOCAL, booted).count())
+        b.iter(|| visible_tools(black_box(&dev), Caller::LOCAL, booted).count());
     });
     c.bench_function("profile_parse/compose", |b| {
-        b.iter(|| ProfileSet::parse(black_box("repo-read,knowledge,attention")).unwrap())
+        b.iter(|| ProfileSet::parse(black_box("repo-read,knowledge,attention")).unwrap());
     });
 }
 

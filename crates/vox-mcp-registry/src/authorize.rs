@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 /// Which token a caller presented. Local transports (stdio, the daemon socket) are `Write`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
+    /// The write token, or a local transport: may call any tool its profile and exposure allow.
     Write,
+    /// The HTTP read token: only public, read-role eligible tools.
     Read,
 }
 
@@ -17,6 +19,7 @@ pub enum Role {
 pub struct Caller {
     /// Judged from the socket's peer address only, never from forwarded headers.
     pub loopback: bool,
+    /// Which token the caller presented.
     pub role: Role,
 }
 
@@ -31,11 +34,17 @@ impl Caller {
 /// The stable denial codes of the capability-profiles spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DenialCode {
+    /// The tool exists but the active profile does not serve it (HTTP 404).
     ToolNotInProfile,
+    /// A subsystem the tool requires is not running (HTTP 503).
     SubsystemNotBooted,
+    /// An internal tool off loopback, or an operator tool with the read token (HTTP 403).
     ExposureDenied,
+    /// The read token for a tool that is not read-role eligible (HTTP 403).
     InsufficientRole,
+    /// A `--profile` or `VOX_PROFILE` that names no manifest (HTTP 400).
     ProfileUnknown,
+    /// An adoptable daemon serves a different profile than the one asked for (HTTP 409).
     ProfileMismatch,
     /// A name that is in no registry, under `dev` (a named profile answers `tool_not_in_profile`).
     UnknownTool,
@@ -89,8 +98,11 @@ impl DenialCode {
 /// A refused call, rendered in the one JSON shape every transport uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Denial {
+    /// Why the call was refused.
     pub code: DenialCode,
+    /// A sentence for people naming the tool and the reason.
     pub message: String,
+    /// The subsystem that is not booted (`subsystem_not_booted` only).
     pub subsystem: Option<&'static str>,
     /// The active skill whose tool list refused the call (`skill_tool_not_allowed`).
     pub skill: Option<String>,

@@ -42,18 +42,29 @@ impl BootStep {
 /// One catalog row.
 #[derive(Debug)]
 pub struct ToolEntry {
+    /// Position in [`TOOL_REGISTRY`] (sorted by name), the tool's bit in a [`ToolSet`].
     pub index: usize,
+    /// The MCP tool name, e.g. `vox_memory_recall`.
     pub name: &'static str,
+    /// Human-readable title shown by MCP clients.
     pub title: &'static str,
+    /// The description advertised in `tools/list`.
     pub description: &'static str,
+    /// The catalog lane (tool group) the tool belongs to.
     pub lane: &'static str,
+    /// Ids of the subsystems that must be booted for the tool to be served, in catalog order.
     pub requires: &'static [&'static str],
+    /// The same subsystems as a bit mask over [`SUBSYSTEMS`].
     pub requires_mask: SubsystemMask,
+    /// Who may see and call the tool.
     pub exposure: Exposure,
+    /// What calling the tool does to the world.
     pub side_effect_class: SideEffectClass,
+    /// Whether the HTTP read token may call the tool (on top of a public exposure).
     pub http_read_role_eligible: bool,
     /// Browser tools, `vox_skill_use` and `vox_search_structural`: never for the read role.
     pub read_role_always_denied: bool,
+    /// Cargo feature the tool needs, if any.
     pub feature: Option<&'static str>,
     /// False for a feature-gated tool whose feature this build lacks: listed, never served.
     pub built: bool,
@@ -62,29 +73,43 @@ pub struct ToolEntry {
 /// One subsystem.
 #[derive(Debug)]
 pub struct SubsystemEntry {
+    /// Snake_case id, e.g. `search_index`.
     pub id: &'static str,
+    /// One-line description of what the subsystem provides.
     pub description: &'static str,
+    /// The subsystems it needs booted first, as a bit mask over [`SUBSYSTEMS`].
     pub depends_mask: SubsystemMask,
+    /// Names of the boot steps that start it.
     pub boot_steps: &'static [&'static str],
 }
 
 /// One boot step and the index of its subsystem in [`SUBSYSTEMS`].
 #[derive(Debug)]
 pub struct BootStepEntry {
+    /// The step's snake_case name, e.g. `socrates_research_poller`.
     pub name: &'static str,
+    /// Index in [`SUBSYSTEMS`] of the subsystem the step starts.
     pub subsystem: usize,
 }
 
 /// One compiled profile manifest.
 #[derive(Debug)]
 pub struct ProfileEntry {
+    /// The profile id, e.g. `knowledge`.
     pub id: &'static str,
+    /// One-line description shown by `vox profile list`.
     pub description: &'static str,
+    /// Path of its manifest, relative to the repository root.
     pub manifest: &'static str,
+    /// The tools it serves (only those this build can dispatch are ever advertised).
     pub tools: ToolSet,
+    /// The subsystems its manifest requires, as a bit mask.
     pub requires_mask: SubsystemMask,
+    /// The required subsystems plus their dependencies: what the daemon boots under this profile.
     pub closure_mask: SubsystemMask,
+    /// The highest exposure among the tools it may serve.
     pub max_exposure: Exposure,
+    /// Axis GUI view keys rendered when Axis is attached remotely.
     pub axis_surfaces: &'static [&'static str],
 }
 

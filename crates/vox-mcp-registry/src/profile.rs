@@ -8,7 +8,12 @@ pub const DEV: &str = "dev";
 /// A `--profile` / `VOX_PROFILE` value that names no manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProfileError {
-    Unknown { id: String },
+    /// An id in the list is neither `dev` nor a manifest's id.
+    Unknown {
+        /// The id as given.
+        id: String,
+    },
+    /// The list has no id at all (empty, or only commas and spaces).
     Empty,
 }
 

@@ -1,3 +1,6 @@
+//! The authorization decision against the spec: listing and calling agree (property tests), profile
+//! composition and canonical ids, and each denial code in its fixed order.
+
 use proptest::prelude::*;
 use vox_mcp_registry::*;
 
@@ -28,7 +31,7 @@ proptest! {
     ) {
         let profile = ProfileSet::compose(&ids).unwrap();
         let listed: Vec<&str> = visible_tools(&profile, caller, booted).map(|t| t.name).collect();
-        for t in TOOL_REGISTRY.iter() {
+        for t in &TOOL_REGISTRY {
             let allowed = authorize_tool(&profile, t.name, caller, booted).is_ok();
             prop_assert_eq!(allowed, listed.contains(&t.name), "tool {}", t.name);
         }

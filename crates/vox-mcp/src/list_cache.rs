@@ -224,6 +224,7 @@ struct Shared {
 }
 
 impl SharedOutput {
+    /// Wraps `out`; clone the result once per writer.
     pub fn new(out: crate::pipes::Output) -> Self {
         SharedOutput {
             shared: Arc::new(Mutex::new(Shared {

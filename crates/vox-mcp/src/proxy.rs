@@ -39,8 +39,12 @@ use vox_core::{ToolError, ToolOutcome};
 /// An upstream connection as opened: its byte streams, and what must live as long as it (a
 /// control connection, a child process).
 pub struct Opened {
+    /// Bytes from the upstream server (its stdout, or the socket's read half).
     pub input: Pin<Box<dyn AsyncRead + Send + 'static>>,
+    /// Bytes to the upstream server (its stdin, or the socket's write half).
     pub output: Pin<Box<dyn AsyncWrite + Send + 'static>>,
+    /// Kept alive as long as the connection and dropped with it (a control connection, a child
+    /// process).
     pub guard: Box<dyn Send + Sync + 'static>,
 }
 
@@ -57,9 +61,13 @@ pub trait Upstream: Send + Sync + 'static {
 pub struct Replay {
     /// The client's `initialize`; `None` for a client of the 2026-07-28 era.
     pub init: Option<ClientConfig>,
+    /// The log level the client set with `logging/setLevel`, if any.
     #[allow(deprecated)]
     pub log_level: Option<rmcp::model::LoggingLevel>,
+    /// URIs of the resources the client subscribed to (`resources/subscribe`).
     pub subscribed: BTreeSet<String>,
+    /// The [`SESSION_META`] value of the last result that changed the session (for instance the
+    /// active skill), opaque to the proxy.
     pub session: Option<Value>,
 }
 

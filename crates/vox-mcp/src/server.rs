@@ -26,7 +26,9 @@ use vox_core::{
 
 /// One tool call as the handler hands it to a backend.
 pub struct ToolCall {
+    /// The tool's name as the client sent it.
     pub name: String,
+    /// The call's arguments: the JSON object the client sent, or `null` when it sent none.
     pub arguments: Value,
     /// Its cancellation (fires when the client cancels or goes away), where its progress, log
     /// messages, client requests and session effects go, whether the request carried a
@@ -45,15 +47,18 @@ pub trait Backend: Send + Sync + 'static {
     fn instructions(&self) -> String;
     /// Whether lists can change while connected (`listChanged` is advertised then).
     fn lists_change(&self) -> bool;
+    /// The tools this caller may call (`tools/list`), shared until the list changes.
     fn list_tools(
         &self,
         ctx: &RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<Arc<Vec<Tool>>, McpError>> + Send;
+    /// Runs one tool call to its outcome; protocol failures (not tool errors) are `Err`.
     fn call_tool(
         &self,
         ctx: &RequestContext<RoleServer>,
         call: ToolCall,
     ) -> impl Future<Output = Result<ToolOutcome, McpError>> + Send;
+    /// The concrete resources this caller may read (`resources/list`).
     fn list_resources(
         &self,
         ctx: &RequestContext<RoleServer>,
@@ -110,6 +115,7 @@ pub struct McpServer<B> {
 }
 
 impl<B: Backend> McpServer<B> {
+    /// A server answering through `backend`, with no log level set yet.
     pub fn new(backend: B) -> Self {
         McpServer {
             backend: Arc::new(backend),
@@ -507,10 +513,10 @@ impl ChangeNotifier {
                     }
                     Some("notifications/tools/list_changed") if let Some(cache) = &lists => {
                         cache.invalidate();
-                        notifier.notify(true).await
+                        notifier.notify(true).await;
                     }
                     Some("notifications/resources/list_changed") if lists.is_some() => {
-                        notifier.notify(false).await
+                        notifier.notify(false).await;
                     }
                     _ => {}
                 }

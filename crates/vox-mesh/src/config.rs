@@ -15,6 +15,7 @@ const MAX_PEERS: usize = 1024;
 /// How the node authenticates to the NATS server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Auth {
+    /// No credentials (a server that asks for none).
     None,
     /// `VOX_MESH_NATS_CREDS`: a `.creds` file (a user JWT and its nkey seed).
     CredsFile(String),
@@ -53,13 +54,19 @@ struct File {
     peer: Vec<Peer>,
 }
 
+/// How this node joins the mesh: the NATS server, its credentials, the node's name, the heartbeat
+/// interval and the trust list.
 #[derive(Debug, Clone)]
 pub struct MeshConfig {
+    /// `VOX_MESH_NATS_URL`: the NATS server, e.g. `nats://host:4222`.
     pub url: String,
+    /// The credentials presented to the NATS server.
     pub auth: Auth,
     /// This node's display name.
     pub name: String,
+    /// How often the node announces itself (`heartbeat_ms`, 100 ms to 10 min; default 2 s).
     pub heartbeat: Duration,
+    /// The nodes this one trusts (`[[peer]]` of `.vox/mesh.toml`); any other is refused.
     pub peers: Vec<Peer>,
 }
 
@@ -135,6 +142,7 @@ impl MeshConfig {
         }))
     }
 
+    /// The trust-list entry of node id `node`, if it is trusted.
     pub fn peer(&self, node: &str) -> Option<&Peer> {
         self.peers.iter().find(|p| p.node == node)
     }

@@ -8,6 +8,7 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
+/// This node's Ed25519 key pair (an nkey of the server kind) and its public key, the node id.
 pub struct NodeKey {
     pair: KeyPair,
     id: String,
@@ -47,6 +48,7 @@ impl NodeKey {
         }
     }
 
+    /// The key of a seed (`SN...`); an error if it is not a node (server) seed.
     pub fn from_seed(seed: &str) -> Result<Self, MeshError> {
         let pair = KeyPair::from_seed(seed)
             .map_err(|e| MeshError::Config(format!("not a node key seed: {e}")))?;
@@ -64,6 +66,7 @@ impl NodeKey {
         &self.id
     }
 
+    /// The Ed25519 signature of `payload` by this node.
     pub fn sign(&self, payload: &[u8]) -> Vec<u8> {
         // Signing with a seeded pair only fails without a seed, which this pair always has.
         self.pair.sign(payload).unwrap_or_default()

@@ -14,17 +14,22 @@ pub use identity::NodeKey;
 pub use link::{Link, PeerState, Queue};
 pub use wire::{Opened, Wire};
 
+/// What can go wrong joining or talking to the mesh, each with a stable code ([`MeshError::code`]).
 #[derive(Debug, thiserror::Error)]
 pub enum MeshError {
+    /// The environment, the trust list or the node key is wrong (`mesh_config`).
     #[error("mesh configuration: {0}")]
     Config(String),
+    /// The NATS server cannot be reached or refused an operation (`mesh_unreachable`).
     #[error("NATS: {0}")]
     Nats(String),
+    /// An envelope failed the checks: size, shape, signature, addressee or trust (`mesh_refused`).
     #[error("refused: {0}")]
     Refused(String),
 }
 
 impl MeshError {
+    /// The stable machine-readable code of the error.
     pub fn code(&self) -> &'static str {
         match self {
             MeshError::Config(_) => "mesh_config",

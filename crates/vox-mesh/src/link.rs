@@ -18,7 +18,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// The JetStream stream holding every node's queues.
 pub const STREAM: &str = "VOX_MESH";
+/// The plain NATS subject every node's heartbeat is published on.
 pub const HEARTBEAT_SUBJECT: &str = "vox.mesh.heartbeat";
 /// A node is down after this many heartbeats missed.
 const MISSED_BEATS: u32 = 3;
@@ -45,6 +47,7 @@ impl Queue {
             Queue::Result => "result",
         }
     }
+    /// The NATS subject of this queue for node id `node` (`vox.mesh.<node>.in` or `.result`).
     pub fn subject(self, node: &str) -> String {
         format!("vox.mesh.{node}.{}", self.suffix())
     }
@@ -56,10 +59,15 @@ impl Queue {
 /// What this node last heard from a peer.
 #[derive(Debug, Clone, Serialize)]
 pub struct PeerState {
+    /// The peer's node id.
     pub node: String,
+    /// The name it announces (or the trust list gives, until heard).
     pub name: String,
+    /// The workspace it serves (its root path, as it reports it).
     pub workspace: String,
+    /// The ids of the agents it runs.
     pub agents: Vec<String>,
+    /// Agent-to-agent messages waiting on it for delivery, summed over its agents.
     pub pending: i64,
     /// `up`, or `down` (no heartbeat for three intervals), or `unseen` (trusted, never heard).
     pub status: &'static str,
@@ -81,28 +89,42 @@ struct Heard {
 /// Counters for `/metrics` and `vox mesh status`.
 #[derive(Default)]
 pub struct Counters {
+    /// Envelopes stored in another node's queue.
     pub sent: AtomicU64,
+    /// Envelopes opened from this node's queues.
     pub received: AtomicU64,
+    /// Envelopes (or heartbeats) refused: unopenable, untrusted, misaddressed or stale.
     pub refused: AtomicU64,
+    /// Queue deliveries that came a second time (not acknowledged in time before).
     pub redelivered: AtomicU64,
+    /// Heartbeats accepted from other nodes.
     pub heartbeats: AtomicU64,
 }
 
+/// A snapshot of [`Counters`].
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct CounterValues {
+    /// Envelopes stored in another node's queue.
     pub sent: u64,
+    /// Envelopes opened from this node's queues.
     pub received: u64,
+    /// Envelopes (or heartbeats) refused.
     pub refused: u64,
+    /// Queue deliveries that came a second time.
     pub redelivered: u64,
+    /// Heartbeats accepted from other nodes.
     pub heartbeats: u64,
 }
 
+/// This node's connection to the mesh: the NATS client, its JetStream context, the node key, the
+/// trust list and what it heard from each peer.
 pub struct Link {
     client: async_nats::Client,
     js: jetstream::Context,
     key: Arc<NodeKey>,
     config: MeshConfig,
     heard: Mutex<HashMap<String, Heard>>,
+    /// Traffic counters since the link connected.
     pub counters: Counters,
 }
 
@@ -154,14 +176,17 @@ impl Link {
         }))
     }
 
+    /// This node's id (its public key).
     pub fn node(&self) -> &str {
         self.key.id()
     }
 
+    /// The configuration the link connected with.
     pub fn config(&self) -> &MeshConfig {
         &self.config
     }
 
+    /// Whether `node` is on the trust list.
     pub fn trusts(&self, node: &str) -> bool {
         self.config.peer(node).is_some()
     }
@@ -404,6 +429,7 @@ impl Link {
             .collect()
     }
 
+    /// The counters' current values.
     pub fn counter_values(&self) -> CounterValues {
         let c = &self.counters;
         CounterValues {

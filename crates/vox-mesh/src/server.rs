@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A `nats-server` child process with JetStream, killed on drop.
 pub struct NatsServer {
     child: Option<Child>,
+    /// The loopback port it listens on.
     pub port: u16,
     dir: PathBuf,
 }
@@ -82,6 +84,7 @@ impl NatsServer {
         Ok(())
     }
 
+    /// Its URL, `nats://127.0.0.1:<port>`.
     pub fn url(&self) -> String {
         format!("nats://127.0.0.1:{}", self.port)
     }
@@ -92,6 +95,7 @@ impl NatsServer {
         self.spawn()
     }
 
+    /// Kills the server and waits for it (no-op when it is not running).
     pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();

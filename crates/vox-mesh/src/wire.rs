@@ -13,34 +13,54 @@ use serde_json::Value;
 /// Largest envelope a node opens (a 64 KiB message body, escaped, fits).
 pub const MAX_ENVELOPE: usize = 512 * 1024;
 
+/// What one node says to another, inside a sealed envelope.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Wire {
     /// A node is up: its name, workspace, agents and pending messages.
     Heartbeat {
+        /// The sender's display name.
         name: String,
+        /// The sender's workspace (its root path).
         workspace: String,
+        /// The ids of the agents the sender runs.
         agents: Vec<String>,
+        /// Messages waiting for delivery on the sender.
         pending: i64,
     },
     /// A message from agent `sender` on the sending node to agent `recipient` (or `*`: every
     /// agent) on the receiving one; `id` is unique in the mesh, so a redelivery is recognised.
     A2a {
+        /// Mesh-unique message id (`<node prefix>:m<local id>`), so a redelivery is recognised.
         id: String,
+        /// The sending agent's id.
         sender: String,
+        /// The receiving agent's id, or `*` for every agent.
         recipient: String,
+        /// The conversation thread (the first message's own `m<id>` when none was given).
         thread: String,
+        /// The message text.
         body: String,
     },
     /// A tool call the receiving node decides under the profile its trust list grants the
     /// sender.
     Call {
+        /// Mesh-unique call id, answered by the [`Wire::Result`] of the same id.
         id: String,
+        /// The tool to call on the receiving node.
         tool: String,
+        /// The tool's arguments (a JSON object).
         arguments: Value,
     },
     /// The outcome of call `id`: its result, or an error with a code and message.
-    Result { id: String, ok: bool, value: Value },
+    Result {
+        /// The [`Wire::Call`]'s id.
+        id: String,
+        /// Whether the call succeeded.
+        ok: bool,
+        /// The tool's result when `ok`, else the error (`{"code", "message", ...}`).
+        value: Value,
+    },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -63,8 +83,11 @@ struct Sealed {
 /// An envelope opened: who sent it, when, and what it says.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Opened {
+    /// The sender's node id, checked against the signature.
     pub from: String,
+    /// When the sender sealed it (its clock, ms since the Unix epoch).
     pub sent_at_ms: i64,
+    /// What the envelope says.
     pub wire: Wire,
 }
 

@@ -74,19 +74,19 @@ fn bench_views(c: &mut Criterion) {
     let repo = Repo::discover(dir.path()).expect("discover");
 
     c.bench_function("status", |b| {
-        b.iter(|| black_box(repo.status().expect("status")))
+        b.iter(|| black_box(repo.status().expect("status")));
     });
     c.bench_function("log_50", |b| {
-        b.iter(|| black_box(repo.log(None, None, 50, 0).expect("log")))
+        b.iter(|| black_box(repo.log(None, None, 50, 0).expect("log")));
     });
     c.bench_function("log_200", |b| {
-        b.iter(|| black_box(repo.log(None, None, 200, 0).expect("log")))
+        b.iter(|| black_box(repo.log(None, None, 200, 0).expect("log")));
     });
     c.bench_function("log_path_20", |b| {
-        b.iter(|| black_box(repo.log(None, Some("src/file7.txt"), 20, 0).expect("log")))
+        b.iter(|| black_box(repo.log(None, Some("src/file7.txt"), 20, 0).expect("log")));
     });
     c.bench_function("show_head", |b| {
-        b.iter(|| black_box(repo.show("HEAD~3", 64 * 1024).expect("show")))
+        b.iter(|| black_box(repo.show("HEAD~3", 64 * 1024).expect("show")));
     });
     c.bench_function("diff_worktree", |b| {
         b.iter(|| {
@@ -94,7 +94,7 @@ fn bench_views(c: &mut Criterion) {
                 repo.diff(DiffTarget::WorkingTree, None, 64 * 1024)
                     .expect("diff"),
             )
-        })
+        });
     });
     c.bench_function("file_head", |b| {
         b.iter(|| {
@@ -102,7 +102,7 @@ fn bench_views(c: &mut Criterion) {
                 repo.file(None, "src/file3.txt", None, None, 64 * 1024)
                     .expect("file"),
             )
-        })
+        });
     });
 }
 

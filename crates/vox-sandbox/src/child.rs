@@ -70,7 +70,8 @@ fn fail(stage_fd: RawFd, stage: Stage) -> io::Error {
         .raw_os_error()
         .unwrap_or(libc::EPERM);
     let b = stage as u8;
-    // SAFETY: write(2) of one byte from the stack.
+    // SAFETY: write(2) of 1 byte from `b`, a live stack byte; async-signal-safe, as the fork
+    // child that calls this requires.
     unsafe { libc::write(stage_fd, &b as *const u8 as *const libc::c_void, 1) };
     io::Error::from_raw_os_error(errno)
 }
@@ -84,7 +85,10 @@ fn fail(stage_fd: RawFd, stage: Stage) -> io::Error {
 /// # Safety
 /// Must only be called in a freshly forked child, before exec.
 pub unsafe fn setup(p: &ChildPlan) -> io::Result<()> {
-    // SAFETY (whole body): raw syscalls on plain values; nothing allocates or locks.
+    // SAFETY: the caller guarantees we are a freshly forked child before exec. Every call below
+    // is a raw, async-signal-safe syscall taking plain values or pointers to locals that outlive
+    // it (`lim`); nothing allocates or takes a lock (a lock held by another thread of the parent
+    // at fork time would never be released here). `fail` only reads errno and writes one byte.
     unsafe {
         // Own session and process group (pgid = pid), so the parent can kill the group, and no
         // controlling terminal.
@@ -151,9 +155,13 @@ pub unsafe fn setup(p: &ChildPlan) -> io::Result<()> {
 /// Returns `true` when no process of `uid` is left within `timeout`.
 pub fn kill_all_of_uid(uid: libc::uid_t, gid: libc::gid_t, timeout: std::time::Duration) -> bool {
     let deadline = std::time::Instant::now() + timeout;
-    // SAFETY: fork in a multi-threaded process; the child only makes raw syscalls and _exits.
+    // SAFETY: fork in a multi-threaded process is sound as long as the child sticks to
+    // async-signal-safe calls, which the block below does.
     let helper = unsafe { libc::fork() };
     if helper == 0 {
+        // SAFETY: fork child of a possibly multi-threaded process: only async-signal-safe raw
+        // syscalls on plain values and a stack `timespec` follow, and the child never returns
+        // (it `_exit`s or is killed by the parent), so no Rust destructor or lock runs here.
         unsafe {
             if libc::setgroups(0, std::ptr::null()) < 0
                 || libc::setresgid(gid, gid, gid) < 0
@@ -185,7 +193,8 @@ pub fn kill_all_of_uid(uid: libc::uid_t, gid: libc::gid_t, timeout: std::time::D
         }
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
-    // SAFETY: killing and reaping our own helper.
+    // SAFETY: kill(2) takes plain integers; `helper` is our child, not reaped until
+    // `wait_exit_code` below, so the pid still names it.
     unsafe { libc::kill(helper, libc::SIGKILL) };
     wait_exit_code(helper);
     clean
@@ -193,9 +202,11 @@ pub fn kill_all_of_uid(uid: libc::uid_t, gid: libc::gid_t, timeout: std::time::D
 
 /// Probes, in a throwaway child, whether this process may create the namespaces a run needs.
 pub fn can_unshare() -> Result<(), io::Error> {
-    // SAFETY: as above, only raw syscalls in the child.
+    // SAFETY: as in `kill_all_of_uid`: the child below makes only async-signal-safe calls.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
+        // SAFETY: fork child: `unshare`, reading errno and `_exit` are async-signal-safe and
+        // allocate nothing; the child leaves through `_exit` on every path.
         unsafe {
             if libc::unshare(UNSHARE_FLAGS) < 0 {
                 let e = io::Error::last_os_error().raw_os_error().unwrap_or(255);
@@ -217,7 +228,7 @@ pub fn can_unshare() -> Result<(), io::Error> {
 fn wait_exit_code(pid: libc::pid_t) -> Option<i32> {
     let mut status = 0;
     loop {
-        // SAFETY: waiting for our own child.
+        // SAFETY: `status` is a live local waitpid(2) writes; `pid` is our own child.
         let r = unsafe { libc::waitpid(pid, &mut status, 0) };
         if r == pid {
             break;

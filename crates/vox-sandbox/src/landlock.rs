@@ -192,12 +192,14 @@ impl Ruleset {
     fn allow(&self, path: &Path, access: u64) -> io::Result<()> {
         let c = CString::new(path.as_os_str().as_bytes())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))?;
-        // SAFETY: valid C string; O_PATH opens without reading.
+        // SAFETY: `c` is a NUL-terminated path that outlives the call; open(2) only reads it.
+        // O_PATH opens without reading the file.
         let raw = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
         if raw < 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: fresh fd from open.
+        // SAFETY: `raw >= 0` is a new fd open(2) just returned; nothing else owns it, so the
+        // `OwnedFd` is its only owner and closes it once.
         let pfd = unsafe { OwnedFd::from_raw_fd(raw) };
         let is_dir = std::fs::metadata(path)?.is_dir();
         let mut allowed = access & self.handled.fs;
@@ -208,7 +210,9 @@ impl Ruleset {
             allowed_access: allowed,
             parent_fd: pfd.as_raw_fd(),
         };
-        // SAFETY: valid ruleset fd and attribute struct.
+        // SAFETY: `self.fd` is the ruleset fd this value owns (open for its lifetime), `attr` is
+        // a `repr(C)` `landlock_path_beneath_attr` on the stack that outlives the call, and
+        // `pfd` (its `parent_fd`) stays open until after it; the kernel only reads `attr`.
         let r = unsafe {
             libc::syscall(
                 libc::SYS_landlock_add_rule,
@@ -239,7 +243,8 @@ impl Ruleset {
 /// # Safety
 /// Only a raw syscall; safe to call between fork and exec.
 pub unsafe fn restrict_self(ruleset_fd: RawFd) -> libc::c_long {
-    // SAFETY: raw syscall with an fd argument.
+    // SAFETY: landlock_restrict_self takes an fd and flags, plain integers, and touches no
+    // memory of ours; a bad fd is an error return, not undefined behaviour.
     unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset_fd, 0u32) }
 }
 

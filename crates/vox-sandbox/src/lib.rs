@@ -99,6 +99,7 @@ pub struct RunRequest<'a> {
     pub argv: &'a [String],
     /// Bytes for stdin; `None` gives `/dev/null`.
     pub stdin: Option<&'a [u8]>,
+    /// Resource ceilings for this run (CPU, memory, wall clock, output, processes, scratch).
     pub limits: Limits,
     /// When it turns true, every process of the run is killed (checked every 5 ms) and the
     /// outcome says [`LimitHit::Cancelled`].
@@ -129,8 +130,11 @@ pub struct RunOutcome {
     pub signal: Option<i32>,
     /// Stdout (lossy UTF-8), at most `max_output_bytes` bytes of it.
     pub stdout: String,
+    /// Stderr (lossy UTF-8), at most `max_output_bytes` bytes of it.
     pub stderr: String,
+    /// Whether stdout was cut at `max_output_bytes` (the rest was read and dropped).
     pub stdout_truncated: bool,
+    /// Whether stderr was cut at `max_output_bytes` (the rest was read and dropped).
     pub stderr_truncated: bool,
     /// The limit that ended the run (or cut its output), if any. A failed allocation under
     /// `memory_bytes` shows as the program's own error (ENOMEM, MemoryError, ...): the kernel
@@ -152,7 +156,12 @@ pub enum SandboxError {
     /// The request itself is wrong (empty argv, unknown program, not a directory, ...).
     InvalidRequest(String),
     /// An I/O error setting up, running or cleaning up.
-    Io { context: String, source: io::Error },
+    Io {
+        /// The step that failed, e.g. "creating a pipe" or "writing stdin".
+        context: String,
+        /// The underlying error.
+        source: io::Error,
+    },
 }
 
 impl fmt::Display for SandboxError {
@@ -212,7 +221,7 @@ pub fn probe() -> Result<Support, SandboxError> {
 }
 
 fn require_root() -> Result<(), SandboxError> {
-    // SAFETY: plain getter.
+    // SAFETY: geteuid(2) takes no arguments, cannot fail and touches no memory of ours.
     check_root(unsafe { libc::geteuid() })
 }
 
@@ -298,7 +307,9 @@ pub fn run(req: &RunRequest<'_>) -> Result<RunOutcome, SandboxError> {
         .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // SAFETY: `child::setup` only makes async-signal-safe raw syscalls on `plan`'s plain data.
+    // SAFETY: the hook runs in the forked child before exec, which is `child::setup`'s contract;
+    // it only makes async-signal-safe raw syscalls on `plan`'s plain data (fds and ids copied
+    // into the closure), so it neither allocates nor takes a lock another parent thread may hold.
     unsafe {
         cmd.pre_exec(move || child::setup(&plan));
     }
@@ -358,7 +369,8 @@ pub fn run(req: &RunRequest<'_>) -> Result<RunOutcome, SandboxError> {
     let ended = wait_exit_until(pid, deadline, req.cancel);
     // The command is done (or out of time): kill its process group while its pid still
     // names it (it is not reaped yet), reap it, then kill whatever else runs as the run's uid.
-    // SAFETY: signalling our own child's process group.
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours; the child is not
+    // reaped yet, so `-pid` still names its process group (it called setsid).
     unsafe { libc::kill(-pid, libc::SIGKILL) };
     let reaped = reap(pid);
     let duration_ms = started.elapsed().as_millis() as u64;
@@ -518,17 +530,19 @@ fn spawn_error(
 
 fn stage_pipe() -> Result<(OwnedFd, OwnedFd), SandboxError> {
     let mut fds = [0; 2];
-    // SAFETY: pipe2 fills two fds.
+    // SAFETY: `fds` is a live `[c_int; 2]`, the two slots pipe2(2) writes.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } < 0 {
         return Err(io_error("creating a pipe", io::Error::last_os_error()));
     }
-    // SAFETY: fresh fds owned by nobody else.
+    // SAFETY: pipe2 succeeded, so both are new fds that nothing else owns; each `OwnedFd` is
+    // the only owner of its fd and closes it once.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 fn read_stage(r: &OwnedFd) -> Option<child::Stage> {
     let mut b = 0u8;
-    // SAFETY: non-blocking one-byte read into a stack byte.
+    // SAFETY: read(2) of at most 1 byte into `b`, a live stack byte; `r` is open (borrowed
+    // for the call) and non-blocking, so this cannot hang.
     let n = unsafe { libc::read(r.as_raw_fd(), &mut b as *mut u8 as *mut libc::c_void, 1) };
     if n == 1 {
         child::Stage::from_byte(b)
@@ -540,7 +554,7 @@ fn read_stage(r: &OwnedFd) -> Option<child::Stage> {
 /// Stdin as a sealed memfd: no writer thread (nor SIGPIPE in the caller's process when the
 /// command does not read it), nothing on disk.
 fn stdin_memfd(bytes: &[u8]) -> Result<File, SandboxError> {
-    // SAFETY: a valid C string and flags.
+    // SAFETY: the name is a NUL-terminated static C string; memfd_create(2) only reads it.
     let fd = unsafe {
         libc::memfd_create(
             c"vox-sandbox-stdin".as_ptr(),
@@ -553,13 +567,15 @@ fn stdin_memfd(bytes: &[u8]) -> Result<File, SandboxError> {
             io::Error::last_os_error(),
         ));
     }
-    // SAFETY: fresh fd.
+    // SAFETY: `fd >= 0` is a new fd memfd_create just returned; nothing else owns it, so the
+    // `File` is its only owner and closes it once.
     let mut f = unsafe { File::from_raw_fd(fd) };
     f.write_all(bytes)
         .map_err(|e| io_error("writing stdin", e))?;
     f.rewind().map_err(|e| io_error("writing stdin", e))?;
     let seals = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
-    // SAFETY: fcntl on our fd.
+    // SAFETY: F_ADD_SEALS takes an integer argument and touches no memory of ours; the fd is
+    // `f`'s, open for the call.
     if unsafe { libc::fcntl(f.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
         return Err(io_error(
             "sealing the stdin memfd",
@@ -608,8 +624,11 @@ fn wait_exit_until(
     deadline: Instant,
     cancel: Option<&std::sync::atomic::AtomicBool>,
 ) -> Ended {
-    // SAFETY: pidfd_open on our own unreaped child.
+    // SAFETY: pidfd_open takes plain integers; `pid` is our own child, not reaped yet (only
+    // `reap` does, after this wait), so it cannot name another process.
     let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: `raw >= 0` is a new fd the kernel just returned (O_CLOEXEC by default); nothing
+    // else owns it, so the `OwnedFd` is its only owner and closes it once.
     let pidfd = (raw >= 0).then(|| unsafe { OwnedFd::from_raw_fd(raw as i32) });
     loop {
         if exited(pid) {
@@ -633,7 +652,8 @@ fn wait_exit_until(
                     revents: 0,
                 };
                 let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
-                // SAFETY: one valid pollfd.
+                // SAFETY: `p` is one live `pollfd` on the stack (count 1) for the duration of
+                // the call; its fd is `pidfd`'s, open while this loop runs.
                 unsafe { libc::poll(&mut p, 1, ms) };
             }
             None => std::thread::sleep(left.min(Duration::from_millis(5))),
@@ -642,8 +662,10 @@ fn wait_exit_until(
 }
 
 fn exited(pid: libc::pid_t) -> bool {
-    // SAFETY: zeroed siginfo is a valid out-parameter; WNOWAIT leaves the child unreaped.
+    // SAFETY: `siginfo_t` is plain C data, for which all-zero bytes are a valid value.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is a live, writable siginfo_t for the duration of the call; WNOWAIT leaves
+    // the child unreaped, so its pid stays ours for the later kill and `reap`.
     let r = unsafe {
         libc::waitid(
             libc::P_PID,
@@ -652,15 +674,18 @@ fn exited(pid: libc::pid_t) -> bool {
             libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
         )
     };
+    // SAFETY: `si_pid` reads the union member waitid fills for child events (WEXITED); when no
+    // child has changed state (WNOHANG) the struct stays zeroed and this reads 0, never `pid`.
     r == 0 && unsafe { info.si_pid() } == pid
 }
 
 fn reap(pid: libc::pid_t) -> io::Result<(libc::c_int, libc::rusage)> {
     let mut status = 0;
-    // SAFETY: zeroed rusage is a valid out-parameter.
+    // SAFETY: `rusage` is plain C data, for which all-zero bytes are a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     loop {
-        // SAFETY: waiting for our own child.
+        // SAFETY: `status` and `ru` are live locals wait4(2) writes; `pid` is our own child,
+        // which only this function reaps.
         let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
         if r == pid {
             return Ok((status, ru));
@@ -783,7 +808,7 @@ mod tests {
                 assert!(
                     m.contains("must run as root") && m.contains("uid 1000"),
                     "{m}"
-                )
+                );
             }
             other => panic!("{other:?}"),
         }

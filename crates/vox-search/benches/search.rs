@@ -93,21 +93,21 @@ fn doc_index(c: &mut Criterion) {
     index.upsert_many(docs).expect("upsert");
     let mut group = c.benchmark_group("doc_index_10k");
     group.bench_function("search_one_term", |b| {
-        b.iter(|| index.search(black_box("daemon"), 10).expect("search"))
+        b.iter(|| index.search(black_box("daemon"), 10).expect("search"));
     });
     group.bench_function("search_three_terms", |b| {
         b.iter(|| {
             index
                 .search(black_box("socket timeout cancel"), 10)
                 .expect("search")
-        })
+        });
     });
     group.bench_function("search_phrase", |b| {
         b.iter(|| {
             index
                 .search(black_box("\"agent worktree\""), 10)
                 .expect("search")
-        })
+        });
     });
     group.bench_function("upsert_one", |b| {
         let mut n = 0u64;
@@ -119,8 +119,8 @@ fn doc_index(c: &mut Criterion) {
                     "title",
                     "replacement body text",
                 )
-                .expect("upsert")
-        })
+                .expect("upsert");
+        });
     });
     group.finish();
 }
@@ -161,34 +161,34 @@ fn workspace(c: &mut Criterion) {
             || WorkspaceIndex::new(dir.path().to_path_buf()),
             |index| index.refresh().expect("refresh"),
             BatchSize::PerIteration,
-        )
+        );
     });
     let index = WorkspaceIndex::new(dir.path().to_path_buf());
     let stats = index.refresh().expect("refresh");
     eprintln!("workspace: {stats:?}");
     group.bench_function("refresh_warm", |b| {
-        b.iter(|| index.refresh().expect("refresh"))
+        b.iter(|| index.refresh().expect("refresh"));
     });
     group.bench_function("search_text", |b| {
         b.iter(|| {
             index
                 .search_text(black_box("socket timeout"), 20, None)
                 .expect("search")
-        })
+        });
     });
     group.bench_function("search_text_glob", |b| {
         b.iter(|| {
             index
                 .search_text(black_box("socket timeout"), 20, Some("*.md"))
                 .expect("search")
-        })
+        });
     });
     group.bench_function("search_declarations", |b| {
         b.iter(|| {
             index
                 .search_declarations(black_box("daemon_socket"), None, 20)
                 .expect("search")
-        })
+        });
     });
     group.finish();
 }

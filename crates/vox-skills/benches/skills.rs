@@ -59,12 +59,12 @@ fn roots(n: usize) -> (tempfile::TempDir, Roots) {
 fn bench(c: &mut Criterion) {
     let (_tmp, roots) = roots(500);
     c.bench_function("hydrate 500 skills", |b| {
-        b.iter(|| black_box(Catalog::hydrate(&roots).skills.len()))
+        b.iter(|| black_box(Catalog::hydrate(&roots).skills.len()));
     });
     let catalog = Catalog::hydrate(&roots);
     assert_eq!(catalog.skills.len(), 500);
     c.bench_function("search 500 skills (2 words, top 10)", |b| {
-        b.iter(|| black_box(catalog.search("bisect regression", 10).unwrap().len()))
+        b.iter(|| black_box(catalog.search("bisect regression", 10).unwrap().len()));
     });
 }
 

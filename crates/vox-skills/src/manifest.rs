@@ -27,16 +27,22 @@ pub const MAX_TOOLS: usize = 256;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum FrontMatterFormat {
+    /// YAML between `---` fences (agentskills.io).
     Yaml,
+    /// TOML between `+++` fences (the Vox variant).
     Toml,
 }
 
 /// A parsed, valid `SKILL.md`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Manifest {
+    /// The skill id: `[a-z0-9-]`, at most 64 characters, equal to its directory name.
     pub name: String,
+    /// What the skill is for and when to use it (1 to 1,024 characters); indexed for search.
     pub description: String,
+    /// The license the skill is shared under, as written.
     pub license: Option<String>,
+    /// Free-text note on the environments the skill needs (at most 500 characters).
     pub compatibility: Option<String>,
     /// The tools the skill may use: `metadata.vox-tools`, else `allowed-tools`. Exact names or
     /// trailing-`*` prefixes. Empty means unrestricted.
@@ -47,13 +53,16 @@ pub struct Manifest {
     pub metadata: BTreeMap<String, String>,
     /// The Markdown instructions after the front matter.
     pub body: String,
+    /// The front matter syntax the file used.
     pub format: FrontMatterFormat,
 }
 
 /// One thing wrong with a `SKILL.md`: the 1-based line when it is known, and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Problem {
+    /// The 1-based line in `SKILL.md`, when the problem has one.
     pub line: Option<usize>,
+    /// What is wrong, for people.
     pub message: String,
 }
 

@@ -37,11 +37,14 @@ pub enum Origin {
 /// The search roots, in precedence order (the first root holding an id wins).
 #[derive(Debug, Clone)]
 pub struct Roots {
+    /// `<workspace>/.vox/skills`: where installs go; first in precedence.
     pub workspace: PathBuf,
     /// `<workspace>/skills`; only its subdirectories holding a `SKILL.md` count, so a project's
     /// unrelated `skills/` folder adds no load errors.
     pub project: Option<PathBuf>,
+    /// `$VOX_HOME/skills` or `~/.vox/skills`: the user's skills for every workspace.
     pub home: Option<PathBuf>,
+    /// The directories of `VOX_SKILL_PATH`, in order; last in precedence.
     pub extra: Vec<PathBuf>,
 }
 
@@ -85,9 +88,13 @@ impl Roots {
 /// An installed (or discovered) skill.
 #[derive(Debug, Clone)]
 pub struct Skill {
+    /// The skill's id (its manifest name and directory name).
     pub id: String,
+    /// The parsed `SKILL.md` front matter and body.
     pub manifest: Manifest,
+    /// The directory the skill was loaded from.
     pub dir: PathBuf,
+    /// Which root the skill came from.
     pub origin: Origin,
     /// The whole `SKILL.md`, served as `skill://{id}/SKILL.md`.
     pub source: String,
@@ -96,7 +103,9 @@ pub struct Skill {
 /// A skill directory that did not load, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct LoadError {
+    /// The skill directory that failed to load.
     pub path: String,
+    /// Everything wrong with its `SKILL.md`.
     pub problems: Vec<Problem>,
 }
 
@@ -110,19 +119,27 @@ impl std::fmt::Display for LoadError {
 /// A skill id also found in a root of lower precedence, which is therefore not served.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Shadowed {
+    /// The id served from a root of higher precedence.
     pub id: String,
+    /// The directory of the copy that is not served.
     pub path: String,
 }
 
 /// Why an install, uninstall or lookup failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SkillError {
+    /// The skill or the request is malformed: a bad id or `SKILL.md`, a symbolic link or a
+    /// special file, a tree too deep or too large.
     #[error("{0}")]
     Invalid(String),
+    /// No installed skill has the id.
     #[error("{0}")]
     NotFound(String),
+    /// The install would clobber an installed skill (without `replace`) or the copy is the source
+    /// itself.
     #[error("{0}")]
     Conflict(String),
+    /// Reading, copying or removing files failed, or the search index did.
     #[error("{0}")]
     Io(String),
 }
@@ -130,17 +147,24 @@ pub enum SkillError {
 /// A search hit.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SearchHit {
+    /// The skill's id.
     pub id: String,
+    /// BM25 relevance score; higher is better.
     pub score: f32,
+    /// The skill's description.
     pub description: String,
+    /// The best-matching passage, with matched terms in `**`.
     pub snippet: String,
 }
 
 /// Every skill the roots hold, with the BM25 index over them. Immutable: a change builds a new
 /// catalog, so readers never see a half-updated one.
 pub struct Catalog {
+    /// Every served skill by id (the copy in the highest-precedence root).
     pub skills: BTreeMap<String, Arc<Skill>>,
+    /// Skill directories that did not load.
     pub errors: Vec<LoadError>,
+    /// Ids also present in lower-precedence roots, whose copies are not served.
     pub shadowed: Vec<Shadowed>,
     index: vox_search::DocIndex,
 }
@@ -706,6 +730,7 @@ mod tests {
         let r = roots(tmp.path());
         let src = write_skill(&tmp.path().join("src"), "piped", "d", "b");
         let fifo = std::ffi::CString::new(src.join("pipe").to_str().unwrap()).unwrap();
+        // SAFETY: `fifo` is a NUL-terminated path that outlives the call; mkfifo only reads it.
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
         let e = install(&r, &src, false).unwrap_err().to_string();
         assert!(e.contains("not a regular file"), "{e}");

@@ -9,18 +9,24 @@ use serde::Serialize;
 /// One message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct A2aMessage {
+    /// Row id.
     pub id: i64,
+    /// The conversation thread (`m<id>` of its first message unless the sender named one).
     pub thread: String,
+    /// The sending agent's id.
     pub sender: String,
     /// An agent id; `*` for a broadcast; `bulletin` for the bulletin board.
     pub recipient: String,
+    /// The message text.
     pub body: String,
+    /// When it was sent, in ms since the Unix epoch.
     pub created_at: i64,
 }
 
 /// Open deliveries per recipient.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct QueueStat {
+    /// The agent the deliveries are for (or `*`, `bulletin`).
     pub recipient: String,
     /// Messages not acknowledged yet.
     pub pending: i64,

@@ -30,6 +30,7 @@ pub enum AgentState {
 }
 
 impl AgentState {
+    /// The snake_case spelling stored and shown.
     pub fn as_str(self) -> &'static str {
         match self {
             AgentState::Active => "active",
@@ -49,6 +50,7 @@ impl AgentState {
 /// An agent as stored (never its credential).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Agent {
+    /// The agent's id (ASCII letters, digits, `.`, `_`, `-`; at most 64 bytes), never reused.
     pub id: String,
     /// What it is for, in a few words.
     pub role: String,
@@ -56,13 +58,17 @@ pub struct Agent {
     pub profile: String,
     /// What runs it: `codex` (a worker the daemon runs), or null (a client of its own).
     pub runner: Option<String>,
+    /// Whether it takes new tasks, is paused, or is retired.
     pub state: AgentState,
     /// Most tasks it holds at once (assigned and running).
     pub capacity: i64,
     /// Its token budget per attention window; null: the default.
     pub budget_tokens: Option<i64>,
+    /// Its last heartbeat, in ms since the Unix epoch.
     pub heartbeat_at: i64,
+    /// When it was spawned, in ms since the Unix epoch.
     pub created_at: i64,
+    /// When it last changed, in ms since the Unix epoch.
     pub updated_at: i64,
     /// Where its worker runs (the replica's host and workspace), for a runner agent.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -72,11 +78,17 @@ pub struct Agent {
 /// What `vox_spawn_agent` stores.
 #[derive(Debug, Clone, Default)]
 pub struct NewAgent {
+    /// The agent's id (ASCII letters, digits, `.`, `_`, `-`; at most 64 bytes).
     pub id: String,
+    /// What it is for, in a few words (at most 256 bytes).
     pub role: String,
+    /// The capability profile its own calls are decided under.
     pub profile: String,
+    /// What runs it: `codex` for a worker the daemon runs, `None` for a client of its own.
     pub runner: Option<String>,
+    /// Most tasks it holds at once (1 to 64).
     pub capacity: i64,
+    /// Its token budget per attention window; `None`: the default.
     pub budget_tokens: Option<i64>,
     /// Where its worker runs, for a runner agent.
     pub host: Option<String>,
@@ -85,6 +97,7 @@ pub struct NewAgent {
 /// What retiring an agent undid.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Retired {
+    /// The agent as it is now (retired).
     pub agent: Agent,
     /// Tasks put back in the queue.
     pub requeued: Vec<i64>,

@@ -16,14 +16,18 @@ pub const MAX_APPROVAL_ARGUMENTS: usize = 256 * 1024;
 )]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalState {
+    /// Waiting for a person; the agent's call is blocked on it.
     Pending,
+    /// A person let the call run (maybe with changed arguments).
     Approved,
+    /// A person refused the call; it fails as `refused`.
     Rejected,
     /// The waiting call ended (cancelled, timed out) before anyone decided.
     Expired,
 }
 
 impl ApprovalState {
+    /// The snake_case spelling stored and shown.
     pub fn as_str(self) -> &'static str {
         match self {
             ApprovalState::Pending => "pending",
@@ -45,18 +49,27 @@ impl ApprovalState {
 /// A call waiting for (or decided by) a person.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Approval {
+    /// Row id.
     pub id: i64,
+    /// The agent whose call waits.
     pub agent: String,
+    /// The tool it calls.
     pub tool: String,
+    /// The arguments it called with (at most 256 KiB as JSON).
     pub arguments: serde_json::Value,
     /// The tool's side-effect class.
     pub side_effect: String,
+    /// Where the decision stands.
     pub state: ApprovalState,
+    /// Who decided, once someone has.
     pub decided_by: Option<String>,
+    /// The decider's reason, when given (or why it expired).
     pub reason: Option<String>,
     /// The arguments the call runs with instead, when the approver changed them.
     pub new_arguments: Option<serde_json::Value>,
+    /// When the call started waiting, in ms since the Unix epoch.
     pub created_at: i64,
+    /// When it was decided or expired, in ms since the Unix epoch.
     pub decided_at: Option<i64>,
 }
 
@@ -64,11 +77,17 @@ pub struct Approval {
 /// run without asking.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct AllowEntry {
+    /// Row id.
     pub id: i64,
+    /// The tool name, or a prefix ending in `*`.
     pub tool: String,
+    /// The agent id, or `*` for any agent.
     pub agent: String,
+    /// Why the entry exists (may be empty).
     pub note: String,
+    /// Who added it.
     pub created_by: String,
+    /// When it was added, in ms since the Unix epoch.
     pub created_at: i64,
 }
 

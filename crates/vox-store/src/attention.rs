@@ -7,11 +7,17 @@ use serde::Serialize;
 /// One served call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct AttentionEvent {
+    /// When the call ended, in ms since the Unix epoch.
     pub ts: i64,
+    /// Who made the call: the scope's principal (an agent id, `stdio:<client>`, a token's name).
     pub agent: String,
+    /// The tool called (at most 128 characters).
     pub tool: String,
+    /// The outcome's label: `ok`, the denial code, or the tool error code.
     pub outcome: String,
+    /// How long the call took, in microseconds.
     pub latency_us: i64,
+    /// Estimated tokens of the result (one per four bytes of JSON), or a model call's tokens.
     pub tokens: i64,
     /// What the call cost, in millionths of a USD (a model call; 0 for a tool call).
     pub cost_micro_usd: i64,
@@ -20,20 +26,30 @@ pub struct AttentionEvent {
 /// Totals for one tool.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ToolSummary {
+    /// The tool's name.
     pub tool: String,
+    /// Calls served.
     pub calls: i64,
+    /// Calls whose outcome was not `ok`.
     pub errors: i64,
+    /// Mean latency, in microseconds.
     pub mean_latency_us: f64,
+    /// Estimated tokens, summed.
     pub tokens: i64,
+    /// Model spend, in USD.
     pub cost_usd: f64,
 }
 
 /// Estimated tokens, and model spend, for one day and agent.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CostRow {
+    /// The UTC day, `YYYY-MM-DD`.
     pub day: String,
+    /// Who made the calls (the scope's principal).
     pub agent: String,
+    /// Calls served that day.
     pub calls: i64,
+    /// Estimated tokens, summed.
     pub tokens: i64,
     /// USD spent on model calls (from the registry's prices).
     pub cost_usd: f64,

@@ -17,12 +17,16 @@ pub const MAX_GATED_TASKS: usize = 64;
 )]
 #[serde(rename_all = "snake_case")]
 pub enum ClarificationState {
+    /// Waiting for a person; the tasks it gates are held back.
     Pending,
+    /// A person answered it.
     Answered,
+    /// A person dismissed it without an answer.
     Dismissed,
 }
 
 impl ClarificationState {
+    /// The snake_case spelling stored and shown.
     pub fn as_str(self) -> &'static str {
         match self {
             ClarificationState::Pending => "pending",
@@ -42,17 +46,25 @@ impl ClarificationState {
 /// A question and, once resolved, its answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Clarification {
+    /// Row id.
     pub id: i64,
+    /// The question (at most 8 KiB).
     pub question: String,
     /// Suggested answers, if the asker gave any.
     pub options: Vec<String>,
+    /// Who asked it (an agent id, or `operator`).
     pub asked_by: String,
+    /// Whether it is pending, answered or dismissed.
     pub state: ClarificationState,
     /// The tasks it gates.
     pub gates: Vec<i64>,
+    /// The answer (at most 64 KiB), once answered.
     pub answer: Option<String>,
+    /// Who answered or dismissed it.
     pub resolved_by: Option<String>,
+    /// When it was asked, in ms since the Unix epoch.
     pub created_at: i64,
+    /// When it was answered or dismissed, in ms since the Unix epoch.
     pub resolved_at: Option<i64>,
 }
 

@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 /// One assignment the dispatcher made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Assignment {
+    /// The task assigned.
     pub task_id: i64,
+    /// The agent it went to.
     pub agent: String,
     /// `pinned`, `file affinity` or `least loaded`.
     pub why: &'static str,

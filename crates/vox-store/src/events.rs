@@ -11,16 +11,24 @@ use serde::Serialize;
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Subject {
+    /// A task (submitted, moved between states, reprioritized).
     Task,
+    /// An agent (spawned, paused, retired, ...).
     Agent,
+    /// A file lock (claimed, renewed, released, a refused claim).
     Lock,
+    /// A plan (created, replanned).
     Plan,
+    /// A handoff between agents.
     Handoff,
+    /// A clarification (asked, answered, dismissed).
     Clarification,
+    /// An approval (requested, approved, rejected, expired).
     Approval,
 }
 
 impl Subject {
+    /// The snake_case spelling stored and shown.
     pub fn as_str(self) -> &'static str {
         match self {
             Subject::Task => "task",
@@ -50,18 +58,22 @@ impl Subject {
 pub struct Event {
     /// The cursor: events are read after an id.
     pub id: i64,
+    /// What the event is about.
     pub subject: Subject,
     /// The task or plan number, the agent id, the file path...
     pub subject_id: String,
     /// What happened: `submitted`, a state moved to, `claimed`, `answered`...
     pub kind: String,
+    /// The state the subject moved from, for a state change.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub from_state: Option<String>,
     /// Who did it (an agent id, or `operator`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// More about it: a reason, a priority change, a path.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// When it happened, in ms since the Unix epoch.
     pub ts: i64,
 }
 
@@ -97,7 +109,9 @@ pub(crate) fn record(c: &dyn Sql, e: NewEvent<'_>, ts: i64) -> crate::sql::Resul
 pub struct EventFilter<'a> {
     /// Only events after this cursor (0: from the start).
     pub after: i64,
+    /// Only events about this kind of subject.
     pub subject: Option<Subject>,
+    /// Only events about this subject (a task number, an agent id, a path...).
     pub subject_id: Option<&'a str>,
     /// Only events done by, or about, this agent.
     pub agent: Option<&'a str>,

@@ -8,22 +8,34 @@ use serde::Serialize;
 /// A whole document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct KbDocument {
+    /// Row id, assigned on first ingest and kept when the document is replaced.
     pub id: i64,
+    /// The document's title.
     pub title: String,
+    /// Where the document came from (a path or URL); unique in the store.
     pub source: String,
+    /// The document's text.
     pub content: String,
+    /// SHA-256 of the content, hex: an ingest of unchanged content changes nothing.
     pub sha256: String,
+    /// When it was stored or last replaced, in ms since the Unix epoch.
     pub created_at: i64,
 }
 
 /// A document without its content, for listings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct KbSummary {
+    /// Row id.
     pub id: i64,
+    /// The document's title.
     pub title: String,
+    /// Where the document came from (a path or URL).
     pub source: String,
+    /// Size of the content, in bytes.
     pub bytes: i64,
+    /// SHA-256 of the content, hex.
     pub sha256: String,
+    /// When it was stored or last replaced, in ms since the Unix epoch.
     pub created_at: i64,
 }
 

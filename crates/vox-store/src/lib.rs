@@ -55,51 +55,93 @@ use std::sync::{Mutex, MutexGuard};
 /// A store error, naming the database file.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// SQLite failed on the workspace's database file.
     #[error("journey store {path}: {source}")]
     Sqlite {
+        /// The database file.
         path: PathBuf,
+        /// SQLite's error.
         source: rusqlite::Error,
     },
+    /// The directory that holds the database could not be created.
     #[error("journey store {path}: cannot create directory: {source}")]
     Dir {
+        /// The directory.
         path: PathBuf,
+        /// The underlying error.
         source: std::io::Error,
     },
+    /// The database was migrated by a newer build; this one refuses to touch it.
     #[error(
         "journey store {path}: schema version {found} is newer than this build knows ({known})"
     )]
     TooNew {
+        /// The database file.
         path: PathBuf,
+        /// The schema version the database has.
         found: i64,
+        /// The newest schema version this build knows.
         known: i64,
     },
+    /// The record the call names does not exist (the message names it).
     #[error("{0}")]
     NotFound(String),
+    /// The call clashes with the record's current state (a state change not allowed from
+    /// there, a duplicate, a lock held by another); the message says which.
     #[error("{0}")]
     Conflict(String),
     /// Input that no state of the store would accept (an empty title, a path out of the
     /// workspace, a plan with a cycle).
     #[error("{0}")]
     Invalid(String),
+    /// The file-backed session store (used when the database is down) failed.
     #[error("session files {path}: {message}")]
-    Files { path: PathBuf, message: String },
+    Files {
+        /// The sessions directory or file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The identity file says a store existed, but the database file no longer holds it; the
+    /// file is left untouched.
     #[error(
         "journey store {path} has lost its data: {why}, but {id_path} records that store {id} existed there. The file is left as it is: restore it from a backup, or delete {id_path} to accept the file as it is (a missing or empty file then becomes a new, empty store)"
     )]
     Lost {
+        /// The database file.
         path: PathBuf,
+        /// The identity file beside it (`journey.db.id`).
         id_path: PathBuf,
+        /// The store id the identity file records.
         id: String,
+        /// What is wrong with the database file: missing, empty, without tables, or another
+        /// store's.
         why: String,
     },
+    /// The identity file (`journey.db.id`) cannot be read or written, or holds no store id.
     #[error("journey store identity {path}: {message}")]
-    Identity { path: PathBuf, message: String },
+    Identity {
+        /// The identity file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
     /// The PostgreSQL store (its URL without the password).
     #[error("journey store {url}: {message}")]
-    Postgres { url: String, message: String },
+    Postgres {
+        /// The database URL, without the password.
+        url: String,
+        /// What went wrong (connecting, migrating, or a call served on SQLite only).
+        message: String,
+    },
     /// A statement failed other than in SQLite itself (on PostgreSQL, or reading a column).
     #[error("journey store {store}: {message}")]
-    Query { store: String, message: String },
+    Query {
+        /// The store's location: the database file, or the PostgreSQL URL.
+        store: String,
+        /// The error, with PostgreSQL's SQLSTATE code when it gave one.
+        message: String,
+    },
 }
 
 /// The journey store of one workspace: its SQLite file, or a PostgreSQL database several

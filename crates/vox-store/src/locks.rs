@@ -17,10 +17,13 @@ pub const MAX_LEASE_MS: i64 = 24 * 3600 * 1000;
 pub struct FileLock {
     /// Workspace-relative, normalized (`a/b.rs`).
     pub path: String,
+    /// The agent that holds it.
     pub agent: String,
     /// The task it was claimed for (released when that task ends).
     pub task_id: Option<i64>,
+    /// How long the lease runs after a claim or a heartbeat, in ms (1 s to 24 h).
     pub lease_ms: i64,
+    /// When it was claimed, in ms since the Unix epoch.
     pub claimed_at: i64,
     /// When the lease lapses unless the holder beats again.
     pub expires_at: i64,
@@ -32,24 +35,40 @@ pub struct FileLock {
 pub enum Claim {
     /// The file is now the caller's (`took_over` names the agent whose lease had lapsed).
     Granted {
+        /// The lock the caller now holds.
         lock: FileLock,
+        /// The agent whose lapsed lease the caller took over, if any.
         #[serde(skip_serializing_if = "Option::is_none")]
         took_over: Option<String>,
     },
     /// The caller held it already; the lease runs from now.
-    Renewed { lock: FileLock },
+    Renewed {
+        /// The lock, its lease running from now.
+        lock: FileLock,
+    },
     /// Another agent holds it; the conflict is recorded.
-    Held { holder: FileLock, conflict_id: i64 },
+    Held {
+        /// The other agent's live lock.
+        holder: FileLock,
+        /// The id of the recorded [`LockConflict`].
+        conflict_id: i64,
+    },
 }
 
 /// A claim refused because another agent held the file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct LockConflict {
+    /// Row id.
     pub id: i64,
+    /// The file, workspace-relative and normalized.
     pub path: String,
+    /// The agent that held it.
     pub holder: String,
+    /// The agent whose claim was refused.
     pub requester: String,
+    /// The task the refused claim was for, if any.
     pub task_id: Option<i64>,
+    /// When the claim was refused, in ms since the Unix epoch.
     pub ts: i64,
     /// Whether the holder still holds the file live.
     pub active: bool,

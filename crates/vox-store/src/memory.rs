@@ -7,10 +7,15 @@ use serde::Serialize;
 /// One memory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Memory {
+    /// The memory's key, unique in the store.
     pub key: String,
+    /// What is remembered.
     pub value: String,
+    /// Labels for filtering and search.
     pub tags: Vec<String>,
+    /// When the key was first stored, in ms since the Unix epoch.
     pub created_at: i64,
+    /// When it was last stored (value or tags), in ms since the Unix epoch.
     pub updated_at: i64,
 }
 

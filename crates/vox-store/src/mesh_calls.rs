@@ -8,9 +8,12 @@ use crate::{Store, StoreError, now_ms};
 use serde::Serialize;
 use serde_json::Value;
 
+/// Which side of a mesh call a record is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallDirection {
+    /// This node called another (it waits for the result).
     Out,
+    /// Another node called this one (this node runs it).
     In,
 }
 
@@ -23,18 +26,24 @@ impl CallDirection {
     }
 }
 
+/// A call between mesh nodes, as one side recorded it.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MeshCall {
+    /// The call's mesh-unique id, the same on both nodes.
     pub call_id: String,
     /// The other node.
     pub node: String,
+    /// The tool called.
     pub tool: String,
+    /// The call's arguments.
     pub arguments: Value,
     /// `sent` (waiting for the other node), `running` (this node runs it), `done`, `failed`.
     pub state: String,
     /// The tool's result, or the error it ended with.
     pub result: Option<Value>,
+    /// When this side recorded it, in ms since the Unix epoch.
     pub created_at: i64,
+    /// When it ended (done or failed), in ms since the Unix epoch.
     pub finished_at: Option<i64>,
 }
 
@@ -143,6 +152,7 @@ impl Store {
         Ok(n == 1)
     }
 
+    /// The record of call `call_id` on this side (`direction`), if any.
     pub fn mesh_call(
         &self,
         direction: CallDirection,

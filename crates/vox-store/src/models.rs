@@ -8,36 +8,53 @@ use std::collections::BTreeMap;
 /// A recorded benchmark result.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Benchmark {
+    /// Row id.
     pub id: i64,
+    /// The registry id of the model measured.
     pub model_id: String,
+    /// The task category (codegen, review, testing, planning, chat, research, summarize, vision).
     pub category: String,
     /// 0 to 1.
     pub score: f64,
+    /// What was measured, e.g. `pass@1` (may be empty).
     pub metric: String,
+    /// Free-text notes (may be empty).
     pub notes: String,
+    /// When it was recorded, in ms since the Unix epoch.
     pub recorded_at: i64,
 }
 
 /// One chat message.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ChatMessage {
+    /// Row id.
     pub id: i64,
+    /// The chat session it belongs to (`default` unless the caller named one).
     pub session: String,
     /// `user` or `assistant`.
     pub role: String,
+    /// The message text.
     pub content: String,
+    /// The model that answered (assistant messages only).
     pub model_id: Option<String>,
+    /// Input tokens of the answer's call, as the provider reported them.
     pub input_tokens: Option<i64>,
+    /// Output tokens of the answer's call.
     pub output_tokens: Option<i64>,
+    /// What the answer cost in USD, from the registry's prices.
     pub cost_usd: Option<f64>,
+    /// When it was stored, in ms since the Unix epoch.
     pub created_at: i64,
 }
 
 /// An answer's accounting, stored with it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Spend {
+    /// Input tokens, as the provider reported them.
     pub input_tokens: i64,
+    /// Output tokens, as the provider reported them.
     pub output_tokens: i64,
+    /// The cost in USD, from the registry's prices.
     pub cost_usd: f64,
 }
 

@@ -229,6 +229,7 @@ impl PgStore {
         })
     }
 
+    /// The schema version the database is migrated to.
     pub fn schema_version(&self) -> Result<i64, StoreError> {
         self.with(|c| {
             let r = c
@@ -275,7 +276,9 @@ impl PgStore {
 /// A task taken from the queue by an agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claimed {
+    /// The claimed task's id.
     pub task_id: i64,
+    /// The claimed task's title.
     pub title: String,
 }
 
@@ -283,7 +286,9 @@ pub struct Claimed {
 /// the next ready one (highest priority, then oldest; pinned to it or to no one), which
 /// assigns it to that agent exactly once however many claim at the same moment.
 pub trait TaskQueue: Send + Sync {
+    /// Queues a new task `title` at `priority` (higher first), submitted by `by`; its id.
     fn queue_submit(&self, title: &str, priority: i64, by: &str) -> Result<i64, StoreError>;
+    /// Gives agent `agent` the next ready task, assigning it; `None` when none is ready.
     fn queue_claim(&self, agent: &str) -> Result<Option<Claimed>, StoreError>;
 }
 
@@ -387,6 +392,7 @@ pub trait MemoryRepo: Send + Sync {
         value: &str,
         tags: &[String],
     ) -> Result<(crate::Memory, bool), StoreError>;
+    /// The memory stored under `key`, if any.
     fn memory_get(&self, key: &str) -> Result<Option<crate::Memory>, StoreError>;
     /// In key order after `after`, under `prefix`, with `tag`, at most `limit`.
     fn memory_list(
@@ -396,6 +402,7 @@ pub trait MemoryRepo: Send + Sync {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<crate::Memory>, StoreError>;
+    /// Deletes the memory under `key`; whether it existed.
     fn memory_delete(&self, key: &str) -> Result<bool, StoreError>;
     /// Every memory (for building the search index).
     fn memory_all(&self) -> Result<Vec<crate::Memory>, StoreError> {
@@ -562,13 +569,17 @@ pub trait KbRepo: Send + Sync {
         content: &str,
         sha256: &str,
     ) -> Result<(i64, bool), StoreError>;
+    /// The document with this id, if any.
     fn kb_get(&self, id: i64) -> Result<Option<crate::KbDocument>, StoreError>;
+    /// Every document, whole, in id order (for building the search index).
     fn kb_all(&self) -> Result<Vec<crate::KbDocument>, StoreError>;
+    /// Summaries, newest first, below id `before` when given, at most `limit`.
     fn kb_list(
         &self,
         before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<crate::KbSummary>, StoreError>;
+    /// Deletes a document; whether it existed.
     fn kb_delete(&self, id: i64) -> Result<bool, StoreError>;
     /// As [`MemoryRepo::memory_generation`], for the documents.
     fn kb_generation(&self) -> Result<Option<String>, StoreError> {
@@ -578,8 +589,12 @@ pub trait KbRepo: Send + Sync {
 
 /// The attention ledger, on either store.
 pub trait AttentionRepo: Send + Sync {
+    /// Appends served calls, in one transaction.
     fn attention_append(&self, events: &[crate::AttentionEvent]) -> Result<(), StoreError>;
+    /// Per-tool totals of the calls since `since_ms` (ms since the Unix epoch), most called first.
     fn attention_summary(&self, since_ms: i64) -> Result<Vec<crate::ToolSummary>, StoreError>;
+    /// Calls, estimated tokens and model spend per UTC day and agent since `since_ms`, newest day
+    /// first; one agent's only when `agent` is given.
     fn cost_history(
         &self,
         since_ms: i64,

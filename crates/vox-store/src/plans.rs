@@ -23,6 +23,7 @@ pub const MAX_HANDOFF_CONTEXT: usize = 256 * 1024;
 pub struct NewStep {
     /// Unique in its plan; other steps name it in `after`.
     pub key: String,
+    /// The step's task (title, description, priority, files, pinned agent).
     pub task: NewTask,
     /// Keys of steps (of this plan, old or new) that must complete first.
     pub after: Vec<String>,
@@ -31,39 +32,55 @@ pub struct NewStep {
 /// A step of a stored plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PlanStep {
+    /// The step's key, unique in its plan.
     pub key: String,
     /// The revision that added it.
     pub revision: i64,
+    /// The step's task, as it is now.
     pub task: Task,
 }
 
 /// A stored plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Plan {
+    /// Row id.
     pub id: i64,
+    /// What the plan is for (at most 4,096 bytes).
     pub goal: String,
+    /// Who made it.
     pub created_by: String,
+    /// The current revision: 1 when created, one more per replan.
     pub revision: i64,
+    /// Every step, of every revision.
     pub steps: Vec<PlanStep>,
     /// Steps per task state.
     pub progress: BTreeMap<String, i64>,
     /// Whether every step has ended (completed, failed or cancelled).
     pub finished: bool,
+    /// When it was created, in ms since the Unix epoch.
     pub created_at: i64,
+    /// When it was last replanned, in ms since the Unix epoch.
     pub updated_at: i64,
 }
 
 /// A recorded handoff.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Handoff {
+    /// Row id.
     pub id: i64,
+    /// The agent that handed off.
     pub from_agent: String,
+    /// The agent that takes over.
     pub to_agent: String,
+    /// The task handed over with it, if any.
     pub task_id: Option<i64>,
     /// The handoff this one continues.
     pub parent: Option<i64>,
+    /// What was done and what is left (at most 1,024 bytes).
     pub summary: String,
+    /// What the next agent needs to go on (at most 256 KiB).
     pub context: String,
+    /// When it was recorded, in ms since the Unix epoch.
     pub ts: i64,
 }
 

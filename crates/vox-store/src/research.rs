@@ -8,30 +8,42 @@ use serde::Serialize;
 /// A research run.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ResearchRun {
+    /// Row id.
     pub id: i64,
+    /// The question asked.
     pub question: String,
+    /// The registry id of the model that answered.
     pub model_id: String,
     /// `running`, `done` or `failed`.
     pub state: String,
+    /// Why the run failed, for a `failed` run.
     pub error: Option<String>,
     /// Pieces of evidence the model was shown.
     pub evidence: i64,
+    /// Input tokens the model call used, as the provider reported them.
     pub input_tokens: i64,
+    /// Output tokens the model call used.
     pub output_tokens: i64,
+    /// When the run started, in ms since the Unix epoch.
     pub created_at: i64,
+    /// When it ended (done or failed), in ms since the Unix epoch.
     pub finished_at: Option<i64>,
 }
 
 /// A claim of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ResearchClaim {
+    /// Row id.
     pub id: i64,
+    /// The run that made the claim.
     pub run_id: i64,
+    /// The claim as the model stated it.
     pub text: String,
     /// The citations, each as checked: `{"kind": "file", "path", "start_line", "end_line",
     /// "sha256"}`, `{"kind": "kb", "id", "sha256"}` or `{"kind": "memory", "key", "sha256"}` for
     /// a kept claim; as the model wrote them for a dropped one.
     pub citations: serde_json::Value,
+    /// Whether every citation resolved (kept) or not (dropped).
     pub kept: bool,
     /// Why a dropped claim was dropped.
     pub reason: Option<String>,
@@ -40,18 +52,27 @@ pub struct ResearchClaim {
 /// A draft written from a run's kept claims.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Draft {
+    /// Row id.
     pub id: i64,
+    /// The run whose kept claims it was written from.
     pub run_id: i64,
+    /// The draft's title.
     pub title: String,
+    /// The draft's text.
     pub body: String,
+    /// When it was written, in ms since the Unix epoch.
     pub created_at: i64,
 }
 
 /// A claim about to be stored.
 pub struct NewClaim<'a> {
+    /// The claim as the model stated it.
     pub text: &'a str,
+    /// Its citations: as checked for a kept claim, as written for a dropped one.
     pub citations: &'a serde_json::Value,
+    /// Whether every citation resolved.
     pub kept: bool,
+    /// Why a dropped claim was dropped.
     pub reason: Option<&'a str>,
 }
 
@@ -134,6 +155,7 @@ impl Store {
         Ok(())
     }
 
+    /// The run with this id, if any.
     pub fn research_run(&self, id: i64) -> Result<Option<ResearchRun>, StoreError> {
         self.conn()?
             .query_row(
@@ -212,28 +234,38 @@ impl Store {
 /// A person's approval of a draft.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct DraftApproval {
+    /// The approved draft.
     pub draft_id: i64,
+    /// Who approved it.
     pub approved_by: String,
+    /// The approver's note (may be empty).
     pub note: String,
+    /// When it was approved, in ms since the Unix epoch.
     pub approved_at: i64,
 }
 
 /// One submission of a draft to a destination.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Submission {
+    /// Row id.
     pub id: i64,
+    /// The draft submitted.
     pub draft_id: i64,
+    /// The destination's name in `.vox/publish.toml`.
     pub destination: String,
-    /// `file` or `webhook`.
+    /// `file`, `branch` or `webhook`.
     pub kind: String,
     /// `pending` (an external job still running), `published` or `failed`.
     pub state: String,
     /// Where it went: a workspace path, or the webhook's URL.
     pub location: Option<String>,
+    /// What happened: why it failed, or the webhook's answer.
     pub detail: Option<String>,
     /// An external job's status URL, which `vox_external_job_status` polls.
     pub status_url: Option<String>,
+    /// When it was submitted, in ms since the Unix epoch.
     pub created_at: i64,
+    /// When its state last changed, in ms since the Unix epoch.
     pub updated_at: i64,
 }
 
@@ -256,6 +288,7 @@ fn row_to_submission(r: &crate::sql::Row) -> crate::sql::Result<Submission> {
 }
 
 impl Store {
+    /// The draft with this id, if any.
     pub fn research_draft_get(&self, id: i64) -> Result<Option<Draft>, StoreError> {
         self.conn()?
             .query_row(
@@ -303,6 +336,7 @@ impl Store {
         })
     }
 
+    /// The approval of draft `draft_id`, if it has one.
     pub fn draft_approval(&self, draft_id: i64) -> Result<Option<DraftApproval>, StoreError> {
         self.conn()?
             .query_row(
@@ -357,6 +391,7 @@ impl Store {
         Ok(())
     }
 
+    /// The submission with this id, if any.
     pub fn submission(&self, id: i64) -> Result<Option<Submission>, StoreError> {
         self.conn()?
             .query_row(

@@ -13,7 +13,9 @@ use std::sync::Mutex;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionStatus {
+    /// It accepts messages.
     Open,
+    /// It was closed (with an optional summary) and accepts no more messages.
     Closed,
 }
 
@@ -36,13 +38,21 @@ impl SessionStatus {
 /// A session's header.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Session {
+    /// Its id, `s_` and 16 hex digits.
     pub id: String,
+    /// The title given at creation.
     pub title: String,
+    /// Free-form JSON the creator attached.
     pub metadata: Value,
+    /// Whether it still accepts messages.
     pub status: SessionStatus,
+    /// The summary given when it was closed.
     pub summary: Option<String>,
+    /// When it was created, in ms since the Unix epoch.
     pub created_at: i64,
+    /// When it was closed, in ms since the Unix epoch.
     pub closed_at: Option<i64>,
+    /// How many messages it holds.
     pub message_count: i64,
 }
 
@@ -65,9 +75,13 @@ impl Session {
 /// One message of a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionMessage {
+    /// The message's 1-based position in its session.
     pub seq: i64,
+    /// Who spoke (e.g. `user`, `assistant`), as the caller gave it.
     pub role: String,
+    /// The message text.
     pub content: String,
+    /// When it was appended, in ms since the Unix epoch.
     pub created_at: i64,
 }
 
@@ -75,6 +89,7 @@ pub struct SessionMessage {
 pub trait SessionStore: Send + Sync {
     /// `"sqlite"` or `"files"`.
     fn backend(&self) -> &'static str;
+    /// Creates an open session titled `title` with `metadata`.
     fn create(&self, title: &str, metadata: &Value) -> Result<Session, StoreError>;
     /// The session and its last `last` messages.
     fn get(
@@ -85,7 +100,9 @@ pub trait SessionStore: Send + Sync {
     /// Newest first.
     fn list(&self, status: Option<SessionStatus>, limit: usize)
     -> Result<Vec<Session>, StoreError>;
+    /// Appends a message to open session `id`; a closed one is a conflict.
     fn append(&self, id: &str, role: &str, content: &str) -> Result<SessionMessage, StoreError>;
+    /// Closes session `id` with an optional summary; closing it again is a conflict.
     fn close(&self, id: &str, summary: Option<&str>) -> Result<Session, StoreError>;
 }
 

@@ -20,10 +20,15 @@ const WRITE_LOCK: i64 = 0x0076_6f78_2d77_7269;
 /// A value read from a row.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
+    /// SQL NULL.
     Null,
+    /// An integer.
     Int(i64),
+    /// A floating-point number.
     Real(f64),
+    /// Text.
     Text(String),
+    /// Bytes.
     Blob(Vec<u8>),
 }
 
@@ -33,18 +38,26 @@ pub enum Param<'a> {
     /// A NULL of the kind the Rust value would have had (PostgreSQL needs a NULL's type
     /// where the statement does not say it, as in `?1 IS NULL`).
     Null(Kind),
+    /// An integer.
     Int(i64),
+    /// A floating-point number.
     Real(f64),
+    /// Text.
     Text(&'a str),
+    /// Bytes.
     Blob(&'a [u8]),
 }
 
 /// The kind of a bound value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// An integer (`INTEGER`, `BIGINT`).
     Int,
+    /// A floating-point number (`REAL`, `DOUBLE PRECISION`).
     Real,
+    /// Text (`TEXT`).
     Text,
+    /// Bytes (`BLOB`, `BYTEA`).
     Blob,
     /// Left to the database to infer.
     Unknown,
@@ -54,6 +67,7 @@ pub enum Kind {
 pub trait ToParam {
     /// What a `None` of this type binds as.
     const KIND: Kind;
+    /// The value as a parameter to bind.
     fn param(&self) -> Param<'_>;
 }
 
@@ -125,6 +139,7 @@ impl<T: ToParam> ToParam for Option<T> {
 
 /// The placeholders' values of one statement.
 pub trait Params {
+    /// The values, in placeholder order (`?1` first).
     fn params(&self) -> Vec<Param<'_>>;
 }
 impl<T: ToParam, const N: usize> Params for [T; N] {
@@ -153,14 +168,23 @@ pub(crate) use params;
 /// A SQL error of either store.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// SQLite's error.
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
+    /// PostgreSQL's error: `SQLSTATE: message` from the server, else the client's.
     #[error("{0}")]
     Postgres(String),
+    /// `query_row` found no row.
     #[error("the query returned no row")]
     NoRow,
+    /// A column is missing or does not hold the type asked for.
     #[error("column {index}: {message}")]
-    Column { index: usize, message: String },
+    Column {
+        /// The column's 0-based position.
+        index: usize,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 impl From<postgres::Error> for Error {
@@ -173,10 +197,12 @@ impl From<postgres::Error> for Error {
     }
 }
 
+/// A result whose error is a SQL [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// `query_row(...).optional()`: no row is `None`.
 pub trait OptionalExtension<T> {
+    /// `Ok(None)` for [`Error::NoRow`], the value otherwise; other errors stay errors.
     fn optional(self) -> Result<Option<T>>;
 }
 impl<T> OptionalExtension<T> for Result<T> {
@@ -208,6 +234,7 @@ impl Row {
 
 /// A Rust value read from a column.
 pub trait FromValue: Sized {
+    /// The value, or why the column's value is not of this type.
     fn from_value(v: &Value) -> Result<Self, String>;
 }
 
@@ -286,9 +313,11 @@ pub trait Sql {
 
 /// The calls repositories make, on any [`Sql`] (in rusqlite's shapes).
 pub trait SqlExt: Sql {
+    /// Runs `sql` with `params`; the count of rows it changed.
     fn execute(&self, sql: &str, params: impl Params) -> Result<usize> {
         self.run(sql, &params.params())
     }
+    /// Runs `sql` with `params` and maps its first row with `f`; [`Error::NoRow`] if it has none.
     fn query_row<T>(
         &self,
         sql: &str,
@@ -298,6 +327,7 @@ pub trait SqlExt: Sql {
         let rows = self.rows(sql, &params.params())?;
         f(rows.first().ok_or(Error::NoRow)?)
     }
+    /// Runs `sql` with `params` and maps every row with `f`, in order.
     fn query_map<T>(
         &self,
         sql: &str,
@@ -314,6 +344,7 @@ pub trait SqlExt: Sql {
             sql: sql.to_owned(),
         })
     }
+    /// The same as [`SqlExt::prepare`] (both stores cache statements themselves).
     fn prepare_cached(&self, sql: &str) -> Result<Stmt<'_, Self>> {
         self.prepare(sql)
     }
@@ -336,6 +367,7 @@ impl<S: Sql + ?Sized> Stmt<'_, S> {
         let rows = self.c.rows(&self.sql, &params.params())?;
         Ok(rows.iter().map(&mut f).collect::<Vec<_>>().into_iter())
     }
+    /// Runs the statement and maps its first row with `f`; [`Error::NoRow`] if it has none.
     pub fn query_row<T>(
         &mut self,
         params: impl Params,
@@ -343,6 +375,7 @@ impl<S: Sql + ?Sized> Stmt<'_, S> {
     ) -> Result<T> {
         self.c.query_row(&self.sql, params, f)
     }
+    /// Runs the statement; the count of rows it changed.
     pub fn execute(&mut self, params: impl Params) -> Result<usize> {
         self.c.run(&self.sql, &params.params())
     }
@@ -730,6 +763,7 @@ enum TxInner<'c> {
 }
 
 impl<'c> Tx<'c> {
+    /// Commits the transaction (on PostgreSQL, releasing the write lock with it).
     pub fn commit(mut self) -> Result<()> {
         match self.inner.take() {
             Some(TxInner::Lite(t)) => Ok(t.commit()?),

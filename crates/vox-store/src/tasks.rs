@@ -29,15 +29,22 @@ pub const MAX_TASK_TEXT: usize = 64 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskState {
+    /// Waiting for an agent (ready once its dependencies completed).
     Queued,
+    /// Given to its owner, not started yet.
     Assigned,
+    /// Its owner is working on it.
     Running,
+    /// Done, with a result.
     Completed,
+    /// Given up on, with the reason as its result.
     Failed,
+    /// Called off before it ended.
     Cancelled,
 }
 
 impl TaskState {
+    /// The snake_case spelling stored and shown.
     pub fn as_str(self) -> &'static str {
         match self {
             TaskState::Queued => "queued",
@@ -71,11 +78,15 @@ impl TaskState {
 /// A task as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Task {
+    /// Row id, increasing in submission order.
     pub id: i64,
+    /// One line saying what to do (at most 512 bytes).
     pub title: String,
+    /// The details (at most 64 KiB).
     pub description: String,
     /// Higher runs first.
     pub priority: i64,
+    /// Where it is in the state machine.
     pub state: TaskState,
     /// The agent it is assigned to (kept after it ends, as who did it).
     pub owner: Option<String>,
@@ -83,21 +94,30 @@ pub struct Task {
     pub pinned_agent: Option<String>,
     /// Times it was started.
     pub attempts: i64,
+    /// Ids of the tasks that must complete before it is ready.
     pub depends_on: Vec<i64>,
     /// Files it expects to touch (workspace-relative).
     pub files: Vec<String>,
+    /// The outcome: the result on completion, the reason on failure.
     pub result: Option<String>,
+    /// When it was submitted, in ms since the Unix epoch.
     pub created_at: i64,
+    /// When it last changed, in ms since the Unix epoch.
     pub updated_at: i64,
 }
 
 /// What a caller submits.
 #[derive(Debug, Clone, Default)]
 pub struct NewTask {
+    /// One line saying what to do (at most 512 bytes).
     pub title: String,
+    /// The details (at most 64 KiB; may be empty).
     pub description: String,
+    /// Higher runs first.
     pub priority: i64,
+    /// Ids of existing tasks that must complete first (at most 64; no cycle).
     pub depends_on: Vec<i64>,
+    /// Files it expects to touch, workspace-relative (at most 256).
     pub files: Vec<String>,
     /// The only agent it may be assigned to.
     pub pinned_agent: Option<String>,
@@ -108,12 +128,17 @@ pub struct NewTask {
 pub struct TaskEvent {
     /// The cursor: events are read after an id.
     pub id: i64,
+    /// The task that moved.
     pub task_id: i64,
     /// `submitted`, or the state moved to.
     pub kind: String,
+    /// The state it moved from; `None` for a submission or a reprioritization.
     pub from_state: Option<TaskState>,
+    /// Who moved it: the submitter, the agent, or the operator.
     pub agent: Option<String>,
+    /// Why, when the move says: a failure or requeue reason, a priority change.
     pub detail: Option<String>,
+    /// When it moved, in ms since the Unix epoch.
     pub ts: i64,
 }
 
@@ -121,17 +146,32 @@ pub struct TaskEvent {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TaskMove {
     /// queued → assigned to `agent`.
-    Assign { agent: String },
+    Assign {
+        /// The agent that takes it.
+        agent: String,
+    },
     /// assigned → running (its owner starts it; counts an attempt).
     Start,
     /// running → completed with a result.
-    Complete { result: String },
+    Complete {
+        /// What it produced (at most 64 KiB).
+        result: String,
+    },
     /// running → failed, saying why.
-    Fail { reason: String },
+    Fail {
+        /// Why it failed (at most 64 KiB).
+        reason: String,
+    },
     /// assigned or running → queued (rebalance, a dead worker), owner cleared.
-    Requeue { reason: String },
+    Requeue {
+        /// Why it goes back to the queue.
+        reason: String,
+    },
     /// any active state → cancelled.
-    Cancel { reason: String },
+    Cancel {
+        /// Why it is called off.
+        reason: String,
+    },
 }
 
 impl TaskMove {

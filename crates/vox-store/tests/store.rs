@@ -1,3 +1,7 @@
+//! The journey store through its public API on temporary files: durability across reopening, both
+//! session backends, the knowledge base, the attention ledger, schema versions, and the identity
+//! checks that refuse a lost or swapped database.
+
 use serde_json::json;
 use vox_store::*;
 

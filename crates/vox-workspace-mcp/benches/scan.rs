@@ -1,3 +1,6 @@
+//! Benchmarks of a workspace scan: the first (compiling every file) and a rescan served from the
+//! content-hash cache.
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use vox_workspace_mcp::WorkspaceMcpLoader;
 
@@ -52,12 +55,12 @@ fn bench(c: &mut Criterion) {
             let loader = WorkspaceMcpLoader::new(dir.path().to_path_buf());
             let s = loader.scan(&|_| false).unwrap();
             assert_eq!(s.tools.len(), 5000);
-        })
+        });
     });
     let loader = WorkspaceMcpLoader::new(dir.path().to_path_buf());
     loader.scan(&|_| false).unwrap();
     g.bench_function("warm_cached", |b| {
-        b.iter(|| loader.scan(&|_| false).unwrap())
+        b.iter(|| loader.scan(&|_| false).unwrap());
     });
     g.finish();
     let dir = real_style_workspace();
@@ -68,7 +71,7 @@ fn bench(c: &mut Criterion) {
             let loader = WorkspaceMcpLoader::new(dir.path().to_path_buf());
             let s = loader.scan(&|_| false).unwrap();
             assert_eq!(s.tools.len(), 5000);
-        })
+        });
     });
     g.finish();
 }

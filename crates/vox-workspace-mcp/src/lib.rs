@@ -72,8 +72,11 @@ pub const MAX_CALL_DEPTH_CAP: u32 = 2_000;
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct SurfaceConfig {
+    /// Schema version; must be 1.
     pub version: u32,
+    /// Workspace-relative globs of the `.vox` files to load.
     pub scan_globs: Vec<String>,
+    /// Globs of files not to load even when a scan glob matches them.
     #[serde(default)]
     pub exclude_globs: Vec<String>,
     /// The calls' interpreter budgets.
@@ -227,11 +230,15 @@ impl Default for SurfaceConfig {
 /// A federated tool.
 #[derive(Clone)]
 pub struct WorkspaceTool {
+    /// The tool name (the `@tool` function's name).
     pub name: String,
+    /// The `@tool` description, else `<name> (from <file>)`.
     pub description: String,
+    /// JSON Schema of the arguments, derived from the function's parameters.
     pub input_schema: Value,
     /// Workspace-relative path, `/`-separated.
     pub file: String,
+    /// The compiled module the function is called in.
     pub module: Arc<Module>,
     /// The budget its calls run under.
     pub budget: ToolBudget,
@@ -240,13 +247,18 @@ pub struct WorkspaceTool {
 /// A federated resource.
 #[derive(Clone)]
 pub struct WorkspaceResource {
+    /// The URI (or URI template) the `@mcp.resource` declares.
     pub uri: String,
+    /// The name of the function that produces it.
     pub name: String,
+    /// The `@mcp.resource` description (empty when it has none).
     pub description: String,
     /// `text/plain` for a function that returns `str`; `None` for one that returns `Content`,
     /// whose type is known only when it is read.
     pub mime_type: Option<&'static str>,
+    /// Workspace-relative path, `/`-separated.
     pub file: String,
+    /// The compiled module the function is called in.
     pub module: Arc<Module>,
     /// The budget its reads run under (its file's, else the default).
     pub budget: ToolBudget,
@@ -255,12 +267,16 @@ pub struct WorkspaceResource {
 /// A federated `@mcp.prompt` function.
 #[derive(Clone)]
 pub struct WorkspacePrompt {
+    /// The prompt name (the `@mcp.prompt` function's name).
     pub name: String,
+    /// The `@mcp.prompt` description, else `<name> (from <file>)`.
     pub description: String,
     /// Its arguments (the function's parameters): name, and whether it is required (no
     /// default, not an `Option`).
     pub arguments: Vec<(String, bool)>,
+    /// Workspace-relative path, `/`-separated.
     pub file: String,
+    /// The compiled module the function is called in.
     pub module: Arc<Module>,
     /// The budget its gets run under (its file's, else the default).
     pub budget: ToolBudget,
@@ -269,7 +285,9 @@ pub struct WorkspacePrompt {
 /// A name (or URI) that was not federated, and why.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Skipped {
+    /// The tool name or resource URI.
     pub name: String,
+    /// Workspace-relative path of the file that declared it.
     pub file: String,
     /// The file that keeps the name (duplicates only).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -279,7 +297,9 @@ pub struct Skipped {
 /// A file with an error: its first error, `file:line:column: code: message`.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct FileError {
+    /// Workspace-relative path, `/`-separated.
     pub file: String,
+    /// The first error, `file:line:column: code: message`.
     pub diagnostic: String,
 }
 
@@ -297,7 +317,9 @@ pub struct FileDiagnostic {
     pub line: usize,
     /// 1-based column (characters).
     pub column: usize,
+    /// What is wrong, for people.
     pub message: String,
+    /// How to fix it, when the compiler knows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub help: Option<String>,
 }
@@ -309,8 +331,11 @@ pub struct FileDiagnostics {
     pub file: String,
     /// Whether the file's tools and resources were loaded.
     pub loaded: bool,
+    /// How many errors the file has.
     pub errors: usize,
+    /// How many warnings the file has.
     pub warnings: usize,
+    /// How many infos the file has.
     pub infos: usize,
     /// Errors and warnings in source order (at most [`MAX_LISTED_DIAGNOSTICS`]).
     pub diagnostics: Vec<FileDiagnostic>,
@@ -420,29 +445,42 @@ impl FileDiagnostics {
 /// What a scan found: the `vox_workspace_mcp_refresh` answer.
 #[derive(Debug, Clone, Serialize, Default, PartialEq, Eq, schemars::JsonSchema)]
 pub struct RefreshReport {
+    /// How many workspace tools are served.
     pub tool_count: usize,
+    /// How many resources (and resource templates) are served.
     pub resource_count: usize,
+    /// How many prompts are served.
     pub prompt_count: usize,
+    /// Names and URIs a static catalog tool or the skills' `skill://` scheme took; never served.
     pub shadowed: Vec<Skipped>,
+    /// Tool names declared again in a later file (in path order); the first file keeps them.
     pub duplicate_tools: Vec<Skipped>,
+    /// Resource URIs declared again in a later file; the first file keeps them.
     pub duplicate_resources: Vec<Skipped>,
+    /// Prompt names declared again in a later file; the first file keeps them.
     pub duplicate_prompts: Vec<Skipped>,
     /// One entry per file with an error (its first error), whether or not it loaded.
     pub errors: Vec<FileError>,
     /// Every scanned file (and the surface file) with any diagnostic, in path order.
     pub diagnostics: Vec<FileDiagnostics>,
+    /// How many `.vox` files the scan matched.
     pub files: usize,
+    /// How many of them were compiled by this scan (the others came from the cache).
     pub compiled: usize,
 }
 
 /// The federated surface, in deterministic (name / URI) order.
 #[derive(Clone, Default)]
 pub struct Surface {
+    /// The served tools, by name.
     pub tools: BTreeMap<String, WorkspaceTool>,
+    /// The served resources, by URI.
     pub resources: BTreeMap<String, WorkspaceResource>,
     /// Resource templates (`@mcp.resource("notes://{id}")`), by template.
     pub templates: BTreeMap<String, WorkspaceResource>,
+    /// The served prompts, by name.
     pub prompts: BTreeMap<String, WorkspacePrompt>,
+    /// What the scan found, skipped and failed on.
     pub report: RefreshReport,
 }
 
@@ -507,12 +545,16 @@ impl Surface {
 /// Why the surface file itself is unusable.
 #[derive(Debug, thiserror::Error)]
 pub enum LoaderError {
+    /// The surface file does not parse, has an unknown key, or holds a value out of range.
     #[error("{path}{}: {message}", location(*line, *column))]
     Config {
+        /// The surface file.
         path: PathBuf,
+        /// What is wrong, naming the key and its cap where there is one.
         message: String,
         /// 1-based, where known.
         line: Option<usize>,
+        /// 1-based column (characters), where known.
         column: Option<usize>,
     },
 }

@@ -1,3 +1,6 @@
+//! The loader on temporary workspaces: federation and its collision rules, the surface file and its
+//! budgets, diagnostics, and the compile cache.
+
 use std::path::Path;
 use vox_workspace_mcp::*;
 

@@ -19,7 +19,7 @@ fn list(json: bool) -> Result<ExitCode> {
     let mut rows = vec![
         json!({"id": "dev", "description": "Every tool (synthesized; the default)", "tools": ProfileSet::dev().tools().iter().count(), "max_exposure": "internal"}),
     ];
-    for p in PROFILES.iter() {
+    for p in &PROFILES {
         let set = ProfileSet::parse(p.id).expect("manifest profiles compose");
         rows.push(json!({"id": p.id, "description": p.description, "tools": set.tools().iter().count(), "max_exposure": p.max_exposure.as_str()}));
     }
