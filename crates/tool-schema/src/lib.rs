@@ -339,10 +339,10 @@ pub fn portability_problems(schema: &Value) -> Vec<String> {
                     match (k.as_str(), x) {
                         ("type", Value::Array(_)) => out.push(format!("{here}: a type array")),
                         ("type", Value::String(t)) if t == "null" => {
-                            out.push(format!("{here}: the null type"))
+                            out.push(format!("{here}: the null type"));
                         }
                         ("$ref" | "$defs" | "definitions", _) => {
-                            out.push(format!("{here}: a reference"))
+                            out.push(format!("{here}: a reference"));
                         }
                         ("properties", Value::Object(m)) => {
                             for (name, p) in m {
