@@ -5,7 +5,6 @@
 //! each attempt kept as a submission; a webhook that answers with a `status_url` is an external
 //! job whose status can be polled.
 
-use crate::store::{db, store};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -16,6 +15,7 @@ use std::time::Duration;
 use vox_core::family::{async_typed, typed};
 use vox_core::{CallCtx, Ctx, HandlerEntry, ToolError};
 use vox_store::{Draft, DraftApproval, Submission};
+use vox_tools_common::store::{db, store};
 
 /// Largest `.vox/publish.toml`.
 const MAX_CONFIG: u64 = 64 * 1024;
@@ -200,7 +200,7 @@ async fn publish(ctx: Arc<Ctx>, _call: CallCtx, a: PublishArgs) -> Result<Submis
 /// A plain relative path (no root, no `..`), or why not.
 fn plain_dir(dir: &str) -> Result<&Path, String> {
     let rel = Path::new(dir);
-    if !crate::is_plain_relative(rel) {
+    if !vox_tools_common::is_plain_relative(rel) {
         return Err(format!(
             "destination dir `{dir}` is not a plain workspace-relative path"
         ));

@@ -5,8 +5,6 @@
 //! first use, then kept current by every write (which also goes through the built index, so a
 //! write racing the first build cannot be missed).
 
-use crate::bounded;
-use crate::store::{db, knowledge as repos};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -18,6 +16,8 @@ use vox_core::family::{blocking, typed};
 use vox_core::{Ctx, ToolError};
 use vox_search::{DeclarationHit, DocIndex, FileHit, SearchError, WorkspaceIndex};
 use vox_store::KbSummary;
+use vox_tools_common::bounded;
+use vox_tools_common::store::{db, knowledge as repos};
 
 /// The search_index subsystem's state.
 pub struct Search {
@@ -553,7 +553,7 @@ fn structural(ctx: &Ctx, call: &CallCtx, a: StructuralArgs) -> Result<Declaratio
 }
 
 /// Workspace files matching `query` (text search), for research evidence.
-pub(crate) fn workspace_text(
+pub fn workspace_text(
     ctx: &Ctx,
     call: &CallCtx,
     query: &str,
@@ -566,7 +566,7 @@ pub(crate) fn workspace_text(
 }
 
 /// Knowledge-base documents matching `query`: id, title and snippet.
-pub(crate) fn kb_snippets(
+pub fn kb_snippets(
     ctx: &Ctx,
     query: &str,
     n: usize,
@@ -585,7 +585,7 @@ pub(crate) fn kb_snippets(
 }
 
 /// Memories matching `query`: key and value.
-pub(crate) fn memory_snippets(
+pub fn memory_snippets(
     ctx: &Ctx,
     query: &str,
     n: usize,

@@ -6,7 +6,6 @@
 //! A client presenting it (`VOX_AGENT_TOKEN`) is that agent on every call.
 
 use crate::orchestration::{actor, agent_for, dispatch, operator_only};
-use crate::store::{db, store};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
@@ -15,6 +14,7 @@ use vox_core::family::{blocking, quick};
 use vox_core::{CallCtx, Ctx, Family, HandlerEntry, StepDone, ToolError};
 use vox_mcp_registry::{BootStep, ProfileSet};
 use vox_store::{Agent, Assignment, Event, EventFilter, FileLock, NewAgent, Retired, Store, Task};
+use vox_tools_common::store::{db, store};
 
 /// The prefix of every agent credential (so a leaked one is recognisable).
 pub const TOKEN_PREFIX: &str = "voxa_";
@@ -192,7 +192,7 @@ struct BudgetArgs {
 struct BudgetSet {
     agent: Agent,
     /// Its budget now, as `vox_budget_status` reports it.
-    budget: crate::attention_state::BudgetStatus,
+    budget: vox_tools_knowledge::attention_state::BudgetStatus,
 }
 
 fn next_id(s: &Store) -> Result<String, ToolError> {
@@ -259,7 +259,10 @@ fn spawn(ctx: &Ctx, call: &CallCtx, a: SpawnArgs) -> Result<Spawned, ToolError> 
             actor(call),
         )
         .map_err(db)?;
-    if let (Some(att), Some(b)) = (ctx.get::<Arc<crate::Attention>>(), agent.budget_tokens) {
+    if let (Some(att), Some(b)) = (
+        ctx.get::<Arc<vox_tools_knowledge::Attention>>(),
+        agent.budget_tokens,
+    ) {
         att.set_agent_budget(&agent.id, Some(b as u64));
     }
     if let Some(f) = fleet {
@@ -275,7 +278,7 @@ fn spawn(ctx: &Ctx, call: &CallCtx, a: SpawnArgs) -> Result<Spawned, ToolError> 
 fn retire(ctx: &Ctx, call: &CallCtx, a: RetireArgs) -> Result<RetiredOut, ToolError> {
     operator_only(call, "retires agents")?;
     let reason = a.reason.unwrap_or_else(|| "retired".into());
-    crate::bounded("reason", &reason, 4096)?;
+    vox_tools_common::bounded("reason", &reason, 4096)?;
     let retired = store(ctx)?
         .agent_retire(&a.agent_id, actor(call), &reason)
         .map_err(db)?;
@@ -409,7 +412,8 @@ fn set_budget(ctx: &Ctx, call: &CallCtx, a: BudgetArgs) -> Result<BudgetSet, Too
             "`tokens` must not be negative",
         ));
     }
-    let attention = ctx.require::<Arc<crate::Attention>>("the attention subsystem")?;
+    let attention =
+        ctx.require::<Arc<vox_tools_knowledge::Attention>>("the attention subsystem")?;
     let agent = store(ctx)?
         .agent_set_budget(&a.agent_id, a.tokens, actor(call))
         .map_err(db)?;
@@ -468,7 +472,7 @@ fn after_boot(ctx: &mut Ctx) {
     ) else {
         return;
     };
-    let attention = ctx.get::<Arc<crate::Attention>>().cloned();
+    let attention = ctx.get::<Arc<vox_tools_knowledge::Attention>>().cloned();
     if let (Some(att), Ok(agents)) = (&attention, store.agents(false)) {
         for a in agents {
             if let Some(b) = a.budget_tokens {
@@ -602,7 +606,10 @@ fn handlers() -> Vec<(&'static str, HandlerEntry)> {
         ("vox_drain_agent", blocking(drain)),
         ("vox_agent_status", blocking(status)),
         ("vox_agent_events", blocking(events)),
-        ("vox_heartbeat", quick(heartbeat, crate::store::free)),
+        (
+            "vox_heartbeat",
+            quick(heartbeat, vox_tools_common::store::free),
+        ),
         ("vox_set_agent_budget", blocking(set_budget)),
     ]
 }

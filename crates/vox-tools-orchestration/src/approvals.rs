@@ -4,12 +4,12 @@
 //! above `read_only` that the allowlist does not cover is recorded here and waits for a decision.
 
 use crate::orchestration::{actor, operator_only};
-use crate::store::{db, store};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use vox_core::family::blocking;
 use vox_core::{CallCtx, Ctx, Family, HandlerEntry, ToolError};
 use vox_store::{AllowEntry, Approval, ApprovalState};
+use vox_tools_common::store::{db, store};
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -78,7 +78,7 @@ fn pending(ctx: &Ctx, _call: &CallCtx, a: ListArgs) -> Result<Approvals, ToolErr
 fn resolve(ctx: &Ctx, call: &CallCtx, a: ResolveArgs) -> Result<Approval, ToolError> {
     operator_only(call, "decides approvals (a person)")?;
     if let Some(r) = &a.reason {
-        crate::bounded("reason", r, 4096)?;
+        vox_tools_common::bounded("reason", r, 4096)?;
     }
     let (to, args) = match a.decision {
         Decision::Approve => (
@@ -189,7 +189,7 @@ fn approval_timeout() -> std::time::Duration {
 pub struct Gate {
     pub store: std::sync::Arc<vox_store::Store>,
     pub bell: std::sync::Arc<ApprovalBell>,
-    pub attention: Option<std::sync::Arc<crate::Attention>>,
+    pub attention: Option<std::sync::Arc<vox_tools_knowledge::Attention>>,
     pub announce: crate::orchestration::Announcer,
 }
 

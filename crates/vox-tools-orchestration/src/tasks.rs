@@ -4,7 +4,6 @@
 //! `vox_orchestrator_status`, over the journey store's task model.
 
 use crate::orchestration::{actor, agent_for, dispatch, operator_only, scope};
-use crate::store::{db, free, store};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -13,6 +12,7 @@ use vox_core::{CallCtx, Ctx, Family, HandlerEntry, ToolError};
 use vox_store::{
     Agent, Assignment, Event, EventFilter, NewTask, Subject, Task, TaskMove, TaskState,
 };
+use vox_tools_common::store::{db, free, store};
 
 /// Most tasks or events one answer lists.
 const MAX_LIST: usize = 1000;
@@ -268,7 +268,7 @@ fn cancel(ctx: &Ctx, call: &CallCtx, a: CancelArgs) -> Result<Moved, ToolError> 
         }
     }
     let reason = a.reason.unwrap_or_else(|| "cancelled".into());
-    crate::bounded("reason", &reason, 4096)?;
+    vox_tools_common::bounded("reason", &reason, 4096)?;
     let task = s
         .task_move(a.task_id, &TaskMove::Cancel { reason }, actor(call))
         .map_err(db)?;
@@ -291,7 +291,7 @@ fn complete(ctx: &Ctx, call: &CallCtx, a: CompleteArgs) -> Result<Moved, ToolErr
 
 fn fail(ctx: &Ctx, call: &CallCtx, a: FailArgs) -> Result<Moved, ToolError> {
     let agent = agent_for(call, a.agent_id)?;
-    crate::bounded("reason", &a.reason, 64 * 1024)?;
+    vox_tools_common::bounded("reason", &a.reason, 64 * 1024)?;
     let s = store(ctx)?;
     let t = s.task_get(a.task_id).map_err(db)?;
     if t.owner.as_deref() != Some(agent.as_str()) {
@@ -373,7 +373,7 @@ fn dag(ctx: &Ctx, _call: &CallCtx, a: DagArgs) -> Result<Dag, ToolError> {
 fn emergency_stop(ctx: &Ctx, call: &CallCtx, a: StopArgs) -> Result<Stopped, ToolError> {
     operator_only(call, "stops everything")?;
     let reason = a.reason.unwrap_or_else(|| "emergency stop".into());
-    crate::bounded("reason", &reason, 4096)?;
+    vox_tools_common::bounded("reason", &reason, 4096)?;
     let s = store(ctx)?;
     // Agents first, so that nothing is dispatched between the two.
     let mut paused_agents = Vec::new();

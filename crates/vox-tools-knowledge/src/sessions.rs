@@ -1,7 +1,5 @@
 //! `vox_session_*`: agent sessions with message logs.
 
-use crate::bounded;
-use crate::store::db;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -9,6 +7,8 @@ use vox_core::HandlerEntry;
 use vox_core::family::typed;
 use vox_core::{Ctx, ToolError};
 use vox_store::{Session, SessionMessage, SessionStatus, SessionStore};
+use vox_tools_common::bounded;
+use vox_tools_common::store::db;
 
 #[derive(Serialize, JsonSchema)]
 struct OneSession {

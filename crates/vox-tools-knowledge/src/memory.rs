@@ -1,13 +1,13 @@
 //! `vox_memory_*`: durable key/value memories.
 
-use crate::bounded;
-use crate::store::db;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use vox_core::HandlerEntry;
 use vox_core::family::{quick, typed};
 use vox_core::{Ctx, ToolError};
 use vox_store::Memory;
+use vox_tools_common::bounded;
+use vox_tools_common::store::db;
 
 const MAX_KEY: usize = 512;
 const MAX_VALUE: usize = 256 * 1024;
@@ -90,7 +90,7 @@ fn store(ctx: &Ctx, a: StoreArgs) -> Result<Stored, ToolError> {
             "`tags`: at most 32 tags of 1 to 64 bytes",
         ));
     }
-    let (m, replaced) = crate::store::knowledge(ctx)?
+    let (m, replaced) = vox_tools_common::store::knowledge(ctx)?
         .memory_put(&a.key, &a.value, &a.tags)
         .map_err(db)?;
     crate::search::memory_indexed(ctx, &a.key, Some((&a.value, &a.tags)))?;
@@ -105,7 +105,7 @@ fn store(ctx: &Ctx, a: StoreArgs) -> Result<Stored, ToolError> {
 fn recall(ctx: &Ctx, _call: &vox_core::CallCtx, a: KeyArgs) -> Result<Recalled, ToolError> {
     bounded("key", &a.key, MAX_KEY)?;
     Ok(
-        match crate::store::knowledge(ctx)?
+        match vox_tools_common::store::knowledge(ctx)?
             .memory_get(&a.key)
             .map_err(db)?
         {
@@ -125,7 +125,7 @@ fn recall(ctx: &Ctx, _call: &vox_core::CallCtx, a: KeyArgs) -> Result<Recalled, 
 
 fn list(ctx: &Ctx, a: ListArgs) -> Result<Page, ToolError> {
     let limit = a.limit.unwrap_or(50).clamp(1, 500) as usize;
-    let mut page = crate::store::knowledge(ctx)?
+    let mut page = vox_tools_common::store::knowledge(ctx)?
         .memory_list(
             a.prefix.as_deref(),
             a.tag.as_deref(),
@@ -145,7 +145,7 @@ fn list(ctx: &Ctx, a: ListArgs) -> Result<Page, ToolError> {
 
 fn forget(ctx: &Ctx, a: KeyArgs) -> Result<Forgotten, ToolError> {
     bounded("key", &a.key, MAX_KEY)?;
-    let removed = crate::store::knowledge(ctx)?
+    let removed = vox_tools_common::store::knowledge(ctx)?
         .memory_delete(&a.key)
         .map_err(db)?;
     if removed {
@@ -169,7 +169,10 @@ pub fn family() -> vox_core::Family {
 fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
         ("vox_memory_store", typed(store)),
-        ("vox_memory_recall", quick(recall, crate::store::free)),
+        (
+            "vox_memory_recall",
+            quick(recall, vox_tools_common::store::free),
+        ),
         ("vox_memory_list", typed(list)),
         ("vox_memory_forget", typed(forget)),
         ("vox_memory_search", typed(search)),

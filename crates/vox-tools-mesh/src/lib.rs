@@ -7,8 +7,6 @@
 
 mod remote;
 
-use crate::orchestration::{actor, agent_for};
-use crate::store::{db, store};
 use remote::remote;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -17,6 +15,8 @@ use vox_core::family::{async_typed, blocking, run_blocking, typed};
 use vox_core::{CallCtx, Ctx, Family, HandlerEntry, StepDone, ToolError};
 use vox_mcp_registry::BootStep;
 use vox_store::{A2aMessage, CallDirection, MeshCall, QueueStat};
+use vox_tools_common::store::{db, store};
+use vox_tools_orchestration::orchestration::{actor, agent_for};
 
 /// Largest message body, in bytes.
 pub(crate) const MAX_BODY: usize = 64 * 1024;
@@ -27,12 +27,12 @@ pub(crate) const BROADCAST: &str = "*";
 const BULLETIN: &str = "bulletin";
 
 fn body_ok(body: &str) -> Result<(), ToolError> {
-    crate::bounded("body", body, MAX_BODY)
+    vox_tools_common::bounded("body", body, MAX_BODY)
 }
 
 fn thread_ok(thread: &Option<String>) -> Result<(), ToolError> {
     match thread {
-        Some(t) => crate::bounded("thread", t, 128),
+        Some(t) => vox_tools_common::bounded("thread", t, 128),
         None => Ok(()),
     }
 }
@@ -221,7 +221,7 @@ struct PublishArgs {
 }
 
 fn publish(ctx: &Ctx, call: &CallCtx, a: PublishArgs) -> Result<Sent, ToolError> {
-    crate::bounded("topic", &a.topic, 128)?;
+    vox_tools_common::bounded("topic", &a.topic, 128)?;
     body_ok(&a.body)?;
     let thread = format!("{BULLETIN}:{}", a.topic);
     let message = store(ctx)?
@@ -525,7 +525,7 @@ async fn dispatch(ctx: Arc<Ctx>, call: CallCtx, a: DispatchArgs) -> Result<MeshC
                     "`arguments`: at most {MAX_BODY} bytes encoded"
                 )));
             }
-            crate::bounded("tool", &tool, 128)?;
+            vox_tools_common::bounded("tool", &tool, 128)?;
             let (c, me) = (ctx.clone(), r.id_prefix.clone());
             let (n, t, args) = (node.clone(), tool.clone(), arguments.clone());
             let made =
@@ -617,7 +617,12 @@ fn boot_results(ctx: &mut Ctx) -> Result<StepDone, String> {
     }))
 }
 
-pub fn family() -> Family {
+/// This crate's family (the mesh), in the place `vox_tools::families()` assembles it.
+pub fn families() -> Vec<Family> {
+    vec![family()]
+}
+
+fn family() -> Family {
     Family {
         name: "mesh",
         steps: vec![

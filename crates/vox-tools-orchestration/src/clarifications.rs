@@ -3,7 +3,6 @@
 //! tasks they gate live in the store, so a restart loses none.
 
 use crate::orchestration::{actor, dispatch, operator_only};
-use crate::store::{db, store};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -11,6 +10,7 @@ use vox_core::family::blocking;
 use vox_core::{CallCtx, Ctx, Family, HandlerEntry, StepDone, ToolError};
 use vox_mcp_registry::BootStep;
 use vox_store::{Assignment, Clarification, Store};
+use vox_tools_common::store::{db, store};
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

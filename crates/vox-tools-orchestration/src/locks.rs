@@ -3,12 +3,12 @@
 //! runs from its claim and from each of its holder's heartbeats; a lapsed one is free.
 
 use crate::orchestration::{agent_for, changed, dispatch};
-use crate::store::{db, free, store};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use vox_core::family::{blocking, quick};
 use vox_core::{CallCtx, Ctx, Family, ToolError};
 use vox_store::{Assignment, Claim, FileLock, LockConflict};
+use vox_tools_common::store::{db, free, store};
 
 /// The default lease (seconds).
 const DEFAULT_LEASE_SECS: u32 = 300;

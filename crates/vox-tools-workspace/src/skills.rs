@@ -1,6 +1,5 @@
 //! `vox_skill_*`: install, uninstall, list, info, search and use skills.
 
-use crate::bounded;
 use crate::skills_state::{Instructions, Skills, instructions, macro_tool_name, skill_err};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -14,6 +13,7 @@ use vox_core::family::{async_typed, blocking, run_blocking, typed};
 use vox_core::{Ctx, ToolError};
 use vox_skills::store::{Origin, SearchHit, Shadowed};
 use vox_skills::{FrontMatterFormat, Skill};
+use vox_tools_common::bounded;
 
 fn skills(ctx: &Ctx) -> Result<&Skills, ToolError> {
     ctx.get::<Arc<Skills>>()

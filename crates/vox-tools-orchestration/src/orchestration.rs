@@ -6,9 +6,9 @@
 //! them, who may act for any agent by naming it. An agent never acts as another, and never
 //! does what only the operator does (spawn, retire, decide approvals, answer questions).
 
-use crate::store::{db, store};
 use vox_core::{CallCtx, Ctx, ToolError};
 use vox_store::Assignment;
+use vox_tools_common::store::{db, store};
 
 /// The name events record for the operator.
 pub const OPERATOR: &str = "operator";

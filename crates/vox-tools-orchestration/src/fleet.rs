@@ -11,7 +11,6 @@
 //! (failed after [`MAX_ATTEMPTS`]); the daemon ending ends every worker with it (an
 //! `AppServer` kills its process tree when dropped).
 
-use crate::store::db;
 use codex_app_server::{
     AppServer, ApprovalPolicy, CodexCommand, Event, InitializeParams, SandboxMode, SpawnOptions,
     ThreadStartParams, TurnStartParams,
@@ -24,6 +23,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, watch};
 use vox_core::ToolError;
 use vox_store::{AgentState, Store, Task, TaskMove, TaskState};
+use vox_tools_common::store::db;
 
 /// Attempts after which a task whose worker keeps dying fails instead of going back.
 const MAX_ATTEMPTS: i64 = 5;

@@ -4,7 +4,6 @@
 //! content, a kb document, a memory), persisted with their checked citations. A run can be
 //! evaluated again later (are the cited lines still what they were?) and turned into a draft.
 
-use crate::store::{db, store};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -16,6 +15,7 @@ use vox_core::{CallCtx, Ctx, Family, HandlerEntry, StepDone, ToolError};
 use vox_llm::{ProcessEnv, Registry};
 use vox_mcp_registry::BootStep;
 use vox_store::{Draft, NewClaim, ResearchClaim, ResearchRun};
+use vox_tools_common::store::{db, store};
 
 /// Longest question, in bytes.
 const MAX_QUESTION: usize = 4096;
@@ -41,18 +41,18 @@ fn sha256(text: &str) -> String {
 fn gather(ctx: &Ctx, call: &CallCtx, question: &str) -> Result<(String, usize), ToolError> {
     let mut text = String::new();
     let mut n = 0;
-    for f in crate::search::workspace_text(ctx, call, question, 8)? {
+    for f in vox_tools_knowledge::search::workspace_text(ctx, call, question, 8)? {
         text.push_str(&format!("[file {}]\n", f.path));
         for l in &f.lines {
             text.push_str(&format!("{}: {}\n", l.line, l.text));
         }
         n += 1;
     }
-    for (id, title, snippet) in crate::search::kb_snippets(ctx, question, 5)? {
+    for (id, title, snippet) in vox_tools_knowledge::search::kb_snippets(ctx, question, 5)? {
         text.push_str(&format!("[kb {id}] {title}\n{snippet}\n"));
         n += 1;
     }
-    for (key, value) in crate::search::memory_snippets(ctx, question, 5)? {
+    for (key, value) in vox_tools_knowledge::search::memory_snippets(ctx, question, 5)? {
         text.push_str(&format!("[memory {key}]\n{value}\n"));
         n += 1;
     }
@@ -101,7 +101,7 @@ fn check_citation(ctx: &Ctx, c: &Value) -> Result<Value, String> {
 /// workspace and the range inside the file.
 fn cited_lines(root: &Path, path: &str, start: u32, end: u32) -> Result<String, String> {
     let rel = Path::new(path);
-    if !crate::is_plain_relative(rel) {
+    if !vox_tools_common::is_plain_relative(rel) {
         return Err(format!(
             "file citation `{path}` is not a plain workspace-relative path"
         ));
@@ -151,7 +151,7 @@ struct RunReport {
 }
 
 async fn run(ctx: Arc<Ctx>, call: CallCtx, a: RunArgs) -> Result<RunReport, ToolError> {
-    crate::bounded("question", &a.question, MAX_QUESTION)?;
+    vox_tools_common::bounded("question", &a.question, MAX_QUESTION)?;
     let model_id = match a.model_id {
         Some(m) => m,
         None => crate::models::active_model(&ctx)?.ok_or_else(|| {
@@ -297,9 +297,9 @@ struct PersistArgs {
 /// elsewhere (by an agent, another run) are checked and stored as a run of their own, kept only
 /// when every citation resolves.
 fn persist_claims(ctx: &Ctx, a: PersistArgs) -> Result<RunReport, ToolError> {
-    crate::bounded("question", &a.question, MAX_QUESTION)?;
+    vox_tools_common::bounded("question", &a.question, MAX_QUESTION)?;
     let source = a.source.unwrap_or_else(|| "external".into());
-    crate::bounded("source", &source, 256)?;
+    vox_tools_common::bounded("source", &source, 256)?;
     if a.claims.len() > MAX_CLAIMS {
         return Err(ToolError::invalid_arguments(format!(
             "`claims`: {} claims; at most {MAX_CLAIMS}",
@@ -465,7 +465,7 @@ fn draft(ctx: &Ctx, a: DraftArgs) -> Result<Draft, ToolError> {
         )));
     }
     let title = a.title.unwrap_or_else(|| r.run.question.clone());
-    crate::bounded("title", &title, 512)?;
+    vox_tools_common::bounded("title", &title, 512)?;
     let mut body = format!("# {title}\n\n");
     for (i, c) in r.kept.iter().enumerate() {
         let refs: Vec<String> = c

@@ -6,8 +6,6 @@
 //! A call from another node is decided by `authorize_tool` here, under what the trust list
 //! grants that node, narrowed to this daemon's profile and to public tools.
 
-use crate::store::db;
-use crate::store::store;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -17,6 +15,8 @@ use vox_core::{CallRun, CallScope, Ctx, ToolError, ToolOutcome};
 use vox_mcp_registry::{Caller, ProfileSet, Role};
 use vox_mesh::{Link, MeshConfig, NodeKey, Opened, Queue, Wire};
 use vox_store::CallDirection;
+use vox_tools_common::store::db;
+use vox_tools_common::store::store;
 
 pub(crate) struct Remote {
     pub config: MeshConfig,

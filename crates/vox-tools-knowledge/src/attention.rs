@@ -4,8 +4,6 @@
 use crate::attention_state::{
     Attention, BudgetStatus, History, Reset, Trust, TrustChange, estimate_tokens,
 };
-use crate::bounded;
-use crate::store::{db, knowledge};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -13,6 +11,8 @@ use vox_core::family::typed;
 use vox_core::{CallObserver, Ctx, Family, HandlerEntry, StepDone, ToolError, ToolOutcome};
 use vox_mcp_registry::BootStep;
 use vox_store::{AttentionEvent, CostRow, ToolSummary, now_ms};
+use vox_tools_common::bounded;
+use vox_tools_common::store::{db, knowledge};
 
 #[derive(Serialize, JsonSchema)]
 struct Summary {

@@ -3,13 +3,13 @@
 //! dependencies complete.
 
 use crate::orchestration::{OPERATOR, actor, dispatch};
-use crate::store::{db, store};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use vox_core::family::{async_typed, blocking};
 use vox_core::{CallCtx, Ctx, Family, HandlerEntry, ToolError};
 use vox_store::{Assignment, Handoff, NewStep, NewTask, Plan};
+use vox_tools_common::store::{db, store};
 
 /// One step, as a caller writes it.
 #[derive(Deserialize, JsonSchema)]
@@ -139,11 +139,11 @@ const PLANNER: &str = "You plan work for a team of coding agents. Reply with one
 const MAX_MODEL_STEPS: usize = 32;
 
 async fn plan(ctx: Arc<Ctx>, call: CallCtx, a: PlanArgs) -> Result<Planned, ToolError> {
-    crate::bounded("goal", &a.goal, 4096)?;
+    vox_tools_common::bounded("goal", &a.goal, 4096)?;
     let given = match a.steps {
         Some(s) => s,
         None => {
-            let (model, v, _) = crate::models::ask_json(
+            let (model, v, _) = vox_tools_models::models::ask_json(
                 &ctx,
                 &call,
                 a.model_id.as_deref(),
@@ -191,7 +191,7 @@ fn plan_status(ctx: &Ctx, _call: &CallCtx, a: PlanIdArgs) -> Result<Plan, ToolEr
 }
 
 fn replan(ctx: &Ctx, call: &CallCtx, a: ReplanArgs) -> Result<Planned, ToolError> {
-    crate::bounded("reason", &a.reason, 4096)?;
+    vox_tools_common::bounded("reason", &a.reason, 4096)?;
     store(ctx)?
         .plan_replan(a.plan_id, &steps(a.add), &a.cancel, &a.reason, actor(call))
         .map_err(db)?;
