@@ -1,91 +1,35 @@
-//! vox's tool families, one module each: its state (put into the `Ctx` by its boot step),
-//! its boot steps (registered against the contract's `BootStep`s), its handlers and, where it
-//! needs them, hooks into the call path. Adding a family is its module, its catalog rows and
-//! one line in [`families`].
+//! vox's tool families, assembled. Each family is one module of a domain crate: its state (put
+//! into the `Ctx` by its boot step), its boot steps (registered against the contract's
+//! `BootStep`s), its handlers and, where it needs them, hooks into the call path. The domain
+//! crates: `vox-tools-common` (the store, argument checks), `vox-tools-knowledge`,
+//! `vox-tools-workspace`, `vox-tools-orchestration`, `vox-tools-models`, `vox-tools-mesh`.
+//! Adding a family is its module, its catalog rows and one line in its crate's `families()`.
 
-mod agents;
-pub mod approvals;
-pub mod attention;
-mod attention_state;
-mod boot_report;
-mod clarifications;
-mod fleet;
-mod lang;
-mod locks;
-mod memory;
-mod mesh;
-mod models;
-mod orchestration;
 mod placeholders;
-mod plans;
-#[cfg(feature = "news-publish")]
-mod publish;
-mod repo;
-mod research;
-pub mod search;
-mod sessions;
-mod skills;
-mod skills_state;
-pub mod store;
-mod tasks;
-mod workspace;
-pub mod workspace_tools;
 
-pub use agents::{TOKEN_PREFIX, agent_of_token};
-pub use attention_state::{Attention, estimate_tokens};
-pub use skills_state::Skills;
+pub use vox_tools_common::store;
+pub use vox_tools_knowledge::{Attention, attention, estimate_tokens, search};
+pub use vox_tools_orchestration::{TOKEN_PREFIX, agent_of_token, approvals};
+pub use vox_tools_workspace::{Skills, workspace_tools};
 
-use vox_core::{Family, ToolError};
+use vox_core::Family;
 
-/// Every family of this build. The core checks that together they cover every catalog row and
-/// every contract boot step exactly once.
+/// Every family of this build, in one fixed order (boot hooks and tool providers run in it:
+/// workspace tools before skills). The core checks that together they cover every catalog row
+/// and every contract boot step exactly once.
 pub fn families() -> Vec<Family> {
-    vec![
-        store::family(),
-        search::family(),
-        memory::family(),
-        sessions::family(),
-        attention::family(),
-        boot_report::family(),
-        repo::family(),
-        lang::family(),
-        workspace::family(),
-        skills::family(),
-        agents::family(),
-        tasks::family(),
-        locks::family(),
-        plans::family(),
-        clarifications::family(),
-        approvals::family(),
-        models::family(),
-        research::family(),
-        mesh::family(),
-        placeholders::family(),
+    [
+        vox_tools_common::families(),
+        vox_tools_knowledge::families(),
+        vox_tools_workspace::families(),
+        vox_tools_orchestration::families(),
+        vox_tools_models::families(),
+        vox_tools_mesh::families(),
+        vec![placeholders::family()],
     ]
-}
-
-/// A relative path of plain names only (no root, no `.` or `..`): it stays under the directory
-/// it is joined to, symlinks aside.
-fn is_plain_relative(p: &std::path::Path) -> bool {
-    !p.as_os_str().is_empty()
-        && p.components()
-            .all(|c| matches!(c, std::path::Component::Normal(_)))
-}
-
-/// Checks a bounded, non-empty string argument.
-fn bounded(name: &str, v: &str, max: usize) -> Result<(), ToolError> {
-    if v.trim().is_empty() {
-        return Err(ToolError::invalid_arguments(format!(
-            "`{name}` must not be empty"
-        )));
-    }
-    if v.len() > max {
-        return Err(ToolError::invalid_arguments(format!(
-            "`{name}` is {} bytes; the limit is {max}",
-            v.len()
-        )));
-    }
-    Ok(())
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 #[cfg(test)]

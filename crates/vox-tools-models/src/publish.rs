@@ -1,0 +1,429 @@
+//! Publishing research drafts (feature `news-publish`; the tools are advertised only in a build
+//! with it): a person approves a draft, and an approved draft is published to a destination the
+//! workspace configures in `.vox/publish.toml` (a file in the workspace, a commit on a branch
+//! of its repository, or an HTTP webhook),
+//! each attempt kept as a submission; a webhook that answers with a `status_url` is an external
+//! job whose status can be polled.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use vox_core::family::{async_typed, typed};
+use vox_core::{CallCtx, Ctx, HandlerEntry, ToolError};
+use vox_store::{Draft, DraftApproval, Submission};
+use vox_tools_common::store::{db, store};
+
+/// Largest `.vox/publish.toml`.
+const MAX_CONFIG: u64 = 64 * 1024;
+/// How long a webhook or a status URL may take.
+const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
+/// Most of a webhook's answer kept.
+const MAX_ANSWER: usize = 64 * 1024;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    #[serde(default)]
+    destinations: BTreeMap<String, Destination>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+enum Destination {
+    /// A directory of the workspace: the draft is written there as `<id>-<slug>.md`.
+    File { dir: String },
+    /// A branch of the workspace's git repository: the draft is committed there as
+    /// `<dir>/<id>-<slug>.md` (the branch is made from `HEAD` when it does not exist), through a
+    /// worktree of its own, so the checkout is not touched.
+    Branch { branch: String, dir: String },
+    /// An HTTP endpoint the draft is POSTed to, as JSON; `token_env` names the variable holding
+    /// its bearer token.
+    Webhook {
+        url: String,
+        token_env: Option<String>,
+    },
+}
+
+fn config(ctx: &Ctx) -> Result<Config, ToolError> {
+    let path = ctx.workspace.root.join(".vox").join("publish.toml");
+    let shown = ".vox/publish.toml";
+    let meta = std::fs::metadata(&path).map_err(|_| {
+        ToolError::unavailable(format!(
+            "no publishing destination: {shown} does not exist (a [destinations.<name>] table with kind = \"file\" and dir, or kind = \"webhook\" and url)"
+        ))
+    })?;
+    if meta.len() > MAX_CONFIG {
+        return Err(ToolError::invalid_arguments(format!(
+            "{shown} is over {MAX_CONFIG} bytes"
+        )));
+    }
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| ToolError::unavailable(format!("{shown}: {e}")))?;
+    toml::from_str(&text).map_err(|e| ToolError::invalid_arguments(format!("{shown}: {e}")))
+}
+
+fn draft(ctx: &Ctx, id: i64) -> Result<Draft, ToolError> {
+    store(ctx)?
+        .research_draft_get(id)
+        .map_err(db)?
+        .ok_or_else(|| ToolError::not_found(format!("no draft {id}")))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ApproveArgs {
+    /// The draft (from vox_news_draft).
+    draft_id: i64,
+    /// Why, or what was checked.
+    note: Option<String>,
+}
+
+/// `vox_news_approve`: a person's approval (an operator tool: no agent may approve, and over
+/// HTTP only the write token).
+fn approve(ctx: &Ctx, call: &CallCtx, a: ApproveArgs) -> Result<DraftApproval, ToolError> {
+    draft(ctx, a.draft_id)?;
+    let note = a.note.unwrap_or_default();
+    if note.len() > 4096 {
+        return Err(ToolError::invalid_arguments("`note` is at most 4096 bytes"));
+    }
+    store(ctx)?
+        .draft_approve(a.draft_id, call.principal(), &note)
+        .map_err(db)
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PublishArgs {
+    /// An approved draft.
+    draft_id: i64,
+    /// A destination named in `.vox/publish.toml`.
+    destination: String,
+}
+
+async fn publish(ctx: Arc<Ctx>, _call: CallCtx, a: PublishArgs) -> Result<Submission, ToolError> {
+    let d = draft(&ctx, a.draft_id)?;
+    if store(&ctx)?
+        .draft_approval(a.draft_id)
+        .map_err(db)?
+        .is_none()
+    {
+        return Err(ToolError::refused(format!(
+            "draft {} is not approved: a person approves it first (vox_news_approve)",
+            a.draft_id
+        )));
+    }
+    let cfg = config(&ctx)?;
+    let dest = cfg
+        .destinations
+        .get(&a.destination)
+        .cloned()
+        .ok_or_else(|| {
+            ToolError::invalid_arguments(format!(
+                "`destination`: `{}` is not in .vox/publish.toml (configured: {})",
+                a.destination,
+                cfg.destinations
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+    let s = store(&ctx)?;
+    let record = |kind: &str,
+                  state: &str,
+                  location: Option<&str>,
+                  detail: Option<&str>,
+                  status: Option<&str>| {
+        s.submission_add(
+            a.draft_id,
+            &a.destination,
+            kind,
+            state,
+            location,
+            detail,
+            status,
+        )
+        .map_err(db)
+    };
+    match dest {
+        Destination::File { dir } => match write_file(&ctx.workspace.root, &dir, &d) {
+            Ok(path) => record("file", "published", Some(&path), None, None),
+            Err(why) => {
+                record("file", "failed", None, Some(&why), None)?;
+                Err(ToolError::failed(why))
+            }
+        },
+        Destination::Branch { branch, dir } => {
+            let (root, d2) = (ctx.workspace.root.clone(), d.clone());
+            let committed = vox_core::family::run_blocking(move || {
+                Ok(commit_to_branch(&root, &branch, &dir, &d2))
+            })
+            .await?;
+            match committed {
+                Ok(location) => record("branch", "published", Some(&location), None, None),
+                Err(why) => {
+                    record("branch", "failed", None, Some(&why), None)?;
+                    Err(ToolError::failed(why))
+                }
+            }
+        }
+        Destination::Webhook { url, token_env } => {
+            let body =
+                json!({"draft_id": d.id, "run_id": d.run_id, "title": d.title, "body": d.body});
+            match post(&url, token_env.as_deref(), &body).await {
+                Ok(answer) => {
+                    let status = answer
+                        .get("status_url")
+                        .and_then(Value::as_str)
+                        .filter(|u| u.starts_with("http://") || u.starts_with("https://"));
+                    let state = if status.is_some() {
+                        "pending"
+                    } else {
+                        "published"
+                    };
+                    let detail = answer.to_string();
+                    record("webhook", state, Some(&url), Some(&detail), status)
+                }
+                Err(why) => {
+                    record("webhook", "failed", Some(&url), Some(&why), None)?;
+                    Err(ToolError::failed(why))
+                }
+            }
+        }
+    }
+}
+
+/// A plain relative path (no root, no `..`), or why not.
+fn plain_dir(dir: &str) -> Result<&Path, String> {
+    let rel = Path::new(dir);
+    if !vox_tools_common::is_plain_relative(rel) {
+        return Err(format!(
+            "destination dir `{dir}` is not a plain workspace-relative path"
+        ));
+    }
+    Ok(rel)
+}
+
+/// Runs git in `dir`; its trimmed stdout, or its stderr as the error.
+fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=vox",
+            "-c",
+            "user.email=vox@localhost",
+            "-c",
+            "commit.gpgSign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .output()
+        .map_err(|e| format!("git: {e}"))?;
+    if !out.status.success() {
+        let why = String::from_utf8_lossy(if out.stderr.is_empty() {
+            &out.stdout
+        } else {
+            &out.stderr
+        })
+        .trim()
+        .to_string();
+        return Err(format!("git {}: {why}", args.first().unwrap_or(&"")));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Commits a draft to `branch` of the workspace's repository through a temporary worktree;
+/// returns `<branch>:<path>@<commit>`.
+fn commit_to_branch(root: &Path, branch: &str, dir: &str, d: &Draft) -> Result<String, String> {
+    plain_dir(dir)?;
+    git(root, &["check-ref-format", "--branch", branch])
+        .map_err(|_| format!("`{branch}` is not a branch name"))?;
+    let tmp = tempfile::Builder::new()
+        .prefix("vox-publish-")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let wt = tmp.path().join("wt");
+    let wt_s = wt.to_string_lossy().into_owned();
+    let exists = git(
+        root,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{branch}"),
+        ],
+    )
+    .is_ok();
+    if exists {
+        git(root, &["worktree", "add", "--quiet", &wt_s, branch])?;
+    } else {
+        git(
+            root,
+            &["worktree", "add", "--quiet", "-b", branch, &wt_s, "HEAD"],
+        )?;
+    }
+    let outcome = (|| {
+        let path = write_file(&wt, dir, d)?;
+        git(&wt, &["add", "--", &path])?;
+        // A draft published again unchanged is still a publication: an empty commit says so.
+        git(
+            &wt,
+            &[
+                "commit",
+                "--quiet",
+                "--allow-empty",
+                "-m",
+                &format!("Publish draft {}: {}", d.id, d.title),
+            ],
+        )?;
+        let sha = git(&wt, &["rev-parse", "HEAD"])?;
+        Ok(format!("{branch}:{path}@{}", &sha[..12.min(sha.len())]))
+    })();
+    let _ = git(root, &["worktree", "remove", "--force", &wt_s]);
+    outcome
+}
+
+/// Writes a draft as `<dir>/<id>-<slug>.md` under `root` (a new file, written whole); returns
+/// its path relative to `root`.
+fn write_file(root: &Path, dir: &str, d: &Draft) -> Result<String, String> {
+    let rel = plain_dir(dir)?;
+    let slug: String = d
+        .title
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect::<String>()
+        .split('-')
+        .filter(|p| !p.is_empty())
+        .take(8)
+        .collect::<Vec<_>>()
+        .join("-");
+    let name = format!(
+        "{}-{}.md",
+        d.id,
+        if slug.is_empty() { "draft" } else { &slug }
+    );
+    let full_dir = root.join(rel);
+    std::fs::create_dir_all(&full_dir).map_err(|e| format!("{dir}: {e}"))?;
+    let real = full_dir.canonicalize().map_err(|e| format!("{dir}: {e}"))?;
+    if !real.starts_with(root.canonicalize().map_err(|e| e.to_string())?) {
+        return Err(format!("destination dir `{dir}` leaves the workspace"));
+    }
+    let path = real.join(&name);
+    let tmp = real.join(format!(".{name}.tmp"));
+    std::fs::write(&tmp, &d.body).map_err(|e| format!("{dir}/{name}: {e}"))?;
+    std::fs::rename(&tmp, &path).map_err(|e| format!("{dir}/{name}: {e}"))?;
+    Ok(format!("{}/{name}", dir.trim_end_matches('/')))
+}
+
+fn client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .timeout(HTTP_TIMEOUT)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// POSTs `body` to a webhook; its JSON answer (or `{}` for another 2xx body).
+async fn post(url: &str, token_env: Option<&str>, body: &Value) -> Result<Value, String> {
+    let mut rq = client()?.post(url).json(body);
+    if let Some(var) = token_env {
+        let token = std::env::var(var)
+            .map_err(|_| format!("the webhook's token variable {var} is not set"))?;
+        rq = rq.bearer_auth(token);
+    }
+    let r = rq.send().await.map_err(|e| format!("{url}: {e}"))?;
+    answer(url, r).await
+}
+
+async fn answer(url: &str, r: reqwest::Response) -> Result<Value, String> {
+    let status = r.status();
+    let text = r.text().await.map_err(|e| format!("{url}: {e}"))?;
+    let text: String = text.chars().take(MAX_ANSWER).collect();
+    if !status.is_success() {
+        return Err(format!("{url} answered HTTP {}: {text}", status.as_u16()));
+    }
+    Ok(serde_json::from_str(&text).unwrap_or_else(|_| json!({})))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SubmissionsArgs {
+    /// Only this draft's submissions.
+    draft_id: Option<i64>,
+    /// Most records (default 50, at most 500).
+    limit: Option<u32>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Submissions {
+    submissions: Vec<Submission>,
+}
+
+fn submissions(ctx: &Ctx, a: SubmissionsArgs) -> Result<Submissions, ToolError> {
+    Ok(Submissions {
+        submissions: store(ctx)?
+            .submissions(a.draft_id, a.limit.unwrap_or(50).clamp(1, 500) as usize)
+            .map_err(db)?,
+    })
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct JobArgs {
+    /// A submission whose webhook named a status URL.
+    submission_id: i64,
+}
+
+/// `vox_external_job_status`: polls a pending submission's status URL (its JSON `state`:
+/// `pending`, `published` or `failed`) and records what it says.
+async fn job_status(ctx: Arc<Ctx>, _call: CallCtx, a: JobArgs) -> Result<Submission, ToolError> {
+    let s = store(&ctx)?;
+    let sub = s
+        .submission(a.submission_id)
+        .map_err(db)?
+        .ok_or_else(|| ToolError::not_found(format!("no submission {}", a.submission_id)))?;
+    let Some(url) = sub.status_url.clone().filter(|_| sub.state == "pending") else {
+        return Ok(sub);
+    };
+    let r = client()
+        .map_err(ToolError::failed)?
+        .get(&url)
+        .send()
+        .await
+        .map_err(|e| ToolError::failed(format!("{url}: {e}")))?;
+    let v = answer(&url, r).await.map_err(ToolError::failed)?;
+    let state = match v.get("state").and_then(Value::as_str) {
+        Some(x @ ("pending" | "published" | "failed")) => x,
+        other => {
+            return Err(ToolError::failed(format!(
+                "{url} answered state {other:?}; expected pending, published or failed"
+            )));
+        }
+    };
+    s.submission_update(a.submission_id, state, &v.to_string())
+        .map_err(db)?;
+    s.submission(a.submission_id)
+        .map_err(db)?
+        .ok_or_else(|| ToolError::not_found(format!("no submission {}", a.submission_id)))
+}
+
+pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
+    vec![
+        ("vox_news_approve", vox_core::family::blocking(approve)),
+        ("vox_news_publish", async_typed(publish)),
+        ("vox_scientia_submissions", typed(submissions)),
+        ("vox_external_job_status", async_typed(job_status)),
+    ]
+}
