@@ -174,17 +174,7 @@ async fn a_daemon_killed_under_a_proxied_session_leaves_it_intact() {
 async fn a_modern_client_is_proxied_in_its_own_era() {
     let ws = Ws::new().with_env("VOX_MCP_HANDOFF", "0");
     let c = ws.modern_client(&["--profile", "knowledge"]).await;
-    let mut names: Vec<String> = c
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
-    names.sort();
-    let mut slice = registry_slice("knowledge");
-    slice.sort();
-    assert_eq!(names, slice);
+    assert_eq!(tool_names(&c).await, registry_slice("knowledge"));
     ok(&c, "vox_memory_store", json!({"key": "k", "value": "v"})).await;
     assert_eq!(
         ok(&c, "vox_memory_recall", json!({"key": "k"})).await["memory"]["value"],
