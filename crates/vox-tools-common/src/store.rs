@@ -78,6 +78,7 @@ fn open_postgres(ctx: &mut Ctx, url: &str) -> Result<StepDone, String> {
     )))
 }
 
+/// The `store` family: its boot steps and tool handlers.
 pub fn family() -> Family {
     Family {
         name: "store",

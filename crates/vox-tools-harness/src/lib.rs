@@ -179,8 +179,11 @@ impl Harness {
 /// What one call sent its transport: progress, log messages, session effects.
 #[derive(Default)]
 pub struct Recorded {
+    /// Progress reports, in order.
     pub progress: Mutex<Vec<Progress>>,
+    /// Log messages at or above the call's level, in order.
     pub logs: Mutex<Vec<LogMessage>>,
+    /// What the call changed in its session.
     pub effects: Mutex<Vec<SessionEffect>>,
 }
 

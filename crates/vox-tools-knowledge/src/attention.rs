@@ -76,6 +76,7 @@ fn calibrate(ctx: &mut Ctx) -> Result<StepDone, String> {
     Ok(StepDone::Ready(format!("token budget {budget} per agent")))
 }
 
+/// The `attention` family: its boot steps and tool handlers.
 pub fn family() -> Family {
     Family {
         name: "attention",

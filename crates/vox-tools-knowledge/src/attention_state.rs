@@ -20,8 +20,11 @@ pub const HISTORY_CAP: usize = 1000;
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Trust {
+    /// Half the default token budget.
     Low,
+    /// The default budget.
     Normal,
+    /// Twice the default budget.
     High,
 }
 
@@ -38,8 +41,11 @@ impl Trust {
 /// An active trust override.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct TrustOverride {
+    /// The trust the agent has until it expires.
     pub level: Trust,
+    /// Why it was set, as the operator said.
     pub reason: Option<String>,
+    /// When it expires (Unix milliseconds).
     pub until_ms: i64,
 }
 
@@ -65,6 +71,7 @@ struct Window {
 /// `vox_attention_history`: the window's most recent calls.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct History {
+    /// When the current attention window began (Unix milliseconds).
     pub window_started_ms: i64,
     /// Most recent first.
     pub events: Vec<AttentionEvent>,
@@ -73,15 +80,20 @@ pub struct History {
 /// `vox_attention_reset`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Reset {
+    /// How many recorded calls the reset dropped.
     pub cleared_events: usize,
+    /// When the new window began (Unix milliseconds).
     pub window_started_ms: i64,
 }
 
 /// `vox_budget_status`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct BudgetStatus {
+    /// When the current window began (Unix milliseconds).
     pub window_started_ms: i64,
+    /// The tokens an agent at normal trust may use per window.
     pub default_token_budget: u64,
+    /// Each agent this window knows of.
     pub agents: Vec<AgentBudget>,
     /// Agent → its active trust override.
     pub overrides: BTreeMap<String, TrustOverride>,
@@ -90,22 +102,33 @@ pub struct BudgetStatus {
 /// One agent's budget in the current window.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct AgentBudget {
+    /// The attention key (an agent id, or a client's principal).
     pub agent: String,
+    /// Its trust now (an override's, else normal).
     pub trust: Trust,
+    /// Calls it made in the window.
     pub calls: u64,
+    /// Of those, the ones that failed or were refused.
     pub errors: u64,
+    /// Tokens its calls used in the window.
     pub tokens_used: u64,
+    /// Its budget for the window: its own, else the default, scaled by its trust.
     pub token_budget: u64,
+    /// `token_budget - tokens_used`, at least 0.
     pub tokens_remaining: u64,
+    /// Whether it used more than its budget (its calls are refused).
     pub over_budget: bool,
 }
 
 /// `vox_trust_override`: the override set, or whether one was cleared.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct TrustChange {
+    /// The agent whose trust changed.
     pub agent: String,
+    /// The override now in force, when one was set.
     #[serde(rename = "override", skip_serializing_if = "Option::is_none")]
     pub set: Option<TrustOverride>,
+    /// Whether an override was there to clear, when clearing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cleared: Option<bool>,
 }

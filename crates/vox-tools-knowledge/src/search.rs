@@ -675,6 +675,7 @@ fn knowledge(ctx: &Ctx, a: QueryArgs) -> Result<Knowledge, ToolError> {
     })
 }
 
+/// The `search` family: its boot steps and tool handlers.
 pub fn family() -> vox_core::Family {
     vox_core::Family {
         name: "search",

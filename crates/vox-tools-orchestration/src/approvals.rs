@@ -148,6 +148,7 @@ fn list_allow(ctx: &Ctx, _call: &CallCtx, _a: NoArgs) -> Result<Allowlist, ToolE
     })
 }
 
+/// The `approvals` family: its boot steps and tool handlers.
 pub fn family() -> Family {
     Family {
         name: "approvals",
@@ -187,9 +188,13 @@ fn approval_timeout() -> std::time::Duration {
 /// themselves). Every other call must fit the agent's budget, and one with side effects
 /// waits for a person unless the allowlist covers it.
 pub struct Gate {
+    /// Where approvals, the allowlist and budgets are kept.
     pub store: std::sync::Arc<vox_store::Store>,
+    /// Wakes a call waiting for a person's decision.
     pub bell: std::sync::Arc<ApprovalBell>,
+    /// The attention ledger, for the agent's budget (none: no budget is enforced).
     pub attention: Option<std::sync::Arc<vox_tools_knowledge::Attention>>,
+    /// Tells subscribers of the orchestrator's events that an approval is pending.
     pub announce: crate::orchestration::Announcer,
 }
 

@@ -84,9 +84,11 @@ const EVENTS_READ: usize = 100;
 pub struct Announcer(tokio::sync::broadcast::Sender<serde_json::Value>);
 
 impl Announcer {
+    /// An announcer on the context's notifier.
     pub fn new(ctx: &Ctx) -> Self {
         Announcer(ctx.notifier.clone())
     }
+    /// Says `vox://orchestrator/events` changed (its subscribers get `resources/updated`).
     pub fn changed(&self) {
         let _ = self.0.send(vox_core::resource_updated(EVENTS_URI));
     }

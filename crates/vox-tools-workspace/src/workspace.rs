@@ -96,7 +96,7 @@ fn refresh(ctx: &Ctx, call: &CallCtx, _a: NoArgs) -> Result<Refreshed, ToolError
             done as f64,
             Some(total as f64),
             Some(format!("compiled {done} of {total} .vox files")),
-        )
+        );
     });
     WorkspaceTools::announce(ctx, &r);
     let report = r.report;

@@ -271,6 +271,7 @@ impl WorkspaceTools {
 
 /// What a refresh found.
 pub struct Refreshed {
+    /// The loader's report: files scanned, tools found, problems.
     pub report: RefreshReport,
     /// What clients list changed.
     pub changed: bool,

@@ -521,6 +521,7 @@ fn boot_facade(ctx: &mut Ctx) -> Result<StepDone, String> {
     )))
 }
 
+/// The `models` family: its boot steps and tool handlers.
 pub fn family() -> Family {
     Family {
         name: "models",
