@@ -18,8 +18,9 @@
 //! - the per-caller rate limit.
 //!
 //! A 2025-era `/mcp` session answers only the caller (agent) that opened it: 404 for anyone
-//! else, on POST, GET and DELETE. Authorization comes before any transport-specific refusal
-//! (`vox_skill_use` without a session).
+//! else, on POST, GET and DELETE. Each request's [`CallScope`] (this gateway's surface, the
+//! caller's role and peer, its session, the agent its token is) is resolved once here; the
+//! orchestrator decides the rest, so no tool is named in this crate.
 
 mod config;
 mod mcp;
