@@ -217,7 +217,12 @@ async fn an_agents_call_with_side_effects_waits_for_a_persons_approval() {
         )
         .await;
     };
-    let (out, ()) = tokio::join!(waiting, decide);
+    // Bounded: a gate that stopped asking would otherwise wait out the approval timeout.
+    let (out, ()) = tokio::time::timeout(Duration::from_secs(30), async {
+        tokio::join!(waiting, decide)
+    })
+    .await
+    .expect("the call waits for a person and runs once approved, within 30 s");
     assert!(!out.is_error(), "{}", out.to_json());
     let got = h.ok("vox_memory_recall", json!({"key": "k"})).await;
     assert_eq!(got["found"], true);
