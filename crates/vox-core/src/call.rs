@@ -395,23 +395,6 @@ impl CallCtx {
             ev.session_changed(effect);
         }
     }
-    /// Uses `cancel` as this call's signal (the transport's).
-    pub fn with_cancel(mut self, cancel: Cancel) -> Self {
-        self.cancel = cancel;
-        self
-    }
-    /// Sends progress (when `progress`) and log messages at or above `log_level` to `events`.
-    pub fn with_events(
-        mut self,
-        events: Arc<dyn CallEvents>,
-        progress: bool,
-        log_level: Option<LogLevel>,
-    ) -> Self {
-        self.events = Some(events);
-        self.wants_progress = progress;
-        self.log_level = log_level;
-        self
-    }
     /// Whether the caller asked for progress (handlers may skip counting otherwise).
     pub fn wants_progress(&self) -> bool {
         self.wants_progress && self.events.is_some()
@@ -515,7 +498,13 @@ mod tests {
     #[test]
     fn log_level_filters_and_cancellation_silences_a_call() {
         let rec = Arc::new(Recorder::default());
-        let call = CallCtx::new(scope()).with_events(rec.clone(), true, Some(LogLevel::Warning));
+        let run = CallRun {
+            events: Some(rec.clone()),
+            progress: true,
+            log_level: Some(LogLevel::Warning),
+            ..CallRun::default()
+        };
+        let call = CallCtx::run(scope(), run);
         call.log(LogLevel::Info, "t", "quiet");
         call.log(LogLevel::Error, "t", "loud");
         call.progress(1.0, None, None);
@@ -528,7 +517,11 @@ mod tests {
     #[test]
     fn no_progress_without_a_token_and_no_logs_without_a_level() {
         let rec = Arc::new(Recorder::default());
-        let call = CallCtx::new(scope()).with_events(rec.clone(), false, None);
+        let run = CallRun {
+            events: Some(rec.clone()),
+            ..CallRun::default()
+        };
+        let call = CallCtx::run(scope(), run);
         call.progress(1.0, Some(2.0), None);
         call.log(LogLevel::Emergency, "t", "x");
         assert!(rec.0.lock().unwrap().is_empty());
