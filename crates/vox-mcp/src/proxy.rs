@@ -135,6 +135,8 @@ impl<U: Upstream> Proxy<U> {
             return Err(Lost("the upstream connection closed".into()));
         }
         let link = Arc::new(self.open(ctx).await.map_err(Lost)?);
+        // A new upstream serves the session: there is no death left to report.
+        self.unreported.store(false, Ordering::SeqCst);
         *slot = Some(link.clone());
         Ok(link)
     }
