@@ -91,6 +91,8 @@ fn rest_session(agent: &str, headers: &axum::http::HeaderMap) -> Result<String, 
 pub struct Shared {
     orch: Arc<Orchestrator>,
     surface: ProfileSet,
+    /// The allowlist narrows the daemon's profile (decided once: every request's scope says so).
+    narrowed: bool,
     config: GatewayConfig,
     limiter: DefaultKeyedRateLimiter<String>,
     metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
@@ -102,7 +104,7 @@ impl Shared {
     /// (`mcp`) the workspace's tools when they are served to it.
     fn scope(&self, who: &Who, mcp: bool) -> Arc<CallScope> {
         let mut scope = CallScope::new(self.surface.clone(), who.caller, &who.agent, &who.session);
-        if self.surface != *self.orch.profile() {
+        if self.narrowed {
             scope = scope.narrowed_by("this gateway's allowlist");
         }
         if !who.session_named {
@@ -135,9 +137,11 @@ pub fn router(
 ) -> Result<Router, ConfigError> {
     let surface = config.surface(orch.profile())?;
     let quota = Quota::per_second(config.rate_per_sec).allow_burst(config.rate_burst);
+    let narrowed = surface != *orch.profile();
     let shared = Arc::new(Shared {
         orch,
         surface,
+        narrowed,
         limiter: RateLimiter::keyed(quota),
         metrics,
         config,
