@@ -34,6 +34,7 @@ cargo build --quiet --bin vox --bin vox-orchestrator-d
 .venv/bin/python tests/python/test_mesh.py "${CARGO_TARGET_DIR:-target}/debug/vox"
 .venv/bin/python tests/python/test_mesh_nats.py "${CARGO_TARGET_DIR:-target}/debug/vox"
 .venv/bin/python tests/python/test_replicas_pg.py "${CARGO_TARGET_DIR:-target}/debug/vox"
+.venv/bin/python tests/python/test_attacks.py "${CARGO_TARGET_DIR:-target}/debug/vox"
 # The official TypeScript SDK client (pinned in tests/node/package-lock.json) on the same surface.
 [ -d tests/node/node_modules/@modelcontextprotocol/sdk ] ||
   npm ci --prefix tests/node --no-audit --no-fund --loglevel=error

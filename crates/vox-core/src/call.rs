@@ -286,6 +286,18 @@ impl CallScope {
         self.narrowed_by = Some(by);
         self
     }
+    /// The scope a model acting for this caller runs tools under (a chat's tool loop): the
+    /// same caller, agent, session, workspace tools and gate, on the surface less a person's
+    /// tools (operator and internal exposure). A model is not a person, whoever it acts for.
+    #[must_use]
+    pub fn for_model(&self) -> Self {
+        let mut s = self.clone();
+        s.surface = s.surface.restricted(&s.surface.public_tools());
+        s.narrowed_by = Some(
+            "the surface of a model acting for its caller (a person's tools are not a model's)",
+        );
+        s
+    }
     /// `session` covers everything this caller sends (a REST token without `X-Vox-Session`).
     pub fn unnamed_session(mut self) -> Self {
         self.session_named = false;

@@ -61,6 +61,8 @@ struct ChatAnswer {
     tool_calls: Vec<ToolUse>,
 }
 
+/// The chat tool, which its own model is never offered.
+const CHAT_TOOL: &str = "vox_chat_message";
 /// Rounds of tool calls a chat message may take.
 const MAX_TOOL_ROUNDS: usize = 8;
 /// Tools offered to a model at most.
@@ -68,19 +70,24 @@ const MAX_OFFERED_TOOLS: usize = 128;
 /// Largest tool result given back to the model.
 const MAX_TOOL_RESULT: usize = 64 * 1024;
 
-/// The tools this session may call, as the model is offered them: the caller's surface, less
-/// chat itself, and within the active skill's tool list.
-fn offered_tools(
-    ctx: &Ctx,
-    call: &CallCtx,
-    orch: &vox_core::Orchestrator,
-) -> Vec<vox_llm::ToolSpec> {
+/// What a chat's model may call: the orchestrator, and the scope the model acts under (its
+/// caller's, less a person's tools: [`vox_core::CallScope::for_model`]).
+struct ModelTools<'a> {
+    orch: &'a vox_core::Orchestrator,
+    scope: Arc<vox_core::CallScope>,
+}
+
+/// The tools the model is offered: what its scope lists, less chat itself (no recursion), and
+/// within the session's active skill.
+fn offered_tools(ctx: &Ctx, call: &CallCtx, tools: &ModelTools) -> Vec<vox_llm::ToolSpec> {
     let skills = ctx.get::<Arc<vox_tools_workspace::Skills>>();
-    orch.list(call.scope())
+    tools
+        .orch
+        .list(&tools.scope)
         .into_iter()
         .filter_map(|d| {
             let name = d["name"].as_str()?.to_string();
-            if name.starts_with("vox_chat_") {
+            if name == CHAT_TOOL {
                 return None;
             }
             if let Some(s) = skills
@@ -99,10 +106,10 @@ fn offered_tools(
         .collect()
 }
 
-/// Runs one tool call of the model as the chat's caller; the text given back to the model,
-/// and how it ended.
+/// Runs one tool call of the model under its scope, with the chat's cancellation and sinks;
+/// the text given back to the model, and how it ended.
 async fn run_tool(
-    orch: &vox_core::Orchestrator,
+    tools: &ModelTools<'_>,
     call: &CallCtx,
     tc: &vox_llm::ToolCall,
 ) -> (String, ToolUse) {
@@ -120,7 +127,10 @@ async fn run_tool(
             );
         }
     };
-    let outcome = orch.call(call.scope(), &tc.name, args, call.as_run()).await;
+    let outcome = tools
+        .orch
+        .call(&tools.scope, &tc.name, args, call.as_run())
+        .await;
     let v = serde_json::to_value(&outcome).unwrap_or_default();
     let ok = matches!(v["kind"].as_str(), Some("ok" | "content"));
     let (text, code) = if ok {
@@ -193,12 +203,16 @@ async fn chat(ctx: Arc<Ctx>, call: CallCtx, a: ChatArgs) -> Result<ChatAnswer, T
     });
     s.chat_append(&session, "user", &a.message, None, None)
         .map_err(db)?;
+    let tools = orch.as_deref().map(|orch| ModelTools {
+        orch,
+        scope: Arc::new(call.scope().for_model()),
+    });
     let req = ChatRequest {
         system: a.system,
         messages,
-        tools: orch
+        tools: tools
             .as_ref()
-            .map(|o| offered_tools(&ctx, &call, o))
+            .map(|t| offered_tools(&ctx, &call, t))
             .unwrap_or_default(),
         max_tokens: a.max_tokens,
         temperature: None,
@@ -209,7 +223,7 @@ async fn chat(ctx: Arc<Ctx>, call: CallCtx, a: ChatArgs) -> Result<ChatAnswer, T
         usage,
         uses,
         attempts,
-    } = converse(&facade, &endpoint, req, orch.as_deref(), &call).await?;
+    } = converse(&facade, &endpoint, req, tools.as_ref(), &call).await?;
     let cost = spec.cost_usd(usage.input_tokens, usage.output_tokens);
     record_spend(&ctx, &call, &model_id, started, usage, cost);
     let stored = s
@@ -271,14 +285,14 @@ struct Turns {
     attempts: u32,
 }
 
-/// Asks the model, and while it calls tools (when `orch` offers them) runs each call as the
-/// chat's caller and asks again, at most [`MAX_TOOL_ROUNDS`] rounds; the answer streams to the
+/// Asks the model, and while it calls tools (when `tools` are offered) runs each call under
+/// the model's scope and asks again, at most [`MAX_TOOL_ROUNDS`] rounds; the answer streams to the
 /// caller as progress.
 async fn converse(
     facade: &Facade,
     endpoint: &vox_llm::Endpoint,
     mut req: ChatRequest,
-    orch: Option<&vox_core::Orchestrator>,
+    tools: Option<&ModelTools<'_>>,
     call: &CallCtx,
 ) -> Result<Turns, ToolError> {
     let mut streamed = 0usize;
@@ -301,7 +315,7 @@ async fn converse(
         usage.input_tokens += done.usage.input_tokens;
         usage.output_tokens += done.usage.output_tokens;
         attempts += done.attempts;
-        let Some(o) = orch.filter(|_| !done.tool_calls.is_empty()) else {
+        let Some(t) = tools.filter(|_| !done.tool_calls.is_empty()) else {
             break done;
         };
         let round = req
@@ -321,7 +335,7 @@ async fn converse(
             tool_calls: done.tool_calls.clone(),
         });
         for tc in &done.tool_calls {
-            let (text, used) = run_tool(o, call, tc).await;
+            let (text, used) = run_tool(t, call, tc).await;
             uses.push(used);
             req.messages.push(Message::Tool {
                 call_id: tc.id.clone(),
@@ -467,7 +481,7 @@ fn history(ctx: &Ctx, a: HistoryArgs) -> Result<History, ToolError> {
 /// The chat tools, for the models family.
 pub(super) fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
-        ("vox_chat_message", async_typed(chat)),
+        (CHAT_TOOL, async_typed(chat)),
         ("vox_chat_history", typed(history)),
     ]
 }
