@@ -6,6 +6,9 @@ official Python MCP SDK over stdio and Streamable HTTP, and plain HTTP for REST 
    and internal exposure): an agent's model cannot store memories past the agent's profile, set
    the active model or approve a draft; over HTTP the allowlist holds for the model as for the
    caller.
+2. Agents see and change only their own: no resources of others over stdio, and no agent takes
+   a name the records use for a person (`operator`). (Changing others' tasks and plans is
+   tested in process: crates/vox-tools-orchestration/tests/orchestration.rs.)
 
 Run: .venv/bin/python tests/python/test_attacks.py [path/to/vox]
 Exits non-zero on the first failed check; prints one line per check.
@@ -149,6 +152,28 @@ async def chat_acts_as_its_caller(ws: str, home: str, base: str, log: str) -> No
         check(agents == ["m"], f"{s} no model spawned an agent ({agents})")
 
 
+async def agents_see_only_their_own(ws: str, home: str, base: str) -> None:
+    s = "[agents' reach]"
+    env = env_for(ws, home, base)
+    op_params = StdioServerParameters(command=VOX, args=["mcp", "--profile", "dev"], env=env, cwd=ws)
+    async with Client(op_params) as op:
+        token = (await ok(op, "vox_spawn_agent", {"agent_id": "k", "profile": "knowledge"}))["token"]
+        r = await op.call_tool("vox_spawn_agent", {"agent_id": "operator", "profile": "orchestrator"})
+        check(r.is_error and "reserved" in json.dumps(structured(r)), f"{s} no agent may be named operator")
+        params = StdioServerParameters(command=VOX, args=["mcp", "--profile", "dev"],
+                                       env={**env, "VOX_AGENT_TOKEN": token}, cwd=ws)
+        async with Client(params) as k:
+            listed = [str(x.uri) for x in (await k.list_resources()).resources]
+            check(listed == [], f"{s} an agent lists no resource of others (events, skills): {listed}")
+            for uri in ("vox://orchestrator/events", "skill://lister/SKILL.md"):
+                try:
+                    await k.read_resource(uri)
+                    refused = False
+                except Exception:
+                    refused = True
+                check(refused, f"{s} an agent reading {uri} is refused")
+
+
 async def chat_over_http_keeps_the_allowlist(ws: str, home: str, base: str, log: str) -> None:
     s = "[chat scope, http]"
     allowed = "vox_chat_message,vox_memory_recall"
@@ -183,6 +208,7 @@ async def main() -> None:
         with scripted_model(SCRIPTED, tmp, SCRIPT) as (base, log):
             try:
                 await chat_acts_as_its_caller(ws, home, base, log)
+                await agents_see_only_their_own(ws, home, base)
             finally:
                 subprocess.run([VOX, "daemon", "stop"], env=env_for(ws, home, base), cwd=ws, capture_output=True)
             await chat_over_http_keeps_the_allowlist(ws, home, base, log)

@@ -170,9 +170,28 @@ pub(crate) fn agent_in(c: &dyn Sql, id: &str) -> crate::sql::Result<Option<Agent
         .optional()
 }
 
+/// Names no agent may take, ignoring case: the ones records use for a person and the system
+/// (`operator` is who events name for the operator, and a store that met an agent of that name
+/// could not tell them apart).
+pub const RESERVED_AGENT_IDS: [&str; 6] =
+    ["operator", "system", "daemon", "vox", "root", "anonymous"];
+
+/// Refuses a reserved agent id (see [`RESERVED_AGENT_IDS`]).
+pub fn check_not_reserved(id: &str) -> Result<(), StoreError> {
+    match RESERVED_AGENT_IDS
+        .iter()
+        .find(|r| r.eq_ignore_ascii_case(id))
+    {
+        Some(r) => Err(StoreError::Invalid(format!(
+            "agent id {id:?} is reserved ({r} names a person or the system in the records)"
+        ))),
+        None => Ok(()),
+    }
+}
+
 impl Store {
     /// Stores a new active agent whose credential hashes to `token_hash`. An id already used,
-    /// even by a retired agent, is refused.
+    /// even by a retired agent, or a reserved one, is refused.
     pub fn agent_spawn(
         &self,
         a: &NewAgent,
@@ -180,6 +199,7 @@ impl Store {
         by: &str,
     ) -> Result<Agent, StoreError> {
         check_agent_id(&a.id)?;
+        check_not_reserved(&a.id)?;
         if a.role.len() > MAX_AGENT_ROLE {
             return Err(StoreError::Invalid(format!(
                 "an agent's role is at most {MAX_AGENT_ROLE} bytes, not {}",

@@ -32,7 +32,9 @@ pub mod sql;
 mod tasks;
 
 pub use a2a::{A2aMessage, QueueStat};
-pub use agents::{Agent, AgentState, NewAgent, Retired, check_agent_id};
+pub use agents::{
+    Agent, AgentState, NewAgent, RESERVED_AGENT_IDS, Retired, check_agent_id, check_not_reserved,
+};
 pub use approvals::{AllowEntry, Approval, ApprovalState};
 pub use attention::{AttentionEvent, CostRow, ToolSummary};
 pub use clarifications::{Clarification, ClarificationState};

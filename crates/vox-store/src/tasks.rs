@@ -761,4 +761,17 @@ impl Store {
             .collect::<Result<_, _>>()
             .map_err(|e| self.err(e))
     }
+
+    /// Who submitted task `id` (an agent's id, or `operator`), from its first event.
+    pub fn task_submitter(&self, id: i64) -> Result<Option<String>, StoreError> {
+        let c = self.conn()?;
+        c.query_row(
+            "SELECT agent FROM events WHERE subject = 'task' AND subject_id = ?1 AND kind = 'submitted' ORDER BY id LIMIT 1",
+            [id.to_string()],
+            |r| r.get(0),
+        )
+        .optional()
+        .map(Option::flatten)
+        .map_err(|e| self.err(e))
+    }
 }

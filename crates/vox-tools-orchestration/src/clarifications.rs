@@ -69,6 +69,9 @@ struct Resolved {
 }
 
 fn ask(ctx: &Ctx, call: &CallCtx, a: AskArgs) -> Result<Clarification, ToolError> {
+    for &t in &a.gates {
+        crate::orchestration::own_task(call, store(ctx)?, t, "holds back with a question")?;
+    }
     let q = store(ctx)?
         .clarification_ask(&a.question, &a.options, &a.gates, actor(call))
         .map_err(db)?;

@@ -49,6 +49,27 @@ pub fn scope(call: &CallCtx, named: Option<String>) -> Result<Option<String>, To
     }
 }
 
+/// Refuses an agent a change to task `id` it neither holds nor submitted (`what`: "cancels",
+/// "reorders", ...); the operator changes any task. Coordinating others' work is a person's.
+pub fn own_task(
+    call: &CallCtx,
+    s: &vox_store::Store,
+    id: i64,
+    what: &str,
+) -> Result<(), ToolError> {
+    let Some(me) = call.acting_agent() else {
+        return Ok(());
+    };
+    let t = s.task_get(id).map_err(db)?;
+    if t.owner.as_deref() == Some(me) || s.task_submitter(id).map_err(db)?.as_deref() == Some(me) {
+        return Ok(());
+    }
+    Err(ToolError::conflict(format!(
+        "task {id} is not yours (held by {}): an agent {what} only tasks it holds or submitted",
+        t.owner.as_deref().unwrap_or("nobody")
+    )))
+}
+
 /// Refuses an agent what only the operator does. (The agent path does not even offer these
 /// tools, whose exposure is `operator`; this holds wherever else a handler may be called from.)
 pub fn operator_only(call: &CallCtx, what: &str) -> Result<(), ToolError> {

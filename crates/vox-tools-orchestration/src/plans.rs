@@ -192,6 +192,15 @@ fn plan_status(ctx: &Ctx, _call: &CallCtx, a: PlanIdArgs) -> Result<Plan, ToolEr
 
 fn replan(ctx: &Ctx, call: &CallCtx, a: ReplanArgs) -> Result<Planned, ToolError> {
     vox_tools_common::bounded("reason", &a.reason, 4096)?;
+    if let Some(me) = call.acting_agent() {
+        let plan = store(ctx)?.plan_get(a.plan_id).map_err(db)?;
+        if plan.created_by != me {
+            return Err(ToolError::conflict(format!(
+                "plan {} is {}'s: an agent changes only the plans it made",
+                a.plan_id, plan.created_by
+            )));
+        }
+    }
     store(ctx)?
         .plan_replan(a.plan_id, &steps(a.add), &a.cancel, &a.reason, actor(call))
         .map_err(db)?;

@@ -3,7 +3,7 @@
 //! `vox_rebalance`, `vox_a2a_tasks` (the DAG), `vox_emergency_stop`, `vox_poll_events` and
 //! `vox_orchestrator_status`, over the journey store's task model.
 
-use crate::orchestration::{actor, agent_for, dispatch, operator_only, scope};
+use crate::orchestration::{actor, agent_for, dispatch, operator_only, own_task, scope};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -258,15 +258,7 @@ fn status(ctx: &Ctx, _call: &CallCtx, a: TaskIdArgs) -> Result<Status, ToolError
 
 fn cancel(ctx: &Ctx, call: &CallCtx, a: CancelArgs) -> Result<Moved, ToolError> {
     let s = store(ctx)?;
-    if let Some(me) = call.acting_agent() {
-        let t = s.task_get(a.task_id).map_err(db)?;
-        if t.owner.as_deref() != Some(me) {
-            return Err(ToolError::conflict(format!(
-                "task {} is not yours: an agent cancels only its own tasks",
-                a.task_id
-            )));
-        }
-    }
+    own_task(call, s, a.task_id, "cancels")?;
     let reason = a.reason.unwrap_or_else(|| "cancelled".into());
     vox_tools_common::bounded("reason", &reason, 4096)?;
     let task = s
@@ -317,6 +309,7 @@ fn fail(ctx: &Ctx, call: &CallCtx, a: FailArgs) -> Result<Moved, ToolError> {
 }
 
 fn reorder(ctx: &Ctx, call: &CallCtx, a: ReorderArgs) -> Result<Moved, ToolError> {
+    own_task(call, store(ctx)?, a.task_id, "reorders")?;
     let task = store(ctx)?
         .task_set_priority(a.task_id, a.priority, actor(call))
         .map_err(db)?;

@@ -268,3 +268,89 @@ async fn a_clarification_holds_its_task_back_until_the_operator_answers() {
     assert_eq!(st["gated_by"], json!([]), "{st}");
     assert_eq!(st["task"]["owner"], "c1");
 }
+
+#[tokio::test]
+async fn an_agent_changes_only_its_own_work_and_reserved_names_are_refused() {
+    let h = Harness::boot();
+    for reserved in ["operator", "Operator", "system"] {
+        let e = h
+            .fails(
+                "vox_spawn_agent",
+                json!({"agent_id": reserved}),
+                "invalid_arguments",
+            )
+            .await;
+        assert!(e.to_string().contains("reserved"), "{e}");
+    }
+    spawn(&h, "a", 4).await;
+    spawn(&h, "b", 4).await;
+    spawn(&h, "c", 4).await;
+    let (a, b) = (h.agent("a", "sa"), h.agent("b", "sb"));
+    let held = h
+        .ok_in(
+            &a,
+            "vox_submit_task",
+            json!({"title": "a's", "agent_id": "a"}),
+        )
+        .await["task"]["id"]
+        .as_i64()
+        .unwrap();
+    let plan = h
+        .ok_in(
+            &a,
+            "vox_plan",
+            json!({"goal": "a's plan", "steps": [{"key": "one", "title": "one"}]}),
+        )
+        .await;
+    let plan_id = plan["plan"]["id"].as_i64().unwrap();
+
+    // b touches none of it: reorder, cancel, a question gating it, a replan.
+    for (tool, args) in [
+        ("vox_reorder_task", json!({"task_id": held, "priority": 9})),
+        ("vox_cancel_task", json!({"task_id": held})),
+        (
+            "vox_ask_clarification",
+            json!({"question": "stop?", "gates": [held]}),
+        ),
+        (
+            "vox_replan",
+            json!({"plan_id": plan_id, "reason": "mine now", "cancel": ["one"]}),
+        ),
+        (
+            "vox_agent_handoff",
+            json!({"to_agent": "c", "summary": "take it", "task_id": held}),
+        ),
+    ] {
+        let e = h.fails_in(&b, tool, args, "conflict").await;
+        assert!(e.to_string().contains("a"), "{tool} names whose it is: {e}");
+    }
+    let t = h.ok("vox_task_status", json!({"task_id": held})).await;
+    assert_eq!(
+        (
+            t["task"]["priority"].as_i64(),
+            t["task"]["state"].as_str(),
+            &t["gated_by"]
+        ),
+        (Some(0), Some("assigned"), &json!([])),
+        "b's refused calls changed nothing: {t}"
+    );
+    let p = h.ok("vox_plan_status", json!({"plan_id": plan_id})).await;
+    assert_eq!(p["revision"], 1, "{p}");
+
+    // a changes its own, and the operator anyone's.
+    h.ok_in(
+        &a,
+        "vox_reorder_task",
+        json!({"task_id": held, "priority": 5}),
+    )
+    .await;
+    h.ok_in(
+        &a,
+        "vox_replan",
+        json!({"plan_id": plan_id, "reason": "more", "add": [{"key": "two", "title": "two"}]}),
+    )
+    .await;
+    h.ok("vox_reorder_task", json!({"task_id": held, "priority": 7}))
+        .await;
+    h.ok("vox_cancel_task", json!({"task_id": held})).await;
+}
