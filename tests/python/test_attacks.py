@@ -9,6 +9,8 @@ official Python MCP SDK over stdio and Streamable HTTP, and plain HTTP for REST 
 2. Agents see and change only their own: no resources of others over stdio, and no agent takes
    a name the records use for a person (`operator`). (Changing others' tasks and plans is
    tested in process: crates/vox-tools-orchestration/tests/orchestration.rs.)
+3. The workspace's `.vox` is not trusted blindly: a symlinked or world-writable one is refused,
+   and state files are never written through a symlink.
 
 Run: .venv/bin/python tests/python/test_attacks.py [path/to/vox]
 Exits non-zero on the first failed check; prints one line per check.
@@ -174,6 +176,39 @@ async def agents_see_only_their_own(ws: str, home: str, base: str) -> None:
                 check(refused, f"{s} an agent reading {uri} is refused")
 
 
+def workspace_state_is_not_redirected(tmp: str) -> None:
+    s = "[workspace dir]"
+    elsewhere = os.path.join(tmp, "elsewhere")
+    os.makedirs(elsewhere)
+    for case in ("symlink", "world-writable", "log-symlink"):
+        ws = os.path.join(tmp, f"ws-{case}")
+        os.makedirs(ws)
+        if case == "symlink":
+            os.symlink(elsewhere, os.path.join(ws, ".vox"))
+        else:
+            os.makedirs(os.path.join(ws, ".vox"))
+            if case == "world-writable":
+                os.chmod(os.path.join(ws, ".vox"), 0o777)
+            else:
+                os.chmod(os.path.join(ws, ".vox"), 0o700)
+                target = os.path.join(elsewhere, "victim.log")
+                open(target, "w").close()
+                os.symlink(target, os.path.join(ws, ".vox", "daemon.log"))
+        env = env_for(ws, os.path.join(tmp, "home"), "http://127.0.0.1:9/v1")
+        if case == "log-symlink":
+            out = subprocess.run([VOX, "mcp", "--profile", "knowledge"], env=env, cwd=ws, input="",
+                                 capture_output=True, text=True, timeout=60)
+            check(os.path.getsize(target) == 0, f"{s} a daemon.log symlink is never written through")
+            check("symlink" in out.stderr, f"{s} and the error says why ({out.stderr.strip()[-200:]})")
+            continue
+        out = subprocess.run([VOX, "daemon", "start", "--profile", "knowledge"], env=env, cwd=ws,
+                             capture_output=True, text=True, timeout=60)
+        subprocess.run([VOX, "daemon", "stop"], env=env, cwd=ws, capture_output=True)
+        check(out.returncode != 0 and ("symlink" in out.stderr or "anyone may write" in out.stderr),
+              f"{s} a {case} .vox is refused, named ({out.stderr.strip()[-200:]})")
+        check(os.listdir(elsewhere) == [] or case != "symlink", f"{s} nothing was written where the link points")
+
+
 async def chat_over_http_keeps_the_allowlist(ws: str, home: str, base: str, log: str) -> None:
     s = "[chat scope, http]"
     allowed = "vox_chat_message,vox_memory_recall"
@@ -200,6 +235,7 @@ async def chat_over_http_keeps_the_allowlist(ws: str, home: str, base: str, log:
 
 async def main() -> None:
     with tempfile.TemporaryDirectory(prefix="voxatk", dir="/tmp") as tmp:
+        workspace_state_is_not_redirected(tmp)
         ws, home = os.path.join(tmp, "ws"), os.path.join(tmp, "home")
         os.makedirs(os.path.join(ws, "tools"))
         os.makedirs(home)

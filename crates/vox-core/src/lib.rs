@@ -34,7 +34,7 @@ pub use error::{ErrorDetail, ErrorKind, ToolError, ToolOutcome};
 pub use family::{Family, HandlerEntry, HandlerFuture, HandlerResult, StepDone, StepFn};
 pub use orchestrator::{Assembled, Orchestrator, ToolDescriptor, assemble, json_len};
 pub use resource::ResourceBody;
-pub use workspace::{Found, Workspace};
+pub use workspace::{Found, Workspace, open_state_file, write_state_file};
 
 /// Largest message accepted on the daemon socket. A tool result is capped at half of it
 /// (`orchestrator::cap_result`), leaving room for the frame around it.

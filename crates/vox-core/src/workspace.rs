@@ -89,11 +89,12 @@ impl Workspace {
 
     /// Creates `.vox/` if missing, private to the user (0700): it holds the store and socket.
     /// A new directory gets a `.gitignore` of `*`, so its state is never committed. An existing
-    /// directory keeps its mode and its files.
+    /// directory keeps its mode and its files, but must be safe to keep state in
+    /// ([`Workspace::check_vox_dir`]).
     pub fn ensure_vox_dir(&self) -> std::io::Result<()> {
         use std::os::unix::fs::DirBuilderExt;
-        if self.vox_dir.is_dir() {
-            return Ok(());
+        if std::fs::symlink_metadata(&self.vox_dir).is_ok() {
+            return self.check_vox_dir();
         }
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -105,7 +106,49 @@ impl Workspace {
                     format!("cannot create {}: {e}", self.vox_dir.display()),
                 )
             })?;
+        self.check_vox_dir()?;
         self.write_gitignore()
+    }
+
+    /// Refuses a `.vox` that another user could swap state under: a symlink (the daemon would
+    /// write its log and store wherever it points), not a directory, owned by another user, or
+    /// writable by others (world-writable). Group-writable is allowed: a shared checkout with
+    /// umask 002 is common, and the group is the user's choice.
+    pub fn check_vox_dir(&self) -> std::io::Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        let dir = self.vox_dir.display();
+        let refuse = |why: String| {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!("refusing the workspace state directory {dir}: {why}"),
+            ))
+        };
+        let m = std::fs::symlink_metadata(&self.vox_dir)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{dir}: {e}")))?;
+        if m.file_type().is_symlink() {
+            let to = std::fs::read_link(&self.vox_dir).unwrap_or_default();
+            return refuse(format!(
+                "it is a symlink (to {}); make it a directory of its own",
+                to.display()
+            ));
+        }
+        if !m.is_dir() {
+            return refuse("it is not a directory".into());
+        }
+        let me = current_uid();
+        if m.uid() != me {
+            return refuse(format!(
+                "it is owned by uid {}, not by you (uid {me}); remove it or chown it",
+                m.uid()
+            ));
+        }
+        if m.mode() & 0o002 != 0 {
+            return refuse(format!(
+                "anyone may write in it (mode {:o}); `chmod o-w {dir}`",
+                m.mode() & 0o7777
+            ));
+        }
+        Ok(())
     }
 
     /// Writes `.vox/.gitignore` unless one exists (create-new: a racing creator's or the user's
@@ -161,6 +204,42 @@ impl Workspace {
     }
 }
 
+/// Opens a state file of `.vox/` for writing (`append`, else keeping its bytes for the caller
+/// to lock or truncate): created 0600, and never through a symlink (`O_NOFOLLOW`), so a link
+/// planted in `.vox/` cannot send the daemon's writes elsewhere.
+pub fn open_state_file(path: &Path, append: bool) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(append)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| {
+            let why = if e.raw_os_error() == Some(libc::ELOOP) {
+                "it is a symlink, and state files are never written through one".to_owned()
+            } else {
+                e.to_string()
+            };
+            std::io::Error::new(e.kind(), format!("cannot open {}: {why}", path.display()))
+        })
+}
+
+/// Writes `text` to the state file `path` whole (see [`open_state_file`]).
+pub fn write_state_file(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = open_state_file(path, false)?;
+    f.set_len(0)?;
+    f.write_all(text.as_bytes())
+}
+
+/// The effective uid of this process.
+fn current_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,5 +255,52 @@ mod tests {
         ws.ensure_vox_dir().unwrap();
         ws.write_gitignore().unwrap();
         assert_eq!(std::fs::read_to_string(&ignore).unwrap(), "mine\n");
+    }
+
+    #[test]
+    fn a_symlinked_or_world_writable_vox_dir_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        let root = tmp.path().join("ws");
+        std::fs::create_dir(&root).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, root.join(".vox")).unwrap();
+        let ws = Workspace::at(&root).unwrap();
+        let e = ws.ensure_vox_dir().unwrap_err().to_string();
+        assert!(e.contains("symlink") && e.contains("elsewhere"), "{e}");
+
+        std::fs::remove_file(root.join(".vox")).unwrap();
+        std::fs::create_dir(root.join(".vox")).unwrap();
+        std::fs::set_permissions(root.join(".vox"), std::fs::Permissions::from_mode(0o777))
+            .unwrap();
+        let e = ws.ensure_vox_dir().unwrap_err().to_string();
+        assert!(e.contains("anyone may write") && e.contains("777"), "{e}");
+        std::fs::set_permissions(root.join(".vox"), std::fs::Permissions::from_mode(0o775))
+            .unwrap();
+        ws.ensure_vox_dir().unwrap();
+    }
+
+    #[test]
+    fn state_files_are_private_and_never_written_through_a_symlink() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = Workspace::at(tmp.path()).unwrap();
+        ws.ensure_vox_dir().unwrap();
+        write_state_file(&ws.daemon_info_path(), "{}\n").unwrap();
+        let mode = std::fs::metadata(ws.daemon_info_path())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+
+        let target = tmp.path().join("target.txt");
+        std::fs::write(&target, "untouched").unwrap();
+        std::os::unix::fs::symlink(&target, ws.daemon_log_path()).unwrap();
+        let e = open_state_file(&ws.daemon_log_path(), true)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("symlink"), "{e}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched");
     }
 }

@@ -428,12 +428,7 @@ pub async fn adopt_or_spawn(
     }
     ws.ensure_vox_dir().map_err(|e| io(e.to_string()))?;
     let lock_path = ws.spawn_lock_path();
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| io(format!("cannot open {}: {e}", lock_path.display())))?;
+    let lock = vox_core::open_state_file(&lock_path, false).map_err(|e| io(e.to_string()))?;
     let lock = tokio::task::spawn_blocking(move || lock.lock().map(|()| lock))
         .await
         .map_err(|e| io(e.to_string()))?
@@ -461,8 +456,10 @@ pub async fn adopt_or_spawn(
 
 /// Whether no daemon holds the workspace lock (the lock dies with the daemon process).
 pub fn daemon_stopped(ws: &Workspace) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
     match std::fs::OpenOptions::new()
         .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(ws.daemon_lock_path())
     {
         Ok(f) => f.try_lock().is_ok(),
@@ -496,11 +493,7 @@ async fn spawn_and_wait(
         message,
         log: log_path.display().to_string(),
     };
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log_path)
-        .map_err(|e| spawn_error(format!("cannot open {}: {e}", log_path.display())))?;
+    let log = vox_core::open_state_file(&log_path, true).map_err(|e| spawn_error(e.to_string()))?;
     let mut command = std::process::Command::new(daemon_exe);
     command
         .arg("--workspace")

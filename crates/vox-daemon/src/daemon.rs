@@ -61,12 +61,8 @@ impl Daemon {
         ws.ensure_vox_dir()
             .map_err(|e| DaemonError::Setup(e.to_string()))?;
         let lock_path = ws.daemon_lock_path();
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| DaemonError::Setup(format!("cannot open {}: {e}", lock_path.display())))?;
+        let lock = vox_core::open_state_file(&lock_path, false)
+            .map_err(|e| DaemonError::Setup(e.to_string()))?;
         if lock.try_lock().is_err() {
             let info =
                 std::fs::read_to_string(ws.daemon_info_path()).unwrap_or_else(|_| "no info".into());
@@ -113,7 +109,7 @@ impl Daemon {
             "socket": socket,
             "started_at_ms": vox_store::now_ms(),
         });
-        std::fs::write(ws.daemon_info_path(), format!("{info}\n")).map_err(|e| {
+        vox_core::write_state_file(&ws.daemon_info_path(), &format!("{info}\n")).map_err(|e| {
             DaemonError::Setup(format!(
                 "cannot write {}: {e}",
                 ws.daemon_info_path().display()

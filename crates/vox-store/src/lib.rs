@@ -206,6 +206,37 @@ pub struct StoreHealth {
     pub tables: i64,
 }
 
+/// Creates the store's file private to the user (0600; SQLite's WAL and shared-memory files take
+/// its mode) unless something is at `path` already. Exclusive creation never follows a symlink,
+/// and the open after it refuses one (`SQLITE_OPEN_NOFOLLOW`).
+fn create_private(path: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            match std::fs::symlink_metadata(path) {
+                Ok(m) if m.file_type().is_symlink() => Err(StoreError::Dir {
+                    path: path.to_owned(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::PermissionDenied,
+                        "the store is a symlink, and the store is never opened through one",
+                    ),
+                }),
+                _ => Ok(()),
+            }
+        }
+        Err(source) => Err(StoreError::Dir {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
 /// Opens the store at `path` read-only (never creating it or migrating it) and reports its schema
 /// version: for `vox doctor`, which must not change what it looks at.
 pub fn inspect(path: &Path) -> Result<StoreHealth, StoreError> {
@@ -252,7 +283,12 @@ impl Store {
             path: path.to_owned(),
             source,
         };
-        let mut conn = Connection::open(path).map_err(err)?;
+        create_private(path)?;
+        let mut conn = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW,
+        )
+        .map_err(err)?;
         // WAL lets readers in other processes proceed while we write; NORMAL sync is durable
         // across process crashes (the WAL is fsynced at checkpoints) and much faster than FULL.
         conn.pragma_update(None, "journal_mode", "WAL")

@@ -359,3 +359,26 @@ fn model_preferences_benchmarks_and_chat_history_are_durable() {
     let older = s.chat_history("s1", Some(h[1].id), 10).unwrap();
     assert_eq!(older.len(), 1);
 }
+
+#[test]
+fn a_new_store_is_private_and_a_symlinked_one_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, _store) = open();
+    let db = dir.path().join(".vox/journey.db");
+    assert_eq!(
+        std::fs::metadata(&db).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    let elsewhere = dir.path().join("elsewhere.db");
+    std::fs::write(&elsewhere, "").unwrap();
+    let linked = dir.path().join(".vox/linked.db");
+    std::os::unix::fs::symlink(&elsewhere, &linked).unwrap();
+    let e = Store::open(&linked).err().expect("refused").to_string();
+    assert!(e.contains("symlink"), "{e}");
+    assert_eq!(
+        std::fs::read(&elsewhere).unwrap(),
+        b"",
+        "nothing written through the link"
+    );
+}
