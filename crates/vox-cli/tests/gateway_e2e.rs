@@ -359,6 +359,20 @@ async fn denial_codes_carry_their_http_status_on_rest_and_ws() {
         ),
         (Some("error"), Some(403), Some("exposure_denied"))
     );
+    // An id that would come back rounded (30 digits parse as a float) is refused, not echoed.
+    socket
+        .send(tokio_tungstenite::tungstenite::Message::Text(
+            r#"{"id": 123456789012345678901234567890, "type": "list_tools"}"#.into(),
+        ))
+        .await
+        .unwrap();
+    let m = socket.next().await.unwrap().unwrap();
+    let long: Value = serde_json::from_str(m.to_text().unwrap()).unwrap();
+    assert_eq!(
+        (long["id"].clone(), long["error"]["code"].as_str()),
+        (Value::Null, Some("invalid_request")),
+        "{long}"
+    );
     // Without a token the upgrade itself is refused.
     let plain = tokio_tungstenite::connect_async(format!("ws://{}/v1/ws", s.addr)).await;
     assert!(plain.is_err());

@@ -94,6 +94,17 @@ async fn serve_session(socket: &mut WebSocket, s: &Shared, who: &Who) {
     }
 }
 
+/// Whether a request's `id` comes back exactly as sent: null, a bounded string, or an integer
+/// that fits 64 bits (a larger one parses as a float and would be echoed rounded).
+fn valid_id(id: &Value) -> bool {
+    match id {
+        Value::Null => true,
+        Value::String(s) => s.len() <= 256,
+        Value::Number(n) => n.is_i64() || n.is_u64(),
+        _ => false,
+    }
+}
+
 async fn answer(s: &Shared, who: &Who, text: &str, run: CallRun) -> Value {
     let req: Value = match serde_json::from_str(text) {
         Ok(v) => v,
@@ -102,6 +113,9 @@ async fn answer(s: &Shared, who: &Who, text: &str, run: CallRun) -> Value {
         }
     };
     let id = req.get("id").cloned().unwrap_or(Value::Null);
+    if !valid_id(&id) {
+        return json!({"id": null, "type": "error", "status": 400, "error": {"code": "invalid_request", "message": "`id` must be a string of at most 256 bytes or an integer within 64 bits (a longer number would come back rounded)"}});
+    }
     match req.get("type").and_then(Value::as_str) {
         Some("list_tools") => {
             json!({"id": id, "type": "list_tools_result", "tools": s.orch.list(&s.scope(who, false))})
