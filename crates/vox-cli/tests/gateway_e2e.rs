@@ -2,164 +2,13 @@
 //! their HTTP statuses, allowlists, Host/Origin checks, rate limits, loopback versus remote peers.
 
 mod common;
+use common::gateway::*;
 use common::*;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-const WRITE: &str = "write-token-0123456789";
-const READ: &str = "read-token-0123456789";
-
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-    ws: Ws,
-}
-
-impl Server {
-    fn start(ws: Ws, profile: &str, env: &[(&str, &str)]) -> Result<Server, String> {
-        let mut cmd = Command::new(VOX);
-        cmd.args(["serve", "--profile", profile])
-            .current_dir(ws.root())
-            .env("VOX_HOME", ws.home.path())
-            .env("VOX_WORKSPACE", ws.root())
-            .env("VOX_MCP_HTTP_PORT", "0")
-            .env("VOX_LOG", "warn")
-            .env_remove("VOX_PROFILE")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        for k in [
-            "VOX_MCP_HTTP_BEARER_TOKEN",
-            "VOX_MCP_HTTP_READ_BEARER_TOKEN",
-            "VOX_MCP_HTTP_ALLOWED_TOOLS",
-            "VOX_MCP_HTTP_WORKSPACE_TOOLS",
-        ] {
-            cmd.env_remove(k);
-        }
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        if line.is_empty() {
-            let out = child.wait_with_output().unwrap();
-            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
-        }
-        let addr = line
-            .split("http://")
-            .nth(1)
-            .unwrap()
-            .split_whitespace()
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        Ok(Server { child, addr, ws })
-    }
-
-    fn tokens(ws: Ws, profile: &str) -> Server {
-        Self::start(
-            ws,
-            profile,
-            &[
-                ("VOX_MCP_HTTP_BEARER_TOKEN", WRITE),
-                ("VOX_MCP_HTTP_READ_BEARER_TOKEN", READ),
-            ],
-        )
-        .unwrap()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.ws.stop_daemon();
-        let _ = self.child.wait();
-    }
-}
-
-struct Reply {
-    status: u16,
-    headers: String,
-    body: Value,
-}
-
-/// One HTTP/1.1 request from `from` (a local source address) with `Connection: close`.
-async fn http_from(
-    from: &str,
-    to: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: Option<&Value>,
-) -> Reply {
-    let sock = tokio::net::TcpSocket::new_v4().unwrap();
-    sock.bind(format!("{from}:0").parse().unwrap()).unwrap();
-    let mut s = sock.connect(to).await.unwrap();
-    let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        to.port(),
-        body.len()
-    );
-    if !body.is_empty() {
-        req.push_str("Content-Type: application/json\r\n");
-    }
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(&body);
-    // A server may answer (413) and close before reading a large body: keep what it said.
-    let _ = s.write_all(req.as_bytes()).await;
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw).await;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    Reply {
-        status,
-        headers: head.to_owned(),
-        body: serde_json::from_str(body).unwrap_or(Value::String(body.to_owned())),
-    }
-}
-
-async fn http(
-    to: SocketAddr,
-    method: &str,
-    path: &str,
-    token: Option<&str>,
-    body: Option<&Value>,
-) -> Reply {
-    let auth = token.map(|t| format!("Bearer {t}"));
-    let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("Authorization", a.as_str())).collect();
-    http_from("127.0.0.1", to, method, path, &headers, body).await
-}
-
-async fn call(s: &Server, token: Option<&str>, name: &str, args: Value) -> Reply {
-    http(
-        s.addr,
-        "POST",
-        "/v1/tools/call",
-        token,
-        Some(&json!({"name": name, "args": args})),
-    )
-    .await
-}
-
-fn names(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect()
-}
 
 #[tokio::test]
 async fn serve_refuses_to_start_without_auth_or_with_unknown_allowlisted_tools() {
@@ -265,11 +114,11 @@ async fn tokens_decide_the_role_and_listing_matches_calling() {
         "structural search is never for the read role"
     );
     for name in &write {
-        let r = call(&s, Some(READ), name, json!({})).await;
+        let r = rest_call(&s, Some(READ), name, json!({})).await;
         let allowed = r.status != 403;
         assert_eq!(allowed, read.contains(name), "{name}: {}", r.body);
     }
-    let r = call(
+    let r = rest_call(
         &s,
         Some(WRITE),
         "vox_memory_store",
@@ -278,9 +127,9 @@ async fn tokens_decide_the_role_and_listing_matches_calling() {
     .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["result"]["stored"], true);
-    let r = call(&s, Some(READ), "vox_memory_recall", json!({"key": "k"})).await;
+    let r = rest_call(&s, Some(READ), "vox_memory_recall", json!({"key": "k"})).await;
     assert_eq!(r.body["result"]["memory"]["value"], "v");
-    let r = call(
+    let r = rest_call(
         &s,
         Some(READ),
         "vox_memory_store",
@@ -299,17 +148,17 @@ async fn tokens_decide_the_role_and_listing_matches_calling() {
 #[tokio::test]
 async fn denial_codes_carry_their_http_status_on_rest_and_ws() {
     let s = Server::tokens(Ws::new(), "attention");
-    let r = call(&s, Some(WRITE), "vox_memory_store", json!({})).await;
+    let r = rest_call(&s, Some(WRITE), "vox_memory_store", json!({})).await;
     assert_eq!(
         (r.status, r.body["error"]["code"].as_str()),
         (404, Some("tool_not_in_profile"))
     );
-    let r = call(&s, Some(READ), "vox_trust_override", json!({"agent": "a"})).await;
+    let r = rest_call(&s, Some(READ), "vox_trust_override", json!({"agent": "a"})).await;
     assert_eq!(
         (r.status, r.body["error"]["code"].as_str()),
         (403, Some("exposure_denied"))
     );
-    let r = call(&s, Some(WRITE), "vox_budget_status", json!({"agent": 7})).await;
+    let r = rest_call(&s, Some(WRITE), "vox_budget_status", json!({"agent": 7})).await;
     assert_eq!(
         (r.status, r.body["error"]["code"].as_str()),
         (400, Some("invalid_arguments"))
@@ -410,12 +259,12 @@ async fn the_allowlist_intersects_the_profile_and_read_narrowing_applies() {
             .body,
     );
     assert_eq!(read, ["vox_kb_query"]);
-    let r = call(&s, Some(READ), "vox_memory_recall", json!({"key": "k"})).await;
+    let r = rest_call(&s, Some(READ), "vox_memory_recall", json!({"key": "k"})).await;
     assert_eq!(
         (r.status, r.body["error"]["code"].as_str()),
         (403, Some("insufficient_role"))
     );
-    let r = call(&s, Some(WRITE), "vox_memory_search", json!({"query": "x"})).await;
+    let r = rest_call(&s, Some(WRITE), "vox_memory_search", json!({"query": "x"})).await;
     assert_eq!(
         (r.status, r.body["error"]["code"].as_str()),
         (404, Some("tool_not_in_profile"))
@@ -587,7 +436,7 @@ async fn subsystem_not_booted_is_503_on_rest_and_ws() {
         &[("VOX_MCP_HTTP_BEARER_TOKEN", WRITE), ("VOX_DB_PATH", &bad)],
     )
     .unwrap();
-    let r = call(&s, Some(WRITE), "vox_memory_recall", json!({"key": "k"})).await;
+    let r = rest_call(&s, Some(WRITE), "vox_memory_recall", json!({"key": "k"})).await;
     assert_eq!(
         (
             r.status,
@@ -720,7 +569,7 @@ async fn an_active_skill_is_scoped_to_the_rest_session_that_chose_it() {
         200
     );
     assert_eq!(
-        call(&s, Some(WRITE), "vox_kb_query", json!({"query": "x"}))
+        rest_call(&s, Some(WRITE), "vox_kb_query", json!({"query": "x"}))
             .await
             .status,
         200
@@ -729,7 +578,7 @@ async fn an_active_skill_is_scoped_to_the_rest_session_that_chose_it() {
     assert_eq!(r.status, 400, "{}", r.body);
     // Without a named session a skill cannot be activated: it would bind every request of the
     // token.
-    let r = call(&s, Some(WRITE), "vox_skill_use", json!({"id": "mem-only"})).await;
+    let r = rest_call(&s, Some(WRITE), "vox_skill_use", json!({"id": "mem-only"})).await;
     assert_eq!(
         (r.status, r.body["error"]["code"].as_str()),
         (400, Some("invalid_arguments")),
@@ -742,21 +591,6 @@ async fn an_active_skill_is_scoped_to_the_rest_session_that_chose_it() {
             .unwrap()
             .contains("X-Vox-Session")
     );
-}
-
-type WsStream =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-/// A `/v1/ws` connection with a bearer token.
-async fn ws_connect(addr: SocketAddr, token: &str) -> WsStream {
-    let url = format!("ws://{addr}/v1/ws");
-    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
-        url.as_str(),
-    )
-    .unwrap();
-    req.headers_mut()
-        .insert("Authorization", format!("Bearer {token}").parse().unwrap());
-    tokio_tungstenite::connect_async(req).await.unwrap().0
 }
 
 /// Waits until `needle` runs, then (after `close` is called) until it is gone; returns how long
@@ -839,7 +673,7 @@ async fn rest_lists_output_schemas_and_results_match_them() {
         let problems = vox_core::family::portability_problems(&t["input_schema"]);
         assert!(problems.is_empty(), "{}: {problems:?}", t["name"]);
     }
-    let r = call(
+    let r = rest_call(
         &s,
         Some(WRITE),
         "vox_memory_store",
@@ -847,7 +681,7 @@ async fn rest_lists_output_schemas_and_results_match_them() {
     )
     .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let r = call(
+    let r = rest_call(
         &s,
         Some(WRITE),
         "vox_memory_list",
@@ -862,22 +696,6 @@ async fn rest_lists_output_schemas_and_results_match_them() {
     let validator = jsonschema::validator_for(schema).unwrap();
     assert!(validator.is_valid(&r.body["result"]), "{}", r.body);
     assert_eq!(r.body["result"]["memories"][0]["key"], "k");
-}
-
-/// Sends `request` exactly as given (no Host or other header added) and returns the status and
-/// the whole answer.
-async fn raw_request(to: SocketAddr, request: &str) -> (u16, String) {
-    let mut conn = tokio::net::TcpStream::connect(to).await.unwrap();
-    conn.write_all(request.as_bytes()).await.unwrap();
-    let mut raw = Vec::new();
-    let _ = conn.read_to_end(&mut raw).await;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, text)
 }
 
 /// `GET /v1/tools` with the write token and these extra header lines.
@@ -1158,14 +976,14 @@ async fn vox_skill_use_without_a_session_is_authorized_before_the_session_is_ask
         ],
     )
     .unwrap();
-    let r = call(&s, Some(READ), "vox_skill_use", json!({"id": "x"})).await;
+    let r = rest_call(&s, Some(READ), "vox_skill_use", json!({"id": "x"})).await;
     assert_eq!(
         (r.status, r.body["error"]["code"].as_str()),
         (403, Some("insufficient_role")),
         "{}",
         r.body
     );
-    let r = call(&s, Some(WRITE), "vox_skill_use", json!({"id": "x"})).await;
+    let r = rest_call(&s, Some(WRITE), "vox_skill_use", json!({"id": "x"})).await;
     assert_eq!(
         (r.status, r.body["error"]["code"].as_str()),
         (400, Some("invalid_arguments")),
@@ -1182,7 +1000,7 @@ async fn vox_skill_use_without_a_session_is_authorized_before_the_session_is_ask
         ],
     )
     .unwrap();
-    let r = call(&s, Some(WRITE), "vox_skill_use", json!({"id": "x"})).await;
+    let r = rest_call(&s, Some(WRITE), "vox_skill_use", json!({"id": "x"})).await;
     assert_eq!(
         (r.status, r.body["error"]["code"].as_str()),
         (404, Some("tool_not_in_profile")),
@@ -1199,7 +1017,7 @@ async fn vox_skill_use_without_a_session_is_authorized_before_the_session_is_ask
     );
     // Outside the profile.
     let s = Server::tokens(Ws::new(), "knowledge");
-    let r = call(&s, Some(WRITE), "vox_skill_use", json!({"id": "x"})).await;
+    let r = rest_call(&s, Some(WRITE), "vox_skill_use", json!({"id": "x"})).await;
     assert_eq!(
         (r.status, r.body["error"]["code"].as_str()),
         (404, Some("tool_not_in_profile")),
@@ -1330,7 +1148,7 @@ async fn mcp_serves_workspace_tools_to_the_write_role_when_the_operator_opts_in(
 #[tokio::test]
 async fn an_agent_credential_is_the_agent_over_rest() {
     let s = Server::tokens(Ws::new(), "knowledge,orchestrator");
-    let spawned = call(
+    let spawned = rest_call(
         &s,
         Some(WRITE),
         "vox_spawn_agent",
@@ -1352,7 +1170,7 @@ async fn an_agent_credential_is_the_agent_over_rest() {
         })
         .collect();
     assert_eq!(listed, public);
-    let denied = call(&s, Some(&token), "vox_submit_task", json!({"title": "t"})).await;
+    let denied = rest_call(&s, Some(&token), "vox_submit_task", json!({"title": "t"})).await;
     assert_eq!(
         (denied.status, denied.body["error"]["code"].as_str()),
         (404, Some("tool_not_in_profile")),
@@ -1360,7 +1178,7 @@ async fn an_agent_credential_is_the_agent_over_rest() {
         denied.body
     );
     assert_eq!(
-        call(&s, Some(&token), "vox_memory_list", json!({}))
+        rest_call(&s, Some(&token), "vox_memory_list", json!({}))
             .await
             .status,
         200
@@ -1379,14 +1197,14 @@ async fn an_agent_credential_is_the_agent_over_rest() {
         .await
     });
     let id = loop {
-        let p = call(&s, Some(WRITE), "vox_pending_approvals", json!({})).await;
+        let p = rest_call(&s, Some(WRITE), "vox_pending_approvals", json!({})).await;
         if let Some(id) = p.body["result"]["approvals"][0]["id"].as_i64() {
             assert_eq!(p.body["result"]["approvals"][0]["agent"], "remote");
             break id;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     };
-    let decided = call(
+    let decided = rest_call(
         &s,
         Some(WRITE),
         "vox_resolve_approval",
@@ -1395,7 +1213,7 @@ async fn an_agent_credential_is_the_agent_over_rest() {
     .await;
     assert_eq!(decided.status, 200, "{:?}", decided.body);
     assert_eq!(waiting.await.unwrap().status, 200);
-    call(
+    rest_call(
         &s,
         Some(WRITE),
         "vox_retire_agent",
@@ -1458,7 +1276,7 @@ async fn the_profile_leak_matrix_holds_on_every_transport() {
     );
     assert_eq!(sorted(listed), slice, "REST lists the slice");
     for t in &outside {
-        let r = call(&s, Some(WRITE), t, json!({})).await;
+        let r = rest_call(&s, Some(WRITE), t, json!({})).await;
         if !refused(&r.body["error"]["code"]) {
             leaks.push(format!("REST {t}: {} {}", r.status, r.body));
         }

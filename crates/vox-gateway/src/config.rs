@@ -74,6 +74,16 @@ pub struct GatewayConfig {
     /// `VOX_MCP_HTTP_RATE_BURST`: requests a caller may make at once above the rate (default
     /// 50,000).
     pub rate_burst: NonZeroU32,
+    /// `VOX_MCP_HTTP_MAX_CONNECTIONS`: connections served at once (default 512); one more is
+    /// answered 503 at once.
+    pub max_connections: usize,
+    /// `VOX_MCP_HTTP_HEADER_TIMEOUT_MS`: how long a request's headers may take to arrive, and a
+    /// keep-alive connection may idle (default 10,000).
+    pub header_timeout: std::time::Duration,
+    /// `VOX_MCP_HTTP_AUTH_FAILURES_PER_MIN`: failed authentications a peer address may make in
+    /// a minute (default 30); past them, every request from it is answered 429 until the minute
+    /// ends, whatever token it carries.
+    pub auth_failures_per_min: NonZeroU32,
     /// `VOX_MCP_HTTP_ALLOWED_HOSTS`: extra `Host` values accepted (`host` or `host:port`), beside
     /// loopback names and the bound address.
     pub extra_hosts: Vec<String>,
@@ -181,6 +191,11 @@ impl GatewayConfig {
             read_role_allowed_tools: get("VOX_MCP_HTTP_READ_ROLE_ALLOWED_TOOLS").map(|v| list(&v)),
             rate_per_sec: rate("VOX_MCP_HTTP_RATE_PER_SEC", 50_000)?,
             rate_burst: rate("VOX_MCP_HTTP_RATE_BURST", 50_000)?,
+            max_connections: rate("VOX_MCP_HTTP_MAX_CONNECTIONS", 512)?.get() as usize,
+            header_timeout: std::time::Duration::from_millis(
+                rate("VOX_MCP_HTTP_HEADER_TIMEOUT_MS", 10_000)?.get().into(),
+            ),
+            auth_failures_per_min: rate("VOX_MCP_HTTP_AUTH_FAILURES_PER_MIN", 30)?,
             extra_hosts,
             extra_origins: get("VOX_MCP_HTTP_ALLOWED_ORIGINS")
                 .map(|v| list(&v))

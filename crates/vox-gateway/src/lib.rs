@@ -23,6 +23,8 @@
 //! orchestrator decides the rest, so no tool is named in this crate.
 
 mod config;
+mod failures;
+pub mod listen;
 mod mcp;
 mod ws;
 
@@ -95,6 +97,8 @@ pub struct Shared {
     narrowed: bool,
     config: GatewayConfig,
     limiter: DefaultKeyedRateLimiter<String>,
+    /// Failed authentications by peer address.
+    failures: failures::AuthFailures,
     metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
 }
 
@@ -143,6 +147,7 @@ pub fn router(
         surface,
         narrowed,
         limiter: RateLimiter::keyed(quota),
+        failures: failures::AuthFailures::new(config.auth_failures_per_min.get()),
         metrics,
         config,
     });
@@ -171,25 +176,6 @@ pub fn router(
     Ok(app)
 }
 
-/// Serves until `shutdown` is cancelled, then finishes in-flight requests.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    app: Router,
-    shutdown: CancellationToken,
-) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    // Without TCP_NODELAY, a response written in pieces (SSE on /mcp) waits on delayed ACKs.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move { shutdown.cancelled().await })
-    .await
-}
-
 /// `{"error":{"code","message"}}` with a status.
 fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
     (
@@ -197,6 +183,14 @@ fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response
         Json(json!({"error": {"code": code, "message": message.into()}})),
     )
         .into_response()
+}
+
+/// 429 `rate_limited` with `Retry-After: 1`.
+fn too_many(message: String) -> Response {
+    let mut r = error(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message);
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
 }
 
 /// Compares secrets in time independent of where they differ (digests make lengths equal).
@@ -272,6 +266,13 @@ async fn guard(
         return next.run(req).await;
     }
     let loopback = trusted_loopback(peer.ip());
+    if let Some(left) = s.failures.blocked(peer.ip()) {
+        return too_many(format!(
+            "too many failed authentications from {}; retry in {} s",
+            peer.ip(),
+            left.as_secs() + 1
+        ));
+    }
     let token = bearer(headers);
     let mut acting_agent = None;
     let role = match token {
@@ -320,6 +321,9 @@ async fn guard(
         );
     }
     let Some(role) = role else {
+        if token.is_some() {
+            s.failures.failed(peer.ip());
+        }
         let mut r = error(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
@@ -336,14 +340,7 @@ async fn guard(
         (None, _) => format!("http:{}", peer.ip()),
     };
     if s.limiter.check_key(&agent).is_err() {
-        let mut r = error(
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate_limited",
-            "too many requests; slow down",
-        );
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return r;
+        return too_many("too many requests; slow down".into());
     }
     let session = match rest_session(&agent, req.headers()) {
         Ok(s) => s,

@@ -13,10 +13,15 @@ use vox_core::CallRun;
 pub async fn upgrade(
     State(s): State<Arc<Shared>>,
     axum::Extension(who): axum::Extension<Who>,
+    slot: Option<axum::Extension<crate::listen::ConnSlot>>,
     ws: WebSocketUpgrade,
 ) -> Response {
     ws.max_message_size(MAX_BODY_BYTES)
-        .on_upgrade(move |socket| session(socket, s, who))
+        .on_upgrade(move |socket| async move {
+            // The session holds its connection's place under the gateway's limit until it ends.
+            let _slot = slot;
+            session(socket, s, who).await;
+        })
 }
 
 async fn session(mut socket: WebSocket, s: Arc<Shared>, mut who: Who) {
@@ -47,6 +52,10 @@ async fn serve_session(socket: &mut WebSocket, s: &Shared, who: &Who) {
             },
         };
         let reply = match msg {
+            // Each message is a request: the caller's rate limit holds here as on REST.
+            Message::Text(_) if s.limiter.check_key(&who.agent).is_err() => {
+                json!({"id": null, "type": "error", "status": 429, "error": {"code": "rate_limited", "message": "too many messages; slow down"}})
+            }
             Message::Text(text) => {
                 let run = CallRun::default();
                 let cancel = run.cancel.clone();

@@ -49,6 +49,10 @@ pub fn run(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCo
         let shutdown = tokio_util::sync::CancellationToken::new();
         let addr = std::net::SocketAddr::new(config.host, config.port);
         let upkeep_handle = metrics.clone();
+        let limits = vox_gateway::listen::Limits {
+            max_connections: config.max_connections,
+            header_timeout: config.header_timeout,
+        };
         let app = match vox_gateway::router(
             daemon.orchestrator().clone(),
             config,
@@ -78,7 +82,12 @@ pub fn run(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCo
                 upkeep_handle.run_upkeep();
             }
         });
-        let http = tokio::spawn(vox_gateway::serve(listener, app, shutdown.clone()));
+        let http = tokio::spawn(vox_gateway::listen::serve(
+            listener,
+            app,
+            limits,
+            shutdown.clone(),
+        ));
         // The daemon stops on SIGTERM/SIGINT or orch.shutdown; then the gateway drains.
         daemon.run().await;
         shutdown.cancel();

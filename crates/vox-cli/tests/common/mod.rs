@@ -1,6 +1,8 @@
 //! Test harness: a temp workspace with its own VOX_HOME, the real binaries, the rmcp client.
 #![allow(dead_code)]
 
+pub mod gateway;
+
 use rmcp::model::{CallToolRequestParams, CallToolResult, ProtocolVersion, Tool};
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
