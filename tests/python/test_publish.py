@@ -1,8 +1,10 @@
 """Research-publish over `vox serve`'s REST API (`POST /v1/tools/call`) with a write token and a
 read token: a research run (scripted-model as the model) drafted, refused to the read token and
 refused without approval, approved by the write token, published to a directory of the
-workspace and to a webhook (a local HTTP server) whose answer names a status URL, that
-external job polled to its end, and every attempt kept as a submission.
+workspace and to a webhook (a local HTTP server, on loopback that `allow_private` lists) whose
+answer names a status URL, that external job polled to its end, and every attempt kept as a
+submission; a webhook's redirect is not followed, a status URL off its origin is not fetched,
+and an address `allow_private` does not list is refused.
 
 Run: .venv/bin/python tests/python/test_publish.py [path/to/vox]
 """
@@ -39,8 +41,16 @@ class Hook(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        Hook.received.append({"body": body, "auth": self.headers.get("Authorization")})
-        self.reply(202, {"job": "j1", "status_url": f"http://127.0.0.1:{self.server.server_port}/status/j1"})
+        Hook.received.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+        if self.path == "/redirect":
+            self.send_response(307)
+            self.send_header("Location", f"http://127.0.0.1:{Other.port}/took-it")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif self.path == "/offorigin":
+            self.reply(202, {"job": "j2", "status_url": f"http://127.0.0.1:{Other.port}/status/j2"})
+        else:
+            self.reply(202, {"job": "j1", "status_url": f"http://127.0.0.1:{self.server.server_port}/status/j1"})
 
     def do_GET(self):
         self.reply(200, {"state": "published", "url": "https://news.example/j1"})
@@ -57,6 +67,20 @@ class Hook(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class Other(Hook):
+    """Another server on another port: what a redirect or a status URL off the webhook's origin
+    names. It must get nothing."""
+    port = 0
+    got: list[str] = []
+
+    def do_POST(self):
+        Other.got.append(self.path)
+        self.reply(200, {"state": "published", "secret": "other-secret"})
+
+    def do_GET(self):
+        self.do_POST()
+
+
 def call(url: str, token: str, name: str, args: dict) -> tuple[int, dict]:
     rq = urllib.request.Request(url + "/v1/tools/call", data=json.dumps({"name": name, "args": args}).encode(),
                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
@@ -70,6 +94,9 @@ def call(url: str, token: str, name: str, args: dict) -> tuple[int, dict]:
 def main() -> None:
     hook = http.server.HTTPServer(("127.0.0.1", 0), Hook)
     threading.Thread(target=hook.serve_forever, daemon=True).start()
+    other = http.server.HTTPServer(("127.0.0.1", 0), Other)
+    Other.port = other.server_port
+    threading.Thread(target=other.serve_forever, daemon=True).start()
     with tempfile.TemporaryDirectory(prefix="voxpub", dir="/tmp") as tmp:
         ws = os.path.join(tmp, "ws")
         os.makedirs(os.path.join(ws, "src"))
@@ -80,8 +107,12 @@ def main() -> None:
         for args in (["init", "-q", "-b", "main"], ["add", "src"], ["commit", "-q", "-m", "initial"]):
             subprocess.run(git + args, cwd=ws, check=True)
         with open(os.path.join(ws, ".vox", "publish.toml"), "w") as f:
-            f.write('[destinations.docs]\nkind = "file"\ndir = "docs/news"\n\n'
+            f.write('allow_private = ["127.0.0.0/8"]\n\n'
+                    '[destinations.docs]\nkind = "file"\ndir = "docs/news"\n\n'
                     f'[destinations.hook]\nkind = "webhook"\nurl = "http://127.0.0.1:{hook.server_port}/drafts"\ntoken_env = "HOOK_TOKEN"\n\n'
+                    f'[destinations.redirecting]\nkind = "webhook"\nurl = "http://127.0.0.1:{hook.server_port}/redirect"\n\n'
+                    f'[destinations.offorigin]\nkind = "webhook"\nurl = "http://127.0.0.1:{hook.server_port}/offorigin"\n\n'
+                    f'[destinations.loopback6]\nkind = "webhook"\nurl = "http://[::1]:{hook.server_port}/drafts"\n\n'
                     '[destinations.outside]\nkind = "file"\ndir = "../escape"\n\n'
                     '[destinations.newsbranch]\nkind = "branch"\nbranch = "news"\ndir = "drafts"\n')
         with scripted_model(SCRIPTED, tmp, SCRIPT) as (base, _log):
@@ -99,6 +130,7 @@ def main() -> None:
                 subprocess.run([VOX, "daemon", "stop"], env=env, cwd=ws, capture_output=True)
                 server.wait(timeout=20)
     hook.shutdown()
+    other.shutdown()
 
 
 def story(url: str, ws: str) -> None:
@@ -154,8 +186,32 @@ def story(url: str, ws: str) -> None:
     check(code == 200 and j["result"]["state"] == "published" and "news.example" in j["result"]["detail"],
           f"the external job's status is polled to its end ({j})")
 
+    n = len(Hook.received)
+    code, e = call(url, WRITE, "vox_news_publish", {"draft_id": draft_id, "destination": "redirecting"})
+    m = e.get("error", {}).get("message", "")
+    check(e.get("error", {}).get("code") == "tool_error" and "HTTP 307" in m and f":{Other.port}/took-it" in m
+          and "not followed" in m, f"a webhook's redirect is a failed attempt naming where it pointed ({code} {e})")
+    check(len(Hook.received) == n + 1 and Other.got == [], "and it was not followed")
+    code, e = call(url, WRITE, "vox_news_publish", {"draft_id": draft_id, "destination": "offorigin"})
+    m = e.get("error", {}).get("message", "")
+    check(e.get("error", {}).get("code") == "refused" and "status_url" in m and "origin" in m,
+          f"a status URL on another port fails the submission ({code} {e})")
+    code, s = call(url, WRITE, "vox_scientia_submissions", {})
+    last = s["result"]["submissions"][0]
+    check(last["destination"] == "offorigin" and last["state"] == "failed" and last["status_url"] is None,
+          f"recorded as failed, with no status URL to poll ({last})")
+    code, j = call(url, WRITE, "vox_external_job_status", {"submission_id": last["id"]})
+    check(code == 200 and j["result"]["state"] == "failed" and "other-secret" not in json.dumps(j) and Other.got == [],
+          "and nothing on the other port was fetched")
+    n = len(Hook.received)
+    code, e = call(url, WRITE, "vox_news_publish", {"draft_id": draft_id, "destination": "loopback6"})
+    m = e.get("error", {}).get("message", "")
+    check(e.get("error", {}).get("code") == "refused" and "::1" in m and "allow_private" in m and len(Hook.received) == n,
+          f"a loopback address allow_private does not list is refused, nothing sent ({code} {e})")
+
     code, e = call(url, WRITE, "vox_news_publish", {"draft_id": draft_id, "destination": "nowhere"})
-    check(e["error"]["code"] == "invalid_arguments" and "docs, hook, newsbranch, outside" in e["error"]["message"],
+    check(e["error"]["code"] == "invalid_arguments"
+          and "docs, hook, loopback6, newsbranch, offorigin, outside, redirecting" in e["error"]["message"],
           "an unknown destination is refused, naming the configured ones")
     code, e = call(url, WRITE, "vox_news_publish", {"draft_id": draft_id, "destination": "outside"})
     check(e["error"]["code"] == "tool_error" and "not a plain workspace-relative path" in e["error"]["message"],

@@ -11,22 +11,25 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 use vox_core::family::{async_typed, typed};
 use vox_core::{CallCtx, Ctx, HandlerEntry, ToolError};
 use vox_store::{Draft, DraftApproval, Submission};
 use vox_tools_common::store::{db, store};
+use webhook::{Fault, Net};
+
+mod webhook;
 
 /// Largest `.vox/publish.toml`.
 const MAX_CONFIG: u64 = 64 * 1024;
-/// How long a webhook or a status URL may take.
-const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
-/// Most of a webhook's answer kept.
-const MAX_ANSWER: usize = 64 * 1024;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Config {
+    /// Non-public networks webhooks and their status URLs may reach (`127.0.0.1/32`,
+    /// `10.0.0.0/8`, `fd00::/8`): any other loopback, private, link-local, ... address is
+    /// refused (see [`webhook`]).
+    #[serde(default)]
+    allow_private: Vec<Net>,
     #[serde(default)]
     destinations: BTreeMap<String, Destination>,
 }
@@ -41,7 +44,8 @@ enum Destination {
     /// worktree of its own, so the checkout is not touched.
     Branch { branch: String, dir: String },
     /// An HTTP endpoint the draft is POSTed to, as JSON; `token_env` names the variable holding
-    /// its bearer token.
+    /// its bearer token. Its host must resolve to public addresses or ones `allow_private`
+    /// lists; a redirect is not followed; a `status_url` it answers must be on its origin.
     Webhook {
         url: String,
         token_env: Option<String>,
@@ -56,12 +60,25 @@ fn config(ctx: &Ctx) -> Result<Config, ToolError> {
             "no publishing destination: {shown} does not exist (a [destinations.<name>] table with kind = \"file\" and dir, or kind = \"webhook\" and url)"
         ))
     })?;
+    config_read(&path, meta, shown)
+}
+
+/// `.vox/publish.toml`, or an empty one when there is none (nothing allowed but the default).
+fn config_or_default(ctx: &Ctx) -> Result<Config, ToolError> {
+    let path = ctx.workspace.root.join(".vox").join("publish.toml");
+    match std::fs::metadata(&path) {
+        Ok(meta) => config_read(&path, meta, ".vox/publish.toml"),
+        Err(_) => Ok(Config::default()),
+    }
+}
+
+fn config_read(path: &Path, meta: std::fs::Metadata, shown: &str) -> Result<Config, ToolError> {
     if meta.len() > MAX_CONFIG {
         return Err(ToolError::invalid_arguments(format!(
             "{shown} is over {MAX_CONFIG} bytes"
         )));
     }
-    let text = std::fs::read_to_string(&path)
+    let text = std::fs::read_to_string(path)
         .map_err(|e| ToolError::unavailable(format!("{shown}: {e}")))?;
     toml::from_str(&text).map_err(|e| ToolError::invalid_arguments(format!("{shown}: {e}")))
 }
@@ -174,23 +191,25 @@ async fn publish(ctx: Arc<Ctx>, _call: CallCtx, a: PublishArgs) -> Result<Submis
         Destination::Webhook { url, token_env } => {
             let body =
                 json!({"draft_id": d.id, "run_id": d.run_id, "title": d.title, "body": d.body});
-            match post(&url, token_env.as_deref(), &body).await {
-                Ok(answer) => {
-                    let status = answer
-                        .get("status_url")
-                        .and_then(Value::as_str)
-                        .filter(|u| u.starts_with("http://") || u.starts_with("https://"));
+            match post(&url, token_env.as_deref(), &body, &cfg.allow_private).await {
+                Ok((answer, status)) => {
                     let state = if status.is_some() {
                         "pending"
                     } else {
                         "published"
                     };
                     let detail = answer.to_string();
-                    record("webhook", state, Some(&url), Some(&detail), status)
+                    record(
+                        "webhook",
+                        state,
+                        Some(&url),
+                        Some(&detail),
+                        status.as_deref(),
+                    )
                 }
                 Err(why) => {
-                    record("webhook", "failed", Some(&url), Some(&why), None)?;
-                    Err(ToolError::failed(why))
+                    record("webhook", "failed", Some(&url), Some(why.message()), None)?;
+                    Err(why.into())
                 }
             }
         }
@@ -328,33 +347,42 @@ fn write_file(root: &Path, dir: &str, d: &Draft) -> Result<String, String> {
     Ok(format!("{}/{name}", dir.trim_end_matches('/')))
 }
 
-fn client() -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
-        .timeout(HTTP_TIMEOUT)
-        .build()
-        .map_err(|e| e.to_string())
-}
-
-/// POSTs `body` to a webhook; its JSON answer (or `{}` for another 2xx body).
-async fn post(url: &str, token_env: Option<&str>, body: &Value) -> Result<Value, String> {
-    let mut rq = client()?.post(url).json(body);
-    if let Some(var) = token_env {
-        let token = std::env::var(var)
-            .map_err(|_| format!("the webhook's token variable {var} is not set"))?;
-        rq = rq.bearer_auth(token);
-    }
-    let r = rq.send().await.map_err(|e| format!("{url}: {e}"))?;
-    answer(url, r).await
-}
-
-async fn answer(url: &str, r: reqwest::Response) -> Result<Value, String> {
-    let status = r.status();
-    let text = r.text().await.map_err(|e| format!("{url}: {e}"))?;
-    let text: String = text.chars().take(MAX_ANSWER).collect();
-    if !status.is_success() {
-        return Err(format!("{url} answered HTTP {}: {text}", status.as_u16()));
-    }
-    Ok(serde_json::from_str(&text).unwrap_or_else(|_| json!({})))
+/// POSTs `body` to a webhook whose host resolves to an address `allow` permits (nothing is
+/// sent otherwise); its JSON answer (or `{}` for another 2xx body) and the `status_url` it names,
+/// which must be on the webhook's origin.
+async fn post(
+    url: &str,
+    token_env: Option<&str>,
+    body: &Value,
+    allow: &[Net],
+) -> Result<(Value, Option<String>), Fault> {
+    let parsed = webhook::http_url(url).map_err(Fault::Failed)?;
+    let token = match token_env {
+        Some(var) => Some(std::env::var(var).map_err(|_| {
+            Fault::Failed(format!("the webhook's token variable {var} is not set"))
+        })?),
+        None => None,
+    };
+    let target = webhook::resolve(&parsed, allow).await?;
+    let answer = target.post(token.as_deref(), body).await?;
+    let status = match answer.get("status_url") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => match webhook::http_url(s) {
+            Ok(u) if webhook::same_origin(&u, &parsed) => Some(u.to_string()),
+            _ => {
+                return Err(Fault::Refused(format!(
+                    "{url} answered a status_url `{s}` that is not an http(s) URL on its own \
+                     origin (the scheme, host and port of {url}): not fetched"
+                )));
+            }
+        },
+        Some(other) => {
+            return Err(Fault::Failed(format!(
+                "{url} answered a status_url that is not a string ({other})"
+            )));
+        }
+    };
+    Ok((answer, status))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -397,13 +425,21 @@ async fn job_status(ctx: Arc<Ctx>, _call: CallCtx, a: JobArgs) -> Result<Submiss
     let Some(url) = sub.status_url.clone().filter(|_| sub.state == "pending") else {
         return Ok(sub);
     };
-    let r = client()
-        .map_err(ToolError::failed)?
-        .get(&url)
-        .send()
-        .await
-        .map_err(|e| ToolError::failed(format!("{url}: {e}")))?;
-    let v = answer(&url, r).await.map_err(ToolError::failed)?;
+    // Recorded before status URLs were checked at publication, or since: on the webhook's
+    // origin, and at an address `allow_private` permits, or not fetched.
+    let parsed = webhook::http_url(&url).map_err(ToolError::failed)?;
+    let origin = sub
+        .location
+        .as_deref()
+        .and_then(|l| webhook::http_url(l).ok());
+    if !origin.is_some_and(|o| webhook::same_origin(&o, &parsed)) {
+        return Err(ToolError::refused(format!(
+            "submission {}'s status URL {url} is not on its webhook's origin: not fetched",
+            a.submission_id
+        )));
+    }
+    let allow = config_or_default(&ctx)?.allow_private;
+    let v = webhook::resolve(&parsed, &allow).await?.get().await?;
     let state = match v.get("state").and_then(Value::as_str) {
         Some(x @ ("pending" | "published" | "failed")) => x,
         other => {
