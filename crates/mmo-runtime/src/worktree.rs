@@ -24,8 +24,11 @@
 //!   recorded as it is on disk). Rename detection is off: a rename is a deletion plus an addition,
 //!   so both paths are scope-checked.
 //! * **Trust.** Every git command runs with all `GIT_*` variables removed, hooks disabled
-//!   (`core.hooksPath=/dev/null`), no pager, no colour, no external diff or textconv, no
-//!   transport, no auto-gc, a deadline and capped output, and never through a shell. Commands on a
+//!   (`core.hooksPath=/dev/null`, and configured `hook.<name>` hooks by name), every filter
+//!   driver the configuration names turned off by name (a checkout, `add` or `apply` passes
+//!   contents through unfiltered), no fsmonitor, pager, editor, gpg or credential helper, no
+//!   colour, no external diff or textconv, no transport, no auto-gc, never inside a submodule,
+//!   a deadline and capped output, and never through a shell. Commands on a
 //!   writer's worktree pass the administrative git directory recorded at creation explicitly
 //!   (`--git-dir`, `--work-tree`), so a writer that rewrites its worktree's `.git` file cannot point
 //!   the runtime at another repository.
@@ -83,15 +86,23 @@ const LIST_CAP: usize = 64 * 1024 * 1024;
 /// Longest symlink target read back for checking.
 const SYMLINK_TARGET_CAP: usize = 4096;
 
-/// Configuration passed to every git command with `-c`.
+/// Configuration passed to every git command with `-c`. Command-line configuration wins over
+/// every configuration file, and git hands it on to the git processes it starts (the
+/// `reset --hard` of `worktree add`). Filter drivers and configured hooks have no such switch:
+/// [`disarm_settings`] turns them off by name.
 const HARDENING: &[&str] = &[
+    // Hooks (post-checkout, reference-transaction, post-index-change ...): none is found.
     "core.hooksPath=/dev/null",
     "core.fsmonitor=false",
     "core.pager=cat",
     "core.quotepath=off",
     "color.ui=never",
+    "credential.helper=",
     "protocol.allow=never",
+    // A git process inside a submodule would read the submodule's own configuration.
     "submodule.recurse=false",
+    "diff.submodule=short",
+    "status.submoduleSummary=false",
     "gc.auto=0",
     "maintenance.auto=false",
     "diff.noprefix=false",
@@ -100,8 +111,24 @@ const HARDENING: &[&str] = &[
     "apply.whitespace=nowarn",
     "advice.detachedHead=false",
     "advice.addEmbeddedRepo=false",
+    // gpg.program runs to sign or to show a signature.
     "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "log.showSignature=false",
 ];
+
+/// The scan for [`disarm_settings`]: the names of every `filter.<driver>.*` and `hook.<name>.*`
+/// setting in the configuration the command will read (includes followed), NUL-terminated.
+const DISARM_SCAN: &[&str] = &[
+    "config",
+    "--null",
+    "--name-only",
+    "--get-regexp",
+    "^(filter|hook)\\.",
+];
+
+/// Most filter drivers and hooks turned off by name; a configuration naming more fails.
+const MAX_DISARMED: usize = 1000;
 
 /// Extra configuration when recording: capture the real executable bit and symlinks on disk.
 const RECORD_CONFIG: &[&str] = &["core.fileMode=true", "core.symlinks=true"];
@@ -129,7 +156,8 @@ pub struct Worktree {
     /// The canonical `HEAD` commit the worktree was created at.
     pub base_commit: String,
     /// Whether the canonical checkout had uncommitted changes to tracked files at creation
-    /// (they are not in the writer's base).
+    /// (they are not in the writer's base). A submodule counts when its checked-out commit
+    /// differs, not for changes inside it.
     pub canonical_dirty: bool,
 }
 
@@ -540,8 +568,10 @@ fn create_at(
         });
     }
 
+    // Not inside submodules: git would run there under the submodule's own configuration.
     let canonical_dirty = !GitCmd::in_dir(&toplevel)
         .args(["status", "--porcelain=v1", "-z", "--untracked-files=no"])
+        .arg("--ignore-submodules=dirty")
         .cap(LIST_CAP)
         .ok()?
         .is_empty();
@@ -986,6 +1016,7 @@ pub fn integrate_with(
         "--untracked-files=all",
         "--ignored=matching",
         "--no-renames",
+        "--ignore-submodules=dirty",
         "--",
     ]);
     for p in &paths {
@@ -1501,6 +1532,57 @@ struct GitOutput {
     stdout: Vec<u8>,
     stderr: String,
     success: bool,
+    /// The exit code, when git exited (not by a signal).
+    code: Option<i32>,
+}
+
+/// `(key, value)` configuration settings, given to git through `GIT_CONFIG_KEY_<n>`.
+type DisarmSettings = Vec<(Vec<u8>, &'static str)>;
+
+/// The settings that turn off, by name, every filter driver and configured hook in a scan's
+/// output ([`DISARM_SCAN`]); `None` when there are more than [`MAX_DISARMED`].
+///
+/// A filter driver (`filter.<driver>.clean`, `.smudge`, `.process`) runs whenever git reads a
+/// working-tree file of a path with a `filter=<driver>` attribute (`add`, `status`,
+/// `update-index`, `apply`) or writes one (`worktree add`, `apply`); empty commands make git skip
+/// it and `required=false` makes the skip no error, so contents pass through unfiltered. A
+/// configured hook (`hook.<name>.command`, git 2.54 and later) is not found through
+/// `core.hooksPath`; `hook.<name>.enabled=false` turns it off (older git ignores it).
+fn disarm_settings(names: &[u8]) -> Option<DisarmSettings> {
+    let mut filters = BTreeSet::new();
+    let mut hooks = BTreeSet::new();
+    for key in split_nul(names) {
+        // Section and variable come back lower-cased, the subsection (the name) as written.
+        let (set, rest) = if let Some(rest) = key.strip_prefix(b"filter.") {
+            (&mut filters, rest)
+        } else if let Some(rest) = key.strip_prefix(b"hook.") {
+            (&mut hooks, rest)
+        } else {
+            continue;
+        };
+        if let Some(dot) = rest.iter().rposition(|b| *b == b'.') {
+            set.insert(&rest[..dot]);
+        }
+    }
+    if filters.len() + hooks.len() > MAX_DISARMED {
+        return None;
+    }
+    let key = |section: &[u8], name: &[u8], var: &[u8]| [section, b".", name, b".", var].concat();
+    let mut settings = Vec::new();
+    for name in filters {
+        for (var, value) in [
+            (&b"clean"[..], ""),
+            (b"smudge", ""),
+            (b"process", ""),
+            (b"required", "false"),
+        ] {
+            settings.push((key(b"filter", name, var), value));
+        }
+    }
+    for name in hooks {
+        settings.push((key(b"hook", name, b"enabled"), "false"));
+    }
+    Some(settings)
 }
 
 /// One hardened git invocation.
@@ -1511,6 +1593,9 @@ struct GitCmd {
     env: Vec<(String, std::ffi::OsString)>,
     stdin: Option<Vec<u8>>,
     cap: usize,
+    /// Whether to scan the configuration for filter drivers and hooks to turn off first (every
+    /// command but that scan itself).
+    disarm: bool,
 }
 
 impl GitCmd {
@@ -1522,6 +1607,7 @@ impl GitCmd {
             env: Vec::new(),
             stdin: None,
             cap: SMALL_CAP,
+            disarm: true,
         }
     }
 
@@ -1585,9 +1671,45 @@ impl GitCmd {
             .join(" ")
     }
 
+    /// The settings that turn off the filter drivers and hooks of the configuration this
+    /// command reads (same directory, same `--git-dir`), through a first git process; the
+    /// scan's output when it failed (git would fail the same way).
+    fn disarm_env(&self) -> Result<Result<DisarmSettings, GitOutput>, WorktreeError> {
+        let scan = GitCmd {
+            cwd: self.cwd.clone(),
+            pre: self.pre.clone(),
+            args: DISARM_SCAN.iter().map(Into::into).collect(),
+            env: self.env.clone(),
+            stdin: None,
+            cap: LIST_CAP,
+            disarm: false,
+        };
+        let out = scan.run()?;
+        if !matches!(out.code, Some(0 | 1)) {
+            // 1 is "no such setting".
+            return Ok(Err(out));
+        }
+        disarm_settings(&out.stdout)
+            .map(Ok)
+            .ok_or_else(|| WorktreeError::Git {
+                command: self.label(),
+                stderr: format!(
+                    "the configuration names more than {MAX_DISARMED} filter drivers and hooks"
+                ),
+            })
+    }
+
     /// Runs git and returns its output whatever the exit status.
     fn run(self) -> Result<GitOutput, WorktreeError> {
         let label = self.label();
+        let disarm = if self.disarm {
+            match self.disarm_env()? {
+                Ok(settings) => settings,
+                Err(failed) => return Ok(failed),
+            }
+        } else {
+            Vec::new()
+        };
         let mut cmd = Command::new("git");
         cmd.current_dir(&self.cwd)
             .stdin(if self.stdin.is_some() {
@@ -1609,10 +1731,24 @@ impl GitCmd {
             .env("GIT_NO_LAZY_FETCH", "1")
             .env("GIT_PAGER", "cat")
             .env("PAGER", "cat")
+            // `:` is git's own "no editor".
+            .env("GIT_EDITOR", ":")
+            .env("GIT_SEQUENCE_EDITOR", ":")
             .env("LC_ALL", "C")
             .env("LANGUAGE", "C");
         for (k, v) in &self.env {
             cmd.env(k, v);
+        }
+        // Through the environment, not `-c`: a driver's name may contain `=`.
+        if !disarm.is_empty() {
+            cmd.env("GIT_CONFIG_COUNT", disarm.len().to_string());
+            for (i, (key, value)) in disarm.iter().enumerate() {
+                cmd.env(
+                    format!("GIT_CONFIG_KEY_{i}"),
+                    bytes_to_path(key).into_os_string(),
+                )
+                .env(format!("GIT_CONFIG_VALUE_{i}"), value);
+            }
         }
         cmd.arg("--no-pager");
         for c in HARDENING {
@@ -1708,6 +1844,7 @@ impl GitCmd {
             stdout: out,
             stderr: String::from_utf8_lossy(&err).trim().to_owned(),
             success: status.is_some_and(|s| s.success()),
+            code: status.and_then(|s| s.code()),
         })
     }
 
@@ -1748,6 +1885,37 @@ mod tests {
         assert!(symlink_escapes("l", b"/etc/passwd").is_some());
         assert!(symlink_escapes("l", b"x/../.git/config").is_some());
         assert!(symlink_escapes("l", b"").is_some());
+    }
+
+    #[test]
+    fn every_filter_driver_and_configured_hook_is_disarmed_by_name() {
+        let names = b"filter.evil.clean\0filter.we=ird.na.me.process\0filter.clean\0\
+            hook.jobs\0hook.lint.command\0hook.lint.event\0diff.x.textconv\0";
+        let settings: Vec<(String, &str)> = disarm_settings(names)
+            .unwrap()
+            .into_iter()
+            .map(|(k, v)| (String::from_utf8(k).unwrap(), v))
+            .collect();
+        let expected: Vec<(String, &str)> = [
+            ("filter.evil.clean", ""),
+            ("filter.evil.smudge", ""),
+            ("filter.evil.process", ""),
+            ("filter.evil.required", "false"),
+            ("filter.we=ird.na.me.clean", ""),
+            ("filter.we=ird.na.me.smudge", ""),
+            ("filter.we=ird.na.me.process", ""),
+            ("filter.we=ird.na.me.required", "false"),
+            ("hook.lint.enabled", "false"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        assert_eq!(settings, expected);
+        assert_eq!(disarm_settings(b""), Some(Vec::new()));
+        let many: Vec<u8> = (0..=MAX_DISARMED)
+            .flat_map(|i| format!("filter.f{i}.clean\0").into_bytes())
+            .collect();
+        assert_eq!(disarm_settings(&many), None);
     }
 
     #[test]

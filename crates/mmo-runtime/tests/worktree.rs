@@ -720,3 +720,140 @@ fn a_fork_holds_the_writers_changes_on_its_base_and_leaves_the_source_alone() {
     let err = worktree::fork(&src, &fork.path, "again").unwrap_err();
     assert_eq!(err.code(), "worktree_destination_exists");
 }
+
+/// An executable outside every repository that appends `<tag> <args>` to `marker` when run,
+/// then copies standard input to standard output.
+fn trap_script(dir: &Path, marker: &Path, tag: &str) -> String {
+    let path = dir.join(format!("{tag}.sh"));
+    fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\necho \"{tag} $*\" >> '{}'\ncat\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+/// Every hook git knows of that a worktree's life could trigger.
+const HOOK_NAMES: &[&str] = &[
+    "pre-commit",
+    "prepare-commit-msg",
+    "commit-msg",
+    "post-commit",
+    "post-checkout",
+    "post-merge",
+    "pre-auto-gc",
+    "post-rewrite",
+    "reference-transaction",
+    "post-index-change",
+    "pre-applypatch",
+    "post-applypatch",
+    "applypatch-msg",
+];
+
+#[test]
+fn the_repositorys_configuration_runs_nothing_from_create_to_remove() {
+    let f = fixture();
+    let traps = tempfile::tempdir().unwrap();
+    let marker = traps.path().join("ran");
+    let ran = || fs::read_to_string(&marker).unwrap_or_default();
+
+    // Hooks every way a repository can name them: .git/hooks, core.hooksPath, hook.<name>.
+    let hook = trap_script(traps.path(), &marker, "hook");
+    let hooks_path = traps.path().join("hooks");
+    for dir in [f.canonical.join(".git/hooks"), hooks_path.clone()] {
+        fs::create_dir_all(&dir).unwrap();
+        for name in HOOK_NAMES {
+            fs::copy(&hook, dir.join(name)).unwrap();
+        }
+    }
+    git(
+        &f.canonical,
+        &["config", "core.hooksPath", hooks_path.to_str().unwrap()],
+    );
+    git(&f.canonical, &["config", "hook.evil.command", &hook]);
+    for name in HOOK_NAMES {
+        git(&f.canonical, &["config", "--add", "hook.evil.event", name]);
+    }
+    // The hooks do run for plain git.
+    let plain = Command::new("git")
+        .current_dir(&f.canonical)
+        .args(["commit", "-q", "--allow-empty", "-m", "plain"])
+        .output()
+        .unwrap();
+    assert!(
+        plain.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    assert!(ran().contains("hook"), "the armed hooks did not run");
+    fs::remove_file(&marker).unwrap();
+    // Filter drivers on every path, from .git/info/attributes (shared by every worktree).
+    let clean = trap_script(traps.path(), &marker, "clean");
+    let smudge = trap_script(traps.path(), &marker, "smudge");
+    let process = trap_script(traps.path(), &marker, "process");
+    let fsmonitor = trap_script(traps.path(), &marker, "fsmonitor");
+    for (key, value) in [
+        ("filter.evil.clean", clean.as_str()),
+        ("filter.evil.smudge", smudge.as_str()),
+        ("filter.evil.required", "true"),
+        ("filter.proc.process", process.as_str()),
+        ("filter.proc.required", "true"),
+        ("core.fsmonitor", fsmonitor.as_str()),
+        ("diff.external", clean.as_str()),
+        ("core.pager", clean.as_str()),
+    ] {
+        git(&f.canonical, &["config", key, value]);
+    }
+    write(
+        &f.canonical,
+        ".git/info/attributes",
+        "*.rs filter=evil diff=evil\n*.md filter=proc\n",
+    );
+    git(&f.canonical, &["config", "diff.evil.textconv", &clean]);
+
+    let wt = f.create("job-armed");
+    assert_eq!(
+        fs::read_to_string(wt.path.join("src/lib.rs")).unwrap(),
+        "pub fn a() {}\n"
+    );
+    write(&wt.path, "src/lib.rs", "pub fn a() {}\npub fn b() {}\n");
+    write(&wt.path, "src/new.rs", "// new\n");
+    write(&wt.path, "docs/readme.md", "hello again\n");
+    let patch = worktree::record(&wt).unwrap();
+    let paths: Vec<&str> = patch.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["docs/readme.md", "src/lib.rs", "src/new.rs"]);
+    assert!(
+        worktree::check(
+            &patch,
+            &wt,
+            &scope(&["src", "docs"]),
+            &ArtifactPolicy::default()
+        )
+        .is_empty()
+    );
+    let fork = worktree::fork(&wt, &f.writers.join("job-fork"), "job-fork").unwrap();
+    assert_eq!(
+        fs::read_to_string(fork.path.join("docs/readme.md")).unwrap(),
+        "hello again\n"
+    );
+    let done = worktree::integrate(
+        &f.canonical,
+        &patch,
+        &patch.sha256,
+        &scope(&["src", "docs"]),
+    )
+    .unwrap();
+    assert!(done.commit.is_some());
+    assert_eq!(
+        fs::read_to_string(f.canonical.join("src/lib.rs")).unwrap(),
+        "pub fn a() {}\npub fn b() {}\n"
+    );
+    worktree::remove(&f.canonical, &fork).unwrap();
+    worktree::remove(&f.canonical, &wt).unwrap();
+    assert_eq!(ran(), "", "configured programs ran");
+}

@@ -5,6 +5,11 @@
 //! cap, and parses its `-z` output. Revisions and paths are untrusted: they are checked here and
 //! revisions are resolved to object ids before any other command sees them.
 //!
+//! The repository is untrusted too: nothing its configuration names is run, neither by the
+//! views nor by the other git commands of the project, which build theirs with
+//! [`safe_git_command`] (filter drivers, textconv, external diff, hooks, fsmonitor, pager,
+//! editor, gpg, credential helpers and transport are all turned off).
+//!
 //! Paths, both accepted and returned, are relative to the repository root.
 
 #![warn(missing_docs)]
@@ -39,6 +44,27 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// Bytes git inspects to decide whether a blob is binary; we use the same rule.
 const BINARY_SNIFF_BYTES: usize = 8000;
+
+/// A `git` command to run in `dir` that runs no program the repository's (or anyone's)
+/// configuration names; add the subcommand and its arguments, then run it.
+///
+/// It has no pager, editor, prompt, credential helper or transport; hooks (`core.hooksPath`
+/// and, with git 2.54 or later, configured `hook.<name>` hooks), fsmonitor, gpg and automatic gc
+/// are off; and every filter driver the configuration names (`filter.<driver>.clean`,
+/// `.smudge`, `.process`) is turned off by name, so a checkout, `add`, `status` or `diff`
+/// passes contents through unfiltered (git-lfs files stay pointers). That name list is read
+/// from git's configuration here, by a first git process with the same protections, so the
+/// command should be built right before it runs. Variables that point git at another
+/// repository or index (`GIT_DIR`, `GIT_INDEX_FILE` ...) are removed; standard input is null.
+///
+/// Two things remain the caller's: a command that can print a patch (`diff`, `log -p`,
+/// `show`, `blame`) must be given `--no-ext-diff --no-textconv`, and `status` or a `diff` of
+/// the working tree `--ignore-submodules=dirty`, since git runs inside a submodule under the
+/// submodule's own configuration. Fails when that configuration cannot be read (or not within
+/// [`DEFAULT_TIMEOUT`]).
+pub fn safe_git_command(dir: &Path) -> Result<std::process::Command> {
+    git::safe_command(dir, DEFAULT_TIMEOUT)
+}
 
 /// Why a repository view failed.
 #[derive(Debug, thiserror::Error)]
@@ -456,7 +482,8 @@ impl Repo {
         &self.root
     }
 
-    /// Branch, upstream and changed paths of the working tree.
+    /// Branch, upstream and changed paths of the working tree. A submodule is listed when its
+    /// checked-out commit differs, not for changes inside it.
     pub fn status(&self) -> Result<Status> {
         let out = self.run_ok(
             &[
@@ -466,6 +493,9 @@ impl Repo {
                 "--branch",
                 "--untracked-files=normal",
                 "--find-renames",
+                // A submodule's own changes would be found by a git process started inside it,
+                // under the submodule's configuration; its checked-out commit is still compared.
+                "--ignore-submodules=dirty",
             ],
             OUTPUT_CAP,
         )?;
@@ -541,7 +571,9 @@ impl Repo {
     }
 
     /// Per-file stats and the patch of `target`, optionally limited to `path`; the patch is
-    /// capped at `max_bytes` (and at [`OUTPUT_CAP`]) on a UTF-8 boundary.
+    /// capped at `max_bytes` (and at [`OUTPUT_CAP`]) on a UTF-8 boundary. Working-tree files
+    /// are compared as they are on disk: no filter driver (`filter=` attribute) is run. A
+    /// submodule is compared by its checked-out commit only.
     pub fn diff(&self, target: DiffTarget, path: Option<&str>, max_bytes: usize) -> Result<Diff> {
         let path = path.map(normalize_path).transpose()?;
         let revs = match target {
@@ -858,6 +890,8 @@ impl Repo {
             "--no-textconv",
             "--no-color",
             "--find-renames",
+            // As for status: no git process inside a submodule, under its configuration.
+            "--ignore-submodules=dirty",
         ];
         let mut tail: Vec<&str> = vec!["--end-of-options"];
         match revs {

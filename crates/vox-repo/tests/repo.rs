@@ -1037,6 +1037,443 @@ fn repository_config_cannot_run_programs_or_change_output() {
     assert!(!ran, "a configured program was executed");
 }
 
+// ---------------------------------------------------------------- configuration naming programs
+
+/// Scripts that record that they ran, outside every repository: a test arms a repository's
+/// configuration with them and asserts that nothing ran.
+struct Trap {
+    dir: tempfile::TempDir,
+}
+
+impl Trap {
+    fn new() -> Trap {
+        Trap {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    fn marker(&self) -> std::path::PathBuf {
+        self.dir.path().join("ran")
+    }
+
+    /// An executable that appends `<tag> <args>` to the marker, then copies standard input to
+    /// standard output (so a filter or textconv that did run would still pass content through).
+    fn script(&self, tag: &str) -> String {
+        let path = self.dir.path().join(format!("{tag}.sh"));
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\necho \"{tag} $*\" >> '{}'\ncat\n",
+                self.marker().display()
+            ),
+        )
+        .expect("script");
+        let chmod = Command::new("chmod")
+            .arg("+x")
+            .arg(&path)
+            .status()
+            .expect("chmod");
+        assert!(chmod.success());
+        path.to_str().expect("utf8").to_owned()
+    }
+
+    /// What ran, one line per run.
+    fn ran(&self) -> String {
+        std::fs::read_to_string(self.marker()).unwrap_or_default()
+    }
+
+    fn assert_nothing_ran(&self) {
+        let ran = self.ran();
+        assert!(ran.is_empty(), "configured programs ran:\n{ran}");
+    }
+}
+
+/// Sets the file's modification time far in the past: the index's stat data no longer matches,
+/// so `status` and `diff` must hash the file (through its clean filter, if one ran) to tell
+/// whether it changed.
+fn make_stat_dirty(path: &Path) {
+    let touched = Command::new("touch")
+        .args(["-d", "2001-02-03 04:05:06"])
+        .arg(path)
+        .status()
+        .expect("touch");
+    assert!(touched.success());
+}
+
+/// Runs every view on the repository, the working-tree ones with changes to look at.
+fn run_every_view(t: &TestRepo, first: &str) -> (vox_repo::Status, vox_repo::Diff) {
+    let repo = t.repo();
+    let status = repo.status().expect("status");
+    let diff = repo
+        .diff(DiffTarget::WorkingTree, None, 100_000)
+        .expect("diff");
+    repo.diff(DiffTarget::Staged, None, 100_000)
+        .expect("staged diff");
+    repo.diff(
+        DiffTarget::Revisions {
+            from: first.to_owned(),
+            to: None,
+        },
+        None,
+        100_000,
+    )
+    .expect("diff against the working tree");
+    repo.diff(
+        DiffTarget::Revisions {
+            from: first.to_owned(),
+            to: Some("HEAD".to_owned()),
+        },
+        None,
+        100_000,
+    )
+    .expect("diff of commits");
+    repo.show("HEAD", 100_000).expect("show");
+    repo.show(first, 100_000).expect("show");
+    repo.log(None, None, 10, 0).expect("log");
+    repo.log(None, Some("README.md"), 10, 0)
+        .expect("log of a path");
+    repo.tree(None, None, true, 100).expect("tree");
+    repo.file(None, "README.md", None, None, 1000)
+        .expect("file");
+    (status, diff)
+}
+
+#[test]
+fn filter_drivers_named_by_the_configuration_never_run() {
+    let (t, first, _) = sample_repo();
+    let trap = Trap::new();
+    // Committed before the repository is armed: git itself would run the filters while adding.
+    t.write(".gitattributes", "*.md filter=evil\nsrc/* filter=proc\n");
+    t.write("notes.txt", "notes\n");
+    t.write("odd.cfg", "odd\n");
+    t.commit_all("attributes");
+    t.write("staged.md", "staged\n");
+    t.git(&["add", "staged.md"]);
+    // .git/info/attributes is read whatever the tree says; the driver's name has `=` and dots.
+    t.write(
+        ".git/info/attributes",
+        "*.txt filter=we=ird.na.me\n*.cfg filter=Evil\n",
+    );
+    let clean = trap.script("clean");
+    let smudge = trap.script("smudge");
+    let process = trap.script("process");
+    for (key, value) in [
+        ("filter.evil.clean", clean.as_str()),
+        ("filter.evil.smudge", smudge.as_str()),
+        ("filter.evil.required", "true"),
+        ("filter.proc.process", process.as_str()),
+        ("filter.proc.required", "true"),
+        ("filter.we=ird.na.me.clean", clean.as_str()),
+        ("filter.we=ird.na.me.process", process.as_str()),
+        // Subsection names are case-sensitive: `Evil` is not `evil`.
+        ("filter.Evil.clean", clean.as_str()),
+    ] {
+        t.git(&["config", key, value]);
+    }
+    // A modified file of each driver, and a stat-dirty unmodified one.
+    t.write("README.md", "hello\nchanged\n");
+    t.write("src/lib.rs", "fn a() {}\nfn c() {}\n");
+    t.write("notes.txt", "more notes\n");
+    t.write("odd.cfg", "odder\n");
+    make_stat_dirty(&t.path().join("docs/guide.md"));
+
+    let (status, diff) = run_every_view(&t, &first);
+    trap.assert_nothing_ran();
+    let mut unstaged: Vec<_> = status
+        .entries
+        .iter()
+        .filter(|e| e.kind == EntryKind::Unstaged)
+        .map(|e| e.path.as_str())
+        .collect();
+    unstaged.sort_unstable();
+    assert_eq!(
+        unstaged,
+        ["README.md", "notes.txt", "odd.cfg", "src/lib.rs"],
+        "{status:?}"
+    );
+    assert!(
+        status
+            .entries
+            .iter()
+            .any(|e| e.path == "staged.md" && e.kind == EntryKind::Staged)
+    );
+    // The patch is of the files as they are on disk.
+    for line in ["+changed", "+fn c() {}", "+more notes", "+odder"] {
+        assert!(diff.patch.contains(line), "{line} missing: {}", diff.patch);
+    }
+    assert_eq!(diff.files.len(), 4, "{:?}", diff.files);
+}
+
+#[test]
+fn textconv_and_external_diff_drivers_never_run() {
+    let (t, first, _) = sample_repo();
+    let trap = Trap::new();
+    t.write(".gitattributes", "*.md diff=evil\n*.rs diff=ext\n");
+    t.commit_all("attributes");
+    t.write("README.md", "hello\nstaged\n");
+    t.git(&["add", "README.md"]);
+    let textconv = trap.script("textconv");
+    let external = trap.script("external");
+    for (key, value) in [
+        ("diff.evil.textconv", textconv.as_str()),
+        ("diff.evil.cachetextconv", "true"),
+        ("diff.ext.command", external.as_str()),
+        ("diff.external", external.as_str()),
+    ] {
+        t.git(&["config", key, value]);
+    }
+    t.write("README.md", "hello\nstaged\nunstaged\n");
+    t.write("src/lib.rs", "fn a() {}\nfn b() {}\nfn c() {}\n");
+
+    let (_, diff) = run_every_view(&t, &first);
+    trap.assert_nothing_ran();
+    assert!(diff.patch.contains("+unstaged"), "{}", diff.patch);
+    assert!(diff.patch.contains("+fn c() {}"), "{}", diff.patch);
+    let repo = t.repo();
+    let staged = repo
+        .diff(DiffTarget::Staged, None, 100_000)
+        .expect("staged");
+    assert!(staged.patch.contains("+staged"), "{}", staged.patch);
+    let show = repo.show("HEAD~1", 100_000).expect("show");
+    assert!(show.patch.contains("+fn b() {}"), "{}", show.patch);
+    trap.assert_nothing_ran();
+}
+
+#[test]
+fn fsmonitor_pager_and_editor_never_run() {
+    let (t, first, _) = sample_repo();
+    let trap = Trap::new();
+    let fsmonitor = trap.script("fsmonitor");
+    let pager = trap.script("pager");
+    let editor = trap.script("editor");
+    for (key, value) in [
+        ("core.fsmonitor", fsmonitor.as_str()),
+        ("core.fsmonitorHookVersion", "2"),
+        ("core.pager", pager.as_str()),
+        ("pager.diff", pager.as_str()),
+        ("pager.log", pager.as_str()),
+        ("pager.status", pager.as_str()),
+        ("core.editor", editor.as_str()),
+        ("sequence.editor", editor.as_str()),
+    ] {
+        t.git(&["config", key, value]);
+    }
+    t.write("README.md", "changed\n");
+    make_stat_dirty(&t.path().join("docs/guide.md"));
+    let (status, diff) = run_every_view(&t, &first);
+    trap.assert_nothing_ran();
+    assert_eq!(status.entries.len(), 1, "{status:?}");
+    assert!(diff.patch.contains("+changed"), "{}", diff.patch);
+
+    // A command that would open an editor gets none: the message stays empty and git stops.
+    let out = vox_repo::safe_git_command(t.path())
+        .expect("command")
+        .args(["commit", "--allow-empty"])
+        .output()
+        .expect("commit");
+    assert!(!out.status.success());
+    trap.assert_nothing_ran();
+}
+
+/// Every hook git knows of, so that whatever a command triggers is armed.
+const HOOK_NAMES: &[&str] = &[
+    "applypatch-msg",
+    "pre-applypatch",
+    "post-applypatch",
+    "pre-commit",
+    "pre-merge-commit",
+    "prepare-commit-msg",
+    "commit-msg",
+    "post-commit",
+    "pre-rebase",
+    "post-checkout",
+    "post-merge",
+    "pre-push",
+    "pre-auto-gc",
+    "post-rewrite",
+    "reference-transaction",
+    "post-index-change",
+    "fsmonitor-watchman",
+    "sendemail-validate",
+];
+
+/// Arms hooks every way a repository can: `.git/hooks`, a `core.hooksPath` directory, and
+/// configured hooks (`hook.<name>.command`, run by git 2.54 and later).
+fn arm_hooks(t: &TestRepo, trap: &Trap) {
+    let hook = trap.script("hook");
+    let dirs = [t.path().join(".git/hooks"), trap.dir.path().join("hooks")];
+    for dir in &dirs {
+        std::fs::create_dir_all(dir).expect("hooks dir");
+        for name in HOOK_NAMES {
+            std::fs::copy(&hook, dir.join(name)).expect("hook");
+        }
+    }
+    t.git(&["config", "core.hooksPath", dirs[1].to_str().expect("utf8")]);
+    t.git(&["config", "hook.evil.command", &hook]);
+    for name in HOOK_NAMES {
+        t.git(&["config", "--add", "hook.evil.event", name]);
+    }
+    t.git(&["config", "hook.Other.Name.command", &hook]);
+    t.git(&["config", "hook.Other.Name.event", "pre-commit"]);
+    t.git(&["config", "gc.auto", "1"]);
+    t.git(&["config", "gc.autoDetach", "false"]);
+}
+
+#[test]
+fn hooks_never_run_for_views_or_commands() {
+    let (t, first, _) = sample_repo();
+    let trap = Trap::new();
+    arm_hooks(&t, &trap);
+    // The hook itself works: git run plainly would call it.
+    let plain = t
+        .command()
+        .args(["commit", "-q", "--allow-empty", "-m", "plain"])
+        .output()
+        .expect("commit");
+    assert!(plain.status.success());
+    assert!(trap.ran().contains("hook"), "the armed hooks did not run");
+    std::fs::remove_file(trap.marker()).expect("reset");
+
+    t.write("README.md", "changed\n");
+    make_stat_dirty(&t.path().join("docs/guide.md"));
+    run_every_view(&t, &first);
+    trap.assert_nothing_ran();
+
+    // Commands that write: a worktree (post-checkout, reference-transaction), a commit in it
+    // (pre-commit, commit-msg, post-commit ...), a branch and an auto-gc.
+    let outside = tempfile::tempdir().expect("tempdir");
+    let wt = outside.path().join("wt");
+    let git = |dir: &Path, args: &[&str]| {
+        let out = vox_repo::safe_git_command(dir)
+            .expect("command")
+            .args(["-c", "user.name=T", "-c", "user.email=t@example.com"])
+            .args(args)
+            .output()
+            .expect("git");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(
+        t.path(),
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "side",
+            wt.to_str().expect("utf8"),
+        ],
+    );
+    std::fs::write(wt.join("new.txt"), "new\n").expect("write");
+    git(&wt, &["add", "new.txt"]);
+    git(&wt, &["commit", "-q", "-m", "in the worktree"]);
+    git(t.path(), &["branch", "other"]);
+    git(t.path(), &["gc", "--auto"]);
+    trap.assert_nothing_ran();
+}
+
+#[test]
+fn a_checkout_by_a_safe_command_runs_no_smudge_filter() {
+    let (t, _, _) = sample_repo();
+    let trap = Trap::new();
+    t.write(".gitattributes", "*.md filter=evil\n*.rs filter=proc\n");
+    t.commit_all("attributes");
+    let smudge = trap.script("smudge");
+    let process = trap.script("process");
+    for (key, value) in [
+        ("filter.evil.smudge", smudge.as_str()),
+        ("filter.evil.clean", smudge.as_str()),
+        ("filter.evil.required", "true"),
+        ("filter.proc.process", process.as_str()),
+        ("filter.proc.required", "true"),
+    ] {
+        t.git(&["config", key, value]);
+    }
+    let outside = tempfile::tempdir().expect("tempdir");
+    let wt = outside.path().join("wt");
+    let out = vox_repo::safe_git_command(t.path())
+        .expect("command")
+        .args(["worktree", "add", "-q", "--detach"])
+        .arg(&wt)
+        .arg("HEAD")
+        .output()
+        .expect("worktree add");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    trap.assert_nothing_ran();
+    assert_eq!(
+        std::fs::read_to_string(wt.join("README.md")).expect("read"),
+        "hello\nworld\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(wt.join("src/lib.rs")).expect("read"),
+        "fn a() {}\nfn b() {}\n"
+    );
+    // And status in the new worktree, which hashes every freshly written file.
+    let repo = Repo::discover(&wt).expect("discover");
+    assert!(repo.status().expect("status").entries.is_empty());
+    trap.assert_nothing_ran();
+}
+
+#[test]
+fn a_submodule_configuration_is_never_used() {
+    let trap = Trap::new();
+    let sub = TestRepo::new();
+    sub.write("f.txt", "sub\n");
+    sub.write(".gitattributes", "* filter=subevil diff=subevil\n");
+    sub.commit_all("sub");
+    let (t, first, _) = sample_repo();
+    t.git(&[
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "add",
+        "-q",
+        sub.path().to_str().expect("utf8"),
+        "vendor/sub",
+    ]);
+    t.commit_all("submodule");
+    // The submodule's own configuration, where the superproject's scan does not look.
+    let sub_git = t.path().join(".git/modules/vendor/sub");
+    let filter = trap.script("subfilter");
+    let textconv = trap.script("subtextconv");
+    let fsmonitor = trap.script("subfsmonitor");
+    for (key, value) in [
+        ("filter.subevil.clean", filter.as_str()),
+        ("filter.subevil.required", "true"),
+        ("diff.subevil.textconv", textconv.as_str()),
+        ("core.fsmonitor", fsmonitor.as_str()),
+    ] {
+        t.git(&[
+            "config",
+            "--file",
+            sub_git.join("config").to_str().expect("utf8"),
+            key,
+            value,
+        ]);
+    }
+    // Inline submodule diffs start `git diff` inside the submodule.
+    t.git(&["config", "diff.submodule", "diff"]);
+    t.write("vendor/sub/f.txt", "changed inside\n");
+    make_stat_dirty(&t.path().join("vendor/sub/.gitattributes"));
+    t.write("README.md", "changed\n");
+
+    let (status, diff) = run_every_view(&t, &first);
+    trap.assert_nothing_ran();
+    let paths: Vec<_> = status.entries.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(paths, ["README.md"], "{status:?}");
+    assert!(diff.patch.contains("+changed"), "{}", diff.patch);
+    let show = t.repo().show("HEAD", 100_000).expect("show");
+    assert!(show.patch.contains("+Subproject commit "), "{}", show.patch);
+    trap.assert_nothing_ran();
+}
+
 #[test]
 fn a_git_command_past_its_deadline_is_reported_as_a_timeout() {
     let (t, _, _) = sample_repo();

@@ -227,22 +227,14 @@ fn plain_dir(dir: &str) -> Result<&Path, String> {
     Ok(rel)
 }
 
-/// Runs git in `dir`; its trimmed stdout, or its stderr as the error.
+/// Runs git in `dir` with nothing the repository's configuration names run (no hooks, filter
+/// drivers, fsmonitor, gpg ...: `vox_repo::safe_git_command`); its trimmed stdout, or its
+/// stderr as the error.
 fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=vox",
-            "-c",
-            "user.email=vox@localhost",
-            "-c",
-            "commit.gpgSign=false",
-        ])
+    let out = vox_repo::safe_git_command(dir)
+        .map_err(|e| format!("git: {e}"))?
+        .args(["-c", "user.name=vox", "-c", "user.email=vox@localhost"])
         .args(args)
-        .current_dir(dir)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
         .output()
         .map_err(|e| format!("git: {e}"))?;
     if !out.status.success() {
@@ -462,4 +454,113 @@ pub fn handlers() -> Vec<(&'static str, HandlerEntry)> {
         ("vox_scientia_submissions", typed(submissions)),
         ("vox_external_job_status", async_typed(job_status)),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+    use std::process::Command;
+
+    /// Plain git for setting the repository up (the test's own commands, not the code's).
+    fn setup_git(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .current_dir(dir)
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .env_remove("GIT_INDEX_FILE")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    #[test]
+    fn publishing_to_a_branch_runs_nothing_the_repository_configures() {
+        let traps = tempfile::tempdir().unwrap();
+        let marker = traps.path().join("ran");
+        let script = traps.path().join("trap.sh");
+        std::fs::write(
+            &script,
+            format!("#!/bin/sh\necho \"$0 $*\" >> '{}'\ncat\n", marker.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let script = script.to_str().unwrap();
+
+        let repo = tempfile::tempdir().unwrap();
+        let root = repo.path();
+        setup_git(root, &["init", "-q", "-b", "main"]);
+        setup_git(root, &["config", "user.name", "T"]);
+        setup_git(root, &["config", "user.email", "t@example.com"]);
+        std::fs::write(root.join("README.md"), "readme\n").unwrap();
+        setup_git(root, &["add", "README.md"]);
+        setup_git(root, &["commit", "-q", "-m", "init"]);
+        // Hooks in .git/hooks and in core.hooksPath, configured hooks (git 2.54 and later),
+        // filter drivers on every path (a checkout smudges, `add` cleans), fsmonitor, gpg.
+        let hooks = traps.path().join("hooks");
+        std::fs::create_dir_all(&hooks).unwrap();
+        for name in [
+            "pre-commit",
+            "prepare-commit-msg",
+            "commit-msg",
+            "post-commit",
+            "post-checkout",
+            "reference-transaction",
+            "post-index-change",
+            "pre-auto-gc",
+        ] {
+            std::fs::copy(script, hooks.join(name)).unwrap();
+            std::fs::copy(script, root.join(".git/hooks").join(name)).unwrap();
+        }
+        std::fs::write(root.join(".git/info/attributes"), "* filter=evil\n").unwrap();
+        for (key, value) in [
+            ("core.hooksPath", hooks.to_str().unwrap()),
+            ("hook.evil.command", script),
+            ("hook.evil.event", "pre-commit"),
+            ("filter.evil.clean", script),
+            ("filter.evil.smudge", script),
+            ("filter.evil.required", "true"),
+            ("core.fsmonitor", script),
+            ("commit.gpgSign", "true"),
+            ("gpg.program", script),
+            ("gc.auto", "1"),
+        ] {
+            setup_git(root, &["config", key, value]);
+        }
+
+        let draft = Draft {
+            id: 7,
+            run_id: 1,
+            title: "A title".into(),
+            body: "The body.\n".into(),
+            created_at: 0,
+        };
+        let location = commit_to_branch(root, "drafts", "news", &draft).expect("published");
+        assert!(location.starts_with("drafts:news/7-"), "{location}");
+        let path = location
+            .split_once(':')
+            .and_then(|(_, rest)| rest.split_once('@'))
+            .map(|(path, _)| path)
+            .unwrap();
+        // Published again onto the existing branch: its worktree is a checkout of its files.
+        commit_to_branch(root, "drafts", "news", &draft).expect("published again");
+        let ran = std::fs::read_to_string(&marker).unwrap_or_default();
+        assert!(ran.is_empty(), "configured programs ran:\n{ran}");
+        // The committed file is the draft as written (no clean filter changed it).
+        let committed = setup_git(root, &["cat-file", "blob", &format!("drafts:{path}")]);
+        assert!(committed.contains("The body."), "{committed}");
+        assert_eq!(
+            setup_git(root, &["rev-list", "--count", "drafts"]),
+            "3",
+            "two commits on the branch"
+        );
+    }
 }

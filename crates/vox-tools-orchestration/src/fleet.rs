@@ -101,10 +101,11 @@ fn toml_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
 
+/// Runs git in `dir` with nothing the repository's configuration names run (no hooks, filter
+/// drivers, fsmonitor ...: `vox_repo::safe_git_command`); its trimmed stdout, or its stderr.
 fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
+    let out = vox_repo::safe_git_command(dir)
+        .map_err(|e| format!("git: {e}"))?
         .args(args)
         .output()
         .map_err(|e| format!("git: {e}"))?;
@@ -650,4 +651,95 @@ fn prompt(id: &str, t: &Task) -> String {
         t.id, t.id
     ));
     p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+    use std::process::Command;
+
+    fn setup_git(dir: &Path, args: &[&str]) {
+        let out = Command::new("git")
+            .current_dir(dir)
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .env_remove("GIT_INDEX_FILE")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    #[test]
+    fn an_agents_worktree_is_made_without_running_what_the_repository_configures() {
+        let traps = tempfile::tempdir().unwrap();
+        let marker = traps.path().join("ran");
+        let script = traps.path().join("trap.sh");
+        std::fs::write(
+            &script,
+            format!("#!/bin/sh\necho \"$0 $*\" >> '{}'\ncat\n", marker.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let script = script.to_str().unwrap();
+
+        let repo = tempfile::tempdir().unwrap();
+        let root = repo.path();
+        setup_git(root, &["init", "-q", "-b", "main"]);
+        setup_git(root, &["config", "user.name", "T"]);
+        setup_git(root, &["config", "user.email", "t@example.com"]);
+        std::fs::write(root.join("README.md"), "readme\n").unwrap();
+        setup_git(root, &["add", "README.md"]);
+        setup_git(root, &["commit", "-q", "-m", "init"]);
+        let hooks = traps.path().join("hooks");
+        std::fs::create_dir_all(&hooks).unwrap();
+        for name in [
+            "post-checkout",
+            "reference-transaction",
+            "post-index-change",
+        ] {
+            std::fs::copy(script, hooks.join(name)).unwrap();
+            std::fs::copy(script, root.join(".git/hooks").join(name)).unwrap();
+        }
+        std::fs::write(root.join(".git/info/attributes"), "* filter=evil\n").unwrap();
+        for (key, value) in [
+            ("core.hooksPath", hooks.to_str().unwrap()),
+            ("hook.evil.command", script),
+            ("hook.evil.event", "post-checkout"),
+            ("filter.evil.smudge", script),
+            ("filter.evil.clean", script),
+            ("filter.evil.required", "true"),
+            ("core.fsmonitor", script),
+        ] {
+            setup_git(root, &["config", key, value]);
+        }
+
+        // What `Fleet::prepare` runs.
+        git(root, &["rev-parse", "--verify", "HEAD"]).expect("rev-parse");
+        let worktree = traps.path().join("worktree");
+        git(
+            root,
+            &[
+                "worktree",
+                "add",
+                "--detach",
+                &worktree.to_string_lossy(),
+                "HEAD",
+            ],
+        )
+        .expect("worktree add");
+        let ran = std::fs::read_to_string(&marker).unwrap_or_default();
+        assert!(ran.is_empty(), "configured programs ran:\n{ran}");
+        assert_eq!(
+            std::fs::read_to_string(worktree.join("README.md")).unwrap(),
+            "readme\n"
+        );
+    }
 }
