@@ -10,6 +10,7 @@
 //! transport's edge, is the only thing any path (a chat's tool loop, a mesh call, an agent's
 //! call) decides with.
 
+mod accept;
 pub mod boot;
 pub mod call;
 pub mod ctx;
@@ -21,6 +22,7 @@ mod orchestrator;
 pub mod resource;
 pub mod workspace;
 
+pub use accept::AcceptBackoff;
 pub use boot::{BootReport, StepReport};
 pub use call::{
     Ask, AskError, AskReply, CallCtx, CallEvents, CallRun, CallScope, Cancel, CancelGuard,

@@ -9,7 +9,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio::io::AsyncRead;
-use tokio::net::unix::OwnedWriteHalf;
 use vox_core::{CallScope, Orchestrator};
 
 /// A socket connection that speaks MCP from its next byte.
@@ -18,8 +17,8 @@ pub struct SocketSession {
     pub orch: Arc<Orchestrator>,
     /// The rest of the connection (its first line already read when it was `orch.mcp`).
     pub input: Box<dyn AsyncRead + Send + Unpin>,
-    /// Where the session's answers go.
-    pub output: OwnedWriteHalf,
+    /// Where the session's answers go (paced with `input`: see [`crate::paced`]).
+    pub output: Pin<Box<dyn tokio::io::AsyncWrite + Send>>,
     /// Whose session it is: from the `orch.mcp` line, or the operator's when the first line is
     /// already MCP.
     pub scope: Arc<CallScope>,

@@ -20,6 +20,7 @@ pub mod frames;
 pub mod handoff;
 pub mod host;
 pub mod lifetime;
+pub mod paced;
 pub mod rpc;
 
 /// Version of the daemon socket protocol reported by `orch.ping`. 3: tools, resources and

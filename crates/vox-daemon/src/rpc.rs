@@ -211,15 +211,18 @@ pub async fn serve(
 ) {
     let mut stop = stop_tx.subscribe();
     let stop_tx = Arc::new(stop_tx);
+    let mut backoff = vox_core::AcceptBackoff::default();
     loop {
         tokio::select! {
             _ = stop.changed() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
+                    backoff.reset();
                     let daemon = Daemon { orch: orch.clone(), stop: stop_tx.clone(), in_flight: in_flight.clone(), lifetime: lifetime.clone(), host: host.clone() };
                     tokio::spawn(connection(stream, daemon));
                 }
-                Err(e) => tracing::warn!("accept failed: {e}"),
+                // At the descriptor limit the listener stays readable: back off, log once.
+                Err(e) => backoff.wait(&e).await,
             },
         }
     }
@@ -377,10 +380,12 @@ async fn mcp_session(
         // No MCP server in this daemon, or it is closing: the client sees the connection close.
         return;
     };
+    // A client that does not read its answers is not read from, and is cut off in the end.
+    let (input, output) = crate::paced::pace(input, output);
     host.serve_socket(SocketSession {
         orch: d.orch.clone(),
-        input,
-        output,
+        input: Box::new(input),
+        output: Box::pin(output),
         scope,
         in_flight: d.in_flight.clone(),
     })

@@ -50,7 +50,7 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
-    let mut backoff = Backoff::default();
+    let mut backoff = vox_core::AcceptBackoff::default();
     loop {
         let (tcp, peer) = tokio::select! {
             () = shutdown.cancelled() => break,
@@ -113,40 +113,6 @@ fn turn_away(tcp: TcpStream) {
     metrics::counter!("vox_http_connections_refused_total").increment(1);
     // The answer fits any socket buffer: one non-blocking write, and the descriptor is gone.
     let _ = tcp.try_write(BUSY);
-}
-
-/// Waits after an accept error: nothing for a connection that failed on its own, growing
-/// waits (to a second) while the process is out of descriptors or memory.
-#[derive(Default)]
-struct Backoff {
-    delay: Duration,
-    failures: u64,
-}
-
-impl Backoff {
-    fn reset(&mut self) {
-        if self.failures > 1 {
-            tracing::info!(failures = self.failures, "accepting connections again");
-        }
-        *self = Backoff::default();
-    }
-
-    async fn wait(&mut self, e: &std::io::Error) {
-        let starved = matches!(
-            e.raw_os_error(),
-            Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
-        );
-        if !starved {
-            tracing::debug!("accept failed: {e}");
-            return;
-        }
-        self.failures += 1;
-        if self.failures == 1 {
-            tracing::warn!("accept failed: {e}; backing off until descriptors free up");
-        }
-        self.delay = (self.delay * 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
-        tokio::time::sleep(self.delay).await;
-    }
 }
 
 #[cfg(test)]

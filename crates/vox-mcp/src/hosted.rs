@@ -65,7 +65,7 @@ fn server(
 async fn serve_socket(s: SocketSession) {
     let (server, tools) = server(&s.orch, s.scope, Some(s.in_flight), Box::new(|_| {}));
     let input = server.watch_input(s.input);
-    let transport = crate::stdio::transport(input, SharedOutput::new(Box::pin(s.output)), tools);
+    let transport = crate::stdio::transport(input, SharedOutput::new(s.output), tools);
     match server.serve(transport).await {
         Ok(running) => {
             let _ = running.waiting().await;
@@ -295,12 +295,9 @@ where
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), std::io::Error>> + Send + 'static {
-        let answered = match &item {
-            JsonRpcMessage::Response(r) => Some(&r.id),
-            JsonRpcMessage::Error(e) => e.id.as_ref(),
-            _ => None,
-        };
-        if let Some(slot) = answered.and_then(|id| self.slots.remove(id)) {
+        if let Some(slot) =
+            crate::in_flight::answered_id(&item).and_then(|id| self.slots.remove(id))
+        {
             self.pending.remove(slot);
         }
         self.inner.send(item)
@@ -309,13 +306,8 @@ where
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         let message = self.inner.receive().await?;
         // A cancelled request is never answered (MCP): it is no longer pending either.
-        if let JsonRpcMessage::Notification(n) = &message
-            && let rmcp::model::ClientNotification::CancelledNotification(c) = &n.notification
-            && let Some(slot) = c
-                .params
-                .request_id
-                .as_ref()
-                .and_then(|id| self.slots.remove(id))
+        if let Some(slot) =
+            crate::in_flight::cancelled_id(&message).and_then(|id| self.slots.remove(id))
         {
             self.pending.remove(slot);
         }

@@ -8,6 +8,7 @@
 
 pub mod encode;
 pub mod hosted;
+pub mod in_flight;
 pub mod input_rounds;
 pub mod list_cache;
 pub mod pipes;

@@ -132,12 +132,7 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
         // rmcp answers a tracked `tools/list`: its result is encoded and kept if still current.
-        let answered = match &item {
-            JsonRpcMessage::Response(r) => Some(&r.id),
-            JsonRpcMessage::Error(e) => e.id.as_ref(),
-            _ => None,
-        };
-        if let Some(id) = answered {
+        if let Some(id) = crate::in_flight::answered_id(&item) {
             let pending = self.cache.state().pending.remove(id);
             if let (Some((k, generation)), JsonRpcMessage::Response(r)) = (pending, &item)
                 && let ServerResult::ListToolsResult(list) = &r.result

@@ -180,18 +180,23 @@ pub fn agent_of(ctx: &RequestContext<RoleServer>) -> String {
 }
 
 /// The stdio transport: lines bounded by the socket's message limit (an oversized message is
-/// dropped and the stream recovers), `tools/list` answered from `lists` once encoded.
+/// dropped and the stream recovers), `tools/list` answered from `lists` once encoded, and at
+/// most [`crate::in_flight::MAX_IN_FLIGHT`] requests running at once.
 pub fn transport<R: tokio::io::AsyncRead + Send + Unpin + 'static>(
     input: R,
     out: crate::list_cache::SharedOutput,
     lists: Arc<ToolListCache>,
-) -> crate::list_cache::ListCacheTransport<
-    rmcp::transport::async_rw::AsyncRwTransport<RoleServer, R, crate::list_cache::SharedOutput>,
+) -> crate::in_flight::InFlightLimit<
+    crate::list_cache::ListCacheTransport<
+        rmcp::transport::async_rw::AsyncRwTransport<RoleServer, R, crate::list_cache::SharedOutput>,
+    >,
 > {
     let stdio =
         rmcp::transport::async_rw::AsyncRwTransport::<RoleServer, _, _>::new(input, out.clone())
             .with_max_line_length(vox_core::MAX_MESSAGE_BYTES);
-    crate::list_cache::ListCacheTransport::new(stdio, lists, out)
+    crate::in_flight::InFlightLimit::new(crate::list_cache::ListCacheTransport::new(
+        stdio, lists, out,
+    ))
 }
 
 /// How a handoff of this process's stdin and stdout to the daemon went.
