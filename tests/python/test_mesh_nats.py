@@ -6,7 +6,8 @@ fourth node nobody trusts:
 - a task is handed to an agent on another node (`vox_mesh_dispatch` of vox_submit_task);
 - the profile leak matrix across nodes: a node its peer trusts under `mesh` reaches exactly the
   public mesh tools there, never an orchestrator tool;
-- a node off the trust list is refused;
+- a node off the trust list is refused, and a call relayed through a node is decided under the
+  grant of every node it came through (no confused deputy);
 - kill -9 of a node in the middle of a stream of messages: after it restarts, every message
   arrives, none is delivered again after its acknowledgement, and a call queued while it was
   down runs once.
@@ -241,6 +242,19 @@ async def main() -> None:
                 denied = await ok(cc, "vox_mesh_dispatch", {"node": b.id, "tool": "vox_submit_task", "arguments": {"title": "x"}})
                 check(denied["state"] == "failed" and "profile `mesh`" in denied["result"]["error"]["message"],
                       "the denial names what the trust list grants")
+
+                # No confused deputy: c (granted `mesh` by b and by a) asks b to dispatch to a, which
+                # grants b `orchestrator`: a decides under c's grant as well as b's.
+                relayed = await ok(cc, "vox_mesh_dispatch", {"node": b.id, "tool": "vox_mesh_dispatch", "wait_ms": 20000,
+                                                             "arguments": {"node": a.id, "tool": "vox_submit_task",
+                                                                           "arguments": {"title": "via b"}, "wait_ms": 10000}})
+                inner = relayed.get("result") or {}
+                err = ((inner.get("result") or {}).get("error") or {})
+                check(relayed["state"] == "done" and inner.get("state") == "failed" and err.get("code") == "tool_not_in_profile"
+                      and "came through" in err.get("message", ""),
+                      f"a call relayed by b for c is decided under c's grant too ({json.dumps(relayed)[:300]})")
+                queue = await ok(ca, "vox_queue_status", {})
+                check("via b" not in json.dumps(queue), "and a ran nothing for it")
 
                 # A node off the trust list is refused.
                 await ok(cd, "vox_a2a_send", {"to": "b1", "node": b.id, "body": "let me in"})

@@ -247,6 +247,10 @@ pub struct CallScope {
     /// What narrowed `surface` below the daemon's profile, named in a denial of a tool the
     /// profile serves ("this gateway's allowlist"); `None`: the denial is left as it is.
     pub narrowed_by: Option<&'static str>,
+    /// The mesh nodes the call came through, its originator first and the node that sent it
+    /// here last (empty: it began on this node). A call this one makes on another node carries
+    /// it on, so each hop decides under every node's grant.
+    pub mesh_origin: Vec<Arc<str>>,
 }
 
 impl CallScope {
@@ -266,6 +270,7 @@ impl CallScope {
             session_named: true,
             workspace_tools: WorkspaceTools::Off,
             narrowed_by: None,
+            mesh_origin: Vec::new(),
         }
     }
     /// The caller is orchestrator agent `id` (its credential was checked): it is also the
@@ -279,6 +284,11 @@ impl CallScope {
     /// Reaches workspace and skill tools as `w` says.
     pub fn with_workspace_tools(mut self, w: WorkspaceTools) -> Self {
         self.workspace_tools = w;
+        self
+    }
+    /// The call came through the mesh nodes `chain` (originator first, sender last).
+    pub fn via_mesh(mut self, chain: Vec<Arc<str>>) -> Self {
+        self.mesh_origin = chain;
         self
     }
     /// `surface` is the profile narrowed by `by`, which a denial names.

@@ -51,6 +51,10 @@ pub enum Wire {
         tool: String,
         /// The tool's arguments (a JSON object).
         arguments: Value,
+        /// The nodes the call came through before its sender, originator first: the receiver
+        /// decides it under the grant of every one of them and of the sender.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        origin: Vec<String>,
     },
     /// The outcome of call `id`: its result, or an error with a code and message.
     Result {

@@ -531,10 +531,18 @@ async fn dispatch(ctx: Arc<Ctx>, call: CallCtx, a: DispatchArgs) -> Result<MeshC
             let made =
                 run_blocking(move || store(&c)?.mesh_call_out(&me, &n, &t, &args).map_err(db))
                     .await?;
+            // A call that came here through the mesh carries its chain on (a confused deputy
+            // cannot lend its own grant to the node that asked it).
             let wire = vox_mesh::Wire::Call {
                 id: made.call_id.clone(),
                 tool,
                 arguments,
+                origin: call
+                    .scope()
+                    .mesh_origin
+                    .iter()
+                    .map(|n| n.to_string())
+                    .collect(),
             };
             if let Err(e) = link
                 .send(&node, vox_mesh::Queue::In, &wire, &made.call_id)

@@ -261,6 +261,7 @@ async fn incoming(ctx: &Arc<Ctx>, r: &Arc<Remote>, o: Opened) -> Result<(), Stri
             id,
             tool,
             arguments,
+            origin,
         } => {
             if let Err(e) = own_id(&o.from, &id) {
                 tracing::warn!(node = o.from, "mesh: call refused: {e}");
@@ -285,7 +286,9 @@ async fn incoming(ctx: &Arc<Ctx>, r: &Arc<Remote>, o: Opened) -> Result<(), Stri
                 None => {
                     let (ctx, r, from) = (ctx.clone(), r.clone(), o.from.clone());
                     tokio::spawn(async move {
-                        let (ok, value) = run_call(&ctx, &r, &from, &tool, arguments).await;
+                        let mut chain = origin;
+                        chain.push(from.clone());
+                        let (ok, value) = run_call(&ctx, &r, &chain, &tool, arguments).await;
                         if let Err(e) = finish_in(&ctx, &id, ok, &value).await {
                             tracing::warn!(call = id, "mesh: recording the call's end: {e}");
                         }
@@ -357,44 +360,98 @@ async fn finish_in(ctx: &Arc<Ctx>, id: &str, ok: bool, value: &Value) -> Result<
 
 /// Runs a call node `from` made, as this daemon decides: the caller is off loopback with the
 /// write role, its attention key the node.
+/// Longest chain of nodes a call may come through.
+const MAX_CHAIN: usize = 8;
+
+/// What a call that came through the nodes of `chain` (originator first, the sender last) may
+/// reach here: the intersection of what the trust list grants every one of them. A node not
+/// on the trust list, a repeated node or a chain too long is refused, however the call came.
+pub(crate) fn chain_surface(
+    surfaces: &HashMap<String, ProfileSet>,
+    chain: &[String],
+) -> Result<ProfileSet, String> {
+    if chain.is_empty() || chain.len() > MAX_CHAIN {
+        return Err(format!(
+            "a call comes through 1 to {MAX_CHAIN} nodes, not {}",
+            chain.len()
+        ));
+    }
+    let mut surface: Option<ProfileSet> = None;
+    for (i, node) in chain.iter().enumerate() {
+        if chain[..i].contains(node) {
+            return Err(format!("node {node} appears twice in the call's chain"));
+        }
+        let granted = surfaces.get(node).ok_or_else(|| {
+            format!("node {node}, which the call came through, is not trusted here")
+        })?;
+        surface = Some(match surface {
+            None => granted.clone(),
+            Some(s) => s.restricted(granted.tools()),
+        });
+    }
+    surface.ok_or_else(|| "an empty chain".to_owned())
+}
+
+/// Runs a call that came through the nodes of `chain` (its sender last), as this daemon
+/// decides: the caller is off loopback with the write role, its attention key the sender, its
+/// surface what every node of the chain is granted here.
 async fn run_call(
     ctx: &Arc<Ctx>,
     r: &Remote,
-    from: &str,
+    chain: &[String],
     tool: &str,
     arguments: Value,
 ) -> (bool, Value) {
-    let (Some(orch), Some(surface)) = (ctx.orchestrator(), r.surfaces.get(from)) else {
+    let from = chain.last().map_or("", String::as_str);
+    let Some(orch) = ctx.orchestrator() else {
         return (
             false,
             json!({"error": {"code": "unavailable", "message": "this node cannot run calls now"}}),
         );
+    };
+    let surface = match chain_surface(&r.surfaces, chain) {
+        Ok(s) => s,
+        Err(why) => {
+            return (
+                false,
+                json!({"error": {"code": "unauthorized", "message": why}}),
+            );
+        }
     };
     let caller = Caller {
         loopback: false,
         role: Role::Write,
     };
     let scope = CallScope::new(
-        surface.clone(),
+        surface,
         caller,
         &format!("node:{from}"),
         &format!("mesh:{from}"),
-    );
+    )
+    .via_mesh(chain.iter().map(|n| Arc::from(n.as_str())).collect());
     let outcome = orch
         .call(&Arc::new(scope), tool, arguments, CallRun::default())
         .await;
     match outcome {
         ToolOutcome::Ok(_) | ToolOutcome::Content(_) => (true, outcome.to_json()),
         ToolOutcome::Denied(d) => {
-            let profile = r
-                .config
-                .peer(from)
-                .map(|p| p.profile.as_str())
-                .unwrap_or("");
+            let granted = |n: &String| {
+                let profile = r.config.peer(n).map_or("", |p| p.profile.as_str());
+                format!("node {n} `{profile}`")
+            };
+            let via = if chain.len() > 1 {
+                format!(
+                    " (the call came through {}: it may call what all of them are granted)",
+                    chain.iter().map(granted).collect::<Vec<_>>().join(", ")
+                )
+            } else {
+                String::new()
+            };
+            let profile = r.config.peer(from).map_or("", |p| p.profile.as_str());
             (
                 false,
                 json!({"error": {"code": d.code.as_str(), "message": format!(
-                    "{}: node {from} may call only the public tools of profile `{profile}` here",
+                    "{}: node {from} may call only the public tools of profile `{profile}` here{via}",
                     d.message
                 )}}),
             )
@@ -424,4 +481,50 @@ async fn result(ctx: &Arc<Ctx>, r: &Arc<Remote>, o: Opened) -> Result<(), String
         r.results.notify_waiters();
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn granted(pairs: &[(&str, &str)]) -> HashMap<String, ProfileSet> {
+        let dev = ProfileSet::dev();
+        pairs
+            .iter()
+            .map(|(n, p)| {
+                let g = ProfileSet::parse(p).unwrap();
+                ((*n).to_owned(), dev.restricted(&g.public_tools()))
+            })
+            .collect()
+    }
+
+    fn has(s: &ProfileSet, tool: &str) -> bool {
+        s.tools().iter().any(|t| t.name == tool)
+    }
+
+    #[test]
+    fn a_chain_reaches_what_every_node_of_it_is_granted() {
+        let g = granted(&[("beta", "orchestrator,mesh"), ("alpha", "mesh")]);
+        let direct = chain_surface(&g, &["beta".into()]).unwrap();
+        assert!(has(&direct, "vox_submit_task") && has(&direct, "vox_mesh_dispatch"));
+        // alpha asks beta to call here: alpha's grant holds, however beta relays it.
+        let relayed = chain_surface(&g, &["alpha".into(), "beta".into()]).unwrap();
+        assert!(
+            !has(&relayed, "vox_submit_task"),
+            "beta lends alpha nothing"
+        );
+        assert!(has(&relayed, "vox_mesh_dispatch"));
+    }
+
+    #[test]
+    fn a_chain_with_an_untrusted_repeated_or_too_many_nodes_is_refused() {
+        let g = granted(&[("beta", "mesh")]);
+        let e = chain_surface(&g, &["mallory".into(), "beta".into()]).unwrap_err();
+        assert!(e.contains("mallory") && e.contains("not trusted"), "{e}");
+        let e = chain_surface(&g, &["beta".into(), "beta".into()]).unwrap_err();
+        assert!(e.contains("twice"), "{e}");
+        let long: Vec<String> = (0..9).map(|i| format!("n{i}")).collect();
+        assert!(chain_surface(&g, &long).is_err());
+        assert!(chain_surface(&g, &[]).is_err());
+    }
 }
