@@ -499,10 +499,12 @@ fn resume(id: &str, json_out: bool) -> R<ExitCode> {
     let started = Instant::now();
     launch_supervisor(&store, &s, true)?;
     let s = store.session(id)?;
+    // The root is continued by the new supervisor itself (it may not have moved it yet when this
+    // reads the runs): only the jobs wait for a controller's `continue`.
     let waiting: Vec<String> = store
         .runs(id)?
         .into_iter()
-        .filter(|r| matches!(r.state.as_str(), "suspended" | "paused"))
+        .filter(|r| r.parent.is_some() && matches!(r.state.as_str(), "suspended" | "paused"))
         .map(|r| r.run_ref)
         .collect();
     if json_out {

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The window failures are counted over.
@@ -23,6 +24,8 @@ struct Window {
 pub struct AuthFailures {
     limit: u32,
     windows: Mutex<HashMap<IpAddr, Window>>,
+    /// Whether any failure was ever counted: until then a request takes no lock here.
+    any: AtomicBool,
 }
 
 impl AuthFailures {
@@ -31,6 +34,7 @@ impl AuthFailures {
         AuthFailures {
             limit,
             windows: Mutex::new(HashMap::new()),
+            any: AtomicBool::new(false),
         }
     }
 
@@ -42,6 +46,9 @@ impl AuthFailures {
 
     /// How long `ip` stays refused, if it is refused now.
     pub fn blocked(&self, ip: IpAddr) -> Option<Duration> {
+        if !self.any.load(Ordering::Relaxed) {
+            return None;
+        }
         let now = Instant::now();
         let w = self.lock();
         let w = w.get(&ip)?;
@@ -51,6 +58,7 @@ impl AuthFailures {
 
     /// Counts one failed authentication of `ip`.
     pub fn failed(&self, ip: IpAddr) {
+        self.any.store(true, Ordering::Relaxed);
         let now = Instant::now();
         let mut windows = self.lock();
         if windows.len() >= MAX_TRACKED && !windows.contains_key(&ip) {

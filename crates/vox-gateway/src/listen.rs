@@ -39,7 +39,7 @@ pub struct ConnSlot {
 const DRAIN: Duration = Duration::from_secs(10);
 
 /// The answer to a connection over the limit.
-const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\nretry-after: 1\r\ncontent-length: 95\r\n\r\n{\"error\":{\"code\":\"busy\",\"message\":\"too many connections to this gateway; retry in a second\"}}";
+const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\nretry-after: 1\r\ncontent-length: 93\r\n\r\n{\"error\":{\"code\":\"busy\",\"message\":\"too many connections to this gateway; retry in a second\"}}";
 
 /// Serves `app` on `listener` until `shutdown` is cancelled, then lets the connections finish
 /// the requests they have started.
