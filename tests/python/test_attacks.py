@@ -44,6 +44,7 @@ ESCAPES = [
     ("vox_boot_report", {}),
     ("vox_spawn_agent", {"agent_id": "minion", "profile": "dev"}),
     ("add", {"a": 1, "b": 2}),
+    ("vox_chat_message", {"message": "and again", "tools": True}),
 ]
 ALLOWED = ("vox_list_models", {})
 
@@ -118,7 +119,7 @@ async def chat_acts_as_its_caller(ws: str, home: str, base: str, log: str) -> No
     s = "[chat scope]"
     env = env_for(ws, home, base)
     op_params = StdioServerParameters(command=VOX, args=["mcp", "--profile", "dev"], env=env, cwd=ws)
-    models_public = {t["name"] for t in profile_tools("models") if not a_person_s(t)} - {"vox_chat_message"}
+    models_public = {t["name"] for t in profile_tools("models") if not a_person_s(t)} - {"vox_chat_message", "vox_chat_history"}
     dev_public = {t["name"] for t in profile_tools("dev") if not a_person_s(t)}
     async with Client(op_params) as op:
         active_before = await ok(op, "vox_get_active_model", {})
@@ -146,7 +147,7 @@ async def chat_acts_as_its_caller(ws: str, home: str, base: str, log: str) -> No
         check(ran <= {"vox_memory_store", "add"},
               f"{s} the operator's model runs none of a person's tools, nor internal ones ({sorted(ran)})")
         got = offered(log, "OPERATOR-MARK")
-        check(not any(a_person_s(t) for t in profile_tools("dev") if t["name"] in got) and "vox_chat_message" not in got,
+        check(not any(a_person_s(t) for t in profile_tools("dev") if t["name"] in got) and not any(n.startswith("vox_chat_") for n in got),
               f"{s} the operator's model is offered no operator or internal tool ({len(got)} offered)")
         check(got - {"add", "divide", "stats"} <= dev_public, f"{s} and nothing outside the operator's surface")
         check(await ok(op, "vox_get_active_model", {}) == active_before, f"{s} the active model is unchanged")

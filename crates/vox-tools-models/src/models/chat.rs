@@ -61,8 +61,8 @@ struct ChatAnswer {
     tool_calls: Vec<ToolUse>,
 }
 
-/// The chat tool, which its own model is never offered.
-const CHAT_TOOL: &str = "vox_chat_message";
+/// The chat tools' prefix: a chat's model is never offered them.
+const CHAT_TOOLS: &str = "vox_chat_";
 /// Rounds of tool calls a chat message may take.
 const MAX_TOOL_ROUNDS: usize = 8;
 /// Tools offered to a model at most.
@@ -77,8 +77,8 @@ struct ModelTools<'a> {
     scope: Arc<vox_core::CallScope>,
 }
 
-/// The tools the model is offered: what its scope lists, less chat itself (no recursion), and
-/// within the session's active skill.
+/// The tools the model is offered: what its scope lists, less the chat tools (no recursion, and
+/// the history is already the model's context), and within the session's active skill.
 fn offered_tools(ctx: &Ctx, call: &CallCtx, tools: &ModelTools) -> Vec<vox_llm::ToolSpec> {
     let skills = ctx.get::<Arc<vox_tools_workspace::Skills>>();
     tools
@@ -87,7 +87,7 @@ fn offered_tools(ctx: &Ctx, call: &CallCtx, tools: &ModelTools) -> Vec<vox_llm::
         .into_iter()
         .filter_map(|d| {
             let name = d["name"].as_str()?.to_string();
-            if name == CHAT_TOOL {
+            if name.starts_with(CHAT_TOOLS) {
                 return None;
             }
             if let Some(s) = skills
@@ -113,17 +113,28 @@ async fn run_tool(
     call: &CallCtx,
     tc: &vox_llm::ToolCall,
 ) -> (String, ToolUse) {
+    let refused = |code: &str, message: String| {
+        let text = serde_json::json!({"error": {"code": code, "message": message}});
+        let used = ToolUse {
+            name: tc.name.clone(),
+            ok: false,
+            code: Some(code.into()),
+        };
+        (text.to_string(), used)
+    };
+    if tc.name.starts_with(CHAT_TOOLS) {
+        // Not offered, and not run by name either: a chat inside a chat would nest without end.
+        return refused(
+            "tool_not_in_profile",
+            format!("{} is not for a chat's model", tc.name),
+        );
+    }
     let args: serde_json::Value = match serde_json::from_str(&tc.arguments) {
         Ok(v) => v,
         Err(e) => {
-            let text = serde_json::json!({"error": {"code": "invalid_arguments", "message": format!("the arguments are not JSON: {e}")}});
-            return (
-                text.to_string(),
-                ToolUse {
-                    name: tc.name.clone(),
-                    ok: false,
-                    code: Some("invalid_arguments".into()),
-                },
+            return refused(
+                "invalid_arguments",
+                format!("the arguments are not JSON: {e}"),
             );
         }
     };
@@ -481,7 +492,7 @@ fn history(ctx: &Ctx, a: HistoryArgs) -> Result<History, ToolError> {
 /// The chat tools, for the models family.
 pub(super) fn handlers() -> Vec<(&'static str, HandlerEntry)> {
     vec![
-        (CHAT_TOOL, async_typed(chat)),
+        ("vox_chat_message", async_typed(chat)),
         ("vox_chat_history", typed(history)),
     ]
 }
