@@ -62,6 +62,36 @@ pub fn inbox_prefix(node: &str) -> String {
     format!("_INBOX_{node}")
 }
 
+/// The `permissions` of node `node`'s own NATS user, in nats-server's configuration syntax:
+/// it may publish to every node's queues and the heartbeat, and of JetStream's API only look
+/// up (or create) the mesh's stream and look up, create, pull from and acknowledge its own two
+/// consumers, whose filter the create subject fixes to its own queue; it may subscribe to the
+/// heartbeat and its own reply inboxes. So a login can neither read another node's queue nor
+/// take its messages (`docs/mesh-nats.md`).
+pub fn nats_permissions(node: &str) -> String {
+    let mut publish = vec![
+        format!("\"{}\"", Queue::In.subject("*")),
+        format!("\"{}\"", Queue::Result.subject("*")),
+        format!("\"{HEARTBEAT_SUBJECT}\""),
+        format!("\"$JS.API.STREAM.INFO.{STREAM}\""),
+        format!("\"$JS.API.STREAM.CREATE.{STREAM}\""),
+    ];
+    for q in [Queue::In, Queue::Result] {
+        let (c, s) = (q.consumer(node), q.subject(node));
+        publish.extend([
+            format!("\"$JS.API.CONSUMER.INFO.{STREAM}.{c}\""),
+            format!("\"$JS.API.CONSUMER.CREATE.{STREAM}.{c}.{s}\""),
+            format!("\"$JS.API.CONSUMER.MSG.NEXT.{STREAM}.{c}\""),
+            format!("\"$JS.ACK.{STREAM}.{c}.>\""),
+        ]);
+    }
+    format!(
+        "permissions: {{\n  publish: {{ allow: [\n    {}\n  ] }}\n  subscribe: {{ allow: [\"{HEARTBEAT_SUBJECT}\", \"{}.>\"] }}\n}}",
+        publish.join(",\n    "),
+        inbox_prefix(node)
+    )
+}
+
 /// What this node last heard from a peer.
 #[derive(Debug, Clone, Serialize)]
 pub struct PeerState {
