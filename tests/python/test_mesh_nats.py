@@ -8,6 +8,9 @@ fourth node nobody trusts:
   public mesh tools there, never an orchestrator tool;
 - a node off the trust list is refused, and a call relayed through a node is decided under the
   grant of every node it came through (no confused deputy);
+- each node logs in to NATS as its own user (the permissions of docs/mesh-nats.md): another
+  node's login cannot pull from, look up or subscribe to b's queue, and what crosses the wire
+  is encrypted (an observer subscribed to everything reads no message in clear);
 - kill -9 of a node in the middle of a stream of messages: after it restarts, every message
   arrives, none is delivered again after its acknowledgement, and a call queued while it was
   down runs once.
@@ -118,6 +121,55 @@ class Node:
         return Client(StdioServerParameters(command=VOX, args=["mcp", "--profile", PROFILE], env=e, cwd=self.ws))
 
 
+def nats_permissions(node: str) -> str:
+    """The permissions of node `node`'s own NATS user, as vox_mesh::link::nats_permissions
+    writes them (and docs/mesh-nats.md shows)."""
+    publish = ['"vox.mesh.*.in"', '"vox.mesh.*.result"', '"vox.mesh.heartbeat"',
+               '"$JS.API.STREAM.INFO.VOX_MESH"', '"$JS.API.STREAM.CREATE.VOX_MESH"']
+    for q in ("in", "result"):
+        c = f"{q}-{node}"
+        publish += [f'"$JS.API.CONSUMER.INFO.VOX_MESH.{c}"', f'"$JS.API.CONSUMER.CREATE.VOX_MESH.{c}.vox.mesh.{node}.{q}"',
+                    f'"$JS.API.CONSUMER.MSG.NEXT.VOX_MESH.{c}"', f'"$JS.ACK.VOX_MESH.{c}.>"']
+    return ("permissions: {\n  publish: { allow: [\n    " + ",\n    ".join(publish) + "\n  ] }\n"
+            f'  subscribe: {{ allow: ["vox.mesh.heartbeat", "_INBOX_{node}.>"] }}\n}}')
+
+
+class RawNats:
+    """A bare NATS client over a socket (the text protocol), for what a stolen login can do."""
+    def __init__(self, port: int, user: str, password: str):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        self.buf = b""
+        self.read_until(b"\r\n")  # INFO
+        self.send(f'CONNECT {json.dumps({"user": user, "pass": password, "verbose": False, "pedantic": False})}\r\n')
+
+    def send(self, line: str, payload: bytes | None = None) -> None:
+        self.s.sendall(line.encode() + ((payload + b"\r\n") if payload is not None else b""))
+
+    def read_until(self, token: bytes, timeout: float = 3.0) -> bytes:
+        self.s.settimeout(timeout)
+        while token not in self.buf:
+            try:
+                chunk = self.s.recv(65536)
+            except socket.timeout:
+                break
+            if not chunk:
+                break
+            self.buf += chunk
+        return self.buf
+
+    def drain(self, seconds: float) -> bytes:
+        end = time.monotonic() + seconds
+        self.s.settimeout(0.1)
+        while time.monotonic() < end:
+            try:
+                chunk = self.s.recv(65536)
+                if chunk:
+                    self.buf += chunk
+            except socket.timeout:
+                pass
+        return self.buf
+
+
 async def until(what: str, probe, timeout: float = 10.0):
     deadline = time.monotonic() + timeout
     while True:
@@ -142,16 +194,27 @@ async def main() -> None:
         return
     with tempfile.TemporaryDirectory(prefix="voxnats", dir="/tmp") as base:
         port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("VOX_")}
+        env.update({"VOX_MESH_NATS_URL": f"nats://127.0.0.1:{port}"})
+        a, b, c, d = (Node(n, base, env) for n in "abcd")
+        NODES.extend((a, b, c, d))
+        # Each node logs in as its own user; `observer` may only listen (to everything).
+        users = []
+        for n in (a, b, c, d):
+            n.env.update(VOX_MESH_NATS_USER=n.name, VOX_MESH_NATS_PASSWORD=f"pw-{n.name}")
+            users.append(f"{{ user: {n.name}, password: pw-{n.name}\n{nats_permissions(n.id)} }}")
+        users.append('{ user: observer, password: pw-observer, permissions: { publish: { deny: [">"] }, subscribe: { allow: [">"] } } }')
         conf = os.path.join(base, "nats.conf")
         with open(conf, "w") as f:
             f.write(f'listen: 127.0.0.1:{port}\njetstream {{ store_dir: "{base}/js" }}\n'
-                    'authorization { user: vox, password: s3cret }\n')
+                    "authorization { users: [\n" + ",\n".join(users) + "\n] }\n")
         server = subprocess.Popen([nats, "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("VOX_")}
-        env.update({"VOX_MESH_NATS_URL": f"nats://127.0.0.1:{port}", "VOX_MESH_NATS_USER": "vox",
-                    "VOX_MESH_NATS_PASSWORD": "s3cret"})
-        a, b, c, d = (Node(n, base, env) for n in "abcd")
-        NODES.extend((a, b, c, d))
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
         check(all(re.fullmatch(r"N[A-Z2-7]{55}", n.id) for n in (a, b, c, d)),
               "`vox mesh key` prints each node's public key")
         a.trust([(b, "orchestrator"), (c, "mesh")])
@@ -178,7 +241,9 @@ async def main() -> None:
                 check(all(n["node_id"] != d.id for n in (await ok(ca, "vox_mesh_nodes", {}))["nodes"]),
                       "a node off the trust list is not listed")
 
-                # Agents on two nodes message each other.
+                # Agents on two nodes message each other, while an observer listens to everything.
+                observer = RawNats(port, "observer", "pw-observer")
+                observer.send("SUB > 1\r\n")
                 async with a.client(tokens["a1"]) as a1, b.client(tokens["b1"]) as b1:
                     sent = await ok(a1, "vox_a2a_send", {"to": "b1", "node": b.id, "body": "can you take #12?",
                                                          "thread": "t12"})
@@ -197,6 +262,24 @@ async def main() -> None:
                     back = await until("a1 receives the reply", a1_inbox)
                     check(back[0]["sender"] == f"b1@{b.id}" and back[0]["body"] == "yes", "and the reply comes back")
                     await ok(a1, "vox_a2a_ack", {"message_ids": [back[0]["id"]]})
+                    wire = observer.drain(0.5)
+                    check(f"vox.mesh.{b.id}.in".encode() in wire and b"can you take #12?" not in wire
+                          and b'"body"' not in wire and b"t12" not in wire,
+                          f"an observer of every subject reads no message in clear ({len(wire)} bytes seen)")
+                    observer.s.close()
+
+                    # d's login (a real node's) tries to take b's queue.
+                    thief = RawNats(port, "d", "pw-d")
+                    thief.send(f"SUB _INBOX_{d.id}.x 1\r\n")
+                    thief.send(f"PUB $JS.API.CONSUMER.MSG.NEXT.VOX_MESH.in-{b.id} _INBOX_{d.id}.x 1\r\n", b"1")
+                    thief.send(f"PUB $JS.API.CONSUMER.INFO.VOX_MESH.in-{b.id} _INBOX_{d.id}.x 0\r\n", b"")
+                    thief.send(f"PUB $JS.API.CONSUMER.CREATE.VOX_MESH.in-{d.id}.vox.mesh.{b.id}.in _INBOX_{d.id}.x 2\r\n", b"{}")
+                    thief.send(f"SUB vox.mesh.{b.id}.in 2\r\nSUB _INBOX.> 3\r\nSUB _INBOX_{b.id}.> 4\r\nPING\r\n")
+                    got = thief.drain(1.5).decode(errors="replace")
+                    violations = got.count("Permissions Violation")
+                    check(violations >= 6 and "MSG _INBOX_" not in got,
+                          f"another node's login cannot pull, look up or subscribe to b's queue ({violations} permission errors)")
+                    thief.s.close()
                     r = await a1.call_tool("vox_a2a_send", {"to": "b1", "node": d.id, "body": "x"})
                     check(r.is_error and r.structured_content["error"]["code"] == "not_found"
                           and "trust list" in r.structured_content["error"]["message"],

@@ -1,8 +1,11 @@
 //! A node's identity: an Ed25519 key pair (an NATS nkey of the server kind, public keys start
 //! with `N`), kept in a file only its user reads. The public key is the node's id everywhere in
-//! the mesh: in subjects, in the trust list, and in every sealed envelope.
+//! the mesh: in subjects, in the trust list, and in every sealed envelope. The same key, read
+//! on its Montgomery form, is the node's X25519 key: envelopes are encrypted to it.
 
 use crate::MeshError;
+use curve25519_dalek::edwards::CompressedEdwardsY;
+use curve25519_dalek::montgomery::MontgomeryPoint;
 use nkeys::{KeyPair, KeyPairType};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -12,6 +15,9 @@ use std::path::Path;
 pub struct NodeKey {
     pair: KeyPair,
     id: String,
+    /// The X25519 secret: the first half of SHA-512 of the Ed25519 seed, as Ed25519 itself
+    /// derives its scalar (clamped where it is used).
+    x_secret: [u8; 32],
 }
 
 impl NodeKey {
@@ -58,7 +64,12 @@ impl NodeKey {
             ));
         }
         let id = pair.public_key();
-        Ok(NodeKey { pair, id })
+        let (_, raw) = nkeys::decode_seed(seed)
+            .map_err(|e| MeshError::Config(format!("not a node key seed: {e}")))?;
+        let digest = ring::digest::digest(&ring::digest::SHA512, &raw);
+        let mut x_secret = [0u8; 32];
+        x_secret.copy_from_slice(&digest.as_ref()[..32]);
+        Ok(NodeKey { pair, id, x_secret })
     }
 
     /// The node's id: its public key.
@@ -71,6 +82,26 @@ impl NodeKey {
         // Signing with a seeded pair only fails without a seed, which this pair always has.
         self.pair.sign(payload).unwrap_or_default()
     }
+
+    /// The X25519 Diffie-Hellman of this node's key with the point `other`.
+    pub(crate) fn diffie_hellman(&self, other: &MontgomeryPoint) -> [u8; 32] {
+        other.mul_clamped(self.x_secret).to_bytes()
+    }
+
+    /// This node's X25519 public key (the same as [`x25519_public`] of its id).
+    pub fn x25519_public(&self) -> [u8; 32] {
+        MontgomeryPoint::mul_base_clamped(self.x_secret).to_bytes()
+    }
+}
+
+/// The X25519 public key of node `node`: its Ed25519 public key on the Montgomery form; `None`
+/// when `node` is not a node id or not a point of the curve.
+pub fn x25519_public(node: &str) -> Option<MontgomeryPoint> {
+    if !is_node_id(node) {
+        return None;
+    }
+    let (_, raw) = nkeys::from_public_key(node).ok()?;
+    Some(CompressedEdwardsY(raw).decompress()?.to_montgomery())
 }
 
 /// Whether `node` (a public key) signed `payload` with `sig`.
@@ -107,6 +138,19 @@ mod tests {
         assert!(!verify(a.id(), b"hellO", &sig));
         let other = NodeKey::from_seed(&KeyPair::new(KeyPairType::Server).seed().unwrap()).unwrap();
         assert!(!verify(other.id(), b"hello", &sig));
+    }
+
+    #[test]
+    fn the_x25519_key_of_a_node_id_is_the_one_its_seed_gives() {
+        let k = NodeKey::from_seed(&KeyPair::new(KeyPairType::Server).seed().unwrap()).unwrap();
+        assert_eq!(x25519_public(k.id()).unwrap().to_bytes(), k.x25519_public());
+        let other = NodeKey::from_seed(&KeyPair::new(KeyPairType::Server).seed().unwrap()).unwrap();
+        // Both sides of a Diffie-Hellman agree.
+        assert_eq!(
+            k.diffie_hellman(&x25519_public(other.id()).unwrap()),
+            other.diffie_hellman(&x25519_public(k.id()).unwrap())
+        );
+        assert!(x25519_public("N.>").is_none());
     }
 
     #[test]

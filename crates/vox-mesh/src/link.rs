@@ -7,7 +7,7 @@
 
 use crate::config::{Auth, MeshConfig};
 use crate::identity::NodeKey;
-use crate::wire::{MAX_ENVELOPE, Opened, Wire, open, seal};
+use crate::wire::{MAX_ENVELOPE, Opened, Wire, open, open_broadcast, seal, seal_broadcast};
 use crate::{MeshError, now_ms};
 use async_nats::jetstream::{self, AckKind, consumer, stream};
 use futures_util::StreamExt;
@@ -54,6 +54,42 @@ impl Queue {
     fn consumer(self, node: &str) -> String {
         format!("{}-{node}", self.suffix())
     }
+}
+
+/// The prefix of node `node`'s reply subjects (`_INBOX_<node>`): its NATS user may subscribe
+/// to `_INBOX_<node>.>` and to no other node's.
+pub fn inbox_prefix(node: &str) -> String {
+    format!("_INBOX_{node}")
+}
+
+/// The `permissions` of node `node`'s own NATS user, in nats-server's configuration syntax:
+/// it may publish to every node's queues and the heartbeat, and of JetStream's API only look
+/// up (or create) the mesh's stream and look up, create, pull from and acknowledge its own two
+/// consumers, whose filter the create subject fixes to its own queue; it may subscribe to the
+/// heartbeat and its own reply inboxes. So a login can neither read another node's queue nor
+/// take its messages (`docs/mesh-nats.md`).
+pub fn nats_permissions(node: &str) -> String {
+    let mut publish = vec![
+        format!("\"{}\"", Queue::In.subject("*")),
+        format!("\"{}\"", Queue::Result.subject("*")),
+        format!("\"{HEARTBEAT_SUBJECT}\""),
+        format!("\"$JS.API.STREAM.INFO.{STREAM}\""),
+        format!("\"$JS.API.STREAM.CREATE.{STREAM}\""),
+    ];
+    for q in [Queue::In, Queue::Result] {
+        let (c, s) = (q.consumer(node), q.subject(node));
+        publish.extend([
+            format!("\"$JS.API.CONSUMER.INFO.{STREAM}.{c}\""),
+            format!("\"$JS.API.CONSUMER.CREATE.{STREAM}.{c}.{s}\""),
+            format!("\"$JS.API.CONSUMER.MSG.NEXT.{STREAM}.{c}\""),
+            format!("\"$JS.ACK.{STREAM}.{c}.>\""),
+        ]);
+    }
+    format!(
+        "permissions: {{\n  publish: {{ allow: [\n    {}\n  ] }}\n  subscribe: {{ allow: [\"{HEARTBEAT_SUBJECT}\", \"{}.>\"] }}\n}}",
+        publish.join(",\n    "),
+        inbox_prefix(node)
+    )
 }
 
 /// What this node last heard from a peer.
@@ -149,6 +185,9 @@ impl Link {
         };
         let client = opts
             .name(format!("vox node {} ({})", config.name, key.id()))
+            // Replies (JetStream's answers and the messages a pull brings) come on inboxes only
+            // this node's NATS user may subscribe to: `_INBOX_<node id>.>`.
+            .custom_inbox_prefix(inbox_prefix(key.id()))
             .connection_timeout(Duration::from_secs(5))
             .connect(config.url.as_str())
             .await
@@ -205,7 +244,7 @@ impl Link {
             return Err(MeshError::Config(format!("`{node}` is not a node id")));
         }
         let started = Instant::now();
-        let body = seal(&self.key, Some(node), now_ms(), wire);
+        let body = seal(&self.key, node, now_ms(), wire)?;
         let mut headers = async_nats::HeaderMap::new();
         headers.insert("Nats-Msg-Id", format!("{dedupe_id}>{node}").as_str());
         self.js
@@ -267,7 +306,7 @@ impl Link {
                 metrics::counter!("vox_mesh_envelopes_total", "event" => "redelivered")
                     .increment(1);
             }
-            let ack = match open(&m.payload, &me, |n| self.trusts(n)) {
+            let ack = match open(&m.payload, &self.key, |n| self.trusts(n)) {
                 Err(e) => {
                     self.counters.refused.fetch_add(1, Ordering::Relaxed);
                     metrics::counter!("vox_mesh_envelopes_total", "event" => "refused")
@@ -326,14 +365,14 @@ impl Link {
             tokio::select! {
                 _ = tick.tick() => {
                     self.record_peer_gauges();
-                    let env = seal(&self.key, None, now_ms(), &announce());
+                    let env = seal_broadcast(&self.key, now_ms(), &announce());
                     if let Err(e) = self.client.publish(HEARTBEAT_SUBJECT, env.into()).await {
                         tracing::warn!("heartbeat: {e}");
                     }
                 }
                 m = sub.next() => {
                     let Some(m) = m else { break };
-                    match open(&m.payload, self.node(), |n| n == self.node() || self.trusts(n)) {
+                    match open_broadcast(&m.payload, |n| n == self.node() || self.trusts(n)) {
                         // Our own beat is not a peer's.
                         Ok(o) if o.from == self.node() => {}
                         Ok(o) => self.heard(o),

@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use vox_mesh::link::{inbox_prefix, nats_permissions};
 use vox_mesh::server::{NatsServer, available};
 use vox_mesh::{Auth, Link, MeshConfig, NodeKey, Peer, Queue, Wire};
 
@@ -316,4 +317,145 @@ async fn a_node_may_authenticate_to_nats_with_an_nkey() {
         Link::connect(c, key()).await.is_err(),
         "an unknown nkey is refused"
     );
+}
+
+/// One NATS user per node (`user`, password `pw-<user>`), each with its node's permissions.
+fn per_node_auth(nodes: &[(&str, &NodeKey)]) -> String {
+    let users: Vec<String> = nodes
+        .iter()
+        .map(|(u, k)| {
+            format!(
+                "{{ user: {u}, password: pw-{u}\n{} }}",
+                nats_permissions(k.id())
+            )
+        })
+        .collect();
+    format!("authorization {{ users: [\n{}\n] }}", users.join(",\n"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_node_logs_in_as_its_own_user_and_reads_only_its_own_queues() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ka, kb, kc) = (key(), key(), key());
+    let auth = per_node_auth(&[("a", &ka), ("b", &kb), ("c", &kc)]);
+    let Some(server) = nats(dir.path(), &auth) else {
+        return;
+    };
+    let login = |user: &str, trusts: &[&NodeKey]| {
+        let mut c = config(&server.url(), user, trusts);
+        c.auth = Auth::UserPassword(user.into(), format!("pw-{user}"));
+        c
+    };
+    let a = Link::connect(login("a", &[&kb]), ka.clone()).await.unwrap();
+    let b = Link::connect(login("b", &[&ka]), kb.clone()).await.unwrap();
+    let got: Got = Arc::default();
+    let worker = consume(b.clone(), got.clone());
+    a.send(kb.id(), Queue::In, &msg("a:1", "hello"), "a:1")
+        .await
+        .unwrap();
+    assert_eq!(
+        wait_for(&got, 1).await,
+        vec![(ka.id().to_owned(), msg("a:1", "hello"))]
+    );
+    // b answers on a's result queue, which a consumes.
+    let result = Wire::Result {
+        id: "a:c1".into(),
+        ok: true,
+        value: serde_json::json!({"done": true}),
+    };
+    b.send(ka.id(), Queue::Result, &result, "b:r1")
+        .await
+        .unwrap();
+    let results: Got = Arc::default();
+    let reader = tokio::spawn({
+        let (a, results) = (a.clone(), results.clone());
+        async move {
+            let _ = a
+                .consume(Queue::Result, |o| {
+                    let results = results.clone();
+                    async move {
+                        results.lock().unwrap().push((o.from, o.wire));
+                        Ok(())
+                    }
+                })
+                .await;
+        }
+    });
+    assert_eq!(
+        wait_for(&results, 1).await,
+        vec![(kb.id().to_owned(), result)]
+    );
+    assert_eq!(b.backlog(Queue::In).await.unwrap(), (0, 0));
+    // Heartbeats go through too.
+    let beats = tokio::spawn(b.clone().heartbeats(|| Wire::Heartbeat {
+        name: "b".into(),
+        workspace: "/b".into(),
+        agents: vec![],
+        pending: 0,
+    }));
+    let hears = tokio::spawn(a.clone().heartbeats(|| Wire::Heartbeat {
+        name: "a".into(),
+        workspace: "/a".into(),
+        agents: vec![],
+        pending: 0,
+    }));
+    let mut up = false;
+    for _ in 0..100 {
+        if a.peers()
+            .iter()
+            .any(|p| p.node == kb.id() && p.status == "up")
+        {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(up, "a hears b's heartbeat");
+
+    // c logs in as itself: it may look up its own consumer, not pull from b's.
+    worker.abort();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    a.send(kb.id(), Queue::In, &msg("a:2", "for b only"), "a:2")
+        .await
+        .unwrap();
+    let c = async_nats::ConnectOptions::with_user_and_password("c".into(), "pw-c".into())
+        .custom_inbox_prefix(inbox_prefix(kc.id()))
+        .connect(server.url())
+        .await
+        .unwrap();
+    let own = tokio::time::timeout(
+        Duration::from_secs(3),
+        c.request(
+            format!("$JS.API.CONSUMER.INFO.VOX_MESH.in-{}", kc.id()),
+            "".into(),
+        ),
+    )
+    .await;
+    assert!(
+        matches!(own, Ok(Ok(_))),
+        "c's own consumer answers: {own:?}"
+    );
+    for subject in [
+        format!("$JS.API.CONSUMER.MSG.NEXT.VOX_MESH.in-{}", kb.id()),
+        format!("$JS.API.CONSUMER.INFO.VOX_MESH.in-{}", kb.id()),
+        format!(
+            "$JS.API.CONSUMER.CREATE.VOX_MESH.in-{}.vox.mesh.{}.in",
+            kc.id(),
+            kb.id()
+        ),
+        "$JS.API.STREAM.MSG.GET.VOX_MESH".to_string(),
+    ] {
+        let r = tokio::time::timeout(
+            Duration::from_secs(2),
+            c.request(subject.clone(), "1".into()),
+        )
+        .await;
+        assert!(!matches!(r, Ok(Ok(_))), "c is answered on {subject}: {r:?}");
+    }
+    // b's message is still there for b.
+    let (pending, unacked) = b.backlog(Queue::In).await.unwrap();
+    assert_eq!(pending + unacked, 1);
+    reader.abort();
+    beats.abort();
+    hears.abort();
 }
