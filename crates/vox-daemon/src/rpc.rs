@@ -69,8 +69,12 @@ pub async fn read_line_bounded<R: AsyncBufRead + Unpin>(
     loop {
         let chunk = r.fill_buf().await?;
         if chunk.is_empty() {
+            // The buffer holds up to `max + 1` bytes, room for a `\n` that a last line
+            // without one does not have: one byte more than `max` is too long here.
             return Ok(if overflow > 0 {
                 Line::TooLong(overflow)
+            } else if buf.len() > max {
+                Line::TooLong(buf.len())
             } else if buf.is_empty() {
                 Line::Eof
             } else {
@@ -90,12 +94,99 @@ pub async fn read_line_bounded<R: AsyncBufRead + Unpin>(
         r.consume(take);
         if done {
             if overflow > 0 {
-                return Ok(Line::TooLong(overflow));
+                // The line's length, as `Data` would hold it: without its `\n`.
+                return Ok(Line::TooLong(overflow - 1));
             }
             buf.pop();
             return Ok(Line::Data(buf));
         }
     }
+}
+
+/// Reads a connection's first line: the first that is not blank (ASCII whitespace only),
+/// bounded as [`read_line_bounded`] bounds every line.
+pub async fn read_first_line<R: AsyncBufRead + Unpin>(
+    r: &mut R,
+    max: usize,
+) -> std::io::Result<Line> {
+    loop {
+        match read_line_bounded(r, max).await? {
+            Line::Data(l) if l.iter().all(u8::is_ascii_whitespace) => continue,
+            line => return Ok(line),
+        }
+    }
+}
+
+/// What a connection is, as its first line says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstLine {
+    /// An `orch.mcp` request: its answer, then MCP from the next byte.
+    McpPreamble,
+    /// A request naming a method that is not a control method: an MCP message, the first of
+    /// the operator's MCP session.
+    Mcp,
+    /// Anything else (a control method, no method, no request at all, a line too long): the
+    /// control protocol, which answers this line first.
+    Control,
+}
+
+/// Classifies a connection's first (non-blank) line; `None` is a line too long (or none at
+/// all), which the control protocol answers. Total: every line is one of the three.
+pub fn classify_first_line(line: Option<&[u8]>) -> FirstLine {
+    line.map_or(FirstLine::Control, |l| classify(l).0)
+}
+
+/// [`classify_first_line`] with the request the line parsed as, if any.
+fn classify(line: &[u8]) -> (FirstLine, Option<Request>) {
+    let Ok(req) = request(line) else {
+        return (FirstLine::Control, None);
+    };
+    let kind = match req.method() {
+        Some("orch.mcp") => FirstLine::McpPreamble,
+        Some(m) if !CONTROL.contains(&m) => FirstLine::Mcp,
+        _ => FirstLine::Control,
+    };
+    (kind, Some(req))
+}
+
+/// The JSON-RPC error code the control protocol answers a non-blank line with
+/// ([`codes::PARSE_ERROR`] for malformed JSON, [`codes::INVALID_REQUEST`] for JSON that is no
+/// request object), or `None` when the line is a request.
+pub fn request_error(line: &[u8]) -> Option<i64> {
+    parse_request(line).err().map(|(code, _)| code)
+}
+
+/// Parses a request: a JSON object. Not an array, which serde would otherwise read into
+/// [`Request`] by position (`[1, "orch.ping"]` as a ping): JSON-RPC has no such form (an
+/// array is a batch, which this protocol does not take).
+/// Nor a line that is not UTF-8, as JSON text is (skipping an unknown member's string does not
+/// check it).
+fn request(line: &[u8]) -> serde_json::Result<Request> {
+    let line = std::str::from_utf8(line).map_err(serde::de::Error::custom)?;
+    if line.trim_ascii_start().starts_with('[') {
+        return Err(serde::de::Error::invalid_type(
+            serde::de::Unexpected::Seq,
+            &"a request object",
+        ));
+    }
+    serde_json::from_str(line)
+}
+
+/// Parses a control line as a request, or the error code and message it is answered with.
+fn parse_request(line: &[u8]) -> Result<Request, (i64, String)> {
+    request(line).map_err(|e| {
+        // Well-formed JSON that is no request object is an invalid request. JSON text is
+        // UTF-8, which skipping over a value does not check.
+        let json = std::str::from_utf8(line)
+            .is_ok_and(|l| serde_json::from_str::<serde::de::IgnoredAny>(l).is_ok());
+        match json {
+            true => (
+                codes::INVALID_REQUEST,
+                format!("a request is a JSON object: {e}"),
+            ),
+            false => (codes::PARSE_ERROR, format!("malformed JSON: {e}")),
+        }
+    })
 }
 
 /// A request id, exactly as the client wrote it.
@@ -284,23 +375,18 @@ async fn connection(stream: UnixStream, d: Daemon) {
         format!("socket:{}", NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed)).into();
     let (read, write) = stream.into_split();
     let mut reader = BufReader::with_capacity(64 * 1024, FdReader::new(read));
-    let first = loop {
-        match read_line_bounded(&mut reader, MAX_MESSAGE_BYTES).await {
-            Ok(Line::Data(l)) if l.iter().all(u8::is_ascii_whitespace) => continue,
-            Ok(line) => break line,
-            Err(_) => return,
-        }
+    let Ok(first) = read_first_line(&mut reader, MAX_MESSAGE_BYTES).await else {
+        return;
     };
-    let parsed = match &first {
-        Line::Data(l) => serde_json::from_slice::<Request>(l).ok(),
-        _ => None,
+    let (kind, parsed) = match &first {
+        Line::Data(l) => classify(l),
+        _ => (FirstLine::Control, None),
     };
-    let method = parsed.as_ref().and_then(Request::method).map(str::to_owned);
-    match (method.as_deref(), parsed, first) {
-        (Some("orch.mcp"), Some(req), _) => {
+    match (kind, parsed, first) {
+        (FirstLine::McpPreamble, Some(req), _) => {
             mcp_preamble(req, reader, write, d.clone(), &session).await;
         }
-        (Some(m), _, Line::Data(line)) if !CONTROL.contains(&m) => {
+        (FirstLine::Mcp, _, Line::Data(line)) => {
             // An MCP client that sent no preamble: the operator's session, its first message
             // read again by the MCP server.
             let mut replay = line;
@@ -447,17 +533,9 @@ async fn control(
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let req: Request = match serde_json::from_slice(&line) {
+        let req = match parse_request(&line) {
             Ok(r) => r,
-            Err(e) => {
-                // Well-formed JSON that is no request object is an invalid request.
-                let (code, message) = match serde_json::from_slice::<serde::de::IgnoredAny>(&line) {
-                    Ok(_) => (
-                        codes::INVALID_REQUEST,
-                        format!("a request is a JSON object: {e}"),
-                    ),
-                    Err(_) => (codes::PARSE_ERROR, format!("malformed JSON: {e}")),
-                };
+            Err((code, message)) => {
                 let _ = tx.send(error_frame(RawValue::NULL, code, message));
                 continue;
             }
@@ -710,4 +788,101 @@ fn decode<T: serde::de::DeserializeOwned + Default>(
         return Ok(T::default());
     }
     serde_json::from_str(params).map_err(|e| (codes::INVALID_PARAMS, format!("{method}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every line of `input` as `read_line_bounded` reads it, through a one-byte buffer (as
+    /// well as whole).
+    async fn lines(input: &[u8], max: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        for capacity in [1, 64 * 1024] {
+            let mut r = BufReader::with_capacity(capacity, input);
+            let mut read = Vec::new();
+            loop {
+                match read_line_bounded(&mut r, max).await.unwrap() {
+                    Line::Data(d) => read.push(String::from_utf8(d).unwrap()),
+                    Line::TooLong(n) => read.push(format!("too long: {n}")),
+                    Line::Eof => break,
+                }
+            }
+            if capacity == 1 {
+                out = read;
+            } else {
+                assert_eq!(out, read, "the same whatever the chunking");
+            }
+        }
+        out
+    }
+
+    // Found by the socket_framing fuzz target: a refused line's length counted its `\n`, and a
+    // last line without one could be one byte longer than the bound.
+    #[tokio::test]
+    async fn lines_are_bounded_and_refused_with_their_length() {
+        assert_eq!(
+            lines(b"0123\n01234\n012\n", 4).await,
+            ["0123", "too long: 5", "012"]
+        );
+        assert_eq!(lines(b"a\n", 0).await, ["too long: 1"]);
+        assert_eq!(lines(b"\n", 0).await, [""]);
+        assert_eq!(lines(b"0123", 4).await, ["0123"]);
+        assert_eq!(lines(b"01234", 4).await, ["too long: 5"]);
+        assert_eq!(lines(b"0123\n01234", 4).await, ["0123", "too long: 5"]);
+        assert_eq!(lines(b"012345678", 4).await, ["too long: 9"]);
+    }
+
+    #[tokio::test]
+    async fn the_first_line_is_the_first_not_blank() {
+        let mut r: &[u8] = b"\n \r\t\n{}\nnext\n";
+        assert!(matches!(read_first_line(&mut r, 10).await.unwrap(), Line::Data(l) if l == b"{}"));
+        let mut r: &[u8] = b"\n\n";
+        assert!(matches!(
+            read_first_line(&mut r, 10).await.unwrap(),
+            Line::Eof
+        ));
+    }
+
+    // Found by the socket_framing fuzz target: serde read a JSON array into a request by
+    // position (`[1, "orch.ping"]` was a ping, `[null, "orch.mcp"]` opened an MCP session).
+    #[test]
+    fn a_request_is_an_object_not_an_array() {
+        for line in [
+            &br#"[1, "orch.ping"]"#[..],
+            br#" [null, "orch.mcp", {}]"#,
+            br#"[{"jsonrpc":"2.0","id":1,"method":"initialize"}]"#,
+            b"[]",
+        ] {
+            assert_eq!(request_error(line), Some(codes::INVALID_REQUEST));
+            assert_eq!(classify_first_line(Some(line)), FirstLine::Control);
+        }
+        assert_eq!(
+            classify_first_line(Some(br#"{"id":1,"method":"orch.mcp"}"#)),
+            FirstLine::McpPreamble
+        );
+        assert_eq!(
+            classify_first_line(Some(br#"{"id":1,"method":"initialize"}"#)),
+            FirstLine::Mcp
+        );
+        assert_eq!(
+            classify_first_line(Some(br#"{"id":1,"method":"orch.ping"}"#)),
+            FirstLine::Control
+        );
+        assert_eq!(classify_first_line(None), FirstLine::Control);
+        assert_eq!(request_error(br#"{"method":"orch.ping"}"#), None);
+        assert_eq!(request_error(b"5"), Some(codes::INVALID_REQUEST));
+        assert_eq!(request_error(b"{"), Some(codes::PARSE_ERROR));
+    }
+
+    // Found by the socket_framing fuzz target: a line that is not UTF-8 (so not JSON) was
+    // answered as an invalid request, or taken as one when the bad bytes were in a member
+    // the request ignores.
+    #[test]
+    fn a_line_that_is_not_utf8_is_a_parse_error() {
+        let ignored = b"{\"method\":\"initialize\",\"x\":\"\xff\"}";
+        assert_eq!(request_error(ignored), Some(codes::PARSE_ERROR));
+        assert_eq!(classify_first_line(Some(ignored)), FirstLine::Control);
+        assert_eq!(request_error(b"{\"\xff\":1}"), Some(codes::PARSE_ERROR));
+    }
 }

@@ -29,10 +29,11 @@ mod mcp;
 mod ws;
 
 pub use config::{ConfigError, GatewayConfig};
+pub use ws::{WsRequest, parse_ws_request};
 
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -72,8 +73,10 @@ pub struct Who {
 /// Longest `X-Vox-Session` value accepted.
 const MAX_SESSION_HEADER: usize = 128;
 
-/// The REST session key: `X-Vox-Session` when it is a short token of `[A-Za-z0-9_.:-]`.
-fn rest_session(agent: &str, headers: &axum::http::HeaderMap) -> Result<String, &'static str> {
+/// The REST session key of `agent`'s request: `rest:<agent>`, or `rest:<agent>:<X-Vox-Session>`
+/// when that header is a short token of `[A-Za-z0-9_.:-]` (1 to 128 characters); any other
+/// value is refused with the message the 400 answer carries.
+pub fn rest_session(agent: &str, headers: &axum::http::HeaderMap) -> Result<String, &'static str> {
     match headers.get("x-vox-session").map(|v| v.to_str()) {
         None => Ok(format!("rest:{agent}")),
         Some(Ok(v))
@@ -204,11 +207,58 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
-    let v = headers.get(header::AUTHORIZATION)?.as_bytes();
-    let rest = v
+    bearer_token(headers.get(header::AUTHORIZATION)?.as_bytes())
+}
+
+/// The token of an `Authorization` header value: what follows `Bearer ` (or `bearer `),
+/// without surrounding ASCII whitespace; `None` for any other scheme.
+pub fn bearer_token(authorization: &[u8]) -> Option<&[u8]> {
+    let rest = authorization
         .strip_prefix(b"Bearer ")
-        .or_else(|| v.strip_prefix(b"bearer "))?;
+        .or_else(|| authorization.strip_prefix(b"bearer "))?;
     Some(rest.trim_ascii())
+}
+
+/// Why a request's Host, request target or Origin refuses it ([`check_host_and_origin`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostRefusal {
+    /// No `Host` header, or more than one (400 `host_required`).
+    HostRequired,
+    /// The `Host` header or an absolute request target names no allowed host (403
+    /// `host_not_allowed`).
+    HostNotAllowed,
+    /// The `Origin` header names no allowed origin (403 `origin_not_allowed`).
+    OriginNotAllowed,
+}
+
+/// The first check of every request: exactly one `Host` header, naming an allowed host (a
+/// value that is not visible ASCII names none), as an absolute request target must
+/// ([`GatewayConfig::host_allowed`]), and an `Origin`, when present, that is allowed
+/// ([`GatewayConfig::origin_allowed`]).
+pub fn check_host_and_origin(
+    config: &GatewayConfig,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<(), HostRefusal> {
+    // HTTP/1.1 requires exactly one Host (RFC 9112 §3.2): without it the rebinding check
+    // would have nothing to check. /health is no exception.
+    let mut hosts = headers.get_all(header::HOST).iter();
+    let (Some(host), None) = (hosts.next(), hosts.next()) else {
+        return Err(HostRefusal::HostRequired);
+    };
+    // An absolute request target (`GET http://name/ …`) names the host as well.
+    let target = uri.authority().map(|a| a.as_str());
+    if !config.host_allowed(host.to_str().unwrap_or(""))
+        || target.is_some_and(|t| !config.host_allowed(t))
+    {
+        return Err(HostRefusal::HostNotAllowed);
+    }
+    if let Some(origin) = headers.get(header::ORIGIN)
+        && !config.origin_allowed(origin.to_str().unwrap_or(""))
+    {
+        return Err(HostRefusal::OriginNotAllowed);
+    }
+    Ok(())
 }
 
 /// Only 127.0.0.1 and ::1 count as loopback for trust decisions: other 127/8 addresses can be
@@ -231,35 +281,29 @@ async fn guard(
     next: Next,
 ) -> Response {
     let headers = req.headers();
-    // HTTP/1.1 requires exactly one Host (RFC 9112 §3.2): without it the rebinding check
-    // would have nothing to check. /health is no exception.
-    let mut hosts = headers.get_all(header::HOST).iter();
-    let (Some(host), None) = (hosts.next(), hosts.next()) else {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "host_required",
-            "a request needs exactly one Host header",
-        );
-    };
-    // An absolute request target (`GET http://name/ …`) names the host as well.
-    let target = req.uri().authority().map(|a| a.as_str());
-    if !s.config.host_allowed(host.to_str().unwrap_or(""))
-        || target.is_some_and(|t| !s.config.host_allowed(t))
-    {
-        return error(
-            StatusCode::FORBIDDEN,
-            "host_not_allowed",
-            "the Host header names no allowed host",
-        );
-    }
-    if let Some(origin) = headers.get(header::ORIGIN)
-        && !s.config.origin_allowed(origin.to_str().unwrap_or(""))
-    {
-        return error(
-            StatusCode::FORBIDDEN,
-            "origin_not_allowed",
-            "the Origin header names no allowed origin",
-        );
+    match check_host_and_origin(&s.config, headers, req.uri()) {
+        Ok(()) => {}
+        Err(HostRefusal::HostRequired) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "host_required",
+                "a request needs exactly one Host header",
+            );
+        }
+        Err(HostRefusal::HostNotAllowed) => {
+            return error(
+                StatusCode::FORBIDDEN,
+                "host_not_allowed",
+                "the Host header names no allowed host",
+            );
+        }
+        Err(HostRefusal::OriginNotAllowed) => {
+            return error(
+                StatusCode::FORBIDDEN,
+                "origin_not_allowed",
+                "the Origin header names no allowed origin",
+            );
+        }
     }
     let path = req.uri().path().to_owned();
     if path == "/health" {
@@ -431,28 +475,14 @@ async fn call_tool(
     axum::Extension(who): axum::Extension<Who>,
     body: Bytes,
 ) -> Response {
-    let req: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "invalid_request",
-                format!("body is not JSON: {e}"),
-            );
-        }
+    let (name, args) = match parse_call_body(&body) {
+        Ok(call) => call,
+        Err(message) => return error(StatusCode::BAD_REQUEST, "invalid_request", message),
     };
-    let Some(name) = req.get("name").and_then(Value::as_str) else {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            "body needs a string `name`",
-        );
-    };
-    let args = req.get("args").cloned().unwrap_or(Value::Null);
     let run = CallRun::default();
     // Dropped with the handler's future when the client goes away: the work stops too.
     let guard = run.cancel.guard();
-    let outcome = s.orch.call(&s.scope(&who, false), name, args, run).await;
+    let outcome = s.orch.call(&s.scope(&who, false), &name, args, run).await;
     guard.disarm();
     let (status, body) = vox_mcp::encode::rest(outcome);
     (
@@ -460,4 +490,108 @@ async fn call_tool(
         Json(body),
     )
         .into_response()
+}
+
+/// A `/v1/tools/call` body, `{"name": <string>, "args"?: <any>}`: the tool's name and its
+/// arguments (`null` when absent), or the message of the 400 `invalid_request` answer.
+pub fn parse_call_body(body: &[u8]) -> Result<(String, Value), String> {
+    let req: Value = serde_json::from_slice(body).map_err(|e| format!("body is not JSON: {e}"))?;
+    let Some(name) = req.get("name").and_then(Value::as_str) else {
+        return Err("body needs a string `name`".to_owned());
+    };
+    let args = req.get("args").cloned().unwrap_or(Value::Null);
+    Ok((name.to_owned(), args))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(vars: &[(&str, &str)]) -> GatewayConfig {
+        GatewayConfig::from_lookup(|k| {
+            vars.iter()
+                .find(|(name, _)| *name == k)
+                .map(|(_, v)| (*v).to_owned())
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn host_origin_and_target_are_checked_in_order() {
+        let c = config(&[("VOX_MCP_HTTP_BEARER_TOKEN", "0123456789abcdef-write")]);
+        let headers = |pairs: &[(header::HeaderName, &str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.append(k, HeaderValue::from_str(v).unwrap());
+            }
+            h
+        };
+        let root = Uri::from_static("/");
+        let check = |h: &HeaderMap, uri: &Uri| check_host_and_origin(&c, h, uri);
+        assert_eq!(check(&headers(&[]), &root), Err(HostRefusal::HostRequired));
+        let two = headers(&[(header::HOST, "localhost"), (header::HOST, "localhost")]);
+        assert_eq!(check(&two, &root), Err(HostRefusal::HostRequired));
+        let local = headers(&[(header::HOST, "localhost:3921")]);
+        assert_eq!(check(&local, &root), Ok(()));
+        let evil = Uri::from_static("http://evil.example/v1/info");
+        assert_eq!(check(&local, &evil), Err(HostRefusal::HostNotAllowed));
+        let remote = headers(&[(header::HOST, "evil.example")]);
+        assert_eq!(check(&remote, &root), Err(HostRefusal::HostNotAllowed));
+        let origin = headers(&[
+            (header::HOST, "127.0.0.1"),
+            (header::ORIGIN, "http://evil.example"),
+        ]);
+        assert_eq!(check(&origin, &root), Err(HostRefusal::OriginNotAllowed));
+    }
+
+    #[test]
+    fn bearer_session_body_and_ws_parsing() {
+        assert_eq!(bearer_token(b"Bearer  tok \t"), Some(&b"tok"[..]));
+        assert_eq!(bearer_token(b"bearer tok"), Some(&b"tok"[..]));
+        assert_eq!(bearer_token(b"Basic tok"), None);
+        let mut h = HeaderMap::new();
+        assert_eq!(rest_session("a", &h).unwrap(), "rest:a");
+        h.insert("x-vox-session", HeaderValue::from_static("s-1.x:y_z"));
+        assert_eq!(rest_session("a", &h).unwrap(), "rest:a:s-1.x:y_z");
+        h.insert("x-vox-session", HeaderValue::from_static("a/b"));
+        assert!(rest_session("a", &h).is_err());
+        assert_eq!(
+            parse_call_body(br#"{"name":"t","args":{"k":1}}"#).unwrap(),
+            ("t".to_owned(), json!({"k": 1}))
+        );
+        assert_eq!(parse_call_body(br#"{"name":"t"}"#).unwrap().1, Value::Null);
+        assert_eq!(
+            parse_call_body(br#"{"name":1}"#).unwrap_err(),
+            "body needs a string `name`"
+        );
+        assert!(
+            parse_call_body(b"{")
+                .unwrap_err()
+                .starts_with("body is not JSON")
+        );
+        assert_eq!(
+            parse_ws_request(r#"{"id":7,"type":"call_tool","name":"t"}"#).unwrap(),
+            WsRequest::CallTool {
+                id: json!(7),
+                name: "t".into(),
+                args: Value::Null
+            }
+        );
+        assert_eq!(
+            parse_ws_request(r#"{"type":"list_tools"}"#).unwrap(),
+            WsRequest::ListTools { id: Value::Null }
+        );
+        let refused = |text: &str| parse_ws_request(text).unwrap_err();
+        assert_eq!(refused(r#"{"id":"x","type":"nope"}"#)["id"], "x");
+        assert_eq!(
+            refused(r#"{"id":1.5,"type":"list_tools"}"#)["id"],
+            Value::Null
+        );
+        assert_eq!(
+            refused(r#"{"id":-0,"type":"list_tools"}"#)["id"],
+            Value::Null
+        );
+        assert_eq!(refused(r#"{"id":2,"type":"call_tool"}"#)["status"], 400);
+        assert_eq!(refused("nope")["type"], "error");
+    }
 }

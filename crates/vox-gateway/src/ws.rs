@@ -114,30 +114,65 @@ fn valid_id(id: &Value) -> bool {
     }
 }
 
-async fn answer(s: &Shared, who: &Who, text: &str, run: CallRun) -> Value {
-    let req: Value = match serde_json::from_str(text) {
-        Ok(v) => v,
-        Err(e) => {
-            return json!({"id": null, "type": "error", "status": 400, "error": {"code": "invalid_request", "message": format!("not JSON: {e}")}});
-        }
-    };
+/// A `/v1/ws` text message, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WsRequest {
+    /// `{"type": "list_tools"}`.
+    ListTools {
+        /// The request's `id` (`null` when absent), echoed in the answer.
+        id: Value,
+    },
+    /// `{"type": "call_tool", "name": <string>, "args"?: <any>}`.
+    CallTool {
+        /// The request's `id` (`null` when absent), echoed in the answer.
+        id: Value,
+        /// The tool's name.
+        name: String,
+        /// Its arguments (`null` when absent).
+        args: Value,
+    },
+}
+
+fn ws_error(id: Value, message: impl Into<String>) -> Value {
+    json!({"id": id, "type": "error", "status": 400, "error": {"code": "invalid_request", "message": message.into()}})
+}
+
+/// Parses a `/v1/ws` text message, or gives the `error` answer (status 400,
+/// `invalid_request`) to send back: not JSON, an `id` that would not come back as sent, an
+/// unknown `type`, or `call_tool` without a string `name`.
+pub fn parse_ws_request(text: &str) -> Result<WsRequest, Value> {
+    let req: Value =
+        serde_json::from_str(text).map_err(|e| ws_error(Value::Null, format!("not JSON: {e}")))?;
     let id = req.get("id").cloned().unwrap_or(Value::Null);
     if !valid_id(&id) {
-        return json!({"id": null, "type": "error", "status": 400, "error": {"code": "invalid_request", "message": "`id` must be a string of at most 256 bytes or an integer within 64 bits (a longer number would come back rounded)"}});
+        return Err(ws_error(
+            Value::Null,
+            "`id` must be a string of at most 256 bytes or an integer within 64 bits (a longer number would come back rounded)",
+        ));
     }
     match req.get("type").and_then(Value::as_str) {
-        Some("list_tools") => {
-            json!({"id": id, "type": "list_tools_result", "tools": s.orch.list(&s.scope(who, false))})
-        }
+        Some("list_tools") => Ok(WsRequest::ListTools { id }),
         Some("call_tool") => {
             let Some(name) = req.get("name").and_then(Value::as_str) else {
-                return json!({"id": id, "type": "error", "status": 400, "error": {"code": "invalid_request", "message": "call_tool needs a string `name`"}});
+                return Err(ws_error(id, "call_tool needs a string `name`"));
             };
+            let name = name.to_owned();
             let args = req.get("args").cloned().unwrap_or(Value::Null);
-            vox_mcp::encode::ws(id, s.orch.call(&s.scope(who, false), name, args, run).await)
+            Ok(WsRequest::CallTool { id, name, args })
         }
-        _ => {
-            json!({"id": id, "type": "error", "status": 400, "error": {"code": "invalid_request", "message": "type must be list_tools or call_tool"}})
+        _ => Err(ws_error(id, "type must be list_tools or call_tool")),
+    }
+}
+
+async fn answer(s: &Shared, who: &Who, text: &str, run: CallRun) -> Value {
+    match parse_ws_request(text) {
+        Err(reply) => reply,
+        Ok(WsRequest::ListTools { id }) => {
+            json!({"id": id, "type": "list_tools_result", "tools": s.orch.list(&s.scope(who, false))})
         }
+        Ok(WsRequest::CallTool { id, name, args }) => vox_mcp::encode::ws(
+            id,
+            s.orch.call(&s.scope(who, false), &name, args, run).await,
+        ),
     }
 }
