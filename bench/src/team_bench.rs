@@ -254,6 +254,15 @@ impl World {
             .and_then(|l| l.local_addr())
             .map_err(|e| format!("choosing a port: {e}"))?
             .port();
+        // The scripted catalog's route sends MMO_TEST_KEY to the model: the operator's consent.
+        let consent = root.join("config/codex-mmo/credentials.toml");
+        std::fs::write(
+            &consent,
+            format!(
+                "[[allow]]\ncredential_env = \"MMO_TEST_KEY\"\norigin = \"http://127.0.0.1:{port}\"\n"
+            ),
+        )
+        .map_err(|e| format!("{}: {e}", consent.display()))?;
         Ok(World {
             root,
             codex_mmo: o.codex_mmo.clone(),

@@ -192,6 +192,11 @@ fn generated_codex_homes_are_read_back_by_the_real_app_server() {
         "\n[routes.lab_gateway_chat]\nnamespace = \"lab\"\ndriver = \"openai_chat\"\ntransports = [\"responses\"]\ninput_modalities = [\"text\"]\noutput_modalities = [\"text\"]\nbackends = [\"mcp\", \"native\"]\nresource_group = \"opencode_go\"\nbase_url = \"http://127.0.0.1:4318/switchyard/lab_gateway_chat/v1\"\ncredential_env = \"LAB_GATEWAY_API_KEY\"\n\n[models.lab_gateway_chat__coder]\nname = \"lab-coder\"\nagent_compatible = true\ntool_calling = true\nreasoning = [\"medium\"]\ninput_modalities = [\"text\"]\noutput_modalities = [\"text\"]\n",
     );
     std::fs::write(pack.join("catalog.toml"), catalog).unwrap();
+    std::fs::write(
+        tmp.path().join("config/codex-mmo/credentials.toml"),
+        "[[allow]]\ncredential_env = \"LAB_GATEWAY_API_KEY\"\norigin = \"http://127.0.0.1:4318\"\n",
+    )
+    .unwrap();
     let gateway = live(
         &compile(
             pack.to_str().unwrap(),

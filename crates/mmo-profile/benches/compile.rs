@@ -2,6 +2,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use mmo_profile::compile::compile;
+use mmo_profile::consent::Consent;
 use mmo_profile::pack::Pack;
 use mmo_profile::validate::validate;
 use std::hint::black_box;
@@ -16,7 +17,7 @@ fn bench(c: &mut Criterion) {
     c.bench_function("load_validate_compile_20_roles", |b| {
         b.iter(|| {
             let pack = Pack::load(black_box(tmp.path())).unwrap();
-            let v = validate(&pack, &registry, &[]).unwrap();
+            let v = validate(&pack, &registry, &Consent::default(), &[]).unwrap();
             black_box(compile(&pack, &v).unwrap().0.address)
         })
     });

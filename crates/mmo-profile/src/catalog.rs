@@ -4,7 +4,7 @@
 use crate::diag::{Diags, Rejected};
 use crate::model::{INPUT_MODALITIES, OUTPUT_MODALITIES, REASONING, SCHEMA_VERSION};
 use crate::strict::{Tbl, parse_table};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The catalog compiled into the binary.
@@ -24,7 +24,7 @@ pub const DRIVERS: &[&str] = &[
 pub const TRANSPORTS: &[&str] = &["responses", "chat_completions", "messages"];
 
 /// A route: one way of reaching a provider.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Route {
     pub namespace: String,
     pub driver: String,
@@ -51,7 +51,7 @@ impl Route {
 }
 
 /// A model reachable through one route, keyed `<route>__<model>`.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Model {
     /// The provider's own model name.
     pub name: String,
@@ -65,14 +65,14 @@ pub struct Model {
 }
 
 /// A weighted capacity pool shared by the roles bound to it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ResourceGroup {
     pub capacity: u32,
     pub description: String,
 }
 
 /// A whole catalog (or a fragment before merging).
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Catalog {
     pub resource_groups: BTreeMap<String, ResourceGroup>,
     pub routes: BTreeMap<String, Route>,

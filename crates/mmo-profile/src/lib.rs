@@ -3,6 +3,7 @@
 
 pub mod catalog;
 pub mod ceilings;
+pub mod consent;
 pub mod diag;
 pub mod locate;
 pub mod model;

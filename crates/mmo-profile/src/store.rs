@@ -14,6 +14,7 @@
 //! `install` and `uninstall` report it as a warning and go on with everything else.
 
 use crate::compile::{CompileReport, Snapshot, compile};
+use crate::consent::Consent;
 use crate::diag::{Diagnostic, Rejected};
 use crate::model::{PACKAGE_VERSION, SCHEMA_VERSION};
 use crate::pack::Pack;
@@ -358,10 +359,14 @@ impl Store {
         }
     }
 
-    /// Validate a pack with the operator registry.
+    /// Where the operator lets pack routes send credentials (`credentials.toml`).
+    pub fn consent(&self) -> Result<Consent, Rejected> {
+        Consent::load(&self.dirs.config)
+    }
+
+    /// Validate a pack with the operator's registry and credential consent.
     pub fn validate(&self, pack: &Pack, binds: &[(String, String)]) -> Result<Validated, Rejected> {
-        let reg = self.registry()?;
-        validate(pack, &reg, binds)
+        validate(pack, &self.registry()?, &self.consent()?, binds)
     }
 
     /// Install `dir`; identical content is a no-op, different content needs `replace`.

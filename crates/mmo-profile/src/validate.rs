@@ -3,6 +3,7 @@
 
 use crate::catalog::{self, Catalog, split_key};
 use crate::ceilings::{self, Ceilings};
+use crate::consent::Consent;
 use crate::diag::{Diags, Rejected};
 use crate::model::*;
 use crate::pack::Pack;
@@ -41,10 +42,12 @@ pub struct Validated {
     pub binds: BTreeMap<String, String>,
 }
 
-/// Validate a loaded pack against the built-in catalog, its overlay, the registry and binds.
+/// Validate a loaded pack against the built-in catalog, its overlay, the registry, where the
+/// operator lets credentials go, and binds.
 pub fn validate(
     pack: &Pack,
     registry: &Registry,
+    consent: &Consent,
     binds: &[(String, String)],
 ) -> Result<Validated, Rejected> {
     let mut d = Diags::default();
@@ -87,7 +90,11 @@ pub fn validate(
         .as_deref()
         .and_then(|f| pack.text(f).map(|t| (f, t)));
     let catalog = match catalog::resolve(fragment) {
-        Ok(c) => c,
+        Ok(c) => {
+            let file = catalog_file.as_deref().unwrap_or(catalog::BUILTIN_FILE);
+            consent.check(&c, file, &mut d);
+            c
+        }
         Err(Rejected(items)) => {
             for i in items {
                 d.push(i.file, i.path, i.rule, i.message);

@@ -3,6 +3,7 @@
 mod common;
 use common::*;
 use mmo_profile::compile::{Snapshot, compile};
+use mmo_profile::consent::Consent;
 use mmo_profile::pack::Pack;
 use mmo_profile::validate::validate;
 use std::path::{Path, PathBuf};
@@ -22,7 +23,8 @@ fn example_registry() -> mmo_profile::toolmcp::Registry {
 
 fn build(dir: &Path, binds: &[(String, String)]) -> Snapshot {
     let pack = Pack::load(dir).unwrap_or_else(|e| panic!("{e}"));
-    let v = validate(&pack, &example_registry(), binds).unwrap_or_else(|e| panic!("{e}"));
+    let v = validate(&pack, &example_registry(), &Consent::default(), binds)
+        .unwrap_or_else(|e| panic!("{e}"));
     compile(&pack, &v).unwrap_or_else(|e| panic!("{e}")).0
 }
 
@@ -149,7 +151,8 @@ fn no_skill_when_no_role_can_spawn_or_control() {
     set(&mut t, "coordination.max_depth", 0);
     write_pack(&dir, &t);
     let pack = Pack::load(&dir).unwrap();
-    let v = validate(&pack, &registry(), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let v =
+        validate(&pack, &registry(), &Consent::default(), &[]).unwrap_or_else(|e| panic!("{e}"));
     let (s, _) = compile(&pack, &v).unwrap();
     assert!(!s.files.keys().any(|k| k.contains("SKILL.md")));
     assert!(!text(&s, "roles/lead/codex-home/config.toml").contains("skills"));
@@ -171,6 +174,7 @@ fn bind_changes_identity_and_reruns_checks() {
     let err = validate(
         &pack,
         &example_registry(),
+        &Consent::default(),
         &[(
             "reviewer".into(),
             "opencode_zen_listing__gemini_4_pro".into(),
@@ -182,6 +186,7 @@ fn bind_changes_identity_and_reruns_checks() {
     let err = validate(
         &pack,
         &example_registry(),
+        &Consent::default(),
         &[("ghost".into(), "x__y".into())],
     )
     .unwrap_err();
@@ -197,7 +202,7 @@ fn bind_changes_identity_and_reruns_checks() {
         ),
     ];
     assert!(
-        validate(&pack, &example_registry(), &twice)
+        validate(&pack, &example_registry(), &Consent::default(), &twice)
             .unwrap_err()
             .has_rule("bind_duplicate_role")
     );
@@ -210,8 +215,13 @@ fn defaulted_ceilings_are_clamped_not_rejected() {
     let mut t = base_profile();
     remove(&mut t, "coordination");
     write_pack(&dir, &t);
-    let v =
-        validate(&Pack::load(&dir).unwrap(), &registry(), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let v = validate(
+        &Pack::load(&dir).unwrap(),
+        &registry(),
+        &Consent::default(),
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let c = &v.ceilings.max_active_agents;
     assert_eq!(
         (c.declared, c.explicit, c.derived, c.effective),
@@ -230,8 +240,13 @@ fn heavier_slots_fit_fewer_at_once() {
     set(&mut t, "agents.writer.max_active", 2);
     set(&mut t, "agents.writer.resource_units", 3);
     write_pack(&dir, &t);
-    let v =
-        validate(&Pack::load(&dir).unwrap(), &registry(), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let v = validate(
+        &Pack::load(&dir).unwrap(),
+        &registry(),
+        &Consent::default(),
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let g = &v.ceilings.resource_groups["opencode_go"];
     assert_eq!(
         (g.capacity, g.slot_units.clone(), g.fitting_slots),
@@ -261,7 +276,7 @@ fn oversized_instructions_exceed_the_agents_md_limit() {
     write_pack(&dir, &base_profile());
     std::fs::write(dir.join("agents/lead.md"), "x".repeat(40 * 1024)).unwrap();
     let pack = Pack::load(&dir).unwrap();
-    let v = validate(&pack, &registry(), &[]).unwrap();
+    let v = validate(&pack, &registry(), &Consent::default(), &[]).unwrap();
     let err = compile(&pack, &v).unwrap_err();
     assert!(err.has_rule("agents_md_too_large"), "{err}");
 }
@@ -271,7 +286,8 @@ fn twenty_role_pack_validates_and_compiles() {
     let tmp = tempfile::tempdir().unwrap();
     write_wide_pack(tmp.path(), 20);
     let pack = Pack::load(tmp.path()).unwrap();
-    let v = validate(&pack, &registry(), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let v =
+        validate(&pack, &registry(), &Consent::default(), &[]).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(v.profile.agents.len(), 20);
     // chatgpt 6 - root 1 = 5 mini slots of 6; zen 4 of 6; go 4 of 7: 13 workers + root.
     assert_eq!(v.ceilings.max_active_agents.derived, Some(14));
@@ -331,8 +347,13 @@ fn dense_cyclic_spawn_graph_derives_a_depth_bound() {
     remove(&mut t, "coordination");
     write_pack(&dir, &t);
     // No timing assertion: the factorial search this guards against never finishes at all.
-    let v =
-        validate(&Pack::load(&dir).unwrap(), &registry(), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let v = validate(
+        &Pack::load(&dir).unwrap(),
+        &registry(),
+        &Consent::default(),
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     // Upper bound on a cyclic graph: each of the 33 participants at most once in a lineage.
     assert_eq!(v.ceilings.max_depth.derived, Some(33));
 }
@@ -346,8 +367,13 @@ fn acyclic_spawn_chain_depth_is_exact() {
     set(&mut t, "agents.reviewer.can_spawn", strs(&["locator"]));
     set(&mut t, "coordination.max_depth", 3);
     write_pack(&dir, &t);
-    let v =
-        validate(&Pack::load(&dir).unwrap(), &registry(), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let v = validate(
+        &Pack::load(&dir).unwrap(),
+        &registry(),
+        &Consent::default(),
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(v.ceilings.max_depth.derived, Some(3));
 }
 
@@ -360,8 +386,13 @@ fn cycle_without_ancestor_rejection_is_unbounded() {
     set(&mut t, "coordination.max_depth", 16);
     set(&mut t, "agents.writer.can_spawn", strs(&["writer"]));
     write_pack(&dir, &t);
-    let v =
-        validate(&Pack::load(&dir).unwrap(), &registry(), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let v = validate(
+        &Pack::load(&dir).unwrap(),
+        &registry(),
+        &Consent::default(),
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(v.ceilings.max_depth.derived, None);
     assert_eq!(v.ceilings.max_depth.effective, 16);
 }
@@ -376,7 +407,21 @@ fn native_role_on_another_route_carries_that_routes_model_provider() {
         "\n[routes.lab_gateway_chat]\nnamespace = \"lab\"\ndriver = \"openai_chat\"\ntransports = [\"responses\", \"chat_completions\"]\ninput_modalities = [\"text\"]\noutput_modalities = [\"text\"]\nbackends = [\"mcp\", \"native\"]\nresource_group = \"opencode_go\"\nbase_url = \"http://127.0.0.1:4318/switchyard/lab_gateway_chat/v1\"\ncredential_env = \"LAB_GATEWAY_API_KEY\"\n\n[models.lab_gateway_chat__coder]\nname = \"lab-coder\"\nagent_compatible = true\ntool_calling = true\nreasoning = [\"medium\", \"high\"]\ninput_modalities = [\"text\"]\noutput_modalities = [\"text\"]\n",
     );
     std::fs::write(dir.join("catalog.toml"), catalog).unwrap();
-    let s = build(&dir, &[("scout".into(), "lab_gateway_chat__coder".into())]);
+    let binds = [("scout".to_string(), "lab_gateway_chat__coder".to_string())];
+    let pack = Pack::load(&dir).unwrap();
+    // The pack's route sends a credential no built-in route sends: only with the operator's
+    // consent (their credentials.toml) does it compile.
+    let err = validate(&pack, &example_registry(), &Consent::default(), &binds).unwrap_err();
+    assert!(err.has_rule("catalog_credential_destination"), "{err}");
+    assert!(
+        err.to_string().contains("LAB_GATEWAY_API_KEY")
+            && err.to_string().contains("http://127.0.0.1:4318"),
+        "{err}"
+    );
+    let consent = Consent::default().allow("LAB_GATEWAY_API_KEY", "http://127.0.0.1:4318");
+    let v =
+        validate(&pack, &example_registry(), &consent, &binds).unwrap_or_else(|e| panic!("{e}"));
+    let s = compile(&pack, &v).unwrap_or_else(|e| panic!("{e}")).0;
     let native: toml::Table = text(&s, "roles/auditor_lead/codex-home/agents/audit-scout.toml")
         .parse()
         .unwrap();

@@ -150,12 +150,29 @@ struct Snapshot {
     capacities: crate::admission::Capacities,
 }
 
+/// Checked again where it takes effect: the operator may have withdrawn a consent since the
+/// snapshot was compiled, and a snapshot directory is only as trusted as whoever wrote it.
+fn check_credential_destinations(
+    dirs: &mmo_profile::store::Dirs,
+    catalog: &Value,
+) -> Result<(), String> {
+    let consent = mmo_profile::consent::Consent::load(&dirs.config).map_err(|e| e.to_string())?;
+    let catalog: mmo_profile::catalog::Catalog =
+        serde_json::from_value(catalog.clone()).map_err(|e| format!("catalog.json: {e}"))?;
+    let mut d = mmo_profile::diag::Diags::default();
+    consent.check(&catalog, "catalog.json", &mut d);
+    if d.is_empty() {
+        Ok(())
+    } else {
+        Err(mmo_profile::Rejected(d.into_sorted()).to_string())
+    }
+}
+
 /// Verifies and reads snapshot `address`; a snapshot that fails is the session's failure
 /// (`fail` records it and gives the reason back).
 fn load_snapshot(address: &str, fail: &dyn Fn(String) -> String) -> Result<Snapshot, String> {
-    let dir = mmo_profile::store::Dirs::from_env()
-        .map_err(|e| e.to_string())?
-        .snapshot_dir(address);
+    let dirs = mmo_profile::store::Dirs::from_env().map_err(|e| e.to_string())?;
+    let dir = dirs.snapshot_dir(address);
     mmo_profile::snapshot::verify_snapshot(&dir).map_err(|e| fail(e.to_string()))?;
     let read = |name: &str| -> Result<Value, String> {
         let p = dir.join(name);
@@ -168,9 +185,10 @@ fn load_snapshot(address: &str, fail: &dyn Fn(String) -> String) -> Result<Snaps
         .map_err(|e| fail(format!("profile.json: {e}")))?;
     let ceilings = crate::admission::Ceilings::from_json(&read("ceilings.json")?.to_string())
         .map_err(|e| fail(format!("ceilings.json: {e}")))?;
-    let capacities =
-        crate::admission::Capacities::from_catalog_json(&read("catalog.json")?.to_string())
-            .map_err(|e| fail(format!("catalog.json: {e}")))?;
+    let catalog = read("catalog.json")?;
+    check_credential_destinations(&dirs, &catalog).map_err(fail)?;
+    let capacities = crate::admission::Capacities::from_catalog_json(&catalog.to_string())
+        .map_err(|e| fail(format!("catalog.json: {e}")))?;
     Ok(Snapshot {
         dir,
         profile,
@@ -368,5 +386,34 @@ mod tests {
         }
         let _ = host.kill();
         let _ = host.wait();
+    }
+
+    #[test]
+    fn a_snapshot_sending_a_credential_without_consent_does_not_load() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dirs = mmo_profile::store::Dirs {
+            data: tmp.path().join("data"),
+            config: tmp.path().join("config"),
+        };
+        std::fs::create_dir_all(&dirs.config).unwrap();
+        let mut catalog = mmo_profile::catalog::Catalog::builtin();
+        let builtin = serde_json::to_value(&catalog).unwrap();
+        assert_eq!(check_credential_destinations(&dirs, &builtin), Ok(()));
+        let route = catalog
+            .routes
+            .values_mut()
+            .find(|r| r.provider.is_none())
+            .unwrap();
+        route.base_url = Some("https://collector.example/v1".into());
+        route.credential_env = Some("OPENAI_API_KEY".into());
+        let json = serde_json::to_value(&catalog).unwrap();
+        let err = check_credential_destinations(&dirs, &json).unwrap_err();
+        assert!(err.contains("catalog_credential_destination"), "{err}");
+        std::fs::write(
+            dirs.config.join("credentials.toml"),
+            "[[allow]]\ncredential_env = \"OPENAI_API_KEY\"\norigin = \"https://collector.example\"\n",
+        )
+        .unwrap();
+        assert_eq!(check_credential_destinations(&dirs, &json), Ok(()));
     }
 }

@@ -77,6 +77,14 @@ impl World {
             .local_addr()
             .unwrap()
             .port();
+        // The scripted catalog's route sends MMO_TEST_KEY to the model: the operator's consent.
+        std::fs::write(
+            root.path().join("config/codex-mmo/credentials.toml"),
+            format!(
+                "[[allow]]\ncredential_env = \"MMO_TEST_KEY\"\norigin = \"http://127.0.0.1:{port}\"\n"
+            ),
+        )
+        .unwrap();
         World {
             model_log: root.path().join("model.jsonl"),
             root,

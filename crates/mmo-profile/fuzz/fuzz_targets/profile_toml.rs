@@ -4,6 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use mmo_profile::pack::Pack;
+use mmo_profile::consent::Consent;
 use mmo_profile::toolmcp::Registry;
 use std::collections::BTreeMap;
 
@@ -16,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
     files.insert("agents/lead.md".to_string(), LEAD.to_vec());
     files.insert("contracts/review.json".to_string(), REVIEW.to_vec());
     let pack = Pack { files };
-    if let Ok(v) = mmo_profile::validate::validate(&pack, &Registry::default(), &[]) {
+    if let Ok(v) = mmo_profile::validate::validate(&pack, &Registry::default(), &Consent::default(), &[]) {
         let _ = mmo_profile::compile::compile(&pack, &v);
     }
 });

@@ -83,7 +83,12 @@ pub fn check(
     write_pack(&dir, &t);
     mutate_files(&dir);
     let pack = Pack::load(&dir)?;
-    validate(&pack, &registry(), &[])
+    validate(
+        &pack,
+        &registry(),
+        &mmo_profile::consent::Consent::default(),
+        &[],
+    )
 }
 
 /// A valid pack with `roles` roles (one root and `roles - 1` leaves spread over three routes),
