@@ -27,6 +27,9 @@ fuzz_target!(|data: &[u8]| {
             max_stack_bytes: 512 << 10,
         },
         log: None,
+        events: None,
+        cancel: None,
+        workspace: None,
     };
     let args = serde_json::json!({"a": 1, "b": "x", "n": 3, "xs": [1, 2], "s": "a,b"});
     for f in module.functions() {
