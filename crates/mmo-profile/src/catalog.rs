@@ -4,6 +4,7 @@
 use crate::diag::{Diags, Rejected};
 use crate::model::{INPUT_MODALITIES, OUTPUT_MODALITIES, REASONING, SCHEMA_VERSION};
 use crate::strict::{Tbl, parse_table};
+use crate::toolmcp::is_env_name;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -293,9 +294,7 @@ pub fn parse_fragment(file: &str, text: &str, d: &mut Diags) -> Option<Catalog> 
                 );
             }
             if let Some(e) = &credential_env
-                && !e
-                    .bytes()
-                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+                && !is_env_name(e)
             {
                 r.err(
                     d,

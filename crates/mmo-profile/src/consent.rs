@@ -17,6 +17,7 @@
 use crate::catalog::{Catalog, Route};
 use crate::diag::{Diags, Rejected};
 use crate::strict::{Tbl, parse_table};
+use crate::toolmcp::is_env_name;
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -154,12 +155,6 @@ impl Consent {
              `origin = \"{origin}\"` in {CONSENT_FILE} of the codex-mmo configuration directory"
         ))
     }
-}
-
-fn is_env_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
 #[cfg(test)]

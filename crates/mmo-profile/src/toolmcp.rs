@@ -32,7 +32,8 @@ pub struct Registry {
     pub servers: BTreeMap<String, ToolServer>,
 }
 
-fn is_env_name(s: &str) -> bool {
+/// Whether `s` is an environment variable name (A-Z, 0-9, `_`): a name, never a value.
+pub(crate) fn is_env_name(s: &str) -> bool {
     !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')

@@ -28,6 +28,17 @@ fn build(dir: &Path, binds: &[(String, String)]) -> Snapshot {
     compile(&pack, &v).unwrap_or_else(|e| panic!("{e}")).0
 }
 
+/// `dir` validated with the test registry and no credential consent.
+fn validated(dir: &Path) -> mmo_profile::validate::Validated {
+    validate(
+        &Pack::load(dir).unwrap(),
+        &registry(),
+        &Consent::default(),
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
 fn text(s: &Snapshot, path: &str) -> String {
     String::from_utf8(
         s.files
@@ -215,13 +226,7 @@ fn defaulted_ceilings_are_clamped_not_rejected() {
     let mut t = base_profile();
     remove(&mut t, "coordination");
     write_pack(&dir, &t);
-    let v = validate(
-        &Pack::load(&dir).unwrap(),
-        &registry(),
-        &Consent::default(),
-        &[],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let v = validated(&dir);
     let c = &v.ceilings.max_active_agents;
     assert_eq!(
         (c.declared, c.explicit, c.derived, c.effective),
@@ -240,13 +245,7 @@ fn heavier_slots_fit_fewer_at_once() {
     set(&mut t, "agents.writer.max_active", 2);
     set(&mut t, "agents.writer.resource_units", 3);
     write_pack(&dir, &t);
-    let v = validate(
-        &Pack::load(&dir).unwrap(),
-        &registry(),
-        &Consent::default(),
-        &[],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let v = validated(&dir);
     let g = &v.ceilings.resource_groups["opencode_go"];
     assert_eq!(
         (g.capacity, g.slot_units.clone(), g.fitting_slots),
@@ -347,13 +346,7 @@ fn dense_cyclic_spawn_graph_derives_a_depth_bound() {
     remove(&mut t, "coordination");
     write_pack(&dir, &t);
     // No timing assertion: the factorial search this guards against never finishes at all.
-    let v = validate(
-        &Pack::load(&dir).unwrap(),
-        &registry(),
-        &Consent::default(),
-        &[],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let v = validated(&dir);
     // Upper bound on a cyclic graph: each of the 33 participants at most once in a lineage.
     assert_eq!(v.ceilings.max_depth.derived, Some(33));
 }
@@ -367,13 +360,7 @@ fn acyclic_spawn_chain_depth_is_exact() {
     set(&mut t, "agents.reviewer.can_spawn", strs(&["locator"]));
     set(&mut t, "coordination.max_depth", 3);
     write_pack(&dir, &t);
-    let v = validate(
-        &Pack::load(&dir).unwrap(),
-        &registry(),
-        &Consent::default(),
-        &[],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let v = validated(&dir);
     assert_eq!(v.ceilings.max_depth.derived, Some(3));
 }
 
@@ -386,13 +373,7 @@ fn cycle_without_ancestor_rejection_is_unbounded() {
     set(&mut t, "coordination.max_depth", 16);
     set(&mut t, "agents.writer.can_spawn", strs(&["writer"]));
     write_pack(&dir, &t);
-    let v = validate(
-        &Pack::load(&dir).unwrap(),
-        &registry(),
-        &Consent::default(),
-        &[],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let v = validated(&dir);
     assert_eq!(v.ceilings.max_depth.derived, None);
     assert_eq!(v.ceilings.max_depth.effective, 16);
 }
