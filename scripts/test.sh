@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
 cargo fmt --all -- --check
+# Real upstream MCP servers (npm, pinned in tests/upstream/package-lock.json) that the upstream
+# family's tests start behind vox.
+[ -d tests/upstream/node_modules/@modelcontextprotocol/server-everything ] ||
+  npm ci --prefix tests/upstream --no-audit --no-fund --loglevel=error
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo nextest run --workspace --no-fail-fast
 # The store's repository tests again, on PostgreSQL (each test on a fresh database).

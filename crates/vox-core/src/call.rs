@@ -302,7 +302,7 @@ impl CallScope {
     #[must_use]
     pub fn for_model(&self) -> Self {
         let mut s = self.clone();
-        s.surface = s.surface.restricted(&s.surface.public_tools());
+        s.surface = s.surface.public_only();
         s.narrowed_by = Some(
             "the surface of a model acting for its caller (a person's tools are not a model's)",
         );
@@ -443,20 +443,31 @@ impl CallCtx {
         params: Value,
         timeout: std::time::Duration,
     ) -> Result<Value, AskError> {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return Err(AskError::Unsupported(
+                "no runtime to wait for the client's answer on".into(),
+            ));
+        };
+        rt.block_on(self.ask(ask, params, timeout))
+    }
+
+    /// [`Self::ask_blocking`] for async code (an upstream server's request relayed to the
+    /// caller's client).
+    pub async fn ask(
+        &self,
+        ask: Ask,
+        params: Value,
+        timeout: std::time::Duration,
+    ) -> Result<Value, AskError> {
         let Some(ev) = &self.events else {
             return Err(AskError::Unsupported(format!(
                 "this call has no client to send a {} request to",
                 ask.capability()
             )));
         };
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return Err(AskError::Unsupported(
-                "no runtime to wait for the client's answer on".into(),
-            ));
-        };
         let reply = ev.ask(ask, params).map_err(AskError::Unsupported)?;
         let cancel = self.cancel.clone();
-        rt.block_on(async move {
+        {
             tokio::select! {
                 r = reply => match r {
                     Ok(Ok(v)) => Ok(v),
@@ -466,7 +477,7 @@ impl CallCtx {
                 () = tokio::time::sleep(timeout) => Err(AskError::TimedOut),
                 () = cancel.cancelled() => Err(AskError::Cancelled),
             }
-        })
+        }
     }
 
     /// Whether a log message at `level` would reach the caller (it has a sink and the level admits

@@ -109,10 +109,61 @@ pub trait AgentGate: Send + Sync {
     fn admit<'a>(
         &'a self,
         agent: &'a str,
-        tool: &'static vox_mcp_registry::ToolEntry,
+        tool: GatedTool<'a>,
         args: Value,
         cancel: &'a crate::Cancel,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, ToolError>> + Send + 'a>>;
+}
+
+/// What an agent's gate knows of the tool a call is for (a catalog row, or an upstream tool
+/// as its server's config classifies it).
+#[derive(Debug, Clone, Copy)]
+pub struct GatedTool<'a> {
+    /// The name the tool is served as.
+    pub name: &'a str,
+    /// Its catalog lane (`upstream` for an upstream server's tool).
+    pub lane: &'a str,
+    /// What calling it does to the world.
+    pub side_effect_class: vox_mcp_registry::SideEffectClass,
+}
+
+impl From<&'static vox_mcp_registry::ToolEntry> for GatedTool<'static> {
+    fn from(t: &'static vox_mcp_registry::ToolEntry) -> Self {
+        GatedTool {
+            name: t.name,
+            lane: t.lane,
+            side_effect_class: t.side_effect_class,
+        }
+    }
+}
+
+/// One tool of an upstream server, as it is served: its name (`<server>__<tool>`), its MCP
+/// descriptor, and its class for the decision.
+#[derive(Debug, Clone)]
+pub struct UpstreamTool {
+    /// The served name.
+    pub name: String,
+    /// The MCP tool descriptor (name already the served one, `_meta` saying where it is from).
+    pub descriptor: Value,
+    /// How the decision treats it.
+    pub class: vox_mcp_registry::UpstreamClass,
+}
+
+/// Other people's MCP servers as a source of tools: listed and called only after
+/// `vox_mcp_registry::authorize_upstream` on the caller's scope, like catalog tools.
+pub trait UpstreamTools: Send + Sync {
+    /// The tools served now (approved definitions only), in name order.
+    fn tools(&self) -> Arc<[UpstreamTool]>;
+    /// The class of served tool `name`, `None` when no server serves it now.
+    fn class_of(&self, name: &str) -> Option<vox_mcp_registry::UpstreamClass>;
+    /// Calls served tool `name` on its server, relaying progress, logs, the server's requests
+    /// to the client and cancellation through `call`.
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+        call: &'a CallCtx,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ToolOutcome> + Send + 'a>>;
 }
 
 /// The `notifications/resources/updated` frame for `uri`, as [`Ctx::notifier`] carries it.
@@ -133,6 +184,8 @@ pub struct Hooks {
     pub agents: Option<Arc<dyn AgentDirectory>>,
     /// What an agent's call passes before it runs (approvals, budgets), when the fleet is booted.
     pub agent_gate: Option<Arc<dyn AgentGate>>,
+    /// Other people's MCP servers, when the `upstream` subsystem is booted.
+    pub upstream: Option<Arc<dyn UpstreamTools>>,
 }
 
 /// The booted context. Built once at boot, then read-only.
@@ -255,6 +308,10 @@ impl Ctx {
     /// Registers what an agent's call passes before it runs.
     pub fn set_agent_gate(&mut self, g: Arc<dyn AgentGate>) {
         self.hooks.agent_gate = Some(g);
+    }
+    /// Registers the upstream servers' tools.
+    pub fn set_upstream_tools(&mut self, u: Arc<dyn UpstreamTools>) {
+        self.hooks.upstream = Some(u);
     }
     /// Registers an observer of every finished call.
     pub fn add_call_observer(&mut self, o: Arc<dyn CallObserver>) {

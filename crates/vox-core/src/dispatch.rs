@@ -11,7 +11,17 @@ use crate::orchestrator::{Orchestrator, json_len};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vox_mcp_registry::{Denial, DenialCode, authorize_tool};
+use vox_mcp_registry::{
+    Caller, Denial, DenialCode, ProfileSet, ToolEntry, UpstreamClass, authorize_tool,
+    authorize_upstream,
+};
+
+/// What the decision allowed: a catalog row, or an upstream server's tool as classified.
+#[derive(Clone, Copy)]
+enum Decided {
+    Catalog(&'static ToolEntry),
+    Upstream(UpstreamClass),
+}
 
 impl Orchestrator {
     /// Runs tool `name` for `scope`: the only way any path (a transport, a chat's tool loop, a
@@ -60,8 +70,14 @@ impl Orchestrator {
         let call = call.with_scope(Arc::new(narrowed));
         let _in_flight = self.ctx.agent_calls.enter(&agent.id, &call.cancel);
         let surface = &call.scope().surface;
-        let tool = match authorize_tool(surface, name, call.caller(), self.ctx.boot.booted_mask) {
-            Ok(t) => t,
+        let decided = self.decide(surface, name, call.caller());
+        let tool = match decided {
+            Ok(Decided::Catalog(t)) => crate::GatedTool::from(t),
+            Ok(Decided::Upstream(class)) => crate::GatedTool {
+                name,
+                lane: "upstream",
+                side_effect_class: class.side_effect_class,
+            },
             Err(d)
                 if d.code == DenialCode::ToolNotInProfile
                     && scope.surface.tools().iter().any(|t| t.name == name) =>
@@ -137,14 +153,32 @@ impl Orchestrator {
         }
     }
 
+    /// The one decision for `name` on `surface`: the catalog's row, else an upstream server's
+    /// tool of that name, each through its `authorize_*` (the same order, the same codes).
+    fn decide(&self, surface: &ProfileSet, name: &str, caller: Caller) -> Result<Decided, Denial> {
+        let booted = self.ctx.boot.booted_mask;
+        match authorize_tool(surface, name, caller, booted) {
+            Ok(t) => Ok(Decided::Catalog(t)),
+            Err(d)
+                if matches!(
+                    d.code,
+                    DenialCode::UnknownTool | DenialCode::ToolNotInProfile
+                ) =>
+            {
+                let upstream = self.ctx.hooks().upstream.as_ref();
+                match upstream.and_then(|u| u.class_of(name)) {
+                    Some(class) => authorize_upstream(surface, name, class, caller, booted)
+                        .map(|()| Decided::Upstream(class)),
+                    None => Err(d),
+                }
+            }
+            Err(d) => Err(d),
+        }
+    }
+
     async fn dispatch(&self, name: &str, args: Value, call: &CallCtx) -> ToolOutcome {
         let scope = call.scope();
-        let authorized = authorize_tool(
-            &scope.surface,
-            name,
-            call.caller(),
-            self.ctx.boot.booted_mask,
-        );
+        let authorized = self.decide(&scope.surface, name, call.caller());
         // The active skill's allowlist narrows whatever the profile allows.
         if matches!(
             &authorized,
@@ -161,7 +195,8 @@ impl Orchestrator {
             }
         }
         let tool = match authorized {
-            Ok(t) => t,
+            Ok(Decided::Catalog(t)) => t,
+            Ok(Decided::Upstream(_)) => return self.dispatch_upstream(name, args, call).await,
             // Under dev, a name outside the static catalog may be a federated workspace tool
             // or a skill's macro tool.
             Err(d)
@@ -221,6 +256,22 @@ impl Orchestrator {
                     self.timeout.as_millis()
                 )).with_detail("deadline_exceeded", Some(json!({"timeout_ms": self.timeout.as_millis() as u64}))))
             }
+        }
+    }
+
+    async fn dispatch_upstream(&self, name: &str, args: Value, call: &CallCtx) -> ToolOutcome {
+        let Some(upstream) = self.ctx.hooks().upstream.as_ref() else {
+            return ToolOutcome::Failed(ToolError::internal("no upstream servers"));
+        };
+        let args = if args.is_null() { json!({}) } else { args };
+        let work = async { Ok(upstream.call(name, args, call).await) };
+        match self.under_deadline(name, call, work).await {
+            Ok(ToolOutcome::Content(blocks)) => match cap_result(name, Value::Array(blocks)) {
+                ToolOutcome::Ok(Value::Array(blocks)) => ToolOutcome::Content(blocks),
+                other => other,
+            },
+            Ok(other) => other,
+            Err(e) => ToolOutcome::Failed(e),
         }
     }
 

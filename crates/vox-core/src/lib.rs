@@ -29,8 +29,8 @@ pub use call::{
     LogLevel, LogMessage, Progress, SessionEffect, SessionKey, WorkspaceTools,
 };
 pub use ctx::{
-    AgentDirectory, AgentGate, AgentIdentity, CallObserver, Ctx, DynamicTools, Hooks, SessionGuard,
-    resource_updated,
+    AgentDirectory, AgentGate, AgentIdentity, CallObserver, Ctx, DynamicTools, GatedTool, Hooks,
+    SessionGuard, UpstreamTool, UpstreamTools, resource_updated,
 };
 pub use error::{ErrorDetail, ErrorKind, ToolError, ToolOutcome};
 pub use family::{Family, HandlerEntry, HandlerFuture, HandlerResult, StepDone, StepFn};

@@ -25,17 +25,41 @@ impl Orchestrator {
                 return vec![];
             };
             let surface = self.agent_surface(&scope.surface, &agent);
-            return encode(self.catalog_tools(&surface, scope.caller));
+            let mut tools = encode(self.catalog_tools(&surface, scope.caller));
+            tools.extend(self.upstream_tools(&surface, scope.caller));
+            return tools;
         }
         let mut tools = if scope.surface == self.ctx.profile && scope.caller == Caller::LOCAL {
             self.local_tools.as_ref().clone()
         } else {
             encode(self.catalog_tools(&scope.surface, scope.caller))
         };
+        tools.extend(self.upstream_tools(&scope.surface, scope.caller));
         if scope.workspace_tools != WorkspaceTools::Off {
             tools.extend(self.dynamic_tools(scope.workspace_tools == WorkspaceTools::Listed));
         }
         tools
+    }
+
+    /// The upstream servers' tools `surface` serves `caller`: exactly those
+    /// `authorize_upstream` allows, as `Orchestrator::call` decides them.
+    fn upstream_tools(&self, surface: &vox_mcp_registry::ProfileSet, caller: Caller) -> Vec<Value> {
+        let Some(upstream) = &self.ctx.hooks().upstream else {
+            return Vec::new();
+        };
+        if surface.upstream().is_none() {
+            return Vec::new();
+        }
+        let booted = self.ctx.boot.booted_mask;
+        upstream
+            .tools()
+            .iter()
+            .filter(|t| {
+                vox_mcp_registry::authorize_upstream(surface, &t.name, t.class, caller, booted)
+                    .is_ok()
+            })
+            .map(|t| t.descriptor.clone())
+            .collect()
     }
 
     /// The tools beyond the static catalog (under `dev`: workspace tools when `workspace`,

@@ -288,7 +288,7 @@ impl Orchestrator {
 
     /// What agent `a` may call: `base` narrowed to the public tools of the agent's own profile.
     pub fn agent_surface(&self, base: &ProfileSet, a: &AgentIdentity) -> ProfileSet {
-        base.restricted(&a.profile.public_tools())
+        base.intersect(&a.profile.public_only())
     }
 }
 

@@ -252,7 +252,7 @@ impl GatewayConfig {
                 }
                 profile.restricted(&set)
             }
-            None if profile.is_dev() => profile.restricted(&profile.public_tools()),
+            None if profile.is_dev() => profile.public_only(),
             None => profile.clone(),
         };
         if let Some(names) = &self.read_role_allowed_tools {

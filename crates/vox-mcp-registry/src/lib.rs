@@ -8,9 +8,13 @@ pub use vox_contracts::{Exposure, SideEffectClass};
 
 mod authorize;
 mod profile;
+mod upstream;
 
 pub use authorize::{Caller, Denial, DenialCode, Role, authorize_tool, visible_tools};
 pub use profile::{DEV, ProfileError, ProfileSet};
+pub use upstream::{
+    SEPARATOR, UpstreamClass, UpstreamPattern, UpstreamSelection, authorize_upstream,
+};
 
 include!(concat!(env!("OUT_DIR"), "/registry_gen.rs"));
 

@@ -1,5 +1,6 @@
 //! Profile selection and composition: union of tools and closures, maximum exposure, canonical ids.
 
+use crate::upstream::UpstreamSelection;
 use crate::{Exposure, PROFILES, SubsystemMask, ToolSet, all_subsystems_mask, profile_entry};
 
 /// The synthesized profile that serves everything.
@@ -44,6 +45,11 @@ pub struct ProfileSet {
     max_exposure: Exposure,
     /// When set, the read role may call only these tools (`VOX_MCP_HTTP_READ_ROLE_ALLOWED_TOOLS`).
     read_role_tools: Option<ToolSet>,
+    /// The upstream servers' tools it serves.
+    upstream: UpstreamSelection,
+    /// The highest exposure of an upstream tool it serves (`public` for an agent, a model, a
+    /// mesh node).
+    upstream_max_exposure: Exposure,
 }
 
 impl ProfileSet {
@@ -57,6 +63,8 @@ impl ProfileSet {
             closure_mask: all_subsystems_mask(),
             max_exposure: Exposure::Internal,
             read_role_tools: None,
+            upstream: UpstreamSelection::all(),
+            upstream_max_exposure: Exposure::Internal,
         }
     }
 
@@ -102,6 +110,8 @@ impl ProfileSet {
             closure_mask: 0,
             max_exposure: Exposure::Public,
             read_role_tools: None,
+            upstream: UpstreamSelection::none(),
+            upstream_max_exposure: Exposure::Internal,
         };
         for e in &entries {
             set.tools.union_with(&e.tools);
@@ -153,14 +163,38 @@ impl ProfileSet {
         }
         public
     }
-    /// The same profile served only for the tools in `allow` (an HTTP allowlist): the
-    /// intersection, with the same canonical id.
+    /// The same profile served only for the catalog tools in `allow` (an HTTP allowlist of
+    /// catalog names): the intersection, with the same canonical id, and no upstream tool.
     pub fn restricted(&self, allow: &ToolSet) -> Self {
         let mut p = self.clone();
         for (w, a) in p.tools.0.iter_mut().zip(allow.0.iter()) {
             *w &= a;
         }
+        p.upstream = UpstreamSelection::none();
         p
+    }
+    /// The same profile less a person's tools, catalog and upstream: what an agent, a model
+    /// or another mesh node may be offered of it.
+    pub fn public_only(&self) -> Self {
+        let mut p = self.restricted(&self.public_tools());
+        p.upstream = self.upstream.clone();
+        p.upstream_max_exposure = Exposure::Public;
+        p
+    }
+    /// What both serve (catalog and upstream tools), with this one's id and read-role list.
+    pub fn intersect(&self, other: &ProfileSet) -> Self {
+        let mut p = self.restricted(other.tools());
+        p.upstream = self.upstream.intersect(&other.upstream);
+        p.upstream_max_exposure = self.upstream_max_exposure.min(other.upstream_max_exposure);
+        p
+    }
+    /// The upstream tools it serves.
+    pub fn upstream(&self) -> &UpstreamSelection {
+        &self.upstream
+    }
+    /// The highest exposure of an upstream tool it serves.
+    pub fn upstream_max_exposure(&self) -> Exposure {
+        self.upstream_max_exposure
     }
     /// Narrows what the read role may call, on top of read-role eligibility.
     pub fn with_read_role_tools(mut self, tools: ToolSet) -> Self {

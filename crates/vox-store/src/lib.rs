@@ -30,6 +30,7 @@ mod research;
 mod sessions;
 pub mod sql;
 mod tasks;
+mod upstream_pins;
 
 pub use a2a::{A2aMessage, QueueStat};
 pub use agents::{
@@ -49,6 +50,7 @@ pub use plans::{Handoff, NewStep, Plan, PlanStep};
 pub use research::{Draft, DraftApproval, NewClaim, ResearchClaim, ResearchRun, Submission};
 pub use sessions::{FileSessions, Session, SessionMessage, SessionStatus, SessionStore};
 pub use tasks::{NewTask, Task, TaskEvent, TaskMove, TaskState};
+pub use upstream_pins::UpstreamPin;
 
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};

@@ -345,6 +345,21 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE agents ADD COLUMN host TEXT;
     "#,
+    // 12: upstream MCP servers' tool definitions as first seen and as a person approved them:
+    // a definition whose hash differs from the approved one is withheld until approved.
+    r#"
+    CREATE TABLE upstream_pins (
+        server      TEXT NOT NULL,
+        tool        TEXT NOT NULL,
+        approved    TEXT,
+        seen        TEXT NOT NULL,
+        definition  TEXT NOT NULL,
+        first_seen  INTEGER NOT NULL,
+        updated_at  INTEGER NOT NULL,
+        approved_by TEXT,
+        PRIMARY KEY (server, tool)
+    );
+    "#,
 ];
 
 /// Every migration, in order (PostgreSQL applies them too, translated: `pg::translate`).

@@ -100,7 +100,7 @@ pub(crate) fn configure(ctx: &mut Ctx) -> Result<Option<String>, String> {
         })?;
         surfaces.insert(
             p.node.clone(),
-            ctx.profile.restricted(&granted.public_tools()),
+            ctx.profile.intersect(&granted.public_only()),
         );
     }
     let detail = format!(
@@ -386,7 +386,7 @@ pub(crate) fn chain_surface(
         })?;
         surface = Some(match surface {
             None => granted.clone(),
-            Some(s) => s.restricted(granted.tools()),
+            Some(s) => s.intersect(granted),
         });
     }
     surface.ok_or_else(|| "an empty chain".to_owned())
@@ -493,7 +493,7 @@ mod tests {
             .iter()
             .map(|(n, p)| {
                 let g = ProfileSet::parse(p).unwrap();
-                ((*n).to_owned(), dev.restricted(&g.public_tools()))
+                ((*n).to_owned(), dev.intersect(&g.public_only()))
             })
             .collect()
     }

@@ -202,7 +202,7 @@ impl Gate {
     async fn admit_inner(
         &self,
         agent: &str,
-        tool: &'static vox_mcp_registry::ToolEntry,
+        tool: vox_core::GatedTool<'_>,
         args: serde_json::Value,
         cancel: &vox_core::Cancel,
     ) -> Result<serde_json::Value, ToolError> {
@@ -224,17 +224,18 @@ impl Gate {
             return Ok(args);
         }
         let store = self.store.clone();
-        let (who, name) = (agent.to_owned(), tool.name);
-        if vox_core::family::run_blocking(move || store.allowlist_covers(&who, name).map_err(db))
+        let (who, name) = (agent.to_owned(), tool.name.to_owned());
+        let owned = name.clone();
+        if vox_core::family::run_blocking(move || store.allowlist_covers(&who, &owned).map_err(db))
             .await?
         {
             return Ok(args);
         }
         let store = self.store.clone();
-        let (who, a) = (agent.to_owned(), args.clone());
+        let (who, a, n) = (agent.to_owned(), args.clone(), name.clone());
         let side = tool.side_effect_class.as_str();
         let pending = vox_core::family::run_blocking(move || {
-            store.approval_request(&who, name, &a, side).map_err(db)
+            store.approval_request(&who, &n, &a, side).map_err(db)
         })
         .await?;
         self.announce.changed();
@@ -301,7 +302,7 @@ impl vox_core::AgentGate for Gate {
     fn admit<'a>(
         &'a self,
         agent: &'a str,
-        tool: &'static vox_mcp_registry::ToolEntry,
+        tool: vox_core::GatedTool<'a>,
         args: serde_json::Value,
         cancel: &'a vox_core::Cancel,
     ) -> std::pin::Pin<

@@ -25,6 +25,7 @@ pub fn families() -> Vec<Family> {
         vox_tools_orchestration::families(),
         vox_tools_models::families(),
         vox_tools_mesh::families(),
+        vox_tools_upstream::families(),
         vec![placeholders::family()],
     ]
     .into_iter()

@@ -1,0 +1,258 @@
+//! The reference server `@modelcontextprotocol/server-everything` (npm, pinned in
+//! `tests/upstream/package.json`) behind vox: started by vox from `.vox/servers.toml`, its tools
+//! served as `every__<tool>` under the one decision, calls relayed with their progress,
+//! cancelled on the server when the caller cancels, and its process group ended with it.
+
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use vox_core::{CallRun, CallScope, Cancel, ToolOutcome};
+use vox_mcp_registry::{Caller, ProfileSet, Role};
+use vox_tools_harness::Harness;
+
+/// The installed server, or `None` (a skip, but a failure under CI).
+fn everything() -> Option<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/upstream");
+    let bin = root.join("node_modules/.bin/mcp-server-everything");
+    if bin.exists() {
+        return Some(bin.canonicalize().unwrap());
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing: run `npm ci --prefix tests/upstream`",
+        bin.display()
+    );
+    eprintln!(
+        "skipped: {} is missing (npm ci --prefix tests/upstream)",
+        bin.display()
+    );
+    None
+}
+
+fn servers_toml(bin: &std::path::Path) -> String {
+    format!(
+        r#"[servers.every]
+command = {bin:?}
+args = ["stdio"]
+call_timeout_secs = 20
+[servers.every.tools.echo]
+exposure = "public"
+side_effect = "read_only"
+read_role = true
+[servers.every.tools.get-sum]
+exposure = "public"
+side_effect = "read_only"
+"#
+    )
+}
+
+fn boot(bin: &std::path::Path) -> Harness {
+    let toml = servers_toml(bin);
+    Harness::boot_in(move |root| {
+        std::fs::create_dir_all(root.join(".vox")).unwrap();
+        std::fs::write(root.join(".vox/servers.toml"), toml).unwrap();
+    })
+}
+
+/// Waits until server `id` is ready (it starts at boot, in the background).
+async fn ready(h: &Harness, id: &str) -> Value {
+    for _ in 0..200 {
+        let s = h.ok("vox_upstream_status", json!({"server": id})).await;
+        if s["servers"][0]["status"] == "ready" {
+            return s["servers"][0].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "{id} never became ready: {}",
+        h.ok("vox_upstream_status", json!({})).await
+    );
+}
+
+fn names(tools: &[Value]) -> Vec<String> {
+    tools
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_server_is_served_under_vox_names_and_the_one_decision() {
+    let Some(bin) = everything() else { return };
+    let h = boot(&bin);
+    let status = ready(&h, "every").await;
+    assert!(status["tools"].as_array().unwrap().len() >= 10, "{status}");
+
+    let listed = h.orch().list(&h.operator("s"));
+    let echo = listed
+        .iter()
+        .find(|t| t["name"] == "every__echo")
+        .expect("every__echo listed");
+    assert_eq!(echo["_meta"]["vox_source"], "upstream");
+    assert_eq!(echo["_meta"]["vox_server"], "every");
+    assert_eq!(
+        echo["inputSchema"]["properties"]["message"]["type"],
+        "string"
+    );
+    assert!(names(&listed).contains(&"every__get-env".to_owned()));
+
+    let out = h.ok("every__echo", json!({"message": "hello"})).await;
+    assert!(out.to_string().contains("Echo: hello"), "{out}");
+    let sum = h.ok("every__get-sum", json!({"a": 2, "b": 3})).await;
+    assert!(sum.to_string().contains('5'), "{sum}");
+
+    // The read role off loopback: only the tool its config made public and read-role eligible.
+    let read = Arc::new(CallScope::new(
+        ProfileSet::dev().public_only(),
+        Caller {
+            loopback: false,
+            role: Role::Read,
+        },
+        "reader",
+        "r",
+    ));
+    let seen = names(&h.orch().list(&read));
+    let upstream: Vec<&String> = seen.iter().filter(|n| n.starts_with("every__")).collect();
+    assert_eq!(upstream, ["every__echo"], "{seen:?}");
+    for tool in ["every__get-env", "every__get-sum", "every__echo"] {
+        let allowed = !matches!(
+            h.call_in(&read, tool, json!({"message": "x", "a": 1, "b": 2}))
+                .await,
+            ToolOutcome::Denied(_)
+        );
+        assert_eq!(
+            allowed,
+            seen.contains(&tool.to_owned()),
+            "{tool}: list and call disagree"
+        );
+    }
+    // A standard profile serves no upstream tool.
+    let knowledge = Arc::new(CallScope::new(
+        ProfileSet::parse("knowledge").unwrap(),
+        Caller::LOCAL,
+        "k",
+        "k",
+    ));
+    assert!(
+        !names(&h.orch().list(&knowledge))
+            .iter()
+            .any(|n| n.contains("__"))
+    );
+    let (code, _) = h
+        .err_in(&knowledge, "every__echo", json!({"message": "x"}))
+        .await;
+    assert_eq!(code, "tool_not_in_profile");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_is_relayed_and_a_cancelled_call_is_cancelled_on_the_server() {
+    let Some(bin) = everything() else { return };
+    let h = boot(&bin);
+    ready(&h, "every").await;
+    let (out, rec) = h
+        .call_recorded(
+            &h.operator("s"),
+            "every__trigger-long-running-operation",
+            json!({"duration": 1, "steps": 3}),
+        )
+        .await;
+    assert!(matches!(out, ToolOutcome::Content(_)), "{out:?}");
+    let progress = rec.progress.lock().unwrap().len();
+    assert!(progress >= 2, "progress relayed: {progress}");
+
+    let cancel = Cancel::new();
+    let run = CallRun {
+        cancel: cancel.clone(),
+        ..CallRun::default()
+    };
+    let scope = h.operator("s");
+    let started = std::time::Instant::now();
+    let call = h.orch().call(
+        &scope,
+        "every__trigger-long-running-operation",
+        json!({"duration": 30, "steps": 30}),
+        run,
+    );
+    let canceller = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        cancel.cancel();
+    };
+    let (out, ()) = tokio::join!(call, canceller);
+    let ToolOutcome::Failed(e) = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(e.code(), "cancelled");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // The server is still there for the next call.
+    let again = h.ok("every__echo", json!({"message": "after"})).await;
+    assert!(again.to_string().contains("after"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_server_fails_its_call_clearly_and_the_next_call_works() {
+    let Some(bin) = everything() else { return };
+    let h = boot(&bin);
+    ready(&h, "every").await;
+    let pgid = server_pgid(&bin);
+    let scope = h.operator("s");
+    let call = h.call_in(
+        &scope,
+        "every__trigger-long-running-operation",
+        json!({"duration": 10, "steps": 10}),
+    );
+    let killer = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        // SAFETY: kill(2) of the server's process group, which this test's daemon started.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    };
+    let (out, ()) = tokio::join!(call, killer);
+    let ToolOutcome::Failed(e) = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(e.code(), "unavailable", "{e}");
+    assert!(e.message().contains("went away"), "{e}");
+    let mut last = None;
+    for _ in 0..50 {
+        match h.call("every__echo", json!({"message": "back"})).await {
+            ToolOutcome::Content(c) => {
+                assert!(Value::Array(c).to_string().contains("back"));
+                let s = h
+                    .ok("vox_upstream_status", json!({"server": "every"}))
+                    .await;
+                assert!(s["servers"][0]["restarts"].as_u64().unwrap() >= 1, "{s}");
+                return;
+            }
+            other => last = Some(other),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("the server did not come back: {last:?}");
+}
+
+/// The process group of the one running `mcp-server-everything` started for this test's
+/// workspace (its leader runs `bin`).
+fn server_pgid(bin: &std::path::Path) -> i32 {
+    let me = std::process::id() as i32;
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd);
+        if cmd.contains(&*bin.to_string_lossy()) || cmd.contains("server-everything") {
+            if parent_of(pid) == Some(me) {
+                return pid;
+            }
+        }
+    }
+    panic!("no server-everything child of this test");
+}
+
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
