@@ -160,6 +160,12 @@ impl<'a> Printer<'a> {
                         // A skipped declaration, copied as written.
                         if self.line.is_empty() {
                             self.level = self.content_level();
+                        } else if t.span.start > 0
+                            && self.src.as_bytes()[t.span.start as usize - 1].is_ascii_whitespace()
+                        {
+                            // After code on the same line (`e table …`): keep them apart, or
+                            // the two would lex as one token.
+                            self.line.push(' ');
                         }
                         // From its first token to its end, or to the end of a token that runs
                         // past it (an unterminated string in JSX text), so nothing is cut.
@@ -491,6 +497,14 @@ mod tests {
             fmt(src),
             "type Shape =\n    | Circle(r: float)\n    | Rect(w: float, h: float)\nfn g(xs) {\n    xs\n        .map(fn(x) { x * 2 })\n        |> len\n}\n"
         );
+    }
+
+    #[test]
+    fn a_skipped_declaration_after_code_on_its_line_stays_apart_from_it() {
+        // Found by the `frontend` fuzz target (`e- e table\x0b/e`): the copy was glued to the
+        // code before it, `etable`, and the result refused as unsafe.
+        assert_eq!(fmt("e table/e"), "e table/e\n");
+        assert_eq!(fmt("e- e table\x0b/e"), "e- e table\x0b/e\n");
     }
 
     #[test]
