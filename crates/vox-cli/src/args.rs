@@ -102,6 +102,13 @@ pub enum Command {
         #[command(subcommand)]
         command: MeshCommand,
     },
+    /// Upstream MCP servers (.vox/servers.toml, ~/.vox/servers.toml): their state and tools,
+    /// and a person's approval of tool definitions that changed or were added.
+    Upstream {
+        /// What to show or approve.
+        #[command(subcommand)]
+        command: UpstreamCommand,
+    },
     /// Check .vox files (or directories of them); exit 1 when any has an error.
     Check {
         /// Files or directories (default: the current directory).
@@ -181,6 +188,34 @@ pub enum MeshCommand {
         /// Whether to print JSON.
         #[command(flatten)]
         output: JsonArg,
+    },
+}
+
+/// `vox upstream …`.
+#[derive(Subcommand)]
+pub enum UpstreamCommand {
+    /// Every upstream server: its state (ready, starting, failed, circuit open, stopped), its
+    /// last error, and its tools served and withheld, as the running daemon sees them (without
+    /// a daemon: the declared servers and their pins); exit 1 when a server is not ready or a
+    /// tool is withheld.
+    Status {
+        /// The workspace whose servers to show.
+        #[command(flatten)]
+        workspace: WorkspaceArg,
+        /// Whether to print JSON.
+        #[command(flatten)]
+        output: JsonArg,
+    },
+    /// Approve what a server's tools look like now (one tool, or every withheld one), so they
+    /// are served again.
+    Approve {
+        /// The server's id.
+        server: String,
+        /// One tool's own name on that server (default: every withheld tool of the server).
+        tool: Option<String>,
+        /// The workspace whose servers to approve.
+        #[command(flatten)]
+        workspace: WorkspaceArg,
     },
 }
 

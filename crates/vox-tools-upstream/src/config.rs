@@ -1,5 +1,6 @@
 //! `servers.toml`: the upstream MCP servers a user declares, in the workspace
-//! (`.vox/servers.toml`) and for the user (`~/.vox/servers.toml`; the workspace wins on an id).
+//! (`.vox/servers.toml`) and for the user (`~/.vox/servers.toml`, or `$VOX_HOME/servers.toml`;
+//! the workspace wins on an id).
 //!
 //! ```toml
 //! [servers.time]                  # a stdio server
@@ -143,6 +144,14 @@ impl std::fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+/// The user's vox directory, where their `servers.toml` is: `VOX_HOME`, else `~/.vox`.
+pub fn user_vox_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("VOX_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".vox"))
+}
 
 /// The servers of the workspace's and the user's files (`home` is `~/.vox`), the workspace's
 /// winning on an id; a file that does not exist declares none.

@@ -13,14 +13,12 @@ use vox_mcp_registry::BootStep;
 use vox_store::{Store, UpstreamPin};
 use vox_tools_common::store::{db, store};
 
-/// `~/.vox`, where the user's `servers.toml` is.
-fn user_vox_dir() -> Option<std::path::PathBuf> {
-    std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".vox"))
-}
-
 fn boot(ctx: &mut Ctx) -> Result<StepDone, String> {
-    let configs = crate::config::load(&ctx.workspace.vox_dir, user_vox_dir().as_deref())
-        .map_err(|e| e.to_string())?;
+    let configs = crate::config::load(
+        &ctx.workspace.vox_dir,
+        crate::config::user_vox_dir().as_deref(),
+    )
+    .map_err(|e| e.to_string())?;
     let n = configs.len();
     let store = ctx.get::<Arc<Store>>().cloned();
     let upstreams = Upstreams::new(configs, store, ctx.notifier.clone());

@@ -21,6 +21,7 @@ mod mesh;
 mod profile;
 mod serve;
 mod skill;
+mod upstream;
 
 /// Runs the command; an `Err` is reported by `main` as `error: …` with exit code 1.
 pub fn run(cli: Cli) -> Result<ExitCode> {
@@ -32,6 +33,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bundle { command } => bundle::run(command),
         Command::Daemon { command } => daemon::run(command),
         Command::Mesh { command } => mesh::run(command),
+        Command::Upstream { command } => upstream::run(command),
         Command::Check { paths, json } => Ok(lang::check(&paths, json)),
         Command::Run {
             file,

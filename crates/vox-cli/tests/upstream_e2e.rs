@@ -1,0 +1,191 @@
+//! End to end: an upstream MCP server (the npm reference `server-everything`) declared in
+//! `.vox/servers.toml`, started by the real daemon, called through `vox mcp` with the rmcp
+//! client; `vox upstream status` / `approve`; and no server process left behind after
+//! `vox daemon stop` or a `kill -9` of the daemon (checked by process tree).
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+fn everything() -> Option<PathBuf> {
+    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/upstream/node_modules/.bin/mcp-server-everything");
+    if bin.exists() {
+        return Some(bin.canonicalize().unwrap());
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing: npm ci --prefix tests/upstream",
+        bin.display()
+    );
+    eprintln!("skipped: {} is missing", bin.display());
+    None
+}
+
+fn workspace(bin: &std::path::Path) -> Ws {
+    let ws = Ws::new();
+    std::fs::create_dir_all(ws.vox_dir()).unwrap();
+    std::fs::write(
+        ws.vox_dir().join("servers.toml"),
+        format!(
+            "[servers.every]\ncommand = {bin:?}\nargs = [\"stdio\"]\n[servers.every.tools.echo]\nexposure = \"public\"\nside_effect = \"read_only\"\n"
+        ),
+    )
+    .unwrap();
+    ws
+}
+
+/// `(pid, ppid)` of every process.
+fn processes() -> Vec<(u32, u32)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let rest = &stat[stat.rfind(')')? + 1..];
+            let ppid = rest.split_whitespace().nth(1)?.parse().ok()?;
+            Some((pid, ppid))
+        })
+        .collect()
+}
+
+/// Every live descendant of `root`.
+fn descendants(root: u32) -> Vec<u32> {
+    let all = processes();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(all.iter().filter(|&&(_, pp)| pp == p).map(|&(c, _)| c));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+async fn wait_for_tool(c: &Client, name: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if tool_names(c).await.iter().any(|n| n == name) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{name} never listed: {:?}", tool_names(c).await);
+}
+
+fn gone_within(pids: &[u32], limit: Duration) -> Vec<u32> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left: Vec<u32> = pids.iter().copied().filter(|&p| alive(p)).collect();
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_calls_an_upstream_tool_through_vox_and_a_killed_daemon_leaves_no_server() {
+    let Some(bin) = everything() else { return };
+    let ws = workspace(&bin);
+    let c = ws.client(&[]).await;
+    wait_for_tool(&c, "every__echo").await;
+    let tools = tools(&c).await;
+    let echo = tools.iter().find(|t| t.name == "every__echo").unwrap();
+    let meta = serde_json::to_value(&echo.meta).unwrap();
+    assert_eq!(meta["vox_source"], "upstream", "{meta}");
+    assert_eq!(meta["vox_server"], "every");
+    let r = call(&c, "every__echo", json!({"message": "through vox"})).await;
+    assert!(
+        serde_json::to_string(&r)
+            .unwrap()
+            .contains("Echo: through vox")
+    );
+
+    let out = ws.vox(&["upstream", "status", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["servers"][0]["status"], "ready", "{status}");
+
+    let daemon = daemon_pid(&ws) as u32;
+    let servers = descendants(daemon);
+    assert!(!servers.is_empty(), "the daemon runs the server");
+    // SAFETY: kill(2) of the daemon this test's client spawned.
+    unsafe { libc::kill(daemon as i32, libc::SIGKILL) };
+    let left = gone_within(&servers, Duration::from_secs(10));
+    assert!(
+        left.is_empty(),
+        "orphans after kill -9 of the daemon: {left:?}"
+    );
+    drop(c);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemon_stop_ends_every_server_and_status_and_approve_work_without_a_daemon() {
+    let Some(bin) = everything() else { return };
+    let ws = workspace(&bin);
+    let out = ws.vox(&["daemon", "start"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let daemon = daemon_pid(&ws) as u32;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = ws.vox(&["upstream", "status"]);
+        if out.status.success() {
+            let text = String::from_utf8_lossy(&out.stdout).to_string();
+            assert!(text.contains("every") && text.contains("ready"), "{text}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let servers = descendants(daemon);
+    assert!(!servers.is_empty());
+    ws.stop_daemon();
+    let left = gone_within(&servers, Duration::from_secs(5));
+    assert!(left.is_empty(), "left after vox daemon stop: {left:?}");
+
+    // No daemon: the declared servers and their pins, from the store.
+    let out = ws.vox(&["upstream", "status", "--json"]);
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["servers"][0]["status"], "stopped", "{status}");
+    assert!(
+        status["servers"][0]["tools"].as_array().unwrap().len() >= 10,
+        "{status}"
+    );
+    let out = ws.vox(&["upstream", "approve", "every", "echo"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("every__echo  approved"));
+    let out = ws.vox(&["upstream", "approve", "nope"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nope"));
+}
