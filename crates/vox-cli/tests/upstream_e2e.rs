@@ -189,3 +189,46 @@ async fn daemon_stop_ends_every_server_and_status_and_approve_work_without_a_dae
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("nope"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_profile_serves_exactly_its_catalog_and_upstream_tools() {
+    let Some(bin) = everything() else { return };
+    let ws = workspace(&bin);
+    let profiles = ws.vox_dir().join("profiles");
+    std::fs::create_dir_all(&profiles).unwrap();
+    std::fs::write(
+        profiles.join("team.v1.yaml"),
+        "id: team\ndescription: memories and the reference server's echo\ntools:\n  include: [vox_memory_recall, every__echo, every__get-env]\nrequires: [memory]\nmax_exposure: public\n",
+    )
+    .unwrap();
+    let c = ws.client(&["--profile", "team"]).await;
+    wait_for_tool(&c, "every__echo").await;
+    let mut names = tool_names(&c).await;
+    names.sort();
+    // every__get-env is in the manifest but operator (unclassified): above max_exposure public.
+    assert_eq!(names, ["every__echo", "vox_memory_recall"]);
+    let r = call(&c, "every__echo", json!({"message": "team"})).await;
+    assert!(serde_json::to_string(&r).unwrap().contains("Echo: team"));
+    let denied = err(&c, "every__get-sum", json!({"a": 1, "b": 2})).await;
+    assert_eq!(denied["code"], "tool_not_in_profile", "{denied}");
+    let denied = err(&c, "vox_memory_store", json!({"key": "k", "value": "v"})).await;
+    assert_eq!(denied["code"], "tool_not_in_profile", "{denied}");
+    drop(c);
+    ws.stop_daemon();
+
+    // A manifest naming a server nobody declared: the start is refused, naming file and entry.
+    std::fs::write(
+        profiles.join("broken.v1.yaml"),
+        "id: broken\ndescription: d\ntools:\n  include: [docs__*]\nrequires: []\nmax_exposure: public\n",
+    )
+    .unwrap();
+    let out = ws.vox(&["daemon", "start", "--profile", "team"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("broken.v1.yaml")
+            && stderr.contains("docs__*")
+            && stderr.contains("no upstream server `docs`"),
+        "{stderr}"
+    );
+}

@@ -92,6 +92,11 @@ pub fn load_profiles(contracts: &Path) -> Result<Vec<(PathBuf, ProfileManifest)>
         .collect()
 }
 
+/// Parses one profile manifest's text (strict: unknown keys are errors).
+pub fn parse_profile_manifest(text: &str) -> Result<ProfileManifest, String> {
+    serde_norway::from_str(text).map_err(|e| e.to_string())
+}
+
 /// Reads `bundles/catalog.toml`.
 pub fn load_bundles(contracts: &Path) -> Result<BundleCatalog, ContractError> {
     let path = contracts.join("bundles/catalog.toml");

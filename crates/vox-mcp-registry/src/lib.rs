@@ -9,11 +9,16 @@ pub use vox_contracts::{Exposure, SideEffectClass};
 mod authorize;
 mod profile;
 mod upstream;
+mod workspace;
 
 pub use authorize::{Caller, Denial, DenialCode, Role, authorize_tool, visible_tools};
 pub use profile::{DEV, ProfileError, ProfileSet};
 pub use upstream::{
     SEPARATOR, UpstreamClass, UpstreamPattern, UpstreamSelection, authorize_upstream,
+};
+pub use workspace::{
+    WorkspaceProfile, compile_workspace_profile, install_workspace_profiles,
+    load_workspace_profiles, workspace_profiles,
 };
 
 include!(concat!(env!("OUT_DIR"), "/registry_gen.rs"));

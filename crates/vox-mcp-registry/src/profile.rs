@@ -26,6 +26,11 @@ impl std::fmt::Display for ProfileError {
             ProfileError::Unknown { id } => {
                 let known: Vec<&str> = std::iter::once(DEV)
                     .chain(PROFILES.iter().map(|p| p.id))
+                    .chain(
+                        crate::workspace::workspace_profiles()
+                            .into_iter()
+                            .map(|p| p.id),
+                    )
                     .collect();
                 write!(f, "unknown profile `{id}` (known: {})", known.join(", "))
             }
@@ -84,14 +89,20 @@ impl ProfileSet {
     /// Composes profiles by id; any list containing `dev` is `dev`.
     pub fn compose(ids: &[&str]) -> Result<Self, ProfileError> {
         let mut entries = Vec::with_capacity(ids.len());
+        let mut upstream = UpstreamSelection::none();
         let mut dev = false;
         for id in ids {
             if *id == DEV {
                 dev = true;
+            } else if let Some(e) = profile_entry(id) {
+                entries.push(e);
+            } else if let Some((e, patterns)) = crate::workspace::workspace_entry(id) {
+                entries.push(e);
+                upstream = upstream.union(&UpstreamSelection::any_of(patterns.to_vec()));
             } else {
-                entries.push(profile_entry(id).ok_or_else(|| ProfileError::Unknown {
+                return Err(ProfileError::Unknown {
                     id: (*id).to_owned(),
-                })?);
+                });
             }
         }
         if dev {
@@ -110,8 +121,8 @@ impl ProfileSet {
             closure_mask: 0,
             max_exposure: Exposure::Public,
             read_role_tools: None,
-            upstream: UpstreamSelection::none(),
-            upstream_max_exposure: Exposure::Internal,
+            upstream,
+            upstream_max_exposure: Exposure::Public,
         };
         for e in &entries {
             set.tools.union_with(&e.tools);
@@ -119,6 +130,8 @@ impl ProfileSet {
             set.closure_mask |= e.closure_mask;
             set.max_exposure = set.max_exposure.max(e.max_exposure);
         }
+        // Composition takes the highest exposure, for upstream tools as for the catalog's.
+        set.upstream_max_exposure = set.max_exposure;
         // Feature-gated tools stay in manifests but are served only when built.
         let built = ToolSet::all_built();
         for (w, b) in set.tools.0.iter_mut().zip(built.0.iter()) {

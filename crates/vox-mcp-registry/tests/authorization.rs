@@ -280,3 +280,49 @@ fn generated_subsystem_and_boot_step_ids_follow_the_contract() {
         SubsystemId::ModelRegistry
     );
 }
+
+fn any_class() -> impl Strategy<Value = UpstreamClass> {
+    (0..3u8, any::<bool>(), any::<bool>()).prop_map(|(e, ro, read)| UpstreamClass {
+        exposure: [Exposure::Public, Exposure::Operator, Exposure::Internal][e as usize],
+        side_effect_class: if ro {
+            SideEffectClass::ReadOnly
+        } else {
+            SideEffectClass::Destructive
+        },
+        read_role_eligible: read,
+    })
+}
+
+proptest! {
+    /// Narrowing a surface (a model's, an agent's, a mesh node's, an HTTP allowlist's) never
+    /// lets an upstream tool through that the wider surface refuses, and what a public-only
+    /// surface allows is public.
+    #[test]
+    fn upstream_tools_are_only_ever_narrowed(
+        ids in any_profile_list(),
+        caller in any_caller(),
+        class in any_class(),
+        booted in any::<u32>(),
+        server in "[a-c]",
+        tool in "[a-c]{1,3}",
+    ) {
+        let name = format!("{server}__{tool}");
+        let profile = ProfileSet::compose(&ids).unwrap();
+        let wide = authorize_upstream(&profile, &name, class, caller, booted).is_ok();
+        let public = authorize_upstream(&profile.public_only(), &name, class, caller, booted).is_ok();
+        prop_assert!(!public || (wide && class.exposure == Exposure::Public));
+        let dev = ProfileSet::dev();
+        let both = authorize_upstream(&dev.intersect(&profile), &name, class, caller, booted).is_ok();
+        prop_assert!(!both || wide);
+        let allowlisted = authorize_upstream(&dev.restricted(dev.tools()), &name, class, caller, booted);
+        prop_assert!(allowlisted.is_err());
+        // The read role never reaches a tool that is not public and read-role eligible.
+        if caller.role == Role::Read && wide {
+            prop_assert!(class.exposure == Exposure::Public && class.read_role_eligible);
+        }
+        // Standard profiles serve no upstream tool.
+        if !profile.is_dev() {
+            prop_assert!(!wide);
+        }
+    }
+}

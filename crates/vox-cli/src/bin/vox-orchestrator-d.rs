@@ -25,15 +25,19 @@ struct Args {
 fn main() -> ExitCode {
     vox_cli::init_logging("info");
     let args = Args::parse();
-    let (profile, _) = match vox_cli::config::select_profile(args.profile.profile.as_deref()) {
-        Ok(p) => p,
+    let ws = match Workspace::resolve(args.workspace.dir()) {
+        Ok(w) => w,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
-    let ws = match Workspace::resolve(args.workspace.dir()) {
-        Ok(w) => w,
+    if let Err(e) = vox_cli::config::install_workspace_profiles(&ws) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
+    let (profile, _) = match vox_cli::config::select_profile(args.profile.profile.as_deref()) {
+        Ok(p) => p,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);

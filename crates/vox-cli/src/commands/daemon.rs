@@ -32,7 +32,7 @@ fn start(
     workspace: Option<&Path>,
     json: bool,
 ) -> Result<ExitCode> {
-    let profile = match profile_or_exit(profile) {
+    let profile = match profile_or_exit(profile, workspace) {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };

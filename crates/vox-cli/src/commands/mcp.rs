@@ -11,7 +11,7 @@ use super::{profile_or_exit, warn_if_empty};
 
 /// Connects to (or spawns) the workspace daemon and serves the client's session until it ends.
 pub fn run(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> {
-    let profile = match profile_or_exit(profile.as_deref()) {
+    let profile = match profile_or_exit(profile.as_deref(), workspace.as_deref()) {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };

@@ -59,7 +59,18 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// Exit code 2 for a usage error such as `profile_unknown`.
-fn profile_or_exit(flag: Option<&str>) -> Result<ProfileSet, ExitCode> {
+/// The workspace's own profiles (`.vox/profiles/`) are installed first, so the flag may name
+/// one.
+fn profile_or_exit(
+    flag: Option<&str>,
+    workspace: Option<&std::path::Path>,
+) -> Result<ProfileSet, ExitCode> {
+    if let Ok(ws) = vox_core::Workspace::resolve(workspace)
+        && let Err(e) = vox_cli::config::install_workspace_profiles(&ws)
+    {
+        eprintln!("error: {e}");
+        return Err(ExitCode::from(2));
+    }
     select_profile(flag).map(|(p, _)| p).map_err(|e| {
         eprintln!("error: {e}");
         ExitCode::from(2)

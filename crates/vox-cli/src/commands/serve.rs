@@ -10,7 +10,7 @@ use super::{profile_or_exit, runtime, warn_if_empty};
 
 /// Checks the gateway configuration, starts the daemon and serves HTTP until the daemon stops.
 pub fn run(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> {
-    let profile = match profile_or_exit(profile.as_deref()) {
+    let profile = match profile_or_exit(profile.as_deref(), workspace.as_deref()) {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
