@@ -109,6 +109,25 @@ pub enum Command {
         #[command(subcommand)]
         command: UpstreamCommand,
     },
+    /// The audit trail: every tool call (catalog, workspace, skill, upstream) with its caller,
+    /// decision, outcome and duration, oldest first.
+    Audit {
+        /// The workspace whose trail to read.
+        #[command(flatten)]
+        workspace: WorkspaceArg,
+        /// Whether to print JSON (one record per line).
+        #[command(flatten)]
+        output: JsonArg,
+        /// Keep printing calls as they are recorded, until interrupted.
+        #[arg(long)]
+        follow: bool,
+        /// The newest this many (1 to 1000).
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// One tool, or a prefix ending in `*` (`github__*`).
+        #[arg(long)]
+        tool: Option<String>,
+    },
     /// Check .vox files (or directories of them); exit 1 when any has an error.
     Check {
         /// Files or directories (default: the current directory).

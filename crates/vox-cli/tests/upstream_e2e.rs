@@ -125,6 +125,30 @@ async fn a_client_calls_an_upstream_tool_through_vox_and_a_killed_daemon_leaves_
     let status: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(status["servers"][0]["status"], "ready", "{status}");
 
+    // The audit trail has the call: who, the decision, the code.
+    let out = ws.vox(&["audit", "--json", "--tool", "every__*"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let echo = lines
+        .iter()
+        .find(|r| r["tool"] == "every__echo")
+        .expect("every__echo audited");
+    assert_eq!(
+        (echo["decision"].as_str(), echo["code"].as_str()),
+        (Some("allowed"), Some("ok"))
+    );
+    assert_eq!(
+        (echo["source"].as_str(), echo["server"].as_str()),
+        (Some("upstream"), Some("every"))
+    );
+
     let daemon = daemon_pid(&ws) as u32;
     let servers = descendants(daemon);
     assert!(!servers.is_empty(), "the daemon runs the server");

@@ -75,9 +75,21 @@ pub trait SessionGuard: Send + Sync {
 
 /// Sees every finished call (the attention ledger).
 pub trait CallObserver: Send + Sync {
-    /// Records one finished call of `tool` by `agent` (the scope's principal), its outcome and how
-    /// long it took.
-    fn record(&self, agent: &str, tool: &str, outcome: &ToolOutcome, latency: Duration);
+    /// Records one finished call of `tool` (its caller is `call.scope()`, its attention key
+    /// `call.principal()`): its arguments when [`Self::wants_arguments`] said so, its outcome
+    /// and how long it took.
+    fn record(
+        &self,
+        call: &CallCtx,
+        tool: &str,
+        args: Option<&Value>,
+        outcome: &ToolOutcome,
+        latency: Duration,
+    );
+    /// Whether it keeps the arguments of calls of `tool` (they are copied for it).
+    fn wants_arguments(&self, _tool: &str) -> bool {
+        false
+    }
     /// Persists what was recorded (called periodically and at shutdown; blocking).
     fn flush(&self) {}
 }

@@ -37,10 +37,11 @@ impl Orchestrator {
         if scope.agent.is_some() {
             return self.call_as_agent(name, args, call).await;
         }
+        let kept = self.kept_arguments(name, &args);
         let started = Instant::now();
         let outcome = self.dispatch(name, args, &call).await;
         let outcome = self.narrowed(scope, name, outcome);
-        self.observed(&call, name, outcome, started.elapsed())
+        self.observed(&call, name, kept.as_ref(), outcome, started.elapsed())
     }
 
     /// The agent path: the agent is read again (a retired one is refused), the scope narrowed
@@ -96,22 +97,40 @@ impl Orchestrator {
                     )
                 };
                 let d = Denial::new(DenialCode::ToolNotInProfile, why);
-                return self.observed(&call, name, ToolOutcome::Denied(d), Duration::ZERO);
+                return self.observed(&call, name, None, ToolOutcome::Denied(d), Duration::ZERO);
             }
-            Err(d) => return self.observed(&call, name, ToolOutcome::Denied(d), Duration::ZERO),
+            Err(d) => {
+                return self.observed(&call, name, None, ToolOutcome::Denied(d), Duration::ZERO);
+            }
         };
         let args = match &self.ctx.hooks().agent_gate {
             Some(gate) => match gate.admit(&agent.id, tool, args, &call.cancel).await {
                 Ok(args) => args,
                 Err(e) => {
-                    return self.observed(&call, name, ToolOutcome::Failed(e), Duration::ZERO);
+                    return self.observed(
+                        &call,
+                        name,
+                        None,
+                        ToolOutcome::Failed(e),
+                        Duration::ZERO,
+                    );
                 }
             },
             None => args,
         };
+        let kept = self.kept_arguments(name, &args);
         let started = Instant::now();
         let outcome = self.dispatch(name, args, &call).await;
-        self.observed(&call, name, outcome, started.elapsed())
+        self.observed(&call, name, kept.as_ref(), outcome, started.elapsed())
+    }
+
+    /// A copy of the arguments when an observer keeps those of `name` (an audit opt-in).
+    fn kept_arguments(&self, name: &str, args: &Value) -> Option<Value> {
+        let observers = &self.ctx.hooks().observers;
+        observers
+            .iter()
+            .any(|o| o.wants_arguments(name))
+            .then(|| args.clone())
     }
 
     /// Counts the call and tells the observers (an agent's refusals count too).
@@ -119,6 +138,7 @@ impl Orchestrator {
         &self,
         call: &CallCtx,
         name: &str,
+        args: Option<&Value>,
         outcome: ToolOutcome,
         elapsed: Duration,
     ) -> ToolOutcome {
@@ -128,7 +148,7 @@ impl Orchestrator {
         metrics::histogram!("vox_tool_call_seconds", "tool" => tool_label)
             .record(elapsed.as_secs_f64());
         for o in &self.ctx.hooks().observers {
-            o.record(call.principal(), name, &outcome, elapsed);
+            o.record(call, name, args, &outcome, elapsed);
         }
         outcome
     }

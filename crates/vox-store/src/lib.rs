@@ -14,6 +14,7 @@ mod a2a;
 mod agents;
 mod approvals;
 mod attention;
+mod audit;
 mod clarifications;
 mod dispatch;
 mod events;
@@ -38,6 +39,7 @@ pub use agents::{
 };
 pub use approvals::{AllowEntry, Approval, ApprovalState};
 pub use attention::{AttentionEvent, CostRow, ToolSummary};
+pub use audit::AuditRecord;
 pub use clarifications::{Clarification, ClarificationState};
 pub use dispatch::Assignment;
 pub use events::{Event, EventFilter, Subject};

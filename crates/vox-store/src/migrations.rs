@@ -360,6 +360,26 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (server, tool)
     );
     "#,
+    // 13: the audit trail: every tool call (catalog, workspace, skill, upstream), who made it,
+    // what the decision said, how it ended; arguments only where a server opted in.
+    r#"
+    CREATE TABLE audit_log (
+        seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+        at          INTEGER NOT NULL,
+        principal   TEXT NOT NULL,
+        role        TEXT NOT NULL,
+        loopback    INTEGER NOT NULL,
+        agent       TEXT,
+        mesh_node   TEXT,
+        tool        TEXT NOT NULL,
+        source      TEXT NOT NULL,
+        server      TEXT,
+        decision    TEXT NOT NULL,
+        code        TEXT NOT NULL,
+        duration_us INTEGER NOT NULL,
+        arguments   TEXT
+    );
+    "#,
 ];
 
 /// Every migration, in order (PostgreSQL applies them too, translated: `pg::translate`).

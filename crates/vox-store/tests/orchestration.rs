@@ -457,7 +457,7 @@ fn a_version_3_store_keeps_its_task_events_after_migrating() {
          DROP TABLE model_preferences; DROP TABLE model_benchmarks; DROP TABLE chat_messages;
          DROP TABLE submissions; DROP TABLE draft_approvals; DROP TABLE research_drafts;
          ALTER TABLE attention_events DROP COLUMN cost_micro_usd;
-         DROP TABLE upstream_pins; DROP TABLE mesh_calls; DROP TABLE a2a_deliveries; DROP TABLE a2a_messages; DROP TABLE research_claims; DROP TABLE research_runs;
+         DROP TABLE audit_log; DROP TABLE upstream_pins; DROP TABLE mesh_calls; DROP TABLE a2a_deliveries; DROP TABLE a2a_messages; DROP TABLE research_claims; DROP TABLE research_runs;
          PRAGMA user_version = 3;",
     )
     .unwrap();

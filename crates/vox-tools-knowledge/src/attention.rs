@@ -39,7 +39,15 @@ struct Ledger {
 }
 
 impl CallObserver for Ledger {
-    fn record(&self, agent: &str, tool: &str, outcome: &ToolOutcome, latency: std::time::Duration) {
+    fn record(
+        &self,
+        call: &vox_core::CallCtx,
+        tool: &str,
+        _args: Option<&serde_json::Value>,
+        outcome: &ToolOutcome,
+        latency: std::time::Duration,
+    ) {
+        let agent = call.principal();
         let bytes = match outcome {
             ToolOutcome::Ok(v) => vox_core::json_len(v),
             _ => 0,

@@ -84,6 +84,8 @@ pub struct ServerConfig {
     pub call_timeout: Duration,
     /// Whether a tool it adds after its first listing is served without a person's approval.
     pub trust_new_tools: bool,
+    /// Whether the audit trail keeps its calls' arguments (never their results).
+    pub audit_arguments: bool,
     /// Classification per tool (its own name); a tool not named is [`UpstreamClass::default`].
     pub tools: BTreeMap<String, UpstreamClass>,
 }
@@ -121,6 +123,8 @@ struct ServerToml {
     call_timeout_secs: Option<u64>,
     #[serde(default)]
     trust_new_tools: bool,
+    #[serde(default)]
+    audit_arguments: bool,
     #[serde(default)]
     tools: BTreeMap<String, ToolToml>,
 }
@@ -298,6 +302,7 @@ fn build(path: &Path, id: &str, s: ServerToml, root: &Path) -> Result<ServerConf
         start_timeout: secs("start_timeout_secs", s.start_timeout_secs, 30)?,
         call_timeout: secs("call_timeout_secs", s.call_timeout_secs, 60)?,
         trust_new_tools: s.trust_new_tools,
+        audit_arguments: s.audit_arguments,
         tools,
     })
 }

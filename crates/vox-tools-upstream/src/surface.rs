@@ -279,15 +279,14 @@ impl Upstreams {
         match listed {
             Ok((conn, tools)) => {
                 *lock(&server.retry_at) = None;
-                {
-                    let mut st = lock(&server.state);
-                    st.status = Status::Ready;
-                    st.error = None;
-                    st.failures = 0;
-                }
                 *slot = Some(conn.clone());
                 drop(slot);
                 self.take_listing(i, &tools);
+                // Ready once its tools are served: who sees `ready` can call them.
+                let mut st = lock(&server.state);
+                st.status = Status::Ready;
+                st.error = None;
+                st.failures = 0;
                 Ok(conn)
             }
             Err(e) => {

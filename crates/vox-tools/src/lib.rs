@@ -26,6 +26,7 @@ pub fn families() -> Vec<Family> {
         vox_tools_models::families(),
         vox_tools_mesh::families(),
         vox_tools_upstream::families(),
+        vox_tools_audit::families(),
         vec![placeholders::family()],
     ]
     .into_iter()

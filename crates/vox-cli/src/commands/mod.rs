@@ -9,6 +9,7 @@ use vox_cli::args::{Cli, Command};
 use vox_cli::config::select_profile;
 use vox_mcp_registry::ProfileSet;
 
+mod audit;
 mod bundle;
 mod ci;
 mod client;
@@ -34,6 +35,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Daemon { command } => daemon::run(command),
         Command::Mesh { command } => mesh::run(command),
         Command::Upstream { command } => upstream::run(command),
+        Command::Audit {
+            workspace,
+            output,
+            follow,
+            limit,
+            tool,
+        } => audit::run(workspace.dir(), output.json, follow, limit, tool),
         Command::Check { paths, json } => Ok(lang::check(&paths, json)),
         Command::Run {
             file,
