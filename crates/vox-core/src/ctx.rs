@@ -176,7 +176,32 @@ pub trait UpstreamTools: Send + Sync {
         args: Value,
         call: &'a CallCtx,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ToolOutcome> + Send + 'a>>;
+    /// The servers' resources, their URIs namespaced (`upstream://<server>/<uri>`): each with
+    /// its server's id.
+    fn resources(&self) -> Vec<(String, Value)> {
+        Vec::new()
+    }
+    /// The servers' prompts, named `<server>__<prompt>`: each with its server's id.
+    fn prompts(&self) -> Vec<(String, Value)> {
+        Vec::new()
+    }
+    /// The server a namespaced resource URI or prompt name belongs to.
+    fn server_of(&self, _uri_or_name: &str) -> Option<String> {
+        None
+    }
+    /// Reads a namespaced resource from its server.
+    fn read<'a>(&'a self, uri: &'a str) -> UpstreamFuture<'a, crate::ResourceBody> {
+        Box::pin(async move { Err(ToolError::not_found(format!("no resource {uri}"))) })
+    }
+    /// Gets a namespaced prompt from its server: `{"description"?, "messages"}`.
+    fn get_prompt<'a>(&'a self, name: &'a str, _args: Value) -> UpstreamFuture<'a, Value> {
+        Box::pin(async move { Err(ToolError::not_found(format!("no prompt {name}"))) })
+    }
 }
+
+/// What an upstream server answers, when it does.
+pub type UpstreamFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, ToolError>> + Send + 'a>>;
 
 /// The `notifications/resources/updated` frame for `uri`, as [`Ctx::notifier`] carries it.
 pub fn resource_updated(uri: &str) -> Value {

@@ -30,7 +30,7 @@ pub use call::{
 };
 pub use ctx::{
     AgentDirectory, AgentGate, AgentIdentity, CallObserver, Ctx, DynamicTools, GatedTool, Hooks,
-    SessionGuard, UpstreamTool, UpstreamTools, resource_updated,
+    SessionGuard, UpstreamFuture, UpstreamTool, UpstreamTools, resource_updated,
 };
 pub use error::{ErrorDetail, ErrorKind, ToolError, ToolOutcome};
 pub use family::{Family, HandlerEntry, HandlerFuture, HandlerResult, StepDone, StepFn};

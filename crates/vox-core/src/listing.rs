@@ -99,8 +99,9 @@ impl Orchestrator {
     /// `skill://`) when it reaches workspace tools, else `skill://` ones when it may list
     /// skills, else none.
     pub fn resources(&self, scope: &CallScope) -> Vec<Value> {
+        let mut upstream = self.upstream_reached(scope, |u| u.resources());
         let Some(skills_only) = self.skill_resources_only(scope) else {
-            return vec![];
+            return upstream;
         };
         let mut all: Vec<Value> = self
             .ctx
@@ -112,7 +113,56 @@ impl Orchestrator {
         if skills_only {
             all.retain(|r| r["uri"].as_str().is_some_and(is_skill_uri));
         }
+        all.append(&mut upstream);
         all
+    }
+
+    /// What `list` gives of the upstream servers whose resources and prompts `scope` reaches
+    /// (`authorize_upstream_server`; an agent reaches none: they are a person's).
+    fn upstream_reached(
+        &self,
+        scope: &CallScope,
+        list: impl Fn(&dyn crate::UpstreamTools) -> Vec<(String, Value)>,
+    ) -> Vec<Value> {
+        let Some(upstream) = &self.ctx.hooks().upstream else {
+            return Vec::new();
+        };
+        if scope.agent.is_some() || scope.surface.upstream().is_none() {
+            return Vec::new();
+        }
+        let booted = self.ctx.boot.booted_mask;
+        list(upstream.as_ref())
+            .into_iter()
+            .filter(|(server, _)| {
+                vox_mcp_registry::authorize_upstream_server(
+                    &scope.surface,
+                    server,
+                    scope.caller,
+                    booted,
+                )
+                .is_ok()
+            })
+            .map(|(_, v)| v)
+            .collect()
+    }
+
+    /// The upstream hook, when `scope` reaches the server `uri_or_name` belongs to.
+    fn upstream_for(
+        &self,
+        scope: &CallScope,
+        uri_or_name: &str,
+    ) -> Option<&Arc<dyn crate::UpstreamTools>> {
+        let upstream = self.ctx.hooks().upstream.as_ref()?;
+        let server = upstream.server_of(uri_or_name)?;
+        let ok = scope.agent.is_none()
+            && vox_mcp_registry::authorize_upstream_server(
+                &scope.surface,
+                &server,
+                scope.caller,
+                self.ctx.boot.booted_mask,
+            )
+            .is_ok();
+        ok.then_some(upstream)
     }
 
     /// Reads a resource `scope` may read, from the first provider that has it (blocking).
@@ -122,6 +172,9 @@ impl Orchestrator {
         uri: &str,
     ) -> Result<crate::ResourceBody, ToolError> {
         let missing = || ToolError::not_found(format!("no resource {uri}"));
+        if let Some(upstream) = self.upstream_for(scope, uri) {
+            return tokio::runtime::Handle::current().block_on(upstream.read(uri));
+        }
         match self.skill_resources_only(scope) {
             None => return Err(missing()),
             Some(true) if !is_skill_uri(uri) => return Err(missing()),
@@ -188,8 +241,9 @@ impl Orchestrator {
 
     /// The prompts `scope` reaches (workspace `@mcp.prompt` functions, skills), in name order.
     pub fn prompts(&self, scope: &CallScope) -> Vec<Value> {
+        let upstream = self.upstream_reached(scope, |u| u.prompts());
         if scope.workspace_tools == WorkspaceTools::Off {
-            return vec![];
+            return upstream;
         }
         // A name two providers have is the first one's, as `get_prompt` answers it.
         let mut seen = std::collections::HashSet::new();
@@ -201,6 +255,7 @@ impl Orchestrator {
             .flat_map(|p| p.prompts())
             .filter(|p| seen.insert(p["name"].as_str().unwrap_or_default().to_owned()))
             .collect();
+        all.extend(upstream);
         all.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
         all
     }
@@ -212,6 +267,10 @@ impl Orchestrator {
         name: &str,
         args: &Value,
     ) -> Result<Value, ToolError> {
+        if let Some(upstream) = self.upstream_for(scope, name) {
+            return tokio::runtime::Handle::current()
+                .block_on(upstream.get_prompt(name, args.clone()));
+        }
         self.first_provider(scope, &format!("no prompt {name}"), |p| {
             p.get_prompt(name, args)
         })

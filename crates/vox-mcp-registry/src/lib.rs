@@ -15,6 +15,7 @@ pub use authorize::{Caller, Denial, DenialCode, Role, authorize_tool, visible_to
 pub use profile::{DEV, ProfileError, ProfileSet};
 pub use upstream::{
     SEPARATOR, UpstreamClass, UpstreamPattern, UpstreamSelection, authorize_upstream,
+    authorize_upstream_server,
 };
 pub use workspace::{
     WorkspaceProfile, compile_workspace_profile, install_workspace_profiles,

@@ -113,6 +113,15 @@ impl UpstreamSelection {
                 .iter()
                 .all(|any| any.iter().any(|p| p.matches(name)))
     }
+    /// Whether every tool of `server` is selected (`<server>__*` in every clause, or `dev`):
+    /// what reaching its resources and prompts takes.
+    pub fn serves_server(&self, server: &str) -> bool {
+        !self.none
+            && self.all_of.iter().all(|any| {
+                any.iter()
+                    .any(|p| matches!(p, UpstreamPattern::Server(s) if s == server))
+            })
+    }
     /// Whether nothing is selected.
     pub fn is_none(&self) -> bool {
         self.none
@@ -207,6 +216,47 @@ pub fn authorize_upstream(
         return Err(Denial {
             code: DenialCode::SubsystemNotBooted,
             message: format!("tool {name} requires subsystem upstream, which is not running"),
+            subsystem: Some(SubsystemId::Upstream.as_str()),
+            skill: None,
+        });
+    }
+    Ok(())
+}
+
+/// Decides whether `caller` may list and read the resources and prompts of upstream server
+/// `server` on `profile`: the surface serves every tool of it (`<server>__*`), operator tools
+/// are within the surface, the caller holds the write role, and `upstream` is booted. (A
+/// resource or a prompt carries no classification of its own: it is the server's, and a
+/// person's.)
+pub fn authorize_upstream_server(
+    profile: &ProfileSet,
+    server: &str,
+    caller: Caller,
+    booted: SubsystemMask,
+) -> Result<(), Denial> {
+    if !profile.upstream().serves_server(server)
+        || profile.upstream_max_exposure() < Exposure::Operator
+    {
+        return Err(Denial::new(
+            DenialCode::ToolNotInProfile,
+            format!(
+                "upstream server {server}'s resources and prompts are not in profile {}",
+                profile.canonical()
+            ),
+        ));
+    }
+    if caller.role == Role::Read {
+        return Err(Denial::new(
+            DenialCode::ExposureDenied,
+            format!(
+                "upstream server {server}'s resources and prompts are the operator's; the read token cannot reach them"
+            ),
+        ));
+    }
+    if booted & SubsystemId::Upstream.bit() == 0 {
+        return Err(Denial {
+            code: DenialCode::SubsystemNotBooted,
+            message: "upstream servers are not running".into(),
             subsystem: Some(SubsystemId::Upstream.as_str()),
             skill: None,
         });

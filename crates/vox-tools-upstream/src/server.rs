@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use vox_core::{Ask, AskError, CallCtx, LogLevel, ToolError, ToolOutcome};
+use vox_core::{Ask, AskError, CallCtx, LogLevel, ResourceBody, ToolError, ToolOutcome};
 
 /// Most tools one server may list (more is refused, not truncated).
 pub const MAX_TOOLS: usize = 2_000;
@@ -33,8 +33,8 @@ const ASK_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What happens on a connection that its owner must hear of.
 pub trait Events: Send + Sync + 'static {
-    /// The server said its tool list changed.
-    fn tools_changed(&self);
+    /// The server said its tool, resource or prompt list changed.
+    fn lists_changed(&self);
 }
 
 /// A live connection.
@@ -184,28 +184,112 @@ impl Connection {
     /// Every tool the server lists, page by page (bounded in pages and tools).
     pub async fn list_tools(&self, timeout: Duration) -> Result<Vec<Value>, String> {
         let peer = self.service.peer();
-        let mut tools = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..MAX_PAGES {
-            let params = cursor
-                .take()
-                .map(|c| rmcp::model::PaginatedRequestParams::default().with_cursor(Some(c)));
-            let page = tokio::time::timeout(timeout, peer.list_tools(params))
-                .await
-                .map_err(|_| format!("tools/list did not answer within {} s", timeout.as_secs()))?
-                .map_err(|e| format!("tools/list failed: {e}"))?;
-            for t in page.tools {
-                tools.push(serde_json::to_value(&t).map_err(|e| e.to_string())?);
+        paged("tools/list", timeout, |params| async move {
+            let page = peer.list_tools(params).await?;
+            Ok((to_values(&page.tools), page.next_cursor))
+        })
+        .await
+    }
+
+    /// Whether the server said it has resources (`initialize`'s capabilities).
+    pub fn has_resources(&self) -> bool {
+        self.service
+            .peer()
+            .peer_info()
+            .is_some_and(|i| i.capabilities.resources.is_some())
+    }
+
+    /// Whether the server said it has prompts.
+    pub fn has_prompts(&self) -> bool {
+        self.service
+            .peer()
+            .peer_info()
+            .is_some_and(|i| i.capabilities.prompts.is_some())
+    }
+
+    /// Every resource the server lists (bounded as tools are).
+    pub async fn list_resources(&self, timeout: Duration) -> Result<Vec<Value>, String> {
+        let peer = self.service.peer();
+        paged("resources/list", timeout, |params| async move {
+            let page = peer.list_resources(params).await?;
+            Ok((to_values(&page.resources), page.next_cursor))
+        })
+        .await
+    }
+
+    /// Every prompt the server lists (bounded as tools are).
+    pub async fn list_prompts(&self, timeout: Duration) -> Result<Vec<Value>, String> {
+        let peer = self.service.peer();
+        paged("prompts/list", timeout, |params| async move {
+            let page = peer.list_prompts(params).await?;
+            Ok((to_values(&page.prompts), page.next_cursor))
+        })
+        .await
+    }
+
+    /// Reads resource `uri` (the server's own URI): its first contents.
+    pub async fn read(&self, uri: &str, timeout: Duration) -> Result<ResourceBody, ToolError> {
+        let params = rmcp::model::ReadResourceRequestParams::new(uri.to_owned());
+        let r = tokio::time::timeout(timeout, self.service.peer().read_resource(params))
+            .await
+            .map_err(|_| timed_out("resources/read", timeout))?
+            .map_err(|e| self.failed("resources/read", e))?;
+        let first =
+            r.contents.into_iter().next().ok_or_else(|| {
+                ToolError::not_found(format!("the server read nothing for {uri}"))
+            })?;
+        Ok(match first {
+            rmcp::model::ResourceContents::TextResourceContents {
+                mime_type, text, ..
+            } => ResourceBody::typed_text(text, mime_type.unwrap_or_else(|| "text/plain".into())),
+            rmcp::model::ResourceContents::BlobResourceContents {
+                mime_type, blob, ..
+            } => ResourceBody::blob(
+                blob,
+                mime_type.unwrap_or_else(|| "application/octet-stream".into()),
+            ),
+            other => {
+                let kind = serde_json::to_string(&other).unwrap_or_default();
+                return Err(ToolError::unavailable(format!(
+                    "the server's contents for {uri} are of a kind vox does not relay: {}",
+                    kind.chars().take(120).collect::<String>()
+                )));
             }
-            if tools.len() > MAX_TOOLS {
-                return Err(format!("lists more than {MAX_TOOLS} tools"));
-            }
-            match page.next_cursor {
-                Some(c) => cursor = Some(c),
-                None => return Ok(tools),
-            }
+        })
+    }
+
+    /// Gets prompt `name` (the server's own name) with `args`.
+    pub async fn prompt(
+        &self,
+        name: &str,
+        args: Value,
+        timeout: Duration,
+    ) -> Result<Value, ToolError> {
+        let mut params = rmcp::model::GetPromptRequestParams::new(name.to_owned());
+        if let Value::Object(a) = args {
+            params.arguments = Some(a);
         }
-        Err(format!("tools/list took more than {MAX_PAGES} pages"))
+        let r = tokio::time::timeout(timeout, self.service.peer().get_prompt(params))
+            .await
+            .map_err(|_| timed_out("prompts/get", timeout))?
+            .map_err(|e| self.failed("prompts/get", e))?;
+        serde_json::to_value(&r).map_err(|e| ToolError::internal(e.to_string()))
+    }
+
+    fn failed(&self, what: &str, e: ServiceError) -> ToolError {
+        match e {
+            ServiceError::McpError(e) if e.code == rmcp::model::ErrorCode::INVALID_PARAMS => {
+                ToolError::invalid_arguments(format!("the server refused {what}: {}", e.message))
+            }
+            ServiceError::McpError(e) => {
+                ToolError::unavailable(format!("the server refused {what}: {}", e.message))
+                    .with_detail(
+                        "upstream_error",
+                        Some(json!({"code": e.code.0, "message": e.message})),
+                    )
+            }
+            other => lost(&other.to_string(), &self.last_words()),
+        }
     }
 
     /// Calls the server's tool `tool` for `call`: its answer, or a failure saying what
@@ -281,6 +365,53 @@ impl Connection {
             }
         }
     }
+}
+
+fn to_values<T: serde::Serialize>(items: &[T]) -> Vec<Value> {
+    items
+        .iter()
+        .filter_map(|t| serde_json::to_value(t).ok())
+        .collect()
+}
+
+fn timed_out(what: &str, timeout: Duration) -> ToolError {
+    ToolError::unavailable(format!(
+        "the server did not answer {what} within {} s",
+        timeout.as_secs()
+    ))
+    .with_detail(
+        "upstream_timeout",
+        Some(json!({"timeout_secs": timeout.as_secs()})),
+    )
+}
+
+/// Every item of a paginated list (`what`), each page within `timeout`, at most [`MAX_PAGES`]
+/// pages and [`MAX_TOOLS`] items.
+async fn paged<F, Fut>(what: &str, timeout: Duration, mut page: F) -> Result<Vec<Value>, String>
+where
+    F: FnMut(Option<rmcp::model::PaginatedRequestParams>) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<Value>, Option<String>), ServiceError>>,
+{
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let params = cursor
+            .take()
+            .map(|c| rmcp::model::PaginatedRequestParams::default().with_cursor(Some(c)));
+        let (mut got, next) = tokio::time::timeout(timeout, page(params))
+            .await
+            .map_err(|_| format!("{what} did not answer within {} s", timeout.as_secs()))?
+            .map_err(|e| format!("{what} failed: {e}"))?;
+        items.append(&mut got);
+        if items.len() > MAX_TOOLS {
+            return Err(format!("{what} lists more than {MAX_TOOLS} items"));
+        }
+        match next {
+            Some(c) => cursor = Some(c),
+            None => return Ok(items),
+        }
+    }
+    Err(format!("{what} took more than {MAX_PAGES} pages"))
 }
 
 /// A connection lost mid-call.
@@ -473,7 +604,9 @@ impl Service<RoleClient> for Relay {
                     call.log(level, &logger, m.params.data);
                 }
             }
-            ServerNotification::ToolListChangedNotification(_) => self.events.tools_changed(),
+            ServerNotification::ToolListChangedNotification(_)
+            | ServerNotification::ResourceListChangedNotification(_)
+            | ServerNotification::PromptListChangedNotification(_) => self.events.lists_changed(),
             _ => {}
         }
         Ok(())

@@ -94,6 +94,9 @@ struct Server {
     retry_at: Mutex<Option<Instant>>,
     /// Whether it has ever been listed in the store (its first listing pins every tool).
     listed_once: std::sync::atomic::AtomicBool,
+    /// Its resources and prompts as last listed (their own URIs and names).
+    resources: Mutex<Vec<Value>>,
+    prompts: Mutex<Vec<Value>>,
 }
 
 /// The served tools, rebuilt when a server's listing changes.
@@ -178,6 +181,8 @@ impl Upstreams {
                         state: Mutex::new(state),
                         retry_at: Mutex::new(None),
                         listed_once: Default::default(),
+                        resources: Mutex::default(),
+                        prompts: Mutex::default(),
                     })
                 })
                 .collect(),
@@ -282,6 +287,7 @@ impl Upstreams {
                 *slot = Some(conn.clone());
                 drop(slot);
                 self.take_listing(i, &tools);
+                self.list_the_rest(i, &conn).await;
                 // Ready once its tools are served: who sees `ready` can call them.
                 let mut st = lock(&server.state);
                 st.status = Status::Ready;
@@ -444,7 +450,7 @@ impl Upstreams {
         Ok(())
     }
 
-    /// Lists server `i` again (its tools changed, or some were approved).
+    /// Lists server `i` again (its lists changed, or some tools were approved).
     async fn relist(&self, i: usize) {
         let Ok(conn) = self.connection(i).await else {
             return;
@@ -455,6 +461,51 @@ impl Upstreams {
                 tracing::warn!(target: "vox.upstream", server = %self.servers[i].config.id, "listing again: {e}")
             }
         }
+        self.list_the_rest(i, &conn).await;
+    }
+
+    /// Lists server `i`'s resources and prompts (when it has them), and tells clients.
+    async fn list_the_rest(&self, i: usize, conn: &Connection) {
+        let server = &self.servers[i];
+        let timeout = server.config.start_timeout;
+        let id = &server.config.id;
+        let resources = if conn.has_resources() {
+            conn.list_resources(timeout).await
+        } else {
+            Ok(Vec::new())
+        };
+        let prompts = if conn.has_prompts() {
+            conn.list_prompts(timeout).await
+        } else {
+            Ok(Vec::new())
+        };
+        let unwrap = |r: Result<Vec<Value>, String>| {
+            r.unwrap_or_else(|e| {
+                tracing::warn!(target: "vox.upstream", server = %id, "{e}");
+                Vec::new()
+            })
+        };
+        let (resources, prompts) = (unwrap(resources), unwrap(prompts));
+        let changed = {
+            let (mut r, mut p) = (lock(&server.resources), lock(&server.prompts));
+            let changed = *r != resources || *p != prompts;
+            (*r, *p) = (resources, prompts);
+            changed
+        };
+        if changed {
+            for method in [
+                "notifications/resources/list_changed",
+                "notifications/prompts/list_changed",
+            ] {
+                let _ = self
+                    .notifier
+                    .send(json!({"jsonrpc": "2.0", "method": method}));
+            }
+        }
+    }
+
+    fn server_index(&self, id: &str) -> Option<usize> {
+        self.servers.iter().position(|s| s.config.id == id)
     }
 
     fn served(&self) -> Arc<Served> {
@@ -467,13 +518,8 @@ impl Upstreams {
 fn served_descriptor(tool: &Value, server: &str, served_as: &str, class: UpstreamClass) -> Value {
     let mut d = tool.clone();
     d["name"] = json!(served_as);
-    let mut meta = d
-        .get("_meta")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    meta.insert("vox_source".into(), json!("upstream"));
-    meta.insert("vox_server".into(), json!(server));
+    let mut d = from_upstream(d, server);
+    let mut meta = d["_meta"].as_object().cloned().unwrap_or_default();
     meta.insert(
         "vox_class".into(),
         json!({
@@ -493,7 +539,7 @@ struct Changed {
 }
 
 impl Events for Changed {
-    fn tools_changed(&self) {
+    fn lists_changed(&self) {
         if let Some(u) = self.upstreams.upgrade() {
             let i = self.server;
             tokio::spawn(async move { u.relist(i).await });
@@ -502,6 +548,67 @@ impl Events for Changed {
 }
 
 impl vox_core::UpstreamTools for Upstreams {
+    fn resources(&self) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        for s in &self.servers {
+            let id = &s.config.id;
+            for r in lock(&s.resources).iter() {
+                let Some(uri) = r["uri"].as_str() else {
+                    continue;
+                };
+                let mut d = r.clone();
+                d["uri"] = json!(resource_uri(id, uri));
+                out.push((id.clone(), from_upstream(d, id)));
+            }
+        }
+        out
+    }
+
+    fn prompts(&self) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        for s in &self.servers {
+            let id = &s.config.id;
+            for p in lock(&s.prompts).iter() {
+                let Some(name) = p["name"].as_str() else {
+                    continue;
+                };
+                let mut d = p.clone();
+                d["name"] = json!(format!("{id}{SEPARATOR}{name}"));
+                out.push((id.clone(), from_upstream(d, id)));
+            }
+        }
+        out
+    }
+
+    fn server_of(&self, uri_or_name: &str) -> Option<String> {
+        let server = match split_resource_uri(uri_or_name) {
+            Some((server, _)) => server,
+            None => uri_or_name.split_once(SEPARATOR)?.0,
+        };
+        self.server_index(server).map(|_| server.to_owned())
+    }
+
+    fn read<'a>(&'a self, uri: &'a str) -> vox_core::UpstreamFuture<'a, vox_core::ResourceBody> {
+        Box::pin(async move {
+            let missing = || ToolError::not_found(format!("no resource {uri}"));
+            let (server, own) = split_resource_uri(uri).ok_or_else(missing)?;
+            let i = self.server_index(server).ok_or_else(missing)?;
+            let conn = self.connection(i).await?;
+            conn.read(own, self.servers[i].config.call_timeout).await
+        })
+    }
+
+    fn get_prompt<'a>(&'a self, name: &'a str, args: Value) -> vox_core::UpstreamFuture<'a, Value> {
+        Box::pin(async move {
+            let missing = || ToolError::not_found(format!("no prompt {name}"));
+            let (server, own) = name.split_once(SEPARATOR).ok_or_else(missing)?;
+            let i = self.server_index(server).ok_or_else(missing)?;
+            let conn = self.connection(i).await?;
+            conn.prompt(own, args, self.servers[i].config.call_timeout)
+                .await
+        })
+    }
+
     fn tools(&self) -> Arc<[UpstreamTool]> {
         self.served().tools.clone()
     }
@@ -539,6 +646,31 @@ impl vox_core::UpstreamTools for Upstreams {
             outcome
         })
     }
+}
+
+/// Where a server's resources live in vox's namespace: `upstream://<server>/<its own URI>`.
+const RESOURCE_SCHEME: &str = "upstream://";
+
+fn resource_uri(server: &str, uri: &str) -> String {
+    format!("{RESOURCE_SCHEME}{server}/{uri}")
+}
+
+/// `(server, its own URI)` of a namespaced resource URI.
+fn split_resource_uri(uri: &str) -> Option<(&str, &str)> {
+    uri.strip_prefix(RESOURCE_SCHEME)?.split_once('/')
+}
+
+/// `_meta` saying a descriptor is from upstream server `server`.
+fn from_upstream(mut d: Value, server: &str) -> Value {
+    let mut meta = d
+        .get("_meta")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    meta.insert("vox_source".into(), json!("upstream"));
+    meta.insert("vox_server".into(), json!(server));
+    d["_meta"] = Value::Object(meta);
+    d
 }
 
 #[cfg(test)]

@@ -256,3 +256,85 @@ fn parent_of(pid: i32) -> Option<i32> {
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace().nth(1)?.parse().ok()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_and_prompts_are_federated_under_namespaced_uris_and_names() {
+    let Some(bin) = everything() else { return };
+    let h = boot(&bin);
+    ready(&h, "every").await;
+    let scope = h.operator("s");
+    let mut resources = h.orch().resources(&scope);
+    for _ in 0..50 {
+        if !resources.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        resources = h.orch().resources(&scope);
+    }
+    let doc = resources
+        .iter()
+        .find(|r| r["uri"] == "upstream://every/demo://resource/static/document/architecture.md")
+        .unwrap_or_else(|| panic!("{resources:?}"));
+    assert_eq!(doc["_meta"]["vox_server"], "every");
+    let (orch, s2) = (h.orch().clone(), scope.clone());
+    let body = tokio::task::spawn_blocking(move || {
+        orch.read_resource(
+            &s2,
+            "upstream://every/demo://resource/static/document/architecture.md",
+        )
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(body.mime_type, "text/markdown");
+    assert!(body.text.unwrap().len() > 100);
+
+    let prompts = h.orch().prompts(&scope);
+    assert!(
+        prompts.iter().any(|p| p["name"] == "every__args-prompt"),
+        "{prompts:?}"
+    );
+    let (orch, s2) = (h.orch().clone(), scope.clone());
+    let got = tokio::task::spawn_blocking(move || {
+        orch.get_prompt(&s2, "every__args-prompt", &json!({"city": "Lyon"}))
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(got.to_string().contains("Lyon"), "{got}");
+
+    // Off the operator's surface (a read token, a model's public surface, a standard
+    // profile): none of them.
+    let read = Arc::new(CallScope::new(
+        ProfileSet::dev(),
+        Caller {
+            loopback: true,
+            role: Role::Read,
+        },
+        "reader",
+        "r",
+    ));
+    assert!(
+        h.orch()
+            .resources(&read)
+            .iter()
+            .all(|r| !r["uri"].as_str().unwrap().starts_with("upstream://"))
+    );
+    let public = Arc::new(scope.for_model());
+    assert!(
+        h.orch()
+            .prompts(&public)
+            .iter()
+            .all(|p| !p["name"].as_str().unwrap().contains("__"))
+    );
+    let (orch, p2) = (h.orch().clone(), public.clone());
+    let refused = tokio::task::spawn_blocking(move || {
+        orch.read_resource(
+            &p2,
+            "upstream://every/demo://resource/static/document/architecture.md",
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(refused.unwrap_err().code(), "not_found");
+}
