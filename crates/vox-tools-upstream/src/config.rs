@@ -91,6 +91,10 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
+    /// Whether it is reached over HTTP.
+    pub fn is_http(&self) -> bool {
+        matches!(self.transport, Transport::Http { .. })
+    }
     /// The class of tool `tool` (its own name).
     pub fn class_of(&self, tool: &str) -> UpstreamClass {
         self.tools.get(tool).copied().unwrap_or_default()

@@ -7,6 +7,7 @@ pub mod config;
 mod family;
 pub mod server;
 pub mod surface;
+mod tls;
 
 pub use surface::{ServerState, Status, Upstreams, Withheld, definition};
 

@@ -89,19 +89,84 @@ impl Tail {
 }
 
 impl Connection {
-    /// Starts `config`'s server and completes the MCP handshake within its start timeout.
+    /// Starts `config`'s server (or, over HTTP, opens a session with it) and completes the MCP
+    /// handshake within its start timeout.
     pub async fn open(config: &ServerConfig, events: Arc<dyn Events>) -> Result<Self, String> {
-        let Transport::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } = &config.transport
-        else {
-            return Err(
-                "Streamable HTTP upstream servers are not supported by this build yet".into(),
-            );
+        match &config.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => Self::spawn(config, command, args, env, cwd, events).await,
+            Transport::Http {
+                url,
+                headers_env,
+                bearer_token_env,
+            } => {
+                let auth = bearer_token_env.as_deref();
+                Self::connect(config, url, headers_env, auth, events).await
+            }
+        }
+    }
+
+    /// A Streamable HTTP session with `url`; header values come from the named variables
+    /// (a variable that is unset is an error naming it, never an empty header).
+    async fn connect(
+        config: &ServerConfig,
+        url: &str,
+        headers_env: &std::collections::BTreeMap<String, String>,
+        bearer_token_env: Option<&str>,
+        events: Arc<dyn Events>,
+    ) -> Result<Self, String> {
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        let var = |name: &str| {
+            std::env::var(name)
+                .map_err(|_| format!("environment variable {name} (for {}) is not set", config.id))
         };
+        let mut http = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+        for (header, name) in headers_env {
+            let value = var(name)?;
+            let header = http::HeaderName::from_bytes(header.as_bytes())
+                .map_err(|e| format!("header {header}: {e}"))?;
+            let value = http::HeaderValue::from_str(&value)
+                .map_err(|_| format!("the value of {name} is not a valid header value"))?;
+            http.custom_headers.insert(header, value);
+        }
+        http.auth_header = bearer_token_env.map(var).transpose()?;
+        crate::tls::install_provider();
+        let transport = rmcp::transport::StreamableHttpClientTransport::from_config(http);
+        let calls = Arc::new(Calls::default());
+        let relay = Relay {
+            calls: calls.clone(),
+            events,
+        };
+        let service = tokio::time::timeout(config.start_timeout, handshake(relay, transport))
+            .await
+            .map_err(|_| {
+                format!(
+                    "{url} did not complete the MCP handshake within {} s",
+                    config.start_timeout.as_secs()
+                )
+            })?
+            .map_err(|e| format!("{url}: {e}"))?;
+        Ok(Connection {
+            service,
+            calls,
+            pgid: None,
+            stderr: Arc::default(),
+        })
+    }
+
+    /// A child in its own process group, rmcp's client on its pipes.
+    async fn spawn(
+        config: &ServerConfig,
+        command: &str,
+        args: &[String],
+        env: &[String],
+        cwd: &std::path::Path,
+        events: Arc<dyn Events>,
+    ) -> Result<Self, String> {
         let mut cmd = tokio::process::Command::new(command);
         cmd.args(args)
             .current_dir(cwd)
@@ -140,11 +205,9 @@ impl Connection {
             calls: calls.clone(),
             events,
         };
-        let transport = rmcp::transport::async_rw::AsyncRwTransport::<RoleClient, _, _>::new(
-            Box::pin(stdout),
-            Box::pin(stdin),
-        )
-        .with_max_line_length(MAX_LINE_BYTES);
+        let transport: Pipes =
+            rmcp::transport::async_rw::AsyncRwTransport::new(Box::pin(stdout), Box::pin(stdin))
+                .with_max_line_length(MAX_LINE_BYTES);
         let started = tokio::time::timeout(config.start_timeout, handshake(relay, transport)).await;
         let guard = KillOnError(pgid);
         let service = match started {
@@ -189,6 +252,16 @@ impl Connection {
             Ok((to_values(&page.tools), page.next_cursor))
         })
         .await
+    }
+
+    /// Whether the server answers a `ping` within `timeout`.
+    pub async fn ping(&self, timeout: Duration) -> Result<(), String> {
+        let ping = ClientRequest::PingRequest(Default::default());
+        match tokio::time::timeout(timeout, self.service.peer().send_request(ping)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(format!("ping failed: {e}")),
+            Err(_) => Err(format!("ping not answered within {} s", timeout.as_secs())),
+        }
     }
 
     /// Whether the server said it has resources (`initialize`'s capabilities).
@@ -513,7 +586,12 @@ type Handshake = std::pin::Pin<
 
 /// The MCP handshake over `transport`. Its future is not `Send` (rmcp selects on a borrowed
 /// cancellation token): it runs on a blocking thread; the session runs on the runtime.
-fn handshake(relay: Relay, transport: Pipes) -> Handshake {
+fn handshake<T, E, A>(relay: Relay, transport: T) -> Handshake
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A> + Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+    A: 'static,
+{
     let runtime = tokio::runtime::Handle::current();
     Box::pin(async move {
         tokio::task::spawn_blocking(move || {

@@ -94,6 +94,8 @@ struct Server {
     retry_at: Mutex<Option<Instant>>,
     /// Whether it has ever been listed in the store (its first listing pins every tool).
     listed_once: std::sync::atomic::AtomicBool,
+    /// Whether an `on_use` server has been asked for (listed or called) yet.
+    used: std::sync::atomic::AtomicBool,
     /// Its resources and prompts as last listed (their own URIs and names).
     resources: Mutex<Vec<Value>>,
     prompts: Mutex<Vec<Value>>,
@@ -114,6 +116,8 @@ pub struct Upstreams {
     served: Mutex<Arc<Served>>,
     notifier: tokio::sync::broadcast::Sender<Value>,
     me: Weak<Upstreams>,
+    /// Set by [`Upstreams::stop`]: nothing is started any more.
+    stopped: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -181,6 +185,7 @@ impl Upstreams {
                         state: Mutex::new(state),
                         retry_at: Mutex::new(None),
                         listed_once: Default::default(),
+                        used: Default::default(),
                         resources: Mutex::default(),
                         prompts: Mutex::default(),
                     })
@@ -190,23 +195,30 @@ impl Upstreams {
             served: Mutex::default(),
             notifier,
             me: me.clone(),
+            stopped: Default::default(),
         })
     }
 
-    /// Starts the servers configured to start at boot, in the background.
+    /// Starts the servers configured to start at boot, in the background, and watches every
+    /// server: one that went away is started again (after its backoff), an HTTP one that stops
+    /// answering `ping` is marked failed and reconnected.
     pub fn start_at_boot(self: &Arc<Self>) {
         for (i, s) in self.servers.iter().enumerate() {
-            if s.config.start == Start::Boot {
-                let me = self.clone();
-                tokio::spawn(async move {
-                    let _ = me.connection(i).await;
-                });
-            }
+            let me = Arc::downgrade(self);
+            let boot = s.config.start == Start::Boot;
+            tokio::spawn(async move {
+                if boot && let Some(u) = me.upgrade() {
+                    let _ = u.connection(i).await;
+                }
+                watch(me, i).await;
+            });
         }
     }
 
     /// Stops every server (its process group and every descendant).
     pub fn stop(&self) {
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         for s in &self.servers {
             if let Ok(mut conn) = s.conn.try_lock() {
                 *conn = None;
@@ -267,6 +279,12 @@ impl Upstreams {
                 st.error.as_deref().unwrap_or("none")
             ))
             .with_detail("upstream_unavailable", Some(json!({"server": server.config.id, "retry_in_ms": wait as u64}))));
+        }
+        if self.stopped.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(ToolError::unavailable(format!(
+                "upstream server {} is stopped: the daemon is stopping",
+                server.config.id
+            )));
         }
         lock(&server.state).status = Status::Starting;
         let events: Arc<dyn Events> = Arc::new(Changed {
@@ -504,6 +522,22 @@ impl Upstreams {
         }
     }
 
+    /// Starts, once, the `start = "on_use"` servers: the first listing is their first use (a
+    /// client learns their tools from the `list_changed` that follows).
+    fn start_on_first_use(&self) {
+        for (i, s) in self.servers.iter().enumerate() {
+            if s.config.start == Start::OnUse
+                && !s.used.swap(true, std::sync::atomic::Ordering::SeqCst)
+                && let Some(me) = self.me.upgrade()
+                && tokio::runtime::Handle::try_current().is_ok()
+            {
+                tokio::spawn(async move {
+                    let _ = me.connection(i).await;
+                });
+            }
+        }
+    }
+
     fn server_index(&self, id: &str) -> Option<usize> {
         self.servers.iter().position(|s| s.config.id == id)
     }
@@ -530,6 +564,50 @@ fn served_descriptor(tool: &Value, server: &str, served_as: &str, class: Upstrea
     );
     d["_meta"] = Value::Object(meta);
     d
+}
+
+/// How often a server is looked at (gone? answering?).
+const WATCH_EVERY: Duration = Duration::from_secs(5);
+
+/// Watches server `i` until the servers stop or are dropped.
+async fn watch(upstreams: Weak<Upstreams>, i: usize) {
+    loop {
+        tokio::time::sleep(WATCH_EVERY).await;
+        let Some(u) = upstreams.upgrade() else { return };
+        if u.stopped.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        let server = &u.servers[i];
+        let conn = server.conn.lock().await.clone();
+        match conn {
+            Some(c) if c.is_closed() => {
+                let _ = u.connection(i).await;
+            }
+            Some(c) if server.config.is_http() => {
+                if let Err(e) = c.ping(WATCH_EVERY).await {
+                    tracing::warn!(target: "vox.upstream", server = %server.config.id, "health check: {e}");
+                    *server.conn.lock().await = None;
+                    {
+                        let mut st = lock(&server.state);
+                        st.status = Status::Failed;
+                        st.error = Some(format!("health check: {e}"));
+                    }
+                    let _ = u.connection(i).await;
+                }
+            }
+            Some(_) => {}
+            None => {
+                let due = lock(&server.retry_at).is_some_and(|at| Instant::now() >= at);
+                let failed = matches!(
+                    lock(&server.state).status,
+                    Status::Failed | Status::CircuitOpen
+                );
+                if failed && due {
+                    let _ = u.connection(i).await;
+                }
+            }
+        }
+    }
 }
 
 /// A connection's events for its server.
@@ -610,6 +688,7 @@ impl vox_core::UpstreamTools for Upstreams {
     }
 
     fn tools(&self) -> Arc<[UpstreamTool]> {
+        self.start_on_first_use();
         self.served().tools.clone()
     }
 

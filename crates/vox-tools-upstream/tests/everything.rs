@@ -338,3 +338,126 @@ async fn resources_and_prompts_are_federated_under_namespaced_uris_and_names() {
     .unwrap();
     assert_eq!(refused.unwrap_err().code(), "not_found");
 }
+
+/// `server-everything` in its Streamable HTTP mode on a free loopback port; killed on drop.
+struct HttpServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http_server(bin: &std::path::Path) -> HttpServer {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new(bin)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    HttpServer {
+        child,
+        url: format!("http://127.0.0.1:{port}/mcp"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamable_http_server_is_served_like_a_stdio_one() {
+    let Some(bin) = everything() else { return };
+    let server = http_server(&bin);
+    let toml = format!(
+        "[servers.web]\nurl = {:?}\nheaders_env = {{ \"X-Vox-Home\" = \"HOME\" }}\n[servers.nokey]\nurl = {:?}\nbearer_token_env = \"VOX_TEST_UNSET_TOKEN\"\n",
+        server.url, server.url
+    );
+    let h = Harness::boot_in(move |root| {
+        std::fs::create_dir_all(root.join(".vox")).unwrap();
+        std::fs::write(root.join(".vox/servers.toml"), toml).unwrap();
+    });
+    let status = ready(&h, "web").await;
+    assert_eq!(status["transport"], "http");
+    let out = h.ok("web__echo", json!({"message": "over http"})).await;
+    assert!(out.to_string().contains("Echo: over http"), "{out}");
+    let (out, rec) = h
+        .call_recorded(
+            &h.operator("s"),
+            "web__trigger-long-running-operation",
+            json!({"duration": 1, "steps": 2}),
+        )
+        .await;
+    assert!(matches!(out, ToolOutcome::Content(_)), "{out:?}");
+    assert!(
+        !rec.progress.lock().unwrap().is_empty(),
+        "progress over HTTP"
+    );
+    // A credential variable that is not set: the server fails to start, saying which.
+    let nokey = h
+        .ok("vox_upstream_status", json!({"server": "nokey"}))
+        .await;
+    let s = &nokey["servers"][0];
+    assert_ne!(s["status"], "ready", "{s}");
+    assert!(
+        s["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("VOX_TEST_UNSET_TOKEN"),
+        "{s}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_dies_while_idle_is_started_again_without_waiting_for_a_call() {
+    let Some(bin) = everything() else { return };
+    let h = boot(&bin);
+    ready(&h, "every").await;
+    let pgid = server_pgid(&bin);
+    // SAFETY: kill(2) of the server's process group, which this test's daemon started.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    for _ in 0..150 {
+        let s = h
+            .ok("vox_upstream_status", json!({"server": "every"}))
+            .await;
+        let s = &s["servers"][0];
+        if s["status"] == "ready" && s["restarts"].as_u64() >= Some(1) {
+            assert_ne!(server_pgid(&bin), pgid, "a new process");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "not started again: {}",
+        h.ok("vox_upstream_status", json!({})).await
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_on_use_server_starts_at_its_first_listing_not_at_boot() {
+    let Some(bin) = everything() else { return };
+    let toml =
+        format!("[servers.lazy]\ncommand = {bin:?}\nargs = [\"stdio\"]\nstart = \"on_use\"\n");
+    let h = Harness::boot_in(move |root| {
+        std::fs::create_dir_all(root.join(".vox")).unwrap();
+        std::fs::write(root.join(".vox/servers.toml"), toml).unwrap();
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let s = h.ok("vox_upstream_status", json!({"server": "lazy"})).await;
+    assert_eq!(s["servers"][0]["status"], "stopped", "{s}");
+    let _ = h.orch().list(&h.operator("s"));
+    ready(&h, "lazy").await;
+    assert!(names(&h.orch().list(&h.operator("s"))).contains(&"lazy__echo".to_owned()));
+}
