@@ -33,14 +33,19 @@ impl Mcp {
             .env("VOX_HOME", home)
             .env("VOX_WORKSPACE", ws)
             .env("VOX_LOG", "warn")
-            .env_remove("VOX_PROFILE")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+            .env_remove("VOX_PROFILE");
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let mut child = cmd.spawn().expect("vox mcp");
+        Self::spawn(cmd)
+    }
+
+    /// Any stdio MCP server `cmd`, initialized.
+    pub fn spawn(mut cmd: Command) -> Mcp {
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().expect("an MCP server");
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::with_capacity(1 << 20, child.stdout.take().unwrap());
         let mut m = Mcp {
@@ -82,6 +87,43 @@ impl Mcp {
             }
         }
     }
+    /// Keeps `depth` calls of `tool` in flight for `time`: completed calls per second.
+    pub fn throughput(&mut self, tool: &str, args: &Value, depth: usize, time: Duration) -> f64 {
+        let frame = |id: u64| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                   "params": {"name": tool, "arguments": args}})
+        };
+        for _ in 0..depth {
+            let id = self.next;
+            self.next += 1;
+            self.send(&frame(id));
+        }
+        let started = std::time::Instant::now();
+        let (mut done, mut in_flight) = (0u64, depth);
+        let mut line = String::new();
+        while in_flight > 0 {
+            line.clear();
+            assert!(
+                self.stdout.read_line(&mut line).expect("read") > 0,
+                "the server ended"
+            );
+            let v: Value = serde_json::from_str(&line).expect("a JSON frame");
+            if v.get("id").is_none() {
+                continue;
+            }
+            assert!(v["result"]["isError"] != true, "{v}");
+            done += 1;
+            in_flight -= 1;
+            if started.elapsed() < time {
+                let id = self.next;
+                self.next += 1;
+                self.send(&frame(id));
+                in_flight += 1;
+            }
+        }
+        done as f64 / started.elapsed().as_secs_f64()
+    }
+
     /// Calls a tool that must succeed; its structured content.
     pub fn call(&mut self, tool: &str, args: Value) -> Value {
         let v = self.request("tools/call", json!({"name": tool, "arguments": args}));
