@@ -11,6 +11,11 @@ cargo fmt --all -- --check
 # family's tests start behind vox.
 [ -d tests/upstream/node_modules/@modelcontextprotocol/server-everything ] ||
   npm ci --prefix tests/upstream --no-audit --no-fund --loglevel=error
+# and PyPI's reference servers, in a virtualenv of their own (their mcp is not the client's).
+[ -x tests/upstream/.venv/bin/mcp-server-git ] || {
+  python3 -m venv tests/upstream/.venv
+  tests/upstream/.venv/bin/pip install --quiet 'mcp-server-time==2026.10.19' 'mcp-server-git==2026.10.19'
+}
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo nextest run --workspace --no-fail-fast
 # The store's repository tests again, on PostgreSQL (each test on a fresh database).
@@ -39,6 +44,7 @@ cargo build --quiet --bin vox --bin vox-orchestrator-d
 .venv/bin/python tests/python/test_mesh_nats.py "${CARGO_TARGET_DIR:-target}/debug/vox"
 .venv/bin/python tests/python/test_replicas_pg.py "${CARGO_TARGET_DIR:-target}/debug/vox"
 .venv/bin/python tests/python/test_attacks.py "${CARGO_TARGET_DIR:-target}/debug/vox"
+.venv/bin/python tests/python/test_upstream.py "${CARGO_TARGET_DIR:-target}/debug/vox"
 # The official TypeScript SDK client (pinned in tests/node/package-lock.json) on the same surface.
 [ -d tests/node/node_modules/@modelcontextprotocol/sdk ] ||
   npm ci --prefix tests/node --no-audit --no-fund --loglevel=error

@@ -256,3 +256,140 @@ async fn a_workspace_profile_serves_exactly_its_catalog_and_upstream_tools() {
         "{stderr}"
     );
 }
+
+/// The scripted model (Responses API) answering from `script`; killed on drop.
+struct Model {
+    child: std::process::Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Model {
+    fn start(dir: &std::path::Path, script: &Value) -> Model {
+        let bin = PathBuf::from(VOX).with_file_name("scripted-model");
+        assert!(bin.is_file(), "{} is not built", bin.display());
+        let script_path = dir.join("script.json");
+        std::fs::write(&script_path, serde_json::to_vec(script).unwrap()).unwrap();
+        let (port_file, log) = (dir.join("model.port"), dir.join("model.jsonl"));
+        let child = std::process::Command::new(bin)
+            .arg("--script")
+            .arg(&script_path)
+            .arg("--port-file")
+            .arg(&port_file)
+            .arg("--log")
+            .arg(&log)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let port = loop {
+            if let Some(p) = std::fs::read_to_string(&port_file)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+            {
+                break p;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the scripted model did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Model { child, port, log }
+    }
+}
+
+impl Drop for Model {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn codex_lists_and_calls_an_upstream_tool_through_vox() {
+    let Some(codex_js) = codex_js() else { return };
+    let Some(bin) = everything() else { return };
+    let ws = workspace(&bin);
+    git(ws.root(), &["init", "-q"]);
+    // The daemon first, so the upstream server is up when Codex lists vox's tools.
+    let out = ws.vox(&["daemon", "start"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ws.vox(&["upstream", "status"]).status.success() {
+        assert!(
+            Instant::now() < deadline,
+            "the upstream server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let model = Model::start(
+        ws.home.path(),
+        &json!({"actors": [{"name": "user", "match": "echo something", "steps": [
+            {"call": {"name": "mcp__vox__every__echo", "arguments": {"message": "from codex"}}},
+            {"say": "done"}
+        ]}]}),
+    );
+    let codex_home = ws.home.path().join("codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "model = \"scripted\"\nmodel_provider = \"local\"\n\n[model_providers.local]\nname = \"local\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\n\n[mcp_servers.vox]\ncommand = {:?}\nargs = [\"mcp\"]\nstartup_timeout_sec = 30\ndefault_tools_approval_mode = \"approve\"\n[mcp_servers.vox.env]\nVOX_HOME = {:?}\nVOX_WORKSPACE = {:?}\n",
+            model.port,
+            VOX,
+            ws.home.path().display().to_string(),
+            ws.root().display().to_string(),
+        ),
+    )
+    .unwrap();
+    let mut app = AppServer::start(&codex_js, &codex_home, ws.root(), &[]);
+    app.request(
+        "initialize",
+        json!({"clientInfo": {"name": "vox-test", "version": "0"}}),
+    );
+    app.notify("initialized");
+    let status = app.request("mcpServerStatus/list", json!({}));
+    let server = status["result"]["data"]
+        .as_array()
+        .and_then(|d| d.iter().find(|s| s["name"] == "vox"))
+        .unwrap_or_else(|| panic!("vox in {status}"))
+        .clone();
+    assert!(server["tools"].get("every__echo").is_some(), "{server}");
+
+    let thread = app.request(
+        "thread/start",
+        json!({"cwd": ws.root(), "approvalPolicy": "never", "sandbox": "read-only"}),
+    );
+    let thread_id = thread["result"]["thread"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{thread}"))
+        .to_owned();
+    app.request(
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "echo something"}]}),
+    );
+    // The model's next request carries the tool's output: the call went through vox.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let log = std::fs::read_to_string(&model.log).unwrap_or_default();
+        if log.contains("Echo: from codex") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no tool output reached the model: {log}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = ws.vox(&["audit", "--json", "--tool", "every__echo"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("\"code\":\"ok\""),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
