@@ -30,7 +30,11 @@ TOKEN = "upstream-test-token-0123456789abcdef"
 
 
 def workspace(ws: str) -> None:
-    os.makedirs(os.path.join(ws, ".vox"))
+    # `dev` over HTTP serves only public tools; this profile serves both servers whole.
+    os.makedirs(os.path.join(ws, ".vox", "profiles"))
+    with open(os.path.join(ws, ".vox", "profiles", "full.v1.yaml"), "w") as f:
+        f.write("id: full\ndescription: both servers\ntools:\n  include: [every__*, chg__*]\n"
+                "requires: []\nmax_exposure: operator\n")
     with open(os.path.join(ws, "tools.json"), "w") as f:
         json.dump({"alpha": "first"}, f)
     with open(os.path.join(ws, ".vox", "servers.toml"), "w") as f:
@@ -115,8 +119,14 @@ async def exercise(make, ws: str, tag: str) -> None:
         with open(os.path.join(ws, "tools.json"), "w") as f:
             json.dump({"alpha": "first", "beta": "added"}, f)
         changed.clear()
-        await c.call_tool("chg__reload", {})
-        await asyncio.wait_for(changed.wait(), 10)
+        if tag.endswith("auto"):
+            # The 2026-07-28 era: change events come on a listen stream the client opens.
+            async with c.listen(tools_list_changed=True) as sub:
+                await c.call_tool("chg__reload", {})
+                await asyncio.wait_for(sub.__anext__(), 10)
+        else:
+            await c.call_tool("chg__reload", {})
+            await asyncio.wait_for(changed.wait(), 10)
         names = await wait_for_tool(c, "chg__beta")
         check("chg__beta" in names, f"[{tag}] the server's list_changed reaches the client, and the new tool is listed")
 
@@ -295,7 +305,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory(prefix="voxupw", dir="/tmp") as ws:
         workspace(ws)
         env = env_for(ws, os.path.join(ws, "home"), {"VOX_MCP_HTTP_PORT": "0", "VOX_MCP_HTTP_BEARER_TOKEN": TOKEN})
-        server = subprocess.Popen([VOX, "serve", "--profile", "dev"], env=env, stdout=subprocess.PIPE, text=True, cwd=ws)
+        server = subprocess.Popen([VOX, "serve", "--profile", "full"], env=env, stdout=subprocess.PIPE, text=True, cwd=ws)
         try:
             url = "http://" + server.stdout.readline().split("http://")[1].split()[0] + "/mcp"
 
@@ -303,7 +313,7 @@ async def main() -> None:
                 http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
                 return Client(streamable_http_client(url, http_client=http), mode="legacy", **kw)
 
-            await exercise(make, ws, "/mcp legacy")
+            await exercise(make, ws, "/mcp legacy (workspace profile full)")
         finally:
             server.terminate()
             server.wait(timeout=15)

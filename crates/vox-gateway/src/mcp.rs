@@ -294,7 +294,8 @@ pub fn service(
     let service = StreamableHttpService::new(
         move || {
             let server = vox_mcp::McpServer::new(HttpMcp::new(shared.clone()));
-            // Subscribed resources are announced when their file changes.
+            // Subscribed resources are announced when their file changes, and list changes
+            // (workspace tools rescanned, an upstream server's tools changed) as they happen.
             server
                 .change_notifier()
                 .forward(shared.orch.ctx().notifier.subscribe(), None);

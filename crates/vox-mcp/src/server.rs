@@ -486,12 +486,12 @@ impl ChangeNotifier {
     }
 
     /// Passes the orchestrator's change notifications (`orch.ctx().notifier`) to this client
-    /// until its server is gone: resource updates always; list changes with `lists`, the tool
-    /// list cache that a tool list change invalidates first.
+    /// until its server is gone: resource updates and list changes (a tool list change
+    /// invalidates `cache` first, the stdio transport's tool list cache).
     pub fn forward(
         &self,
         mut changes: tokio::sync::broadcast::Receiver<Value>,
-        lists: Option<Arc<crate::list_cache::ToolListCache>>,
+        cache: Option<Arc<crate::list_cache::ToolListCache>>,
     ) {
         let weak = Arc::downgrade(&self.0);
         tokio::spawn(async move {
@@ -511,11 +511,13 @@ impl ChangeNotifier {
                             notifier.resource_updated(uri).await;
                         }
                     }
-                    Some("notifications/tools/list_changed") if let Some(cache) = &lists => {
-                        cache.invalidate();
+                    Some("notifications/tools/list_changed") => {
+                        if let Some(cache) = &cache {
+                            cache.invalidate();
+                        }
                         notifier.notify(true).await;
                     }
-                    Some("notifications/resources/list_changed") if lists.is_some() => {
+                    Some("notifications/resources/list_changed") => {
                         notifier.notify(false).await;
                     }
                     _ => {}
