@@ -245,6 +245,27 @@ pub fn write_profile(canonical: &str) -> Result<PathBuf, SelectError> {
     Ok(path)
 }
 
+/// Reads and installs the workspace's own profiles (`.vox/profiles/<id>.v1.yaml`, which may
+/// include the tools of the upstream servers its `servers.toml` declares), so that a profile
+/// id names them as it names a standard one. Any error is one the start must refuse on.
+pub fn install_workspace_profiles(ws: &vox_core::Workspace) -> Result<usize, String> {
+    if !ws.vox_dir.join("profiles").is_dir() {
+        return Ok(0);
+    }
+    let servers: Vec<String> = vox_tools_upstream::config::load(
+        &ws.vox_dir,
+        vox_tools_upstream::config::user_vox_dir().as_deref(),
+    )
+    .map_err(|e| e.to_string())?
+    .into_iter()
+    .map(|s| s.id)
+    .collect();
+    let profiles = vox_mcp_registry::load_workspace_profiles(&ws.vox_dir, &servers)?;
+    let n = profiles.len();
+    vox_mcp_registry::install_workspace_profiles(profiles);
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,25 +324,4 @@ mod tests {
             "# only a comment\nVOX_PROFILE = \"lang,skills\"\n"
         );
     }
-}
-
-/// Reads and installs the workspace's own profiles (`.vox/profiles/<id>.v1.yaml`, which may
-/// include the tools of the upstream servers its `servers.toml` declares), so that a profile
-/// id names them as it names a standard one. Any error is one the start must refuse on.
-pub fn install_workspace_profiles(ws: &vox_core::Workspace) -> Result<usize, String> {
-    if !ws.vox_dir.join("profiles").is_dir() {
-        return Ok(0);
-    }
-    let servers: Vec<String> = vox_tools_upstream::config::load(
-        &ws.vox_dir,
-        vox_tools_upstream::config::user_vox_dir().as_deref(),
-    )
-    .map_err(|e| e.to_string())?
-    .into_iter()
-    .map(|s| s.id)
-    .collect();
-    let profiles = vox_mcp_registry::load_workspace_profiles(&ws.vox_dir, &servers)?;
-    let n = profiles.len();
-    vox_mcp_registry::install_workspace_profiles(profiles);
-    Ok(n)
 }

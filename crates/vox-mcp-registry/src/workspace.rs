@@ -133,7 +133,7 @@ pub fn compile_workspace_profile(
         let before = tools.iter().count();
         for t in TOOL_REGISTRY
             .iter()
-            .filter(|t| &t.lane == lane && t.exposure <= m.max_exposure)
+            .filter(|t| t.lane == lane && t.exposure <= m.max_exposure)
         {
             tools.insert(t.index);
         }

@@ -476,7 +476,7 @@ impl Upstreams {
         match conn.list_tools(self.servers[i].config.start_timeout).await {
             Ok(tools) => self.take_listing(i, &tools),
             Err(e) => {
-                tracing::warn!(target: "vox.upstream", server = %self.servers[i].config.id, "listing again: {e}")
+                tracing::warn!(target: "vox.upstream", server = %self.servers[i].config.id, "listing again: {e}");
             }
         }
         self.list_the_rest(i, &conn).await;

@@ -242,10 +242,9 @@ fn server_pgid(bin: &std::path::Path) -> i32 {
             continue;
         };
         let cmd = String::from_utf8_lossy(&cmd);
-        if cmd.contains(&*bin.to_string_lossy()) || cmd.contains("server-everything") {
-            if parent_of(pid) == Some(me) {
-                return pid;
-            }
+        let ours = cmd.contains(&*bin.to_string_lossy()) || cmd.contains("server-everything");
+        if ours && parent_of(pid) == Some(me) {
+            return pid;
         }
     }
     panic!("no server-everything child of this test");
