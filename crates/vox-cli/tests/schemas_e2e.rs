@@ -393,6 +393,23 @@ async fn every_dev_catalog_tool_answers_what_its_output_schema_says() {
         "needs a second node over NATS: tests/python/test_mesh_nats.py".into(),
     );
 
+    // Upstream servers and the audit trail: none declared here, so status lists none and an
+    // approval names what is missing; the trail has this test's calls.
+    let upstream = k.ok(&c, "vox_upstream_status", json!({})).await;
+    assert_eq!(upstream["servers"], json!([]));
+    let e = err(&c, "vox_upstream_approve", json!({"server": "none"})).await;
+    assert_eq!(e["code"], "not_found", "{e}");
+    unexercised.insert(
+        "vox_upstream_approve",
+        "needs an upstream server: crates/vox-tools-upstream/tests/faults.rs".into(),
+    );
+    let trail = k.ok(&c, "vox_audit_query", json!({"limit": 5})).await;
+    assert_eq!(
+        trail["records"].as_array().map(Vec::len),
+        Some(5),
+        "{trail}"
+    );
+
     let missed: Vec<&String> = catalog
         .iter()
         .filter(|n| !k.exercised.contains(*n) && !unexercised.contains_key(n.as_str()))

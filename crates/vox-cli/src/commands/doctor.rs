@@ -67,6 +67,7 @@ pub fn run(workspace: Option<&Path>, json_out: bool) -> Result<ExitCode> {
             log_file(&mut r, &ws);
             store(&mut r, &ws);
             skills(&mut r, &ws);
+            upstream(&mut r, &ws);
         }
         Err(e) => r.add(
             "workspace",
@@ -393,6 +394,68 @@ fn skills(r: &mut Report, ws: &Workspace) {
             details,
         );
     }
+}
+
+/// The upstream servers: their config parses; as the daemon sees them (or, without one, their
+/// pins), none failed and no tool waits for a person's approval.
+fn upstream(r: &mut Report, ws: &Workspace) {
+    let state = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|rt| rt.block_on(super::upstream::servers(ws)));
+    let (servers, live) = match state {
+        Ok(s) => s,
+        Err(e) => {
+            r.add("upstream", Status::Fail, format!("{e:#}"), json!({}));
+            return;
+        }
+    };
+    let list = servers.as_array().cloned().unwrap_or_default();
+    let down: Vec<&str> = list
+        .iter()
+        .filter(|s| live && s["status"] != "ready")
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    let withheld: Vec<String> = list
+        .iter()
+        .flat_map(|s| s["tools"].as_array().cloned().unwrap_or_default())
+        .filter(|t| !t["withheld"].is_null())
+        .filter_map(|t| t["served_as"].as_str().map(str::to_owned))
+        .collect();
+    let details = json!({"servers": servers, "daemon": live});
+    if down.is_empty() && withheld.is_empty() {
+        let how = if live {
+            "ready"
+        } else {
+            "declared; no daemon runs"
+        };
+        r.add(
+            "upstream",
+            Status::Ok,
+            format!("{} {how}", list.len()),
+            details,
+        );
+        return;
+    }
+    r.add(
+        "upstream",
+        Status::Warn,
+        format!(
+            "not ready: {}; withheld until approved: {} (`vox upstream status`)",
+            if down.is_empty() {
+                "none".into()
+            } else {
+                down.join(", ")
+            },
+            if withheld.is_empty() {
+                "none".into()
+            } else {
+                withheld.join(", ")
+            },
+        ),
+        details,
+    );
 }
 
 fn sandbox(r: &mut Report) {

@@ -23,17 +23,25 @@ pub fn run(cmd: UpstreamCommand) -> Result<ExitCode> {
     }
 }
 
+/// Every declared server's state: the running daemon's (`true`), else the declared servers
+/// and their pins (`false`).
+pub(super) async fn servers(ws: &Workspace) -> Result<(Value, bool)> {
+    if vox_daemon::client::connect_and_ping(ws).await.is_none() {
+        return Ok((offline_status(ws)?, false));
+    }
+    match vox_mcp::stdio::socket_call(ws, "vox_upstream_status", json!({})).await {
+        Ok(v) => Ok((v["servers"].clone(), true)),
+        // A daemon whose profile runs no upstream server: what is declared, as without one.
+        Err(e) if e.contains("tool_not_in_profile") || e.contains("subsystem_not_booted") => {
+            Ok((offline_status(ws)?, false))
+        }
+        Err(e) => bail!("vox_upstream_status: {e}"),
+    }
+}
+
 fn status(workspace: Option<&Path>, json: bool) -> Result<ExitCode> {
     let ws = Workspace::resolve(workspace)?;
-    let servers = runtime()?.block_on(async {
-        if vox_daemon::client::connect_and_ping(&ws).await.is_none() {
-            return offline_status(&ws);
-        }
-        match vox_mcp::stdio::socket_call(&ws, "vox_upstream_status", json!({})).await {
-            Ok(v) => Ok(v["servers"].clone()),
-            Err(e) => bail!("vox_upstream_status: {e}"),
-        }
-    })?;
+    let (servers, _) = runtime()?.block_on(servers(&ws))?;
     let healthy = servers.as_array().into_iter().flatten().all(|s| {
         s["status"] == "ready"
             && s["tools"]
@@ -88,7 +96,7 @@ fn offline_status(ws: &Workspace) -> Result<Value> {
             .collect();
         out.push(json!({
             "id": c.id, "file": c.file.display().to_string(), "status": "stopped",
-            "error": "no daemon runs for this workspace", "failures": 0, "restarts": 0, "tools": tools,
+            "error": "not running: no daemon runs its servers here", "failures": 0, "restarts": 0, "tools": tools,
         }));
     }
     Ok(Value::Array(out))
