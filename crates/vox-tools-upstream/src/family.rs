@@ -14,14 +14,15 @@ use vox_store::{Store, UpstreamPin};
 use vox_tools_common::store::{db, store};
 
 fn boot(ctx: &mut Ctx) -> Result<StepDone, String> {
-    let configs = crate::config::load(
-        &ctx.workspace.vox_dir,
-        crate::config::user_vox_dir().as_deref(),
-    )
-    .map_err(|e| e.to_string())?;
+    let sources = crate::surface::Sources {
+        vox_dir: ctx.workspace.vox_dir.clone(),
+        home: crate::config::user_vox_dir(),
+    };
+    let configs = crate::config::load(&sources.vox_dir, sources.home.as_deref())
+        .map_err(|e| e.to_string())?;
     let n = configs.len();
     let store = ctx.get::<Arc<Store>>().cloned();
-    let upstreams = Upstreams::new(configs, store, ctx.notifier.clone());
+    let upstreams = Upstreams::new(configs, Some(sources), store, ctx.notifier.clone());
     ctx.set_upstream_tools(upstreams.clone());
     ctx.insert(upstreams);
     Ok(StepDone::Ready(format!(

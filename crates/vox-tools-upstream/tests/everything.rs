@@ -460,3 +460,52 @@ async fn an_on_use_server_starts_at_its_first_listing_not_at_boot() {
     ready(&h, "lazy").await;
     assert!(names(&h.orch().list(&h.operator("s"))).contains(&"lazy__echo".to_owned()));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_removed_from_servers_toml_is_stopped_and_one_added_is_started() {
+    let Some(bin) = everything() else { return };
+    let h = boot(&bin);
+    ready(&h, "every").await;
+    let old = server_pgid(&bin);
+    // The file now declares another server instead.
+    let toml = format!("[servers.other]\ncommand = {bin:?}\nargs = [\"stdio\"]\n");
+    std::fs::write(h.root().join(".vox/servers.toml"), toml).unwrap();
+    let mut found = false;
+    for _ in 0..200 {
+        let s = h.ok("vox_upstream_status", json!({})).await;
+        if s["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["id"] == "other" && x["status"] == "ready")
+        {
+            found = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(found, "other never became ready");
+    let names = names(&h.orch().list(&h.operator("s")));
+    assert!(names.contains(&"other__echo".to_owned()), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("every__")), "{names:?}");
+    let (code, _) = h.err("every__echo", json!({"message": "x"})).await;
+    assert_eq!(code, "unknown_tool");
+    let s = h.ok("vox_upstream_status", json!({})).await;
+    let ids: Vec<&str> = s["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|x| x["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["other"]);
+    // The retired server's process is gone.
+    for _ in 0..50 {
+        if !std::path::Path::new(&format!("/proc/{old}")).exists()
+            || std::fs::read_to_string(format!("/proc/{old}/stat")).is_ok_and(|t| t.contains(") Z"))
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the retired server {old} is still running");
+}
