@@ -49,3 +49,5 @@ cargo build --quiet --bin vox --bin vox-orchestrator-d
 [ -d tests/node/node_modules/@modelcontextprotocol/sdk ] ||
   npm ci --prefix tests/node --no-audit --no-fund --loglevel=error
 node tests/node/workspace_mcp.mjs "${CARGO_TARGET_DIR:-target}/debug/vox"
+# (the SDK warns once per output schema about integer formats: the portability issue #37 is about)
+node tests/node/upstream_mcp.mjs "${CARGO_TARGET_DIR:-target}/debug/vox" 2> >(grep -v 'unknown format' >&2)
