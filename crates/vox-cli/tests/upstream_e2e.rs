@@ -190,6 +190,8 @@ async fn daemon_stop_ends_every_server_and_status_and_approve_work_without_a_dae
     }
     let servers = descendants(daemon);
     assert!(!servers.is_empty());
+    let status = ws.daemon_status();
+    assert_eq!(status["upstream"][0]["status"], "ready", "{status}");
     ws.stop_daemon();
     let left = gone_within(&servers, Duration::from_secs(5));
     assert!(left.is_empty(), "left after vox daemon stop: {left:?}");

@@ -107,15 +107,31 @@ fn status(rt: &Runtime, workspace: Option<&Path>, json: bool) -> Result<ExitCode
             return Ok(ExitCode::FAILURE);
         };
         let report = c.call("orch.boot_report", json!({})).await?;
+        // Upstream servers start after boot: their state now goes with the boot report.
+        let upstream = match super::upstream::servers(&ws).await {
+            Ok((servers, true)) => servers,
+            _ => json!([]),
+        };
         if json {
             println!(
                 "{}",
-                serde_json::to_string_pretty(
-                    &json!({"running": true, "ping": ping, "boot_report": report})
-                )?
+                serde_json::to_string_pretty(&json!({
+                    "running": true, "ping": ping, "boot_report": report, "upstream": upstream,
+                }))?
             );
         } else {
             print_status(&ping, &report);
+            for s in upstream.as_array().into_iter().flatten() {
+                println!(
+                    "upstream {}: {}{}",
+                    s["id"].as_str().unwrap_or(""),
+                    s["status"].as_str().unwrap_or(""),
+                    s["error"]
+                        .as_str()
+                        .map(|e| format!(" ({e})"))
+                        .unwrap_or_default()
+                );
+            }
         }
         Ok(ExitCode::SUCCESS)
     })
