@@ -2,8 +2,8 @@
 // package.json): the npm reference `server-everything` declared in `.vox/servers.toml`, reached
 // through `vox mcp` (stdio): its tools listed as `every__<tool>` with `_meta` saying where they
 // are from, a call, progress, the server's sampling and elicitation requests answered by this
-// client, a resource read and a prompt got through vox, and the tools/list_changed it hears
-// when a server is added to servers.toml.
+// client, a resource read and a prompt got through vox, and the tools/list_changed and
+// prompts/list_changed it hears when a server is added to servers.toml.
 //
 // Run: npm ci --prefix tests/node && npm ci --prefix tests/upstream && node tests/node/upstream_mcp.mjs [path/to/vox]
 
@@ -16,6 +16,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
+  PromptListChangedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 
@@ -59,7 +60,7 @@ const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.st
 Object.assign(env, { VOX_HOME: home, VOX_WORKSPACE: ws, VOX_LOG: 'warn' });
 
 const c = new Client({ name: 'vox-node-upstream-test', version: '1.0.0' }, { capabilities: { elicitation: {}, sampling: {} } });
-const heard = { sampled: [], elicited: [], changed: 0 };
+const heard = { sampled: [], elicited: [], changed: 0, prompts: 0 };
 c.setRequestHandler(CreateMessageRequestSchema, async (req) => {
   heard.sampled.push(req.params.messages[0].content.text);
   return { role: 'assistant', model: 'scripted', content: { type: 'text', text: 'a sampled answer' } };
@@ -69,6 +70,7 @@ c.setRequestHandler(ElicitRequestSchema, async (req) => {
   return { action: 'decline' };
 });
 c.setNotificationHandler(ToolListChangedNotificationSchema, () => { heard.changed += 1; });
+c.setNotificationHandler(PromptListChangedNotificationSchema, () => { heard.prompts += 1; });
 try {
   await c.connect(new StdioClientTransport({ command: VOX, args: ['mcp'], cwd: ws, env, stderr: 'ignore' }));
   const names = async () => (await c.listTools()).tools.map((t) => t.name);
@@ -96,6 +98,8 @@ try {
   writeFileSync(join(ws, '.vox', 'servers.toml'), servers(`[servers.more]\ncommand = ${JSON.stringify(EVERYTHING)}\nargs = ["stdio"]\n`));
   check(await until(async () => heard.changed > 0 && (await names()).includes('more__echo'), 20000),
     `a server added to servers.toml is served, and list_changed heard (${heard.changed})`);
+  check(await until(async () => heard.prompts > 0 && (await c.listPrompts()).prompts.some((p) => p.name === 'more__simple-prompt'), 20000),
+    `and its prompts, with prompts/list_changed (${heard.prompts})`);
   await c.close();
 } finally {
   spawnSync(VOX, ['daemon', 'stop'], { env, cwd: ws });

@@ -515,10 +515,13 @@ impl ChangeNotifier {
                         if let Some(cache) = &cache {
                             cache.invalidate();
                         }
-                        notifier.notify(true).await;
+                        notifier.notify(List::Tools).await;
                     }
                     Some("notifications/resources/list_changed") => {
-                        notifier.notify(false).await;
+                        notifier.notify(List::Resources).await;
+                    }
+                    Some("notifications/prompts/list_changed") => {
+                        notifier.notify(List::Prompts).await;
                     }
                     _ => {}
                 }
@@ -526,14 +529,14 @@ impl ChangeNotifier {
         });
     }
 
-    /// Tells the client that the tool list (`tools`) or the resource list changed.
-    pub async fn notify(&self, tools: bool) {
+    /// Tells the client that one of its lists changed.
+    pub async fn notify(&self, list: List) {
         let legacy = self.0.legacy();
         if let Some(peer) = legacy {
-            let sent = if tools {
-                peer.notify_tool_list_changed().await
-            } else {
-                peer.notify_resource_list_changed().await
+            let sent = match list {
+                List::Tools => peer.notify_tool_list_changed().await,
+                List::Resources => peer.notify_resource_list_changed().await,
+                List::Prompts => peer.notify_prompt_list_changed().await,
             };
             if let Err(e) = sent {
                 tracing::debug!("notification not delivered: {e}");
@@ -542,18 +545,34 @@ impl ChangeNotifier {
         let streams = self.0.streams();
         for sink in streams {
             let accepted = sink.accepted();
-            let sent = if tools && accepted.tools_list_changed == Some(true) {
-                sink.notify_tool_list_changed().await
-            } else if !tools && accepted.resources_list_changed == Some(true) {
-                sink.notify_resource_list_changed().await
-            } else {
-                Ok(())
+            let sent = match list {
+                List::Tools if accepted.tools_list_changed == Some(true) => {
+                    sink.notify_tool_list_changed().await
+                }
+                List::Resources if accepted.resources_list_changed == Some(true) => {
+                    sink.notify_resource_list_changed().await
+                }
+                List::Prompts if accepted.prompts_list_changed == Some(true) => {
+                    sink.notify_prompt_list_changed().await
+                }
+                _ => Ok(()),
             };
             if let Err(e) = sent {
                 tracing::debug!("subscription notification not delivered: {e}");
             }
         }
     }
+}
+
+/// A list a client may be told changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum List {
+    /// `tools/list`.
+    Tools,
+    /// `resources/list`.
+    Resources,
+    /// `prompts/list`.
+    Prompts,
 }
 
 /// An input stream that reports its end (EOF or an error) to the server's listen streams.
@@ -596,6 +615,7 @@ impl<B: Backend> ServerHandler for McpServer<B> {
             builder
                 .enable_tool_list_changed()
                 .enable_resources_list_changed()
+                .enable_prompts_list_changed()
                 .build()
         } else {
             builder.build()
@@ -636,6 +656,7 @@ impl<B: Backend> ServerHandler for McpServer<B> {
         if self.backend.lists_change() {
             offered.tools_list_changed = Some(true);
             offered.resources_list_changed = Some(true);
+            offered.prompts_list_changed = Some(true);
         }
         offered.resource_subscriptions = requested
             .resource_subscriptions
