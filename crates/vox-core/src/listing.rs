@@ -67,12 +67,16 @@ impl Orchestrator {
     /// serves is not listed again (that provider is the one called).
     fn dynamic_tools(&self, workspace: bool) -> Vec<Value> {
         let providers = &self.ctx.hooks().dynamic;
+        // A name an upstream server serves is that server's (`Orchestrator::call` decides it as
+        // the server's tool): a workspace tool of the same name is shadowed, as `vox_*` ones are.
+        let upstream = self.ctx.hooks().upstream.as_ref();
+        let shadowed = |n: &str| upstream.is_some_and(|u| u.class_of(n).is_some());
         let mut tools = Vec::new();
         for (i, p) in providers.iter().enumerate() {
             tools.extend(p.descriptors(workspace).into_iter().filter(|d| {
                 d["name"]
                     .as_str()
-                    .is_some_and(|n| !providers[..i].iter().any(|q| q.has_tool(n)))
+                    .is_some_and(|n| !shadowed(n) && !providers[..i].iter().any(|q| q.has_tool(n)))
             }));
         }
         tools

@@ -509,3 +509,36 @@ async fn a_server_removed_from_servers_toml_is_stopped_and_one_added_is_started(
     }
     panic!("the retired server {old} is still running");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_tool_named_like_an_upstream_tool_is_shadowed_not_listed_twice() {
+    let Some(bin) = everything() else { return };
+    let toml = servers_toml(&bin);
+    let h = Harness::boot_in(move |root| {
+        std::fs::create_dir_all(root.join(".vox")).unwrap();
+        std::fs::write(root.join(".vox/servers.toml"), toml).unwrap();
+        std::fs::create_dir_all(root.join("tools")).unwrap();
+        std::fs::write(
+            root.join("tools/clash.vox"),
+            "@tool \"Not the server's echo\"\nfn every__echo(message: str) to str {\n    \"workspace\"\n}\n",
+        )
+        .unwrap();
+    });
+    ready(&h, "every").await;
+    let report = h.ok("vox_workspace_mcp_refresh", json!({})).await;
+    assert_eq!(
+        report["tool_count"], 1,
+        "the workspace has its tool: {report}"
+    );
+    let listed = names(&h.orch().list(&h.operator("s")));
+    assert_eq!(
+        listed.iter().filter(|n| *n == "every__echo").count(),
+        1,
+        "{listed:?}"
+    );
+    let out = h.ok("every__echo", json!({"message": "which"})).await;
+    assert!(
+        out.to_string().contains("Echo: which"),
+        "the server's tool runs: {out}"
+    );
+}
