@@ -395,3 +395,64 @@ fn codex_lists_and_calls_an_upstream_tool_through_vox() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_the_websocket_each_token_reaches_exactly_its_upstream_tools() {
+    use common::gateway::{READ, Server, WRITE, names, ws_connect};
+    use futures_util::{SinkExt, StreamExt};
+    let Some(bin) = everything() else { return };
+    let ws = workspace(&bin);
+    std::fs::write(
+        ws.vox_dir().join("servers.toml"),
+        format!(
+            "[servers.every]\ncommand = {bin:?}\nargs = [\"stdio\"]\n[servers.every.tools.echo]\nexposure = \"public\"\nside_effect = \"read_only\"\nread_role = true\n[servers.every.tools.get-sum]\nexposure = \"public\"\nside_effect = \"network\"\n"
+        ),
+    )
+    .unwrap();
+    let profiles = ws.vox_dir().join("profiles");
+    std::fs::create_dir_all(&profiles).unwrap();
+    std::fs::write(
+        profiles.join("team.v1.yaml"),
+        "id: team\ndescription: three tools of the reference server\ntools:\n  include: [every__echo, every__get-sum, every__get-env]\nrequires: []\nmax_exposure: operator\n",
+    )
+    .unwrap();
+    let s = Server::tokens(ws, "team");
+    for (token, expected) in [
+        (
+            WRITE,
+            vec!["every__echo", "every__get-env", "every__get-sum"],
+        ),
+        (READ, vec!["every__echo"]),
+    ] {
+        let mut socket = ws_connect(s.addr, token).await;
+        let mut ask = async |v: Value| -> Value {
+            socket
+                .send(tokio_tungstenite::tungstenite::Message::Text(
+                    v.to_string().into(),
+                ))
+                .await
+                .unwrap();
+            let m = socket.next().await.unwrap().unwrap();
+            serde_json::from_str(m.to_text().unwrap()).unwrap()
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let listed = loop {
+            let l = names(&ask(json!({"id": 1, "type": "list_tools"})).await);
+            if l.len() == expected.len() || Instant::now() > deadline {
+                break l;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(listed, expected, "{token}");
+        for (i, tool) in ["every__echo", "every__get-sum", "every__get-env"]
+            .into_iter()
+            .enumerate()
+        {
+            let r = ask(json!({"id": 10 + i, "type": "call_tool", "name": tool,
+                               "args": {"message": "x", "a": 1, "b": 2}}))
+            .await;
+            let ran = r["is_error"] == false;
+            assert_eq!(ran, expected.contains(&tool), "{token} {tool}: {r}");
+        }
+    }
+}

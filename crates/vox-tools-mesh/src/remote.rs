@@ -517,6 +517,39 @@ mod tests {
     }
 
     #[test]
+    fn a_node_granted_a_workspace_profile_reaches_its_public_upstream_tools_only() {
+        use vox_mcp_registry::{
+            Caller, Exposure, UpstreamClass, authorize_upstream, compile_workspace_profile,
+            install_workspace_profiles,
+        };
+        let m = vox_contracts::parse_profile_manifest(
+            "id: team\ndescription: d\ntools:\n  include: [time__*]\nrequires: []\nmax_exposure: operator\n",
+        )
+        .unwrap();
+        let path = std::path::Path::new("/ws/.vox/profiles/team.v1.yaml");
+        let p = compile_workspace_profile(path, &m, &["time".into()]).unwrap();
+        install_workspace_profiles(vec![p]);
+        let g = granted(&[("beta", "team"), ("alpha", "mesh")]);
+        let direct = chain_surface(&g, &["beta".into()]).unwrap();
+        let public = UpstreamClass {
+            exposure: Exposure::Public,
+            ..UpstreamClass::default()
+        };
+        let remote = Caller {
+            loopback: false,
+            role: vox_mcp_registry::Role::Write,
+        };
+        assert!(authorize_upstream(&direct, "time__now", public, remote, u32::MAX).is_ok());
+        // A person's upstream tool is not a node's, whatever its grant says.
+        let operator = UpstreamClass::default();
+        assert!(authorize_upstream(&direct, "time__now", operator, remote, u32::MAX).is_err());
+        assert!(authorize_upstream(&direct, "git__log", public, remote, u32::MAX).is_err());
+        // Relayed through alpha (granted `mesh` only): nothing upstream.
+        let relayed = chain_surface(&g, &["alpha".into(), "beta".into()]).unwrap();
+        assert!(authorize_upstream(&relayed, "time__now", public, remote, u32::MAX).is_err());
+    }
+
+    #[test]
     fn a_chain_with_an_untrusted_repeated_or_too_many_nodes_is_refused() {
         let g = granted(&[("beta", "mesh")]);
         let e = chain_surface(&g, &["mallory".into(), "beta".into()]).unwrap_err();
