@@ -1353,3 +1353,38 @@ async fn the_profile_leak_matrix_holds_on_every_transport() {
     socket.cancel().await.unwrap();
     assert!(leaks.is_empty(), "{} leaks: {leaks:#?}", leaks.len());
 }
+
+#[tokio::test]
+async fn health_says_degraded_and_ready_refuses_while_a_subsystem_is_down() {
+    let s = Server::tokens(Ws::new(), "knowledge");
+    let h = http(s.addr, "GET", "/health", None, None).await;
+    assert_eq!(
+        (h.status, h.body["status"].as_str()),
+        (200, Some("ok")),
+        "{}",
+        h.body
+    );
+    assert_eq!(http(s.addr, "GET", "/ready", None, None).await.status, 200);
+
+    // A store that cannot be reached: alive, but not ready, and saying why.
+    let down = Server::start(
+        Ws::new(),
+        "knowledge",
+        &[
+            ("VOX_MCP_HTTP_BEARER_TOKEN", WRITE),
+            ("VOX_DB_URL", "postgres://vox@127.0.0.1:1/nowhere"),
+        ],
+    )
+    .unwrap();
+    let h = http(down.addr, "GET", "/health", None, None).await;
+    assert_eq!(
+        (h.status, h.body["status"].as_str()),
+        (200, Some("degraded")),
+        "{}",
+        h.body
+    );
+    assert!(h.body["failed"]["db"].is_string(), "{}", h.body);
+    let r = http(down.addr, "GET", "/ready", None, None).await;
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert_eq!(r.body["failed"], h.body["failed"]);
+}

@@ -161,6 +161,7 @@ pub fn router(
     );
     let app = Router::new()
         .route("/health", get(health))
+        .route("/ready", get(ready))
         .route("/metrics", get(metrics_route))
         .route("/v1/info", get(info))
         .route("/v1/tools", get(list_tools))
@@ -306,7 +307,7 @@ async fn guard(
         }
     }
     let path = req.uri().path().to_owned();
-    if path == "/health" {
+    if path == "/health" || path == "/ready" {
         return next.run(req).await;
     }
     let loopback = trusted_loopback(peer.ip());
@@ -401,8 +402,30 @@ async fn guard(
     next.run(req).await
 }
 
-async fn health() -> Json<Value> {
-    Json(json!({"status": "ok"}))
+/// Liveness, always 200: `ok`, or `degraded` with the subsystems that failed to boot and why.
+async fn health(State(s): State<Arc<Shared>>) -> Json<Value> {
+    Json(health_body(&s))
+}
+
+/// Readiness: 200 when every subsystem of the profile booted, else 503 with the same body as
+/// `/health` (a load balancer stops sending work to a replica whose store is down).
+async fn ready(State(s): State<Arc<Shared>>) -> Response {
+    let body = health_body(&s);
+    let status = if body["status"] == "ok" {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(body)).into_response()
+}
+
+fn health_body(s: &Shared) -> Value {
+    let boot = &s.orch.ctx().boot;
+    if boot.failed.is_empty() {
+        json!({"status": "ok", "profile": boot.profile})
+    } else {
+        json!({"status": "degraded", "profile": boot.profile, "failed": boot.failed})
+    }
 }
 
 async fn metrics_route(State(s): State<Arc<Shared>>) -> Response {

@@ -154,6 +154,7 @@ impl vox_core::UpstreamTools for Upstreams {
                     "upstream tool {name} is not served now"
                 )));
             };
+            server.first_call();
             let conn = match self.connection(&server).await {
                 Ok(c) => c,
                 Err(e) => return ToolOutcome::Failed(e),

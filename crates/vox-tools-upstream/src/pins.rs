@@ -34,6 +34,9 @@ pub fn definition(tool: &Value) -> (Value, String) {
     (def, format!("sha256:{hex}"))
 }
 
+/// How long after a server's first listing ever its new tools are still pinned as first seen.
+const FIRST_SEEN_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// An MCP tool name: 1 to 128 of `[A-Za-z0-9_.-]`.
 fn valid_name(name: &str) -> bool {
     !name.is_empty()
@@ -47,14 +50,20 @@ impl Upstreams {
     /// Records `server`'s listing against the pins and serves what is approved.
     pub(crate) fn take_listing(&self, server: &Arc<Server>, tools: &[Value]) {
         let id = &server.config.id;
-        let first = match &self.store {
-            Some(store) => {
-                !server
-                    .listed_once
-                    .swap(true, std::sync::atomic::Ordering::SeqCst)
-                    && store.upstream_pins(Some(id)).is_ok_and(|p| p.is_empty())
+        // The first time a server is listed anywhere (no pin of it in the store), what it lists
+        // until its first call (at most a minute) is pinned as first seen: servers register
+        // tools right after `initialize` (capability-dependent ones) and say so with
+        // `list_changed`. After that, a tool it adds waits for a person.
+        let now = std::time::Instant::now();
+        let first = {
+            let mut until = lock(&server.first_seen_until);
+            if until.is_none()
+                && let Some(store) = &self.store
+            {
+                let fresh = store.upstream_pins(Some(id)).is_ok_and(|p| p.is_empty());
+                *until = Some(if fresh { now + FIRST_SEEN_WINDOW } else { now });
             }
-            None => false,
+            until.is_some_and(|t| now < t)
         };
         let mut states = Vec::with_capacity(tools.len());
         for t in tools {

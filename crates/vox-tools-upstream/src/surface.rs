@@ -95,8 +95,9 @@ pub(crate) struct Server {
     pub(crate) state: Mutex<ServerState>,
     /// When the next start may be tried (backoff, an open circuit).
     pub(crate) retry_at: Mutex<Option<Instant>>,
-    /// Whether it has ever been listed in the store (its first listing pins every tool).
-    pub(crate) listed_once: AtomicBool,
+    /// Until when what it lists is pinned as first seen (set at its first listing: a minute
+    /// when the store had no pin of it, else already past; its first call ends it).
+    pub(crate) first_seen_until: Mutex<Option<Instant>>,
     /// Whether an `on_use` server has been asked for (listed or called) yet.
     used: AtomicBool,
     /// Removed from (or changed in) `servers.toml`: never started again.
@@ -123,12 +124,21 @@ impl Server {
             conn: tokio::sync::Mutex::new(None),
             state: Mutex::new(state),
             retry_at: Mutex::new(None),
-            listed_once: AtomicBool::default(),
+            first_seen_until: Mutex::new(None),
             used: AtomicBool::default(),
             retired: AtomicBool::default(),
             resources: Mutex::default(),
             prompts: Mutex::default(),
         })
+    }
+
+    /// Its first call ends the first-seen window: what it adds from now on waits for a person.
+    pub(crate) fn first_call(&self) {
+        let mut until = lock(&self.first_seen_until);
+        let now = Instant::now();
+        if until.is_none_or(|t| t > now) {
+            *until = Some(now);
+        }
     }
 
     pub(crate) fn is_retired(&self) -> bool {
