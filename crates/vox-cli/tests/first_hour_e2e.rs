@@ -599,3 +599,34 @@ fn codex_serves_the_tools_of_the_server_vox_client_config_wrote() {
     expected.sort();
     assert_eq!(tools, expected, "{server}");
 }
+
+#[test]
+fn doctor_fails_on_an_unreachable_database_and_the_daemons_failed_subsystems() {
+    let ws = Ws::new().with_env("VOX_DB_URL", "postgres://vox:secret@127.0.0.1:1/nowhere");
+    // Nothing running: the database itself is checked.
+    let (code, report) = doctor(&ws);
+    assert_eq!(code, Some(1), "{report}");
+    let store = check(&report, "store");
+    assert_eq!(store["status"], "fail", "{report}");
+    let message = store["message"].as_str().unwrap();
+    assert!(
+        message.contains("VOX_DB_URL") && message.contains("127.0.0.1:1"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("secret"),
+        "the password is never shown: {message}"
+    );
+    // A daemon that booted without it: its failed subsystems fail the doctor too.
+    let out = ws.vox(&["daemon", "start", "--profile", "knowledge"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (code, report) = doctor(&ws);
+    assert_eq!(code, Some(1));
+    let subsystems = check(&report, "subsystems");
+    assert_eq!(subsystems["status"], "fail", "{report}");
+    assert!(
+        subsystems["message"].as_str().unwrap().contains("db:"),
+        "{subsystems}"
+    );
+    ws.stop_daemon();
+}

@@ -92,6 +92,48 @@ fn without_password(url: &str) -> String {
     }
 }
 
+/// Looks at the database at `url` without changing it (`vox doctor`): it answers within
+/// `timeout`, and its schema version (0 before vox's first start on it).
+pub fn inspect(url: &str, timeout: std::time::Duration) -> Result<crate::StoreHealth, StoreError> {
+    let shown = without_password(url);
+    let fail = |message: String| StoreError::Postgres {
+        url: shown.clone(),
+        message,
+    };
+    let mut config: postgres::Config = url
+        .parse()
+        .map_err(|e| fail(format!("not a PostgreSQL URL: {e}")))?;
+    config.connect_timeout(timeout);
+    crate::sql::blocking(|| {
+        let mut c = config
+            .connect(postgres::NoTls)
+            .map_err(|e| fail(format!("cannot connect: {e}")))?;
+        let known = c
+            .query_one("SELECT to_regclass('vox_schema') IS NOT NULL", &[])
+            .map_err(|e| fail(e.to_string()))?
+            .get::<_, bool>(0);
+        let schema_version = if known {
+            c.query_one("SELECT version FROM vox_schema", &[])
+                .map_err(|e| fail(e.to_string()))?
+                .get(0)
+        } else {
+            0
+        };
+        let tables: i64 = c
+            .query_one(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()",
+                &[],
+            )
+            .map_err(|e| fail(e.to_string()))?
+            .get(0);
+        Ok(crate::StoreHealth {
+            schema_version,
+            latest: crate::migrations::latest(),
+            tables,
+        })
+    })
+}
+
 impl PgStore {
     /// Connects to the database at `url` (`postgres://user:password@host:port/db`) and applies
     /// pending migrations.

@@ -64,6 +64,7 @@ pub fn run(workspace: Option<&Path>, json_out: bool) -> Result<ExitCode> {
             );
             gitignore(&mut r, &ws);
             daemon(&mut r, &ws, profile.as_deref());
+            subsystems(&mut r, &ws);
             log_file(&mut r, &ws);
             store(&mut r, &ws);
             skills(&mut r, &ws);
@@ -313,6 +314,40 @@ fn daemon(r: &mut Report, ws: &Workspace, profile: Option<&str>) {
     }
 }
 
+/// The running daemon's boot report: a subsystem that did not boot is a failure (its tools
+/// answer 503 and `/ready` says so).
+fn subsystems(r: &mut Report, ws: &Workspace) {
+    let report = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()
+        .and_then(|rt| {
+            rt.block_on(async {
+                let (c, _) = vox_daemon::client::connect_and_ping(ws).await?;
+                c.call("orch.boot_report", json!({})).await.ok()
+            })
+        });
+    let Some(report) = report else {
+        return;
+    };
+    let failed = report["failed"].as_object().cloned().unwrap_or_default();
+    if failed.is_empty() {
+        let booted = report["booted"].as_array().map_or(0, Vec::len);
+        r.add("subsystems", Status::Ok, format!("{booted} booted"), report);
+    } else {
+        let why: Vec<String> = failed
+            .iter()
+            .map(|(s, e)| format!("{s}: {}", e.as_str().unwrap_or("")))
+            .collect();
+        r.add(
+            "subsystems",
+            Status::Fail,
+            format!("not booted: {}", why.join("; ")),
+            report,
+        );
+    }
+}
+
 fn log_file(r: &mut Report, ws: &Workspace) {
     let path = ws.daemon_log_path();
     let message = match std::fs::metadata(&path) {
@@ -323,6 +358,9 @@ fn log_file(r: &mut Report, ws: &Workspace) {
 }
 
 fn store(r: &mut Report, ws: &Workspace) {
+    if let Some(url) = std::env::var("VOX_DB_URL").ok().filter(|u| !u.is_empty()) {
+        return postgres(r, &url);
+    }
     let path = ws.db_path();
     let details = json!({"path": path});
     if !path.exists() {
@@ -365,6 +403,31 @@ fn store(r: &mut Report, ws: &Workspace) {
             json!({"path": path, "schema_version": h.schema_version, "latest": h.latest, "tables": h.tables}),
         ),
         Err(e) => r.add("store", Status::Fail, e.to_string(), details),
+    }
+}
+
+/// `VOX_DB_URL`: the database answers (within 5 s), and its schema is one this build knows.
+fn postgres(r: &mut Report, url: &str) {
+    match vox_store::pg::inspect(url, std::time::Duration::from_secs(5)) {
+        Ok(h) if h.schema_version > h.latest => r.add(
+            "store",
+            Status::Fail,
+            format!(
+                "VOX_DB_URL: schema version {} is newer than this build knows ({})",
+                h.schema_version, h.latest
+            ),
+            json!({"schema_version": h.schema_version, "latest": h.latest}),
+        ),
+        Ok(h) => r.add(
+            "store",
+            Status::Ok,
+            format!(
+                "VOX_DB_URL: PostgreSQL, schema version {} ({} tables)",
+                h.schema_version, h.tables
+            ),
+            json!({"schema_version": h.schema_version, "latest": h.latest, "tables": h.tables}),
+        ),
+        Err(e) => r.add("store", Status::Fail, format!("VOX_DB_URL: {e}"), json!({})),
     }
 }
 
@@ -424,6 +487,23 @@ fn upstream(r: &mut Report, ws: &Workspace) {
         .filter_map(|t| t["served_as"].as_str().map(str::to_owned))
         .collect();
     let details = json!({"servers": servers, "daemon": live});
+    let failed: Vec<&str> = list
+        .iter()
+        .filter(|s| live && matches!(s["status"].as_str(), Some("failed" | "circuit_open")))
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    if !failed.is_empty() {
+        r.add(
+            "upstream",
+            Status::Fail,
+            format!(
+                "failed to start: {} (`vox upstream status` says why)",
+                failed.join(", ")
+            ),
+            details,
+        );
+        return;
+    }
     if down.is_empty() && withheld.is_empty() {
         let how = if live {
             "ready"
