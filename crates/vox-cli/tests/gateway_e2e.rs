@@ -1387,4 +1387,30 @@ async fn health_says_degraded_and_ready_refuses_while_a_subsystem_is_down() {
     let r = http(down.addr, "GET", "/ready", None, None).await;
     assert_eq!(r.status, 503, "{}", r.body);
     assert_eq!(r.body["failed"], h.body["failed"]);
+
+    // And `vox serve` says so at the start, on stderr.
+    let ws = Ws::new();
+    let mut child = std::process::Command::new(VOX)
+        .args(["serve", "--profile", "knowledge"])
+        .env("VOX_WORKSPACE", ws.root())
+        .env("VOX_HOME", ws.home.path())
+        .env("VOX_MCP_HTTP_BEARER_TOKEN", WRITE)
+        .env("VOX_MCP_HTTP_PORT", "0")
+        .env("VOX_DB_URL", "postgres://vox@127.0.0.1:1/nowhere")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !line.contains("degraded") && std::time::Instant::now() < deadline {
+        line.clear();
+        if std::io::BufRead::read_line(&mut stderr, &mut line).unwrap_or(0) == 0 {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(line.contains("degraded: subsystem db is down"), "{line}");
 }

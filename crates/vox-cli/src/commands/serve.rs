@@ -73,6 +73,10 @@ pub fn run(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCo
             "vox serve: listening on http://{bound} (profile {})",
             daemon.orchestrator().profile().canonical()
         );
+        // Degraded is said at the start, not only found on /health.
+        for (sub, why) in &daemon.orchestrator().boot_report().failed {
+            eprintln!("vox serve: degraded: subsystem {sub} is down: {why} (/ready answers 503)");
+        }
         // The recorder keeps every histogram sample until upkeep folds them into its summaries:
         // without this task the daemon's memory would grow with each call.
         let upkeep = tokio::spawn(async move {
