@@ -71,6 +71,12 @@ pub enum Command {
         /// The workspace to serve.
         #[command(flatten)]
         workspace: WorkspaceArg,
+        /// The address to listen on (over `VOX_MCP_HTTP_HOST`; default 127.0.0.1).
+        #[arg(long)]
+        host: Option<std::net::IpAddr>,
+        /// The port to listen on, 0 for any free one (over `VOX_MCP_HTTP_PORT`; default 3921).
+        #[arg(long)]
+        port: Option<u16>,
     },
     /// CI gates.
     Ci {

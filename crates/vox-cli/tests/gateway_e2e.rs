@@ -1414,3 +1414,49 @@ async fn health_says_degraded_and_ready_refuses_while_a_subsystem_is_down() {
     let _ = child.wait();
     assert!(line.contains("degraded: subsystem db is down"), "{line}");
 }
+
+#[test]
+fn serve_host_and_port_flags_stand_in_for_the_variables() {
+    let ws = Ws::new();
+    // The flags win over the variables (a bad variable does not matter when a flag replaces it).
+    let mut child = std::process::Command::new(VOX)
+        .args([
+            "serve",
+            "--profile",
+            "knowledge",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+        ])
+        .env("VOX_WORKSPACE", ws.root())
+        .env("VOX_HOME", ws.home.path())
+        .env("VOX_MCP_HTTP_BEARER_TOKEN", WRITE)
+        .env("VOX_MCP_HTTP_PORT", "not-a-port")
+        .env("VOX_MCP_HTTP_HOST", "0.0.0.0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(line.contains("listening on http://127.0.0.1:"), "{line}");
+    assert!(
+        !line.contains(":3921"),
+        "--port 0 picked a free port: {line}"
+    );
+    // A bad flag is refused by name.
+    let out = ws.vox(&["serve", "--host", "nowhere"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--host") && stderr.contains("nowhere"),
+        "{stderr}"
+    );
+}

@@ -28,7 +28,12 @@ mod upstream;
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Mcp { profile, workspace } => mcp::run(profile.profile, workspace.workspace),
-        Command::Serve { profile, workspace } => serve::run(profile.profile, workspace.workspace),
+        Command::Serve {
+            profile,
+            workspace,
+            host,
+            port,
+        } => serve::run(profile.profile, workspace.workspace, host, port),
         Command::Ci { command } => ci::run(command),
         Command::Profile { command } => profile::run(command),
         Command::Bundle { command } => bundle::run(command),

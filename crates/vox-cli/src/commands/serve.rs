@@ -9,12 +9,23 @@ use vox_core::Workspace;
 use super::{profile_or_exit, runtime, warn_if_empty};
 
 /// Checks the gateway configuration, starts the daemon and serves HTTP until the daemon stops.
-pub fn run(profile: Option<String>, workspace: Option<PathBuf>) -> Result<ExitCode> {
+/// `--host` and `--port` stand in for `VOX_MCP_HTTP_HOST` and `VOX_MCP_HTTP_PORT`.
+pub fn run(
+    profile: Option<String>,
+    workspace: Option<PathBuf>,
+    host: Option<std::net::IpAddr>,
+    port: Option<u16>,
+) -> Result<ExitCode> {
     let profile = match profile_or_exit(profile.as_deref(), workspace.as_deref()) {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
-    let config = match vox_gateway::GatewayConfig::from_env() {
+    let config = vox_gateway::GatewayConfig::from_lookup(|k| match k {
+        "VOX_MCP_HTTP_HOST" if host.is_some() => host.map(|h| h.to_string()),
+        "VOX_MCP_HTTP_PORT" if port.is_some() => port.map(|p| p.to_string()),
+        _ => std::env::var(k).ok(),
+    });
+    let config = match config {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
