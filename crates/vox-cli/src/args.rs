@@ -260,9 +260,23 @@ pub enum ClientCommand {
         #[command(flatten)]
         workspace: WorkspaceArg,
         /// Merge the server into the client's file (created if missing; other servers and keys
-        /// are kept) and print its path.
+        /// are kept) and print its path; another vox entry for the same workspace is named on
+        /// stderr (a client starting both would meet `profile_mismatch`).
         #[arg(long)]
         write: bool,
+        /// With `--write`: remove those other vox entries for the same workspace.
+        #[arg(long, requires = "write")]
+        replace: bool,
+        /// An entry for a `vox serve`'s `/mcp` at this URL instead of starting `vox mcp`.
+        #[arg(long, conflicts_with_all = ["profile", "workspace_tools"])]
+        url: Option<String>,
+        /// With `--url`: the environment variable holding its bearer token (the client reads it;
+        /// the token is never written).
+        #[arg(long, requires = "url")]
+        token_env: Option<String>,
+        /// List the workspace's `.vox` tools to the client (`VOX_MCP_WORKSPACE_TOOLS=1`).
+        #[arg(long)]
+        workspace_tools: bool,
     },
 }
 

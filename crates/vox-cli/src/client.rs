@@ -1,5 +1,6 @@
-//! `vox client config`: the configuration an MCP client needs to serve vox over stdio, and the
-//! merge that writes it into the client's own file without disturbing anything else there.
+//! `vox client config`: the configuration an MCP client needs to reach vox (over stdio, or a
+//! `vox serve` over HTTP), and the merge that writes it into the client's own file without
+//! disturbing anything else there.
 
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
@@ -19,17 +20,31 @@ pub enum Client {
     Vscode,
 }
 
-/// The server entry: how the client starts `vox mcp`.
+/// The server entry: how the client starts `vox mcp`, or where it reaches `vox serve`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Server {
     /// The key under the client's server table: `vox`, or `vox-<profile>` so that servers of
-    /// two profiles can sit side by side.
+    /// two profiles can sit side by side (`vox-http` for an HTTP entry).
     pub name: String,
     /// The absolute path of the `vox` binary.
     pub command: String,
     /// The arguments after the binary: `mcp`, then `--profile` when one is pinned, then
     /// `--workspace`.
     pub args: Vec<String>,
+    /// Variables set for `vox mcp` (`VOX_MCP_WORKSPACE_TOOLS=1` with `--workspace-tools`).
+    pub env: Vec<(String, String)>,
+    /// Instead of starting `vox mcp`: a `vox serve`'s `/mcp` URL and the variable holding its
+    /// token (the client reads it from its environment; the token is never written).
+    pub http: Option<Http>,
+}
+
+/// A Streamable HTTP entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Http {
+    /// `http://host:port/mcp`.
+    pub url: String,
+    /// The environment variable holding the bearer token, if the server needs one.
+    pub token_env: Option<String>,
 }
 
 impl Server {
@@ -58,7 +73,37 @@ impl Server {
             name,
             command: exe.display().to_string(),
             args,
+            env: Vec::new(),
+            http: None,
         }
+    }
+
+    /// An entry for the `vox serve` at `url` (its `/mcp`), with the token in `token_env`.
+    pub fn http(url: &str, token_env: Option<&str>) -> Server {
+        Server {
+            name: "vox-http".to_owned(),
+            command: String::new(),
+            args: Vec::new(),
+            env: Vec::new(),
+            http: Some(Http {
+                url: url.to_owned(),
+                token_env: token_env.map(str::to_owned),
+            }),
+        }
+    }
+
+    /// The same, with the workspace's `.vox` tools listed to the client.
+    pub fn with_workspace_tools(mut self) -> Server {
+        self.env
+            .push(("VOX_MCP_WORKSPACE_TOOLS".to_owned(), "1".to_owned()));
+        self
+    }
+
+    /// The workspace a stdio entry serves (`--workspace <dir>` in its arguments).
+    fn workspace_of(args: &[&str]) -> Option<String> {
+        args.windows(2)
+            .find(|w| w[0] == "--workspace")
+            .map(|w| w[1].to_owned())
     }
 }
 
@@ -94,6 +139,24 @@ impl Client {
     }
 
     fn json_entry(self, s: &Server) -> Node {
+        let text = |v: &str| Node::Scalar(v.to_owned().into());
+        if let Some(h) = &s.http {
+            let mut fields = Vec::new();
+            if self != Client::Cursor {
+                fields.push(("type".to_owned(), text("http")));
+            }
+            fields.push(("url".to_owned(), text(&h.url)));
+            if let Some(var) = &h.token_env {
+                // Each client's own way of reading a variable at start; the token stays there.
+                let value = match self {
+                    Client::ClaudeCode => format!("Bearer ${{{var}}}"),
+                    _ => format!("Bearer ${{env:{var}}}"),
+                };
+                let headers = vec![("Authorization".to_owned(), text(&value))];
+                fields.push(("headers".to_owned(), Node::Object(headers)));
+            }
+            return Node::Object(fields);
+        }
         let mut fields = Vec::new();
         if self == Client::Vscode {
             fields.push(("type".to_owned(), Node::Scalar("stdio".into())));
@@ -108,7 +171,98 @@ impl Client {
                     .collect(),
             ),
         ));
+        if !s.env.is_empty() {
+            let env = s.env.iter().map(|(k, v)| (k.clone(), text(v))).collect();
+            fields.push(("env".to_owned(), Node::Object(env)));
+        }
         Node::Object(fields)
+    }
+
+    /// Other vox entries in `existing` (the client's file) for the same workspace as `s`: a
+    /// workspace's daemon serves one profile, so a client starting two of them meets
+    /// `profile_mismatch` on the second.
+    pub fn rivals(self, existing: &str, s: &Server) -> Vec<String> {
+        let Some(ours) =
+            Server::workspace_of(&s.args.iter().map(String::as_str).collect::<Vec<_>>())
+        else {
+            return Vec::new();
+        };
+        let entries: Vec<(String, Vec<String>)> = match self.servers_key() {
+            Some(key) => serde_json::from_str::<serde_json::Value>(existing)
+                .ok()
+                .and_then(|v| v.get(key).and_then(|t| t.as_object()).cloned())
+                .map(|t| {
+                    t.into_iter()
+                        .map(|(name, e)| (name, string_list(&e["args"])))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            None => existing
+                .parse::<toml::Table>()
+                .ok()
+                .and_then(|t| t.get("mcp_servers").and_then(|v| v.as_table()).cloned())
+                .map(|t| {
+                    t.into_iter()
+                        .map(|(name, e)| {
+                            let args = e
+                                .get("args")
+                                .and_then(|a| a.as_array())
+                                .map(|a| {
+                                    a.iter()
+                                        .filter_map(|x| x.as_str().map(str::to_owned))
+                                        .collect()
+                                })
+                                .unwrap_or_default();
+                            (name, args)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
+        entries
+            .into_iter()
+            .filter(|(name, args)| {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                *name != s.name
+                    && args.first() == Some(&"mcp")
+                    && Server::workspace_of(&args).as_deref() == Some(ours.as_str())
+            })
+            .map(|(name, _)| name)
+            .collect()
+    }
+
+    /// `existing` without the entries named `names`.
+    pub fn remove(self, existing: &str, names: &[String]) -> Result<String, String> {
+        match self.servers_key() {
+            Some(key) => {
+                let mut root: Node = serde_json::from_str(existing).map_err(|e| e.to_string())?;
+                if let Node::Object(fields) = &mut root
+                    && let Some((_, Node::Object(servers))) =
+                        fields.iter_mut().find(|(k, _)| k == key)
+                {
+                    servers.retain(|(k, _)| !names.contains(k));
+                }
+                let mut text = serde_json::to_string_pretty(&root).map_err(|e| e.to_string())?;
+                text.push('\n');
+                Ok(text)
+            }
+            None => {
+                let mut wanted: toml::Table = existing
+                    .parse()
+                    .map_err(|e| format!("not valid TOML: {e}"))?;
+                if let Some(toml::Value::Table(servers)) = wanted.get_mut("mcp_servers") {
+                    servers.retain(|k, _| !names.iter().any(|n| n == k));
+                }
+                let mut edited = existing.to_owned();
+                for n in names {
+                    edited = replace_section(&edited, n, "");
+                }
+                if edited.parse::<toml::Table>().ok().as_ref() == Some(&wanted) {
+                    return Ok(edited);
+                }
+                toml::to_string(&wanted).map_err(|e| e.to_string())
+            }
+        }
     }
 
     /// The configuration a new file would hold: exactly the vox server.
@@ -124,6 +278,12 @@ impl Client {
             Some(key) => merge_json(existing, key, &s.name, self.json_entry(s)),
             None => merge_codex(existing, s),
         }
+    }
+
+    /// Replaces the client's file with `text` (atomically).
+    pub fn replace_file(self, workspace: &Path, text: &str) -> Result<(), String> {
+        let path = self.path(workspace);
+        write_atomically(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
 
     /// Merges the server into the client's file (created if missing) and returns its path.
@@ -202,19 +362,52 @@ fn merge_json(existing: &str, key: &str, name: &str, entry: Node) -> Result<Stri
     Ok(text)
 }
 
-/// `[mcp_servers.<name>]` with `command` and `args`, in that order.
+/// The strings of a JSON array (none for anything else).
+fn string_list(v: &serde_json::Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `[mcp_servers.<name>]` with `command`, `args` and an `env` sub-table, or `url` and
+/// `bearer_token_env_var`.
 fn codex_section(s: &Server) -> String {
+    if let Some(h) = &s.http {
+        let mut out = format!(
+            "[mcp_servers.{}]\nurl = {}\n",
+            s.name,
+            toml::Value::String(h.url.clone())
+        );
+        if let Some(var) = &h.token_env {
+            out.push_str(&format!(
+                "bearer_token_env_var = {}\n",
+                toml::Value::String(var.clone())
+            ));
+        }
+        return out;
+    }
     let args = toml::Value::Array(
         s.args
             .iter()
             .map(|a| toml::Value::String(a.clone()))
             .collect(),
     );
-    format!(
+    let mut out = format!(
         "[mcp_servers.{}]\ncommand = {}\nargs = {args}\n",
         s.name,
         toml::Value::String(s.command.clone())
-    )
+    );
+    if !s.env.is_empty() {
+        out.push_str(&format!("[mcp_servers.{}.env]\n", s.name));
+        for (k, v) in &s.env {
+            out.push_str(&format!("{k} = {}\n", toml::Value::String(v.clone())));
+        }
+    }
+    out
 }
 
 fn merge_codex(existing: &str, s: &Server) -> Result<String, String> {
@@ -231,18 +424,7 @@ fn merge_codex(existing: &str, s: &Server) -> Result<String, String> {
     let toml::Value::Table(servers) = servers else {
         return Err("`mcp_servers` is not a table".into());
     };
-    let mut entry = toml::Table::new();
-    entry.insert("command".into(), toml::Value::String(s.command.clone()));
-    entry.insert(
-        "args".into(),
-        toml::Value::Array(
-            s.args
-                .iter()
-                .map(|a| toml::Value::String(a.clone()))
-                .collect(),
-        ),
-    );
-    servers.insert(s.name.clone(), toml::Value::Table(entry));
+    servers.insert(s.name.clone(), toml::Value::Table(codex_entry(s)));
     // Edit the text where a line edit can do it, so comments and layout survive; the result
     // must mean exactly the merged table, or the table is written out instead.
     let edited = replace_section(existing, &s.name, &codex_section(s));
@@ -250,6 +432,27 @@ fn merge_codex(existing: &str, s: &Server) -> Result<String, String> {
         return Ok(edited);
     }
     toml::to_string(&wanted).map_err(|e| e.to_string())
+}
+
+/// The table of [`codex_section`].
+fn codex_entry(s: &Server) -> toml::Table {
+    let mut entry = toml::Table::new();
+    let string = |v: &str| toml::Value::String(v.to_owned());
+    if let Some(h) = &s.http {
+        entry.insert("url".into(), string(&h.url));
+        if let Some(var) = &h.token_env {
+            entry.insert("bearer_token_env_var".into(), string(var));
+        }
+        return entry;
+    }
+    entry.insert("command".into(), string(&s.command));
+    let args = s.args.iter().map(|a| string(a)).collect();
+    entry.insert("args".into(), toml::Value::Array(args));
+    if !s.env.is_empty() {
+        let env = s.env.iter().map(|(k, v)| (k.clone(), string(v))).collect();
+        entry.insert("env".into(), toml::Value::Table(env));
+    }
+    entry
 }
 
 /// `text` with the `[mcp_servers.<name>]` table (and its sub-tables) replaced by `section`, or
@@ -447,5 +650,64 @@ mod tests {
         let t: toml::Table = out.parse().unwrap();
         assert_eq!(t["mcp_servers"]["docs"]["command"].as_str(), Some("docs"));
         assert!(t["mcp_servers"].get("vox-knowledge").is_some(), "{out}");
+    }
+
+    #[test]
+    fn http_entries_in_each_clients_form_with_the_token_by_variable_name() {
+        let s = Server::http("http://127.0.0.1:3921/mcp", Some("VOX_TOKEN"));
+        let v = |c: Client| -> Value { serde_json::from_str(&c.snippet(&s)).unwrap() };
+        let claude = v(Client::ClaudeCode);
+        assert_eq!(
+            claude["mcpServers"]["vox-http"],
+            json!({"type": "http", "url": "http://127.0.0.1:3921/mcp", "headers": {"Authorization": "Bearer ${VOX_TOKEN}"}})
+        );
+        let cursor = v(Client::Cursor);
+        assert_eq!(
+            cursor["mcpServers"]["vox-http"]["headers"]["Authorization"],
+            "Bearer ${env:VOX_TOKEN}"
+        );
+        assert!(cursor["mcpServers"]["vox-http"].get("type").is_none());
+        assert_eq!(v(Client::Vscode)["servers"]["vox-http"]["type"], "http");
+        let codex: toml::Table = Client::Codex.snippet(&s).parse().unwrap();
+        let entry = &codex["mcp_servers"]["vox-http"];
+        assert_eq!(entry["url"].as_str(), Some("http://127.0.0.1:3921/mcp"));
+        assert_eq!(entry["bearer_token_env_var"].as_str(), Some("VOX_TOKEN"));
+    }
+
+    #[test]
+    fn workspace_tools_are_an_env_entry() {
+        let s = server(None).with_workspace_tools();
+        let v: Value = serde_json::from_str(&Client::Cursor.snippet(&s)).unwrap();
+        assert_eq!(
+            v["mcpServers"]["vox"]["env"],
+            json!({"VOX_MCP_WORKSPACE_TOOLS": "1"})
+        );
+        let codex: toml::Table = Client::Codex.snippet(&s).parse().unwrap();
+        assert_eq!(
+            codex["mcp_servers"]["vox"]["env"]["VOX_MCP_WORKSPACE_TOOLS"].as_str(),
+            Some("1")
+        );
+    }
+
+    #[test]
+    fn another_vox_entry_for_the_same_workspace_is_found_and_removed() {
+        let knowledge = server(Some("knowledge"));
+        let repo = server(Some("repo-read"));
+        let elsewhere = Server::new(
+            Path::new("/opt/vox/bin/vox"),
+            Some("lang"),
+            Path::new("/other"),
+        );
+        for c in [Client::ClaudeCode, Client::Codex] {
+            let mut text = c.merge("", &knowledge).unwrap();
+            text = c.merge(&text, &elsewhere).unwrap();
+            assert_eq!(c.rivals(&text, &repo), ["vox-knowledge"], "{c:?}");
+            assert!(c.rivals(&text, &knowledge).is_empty());
+            let kept = c.remove(&text, &["vox-knowledge".to_owned()]).unwrap();
+            assert!(
+                !kept.contains("vox-knowledge") && kept.contains("vox-lang"),
+                "{kept}"
+            );
+        }
     }
 }

@@ -630,3 +630,114 @@ fn doctor_fails_on_an_unreachable_database_and_the_daemons_failed_subsystems() {
     );
     ws.stop_daemon();
 }
+
+#[test]
+fn client_config_write_names_a_rival_entry_for_the_workspace_and_replace_removes_it() {
+    let ws = Ws::new();
+    let out = client_config(
+        &ws,
+        &[
+            "--client",
+            "claude-code",
+            "--profile",
+            "knowledge",
+            "--write",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = client_config(
+        &ws,
+        &[
+            "--client",
+            "claude-code",
+            "--profile",
+            "repo-read",
+            "--write",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let warned = stderr(&out);
+    assert!(
+        warned.contains("vox-knowledge") && warned.contains("profile_mismatch"),
+        "{warned}"
+    );
+    let file = ws.root().join(".mcp.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(v["mcpServers"].as_object().unwrap().len(), 2);
+    let out = client_config(
+        &ws,
+        &[
+            "--client",
+            "claude-code",
+            "--profile",
+            "repo-read",
+            "--write",
+            "--replace",
+            "--workspace-tools",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("removed"), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let servers = v["mcpServers"].as_object().unwrap();
+    assert_eq!(servers.keys().collect::<Vec<_>>(), ["vox-repo-read"]);
+    assert_eq!(
+        servers["vox-repo-read"]["env"]["VOX_MCP_WORKSPACE_TOOLS"],
+        "1"
+    );
+    // Flags that do not go together are refused by name.
+    let out = client_config(&ws, &["--client", "codex", "--url", "ftp://x", "--write"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--url"), "{}", stderr(&out));
+    let out = client_config(&ws, &["--client", "codex", "--token-env", "T"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn codex_reaches_a_vox_serve_through_the_http_entry_vox_client_config_wrote() {
+    let Some(codex_js) = codex_js() else {
+        return;
+    };
+    let s = common::gateway::Server::tokens(Ws::new(), "knowledge");
+    let url = format!("http://{}/mcp", s.addr);
+    let out = client_config(
+        &s.ws,
+        &[
+            "--client",
+            "codex",
+            "--url",
+            &url,
+            "--token-env",
+            "VOX_TEST_HTTP_TOKEN",
+            "--write",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let codex_home = s.ws.home.path().join("codex");
+    let written = std::fs::read_to_string(codex_home.join("config.toml")).unwrap();
+    assert!(
+        !written.contains(common::gateway::WRITE),
+        "the token is never written: {written}"
+    );
+    let mut app = AppServer::start(
+        &codex_js,
+        &codex_home,
+        s.ws.root(),
+        &[("VOX_TEST_HTTP_TOKEN", Path::new(common::gateway::WRITE))],
+    );
+    app.request(
+        "initialize",
+        json!({"clientInfo": {"name": "vox-test", "version": "0"}}),
+    );
+    app.notify("initialized");
+    let status = app.request("mcpServerStatus/list", json!({}));
+    let server = status["result"]["data"]
+        .as_array()
+        .and_then(|d| d.iter().find(|x| x["name"] == "vox-http"))
+        .unwrap_or_else(|| panic!("vox-http in {status}"))
+        .clone();
+    assert!(
+        server["tools"].get("vox_memory_recall").is_some(),
+        "{server}"
+    );
+}
