@@ -20,7 +20,7 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo nextest run --workspace --no-fail-fast
 # The store's repository tests again, on PostgreSQL (each test on a fresh database).
 if [ -n "${VOX_TEST_PG_URL:-}" ]; then
-  VOX_TEST_STORE=postgres cargo nextest run -p vox-store --test orchestration --test tasks --test mesh --no-fail-fast
+  VOX_TEST_STORE=postgres cargo nextest run -p vox-store --test orchestration --test tasks --test mesh --test upstream --no-fail-fast
 fi
 
 if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import mcp' 2>/dev/null; then

@@ -98,49 +98,36 @@ impl Store {
         tx.commit().map_err(|e| self.err(e))
     }
 
-    /// Records after `after` (a seq), oldest first, at most `limit`; `tool` narrows to one tool
-    /// (or, ending in `*`, a prefix).
-    pub fn audit_since(
+    /// At most `limit` records, oldest first: those after `after` (a seq), or the newest
+    /// when it is `None`; `tool` narrows to one tool (or, ending in `*`, a prefix).
+    pub fn audit_query(
         &self,
-        after: i64,
+        after: Option<i64>,
         limit: i64,
         tool: Option<&str>,
     ) -> Result<Vec<AuditRecord>, StoreError> {
+        let order = if after.is_some() { "ASC" } else { "DESC" };
+        let after = after.unwrap_or(0);
+        let sql = |filter: &str| {
+            format!(
+                "SELECT {COLUMNS} FROM audit_log WHERE seq > ?1 {filter} ORDER BY seq {order} LIMIT ?2"
+            )
+        };
         let c = self.conn()?;
-        let rows = match tool {
+        let rows = match tool.map(|t| (t, t.strip_suffix('*'))) {
             // A prefix is compared as a prefix (no LIKE: `_` is in most tool names).
-            Some(t) => match t.strip_suffix('*') {
-                Some(prefix) => c.query_map(
-                    &format!("SELECT {COLUMNS} FROM audit_log WHERE seq > ?1 AND substr(tool, 1, ?3) = ?4 ORDER BY seq LIMIT ?2"),
-                    params![after, limit, prefix.chars().count() as i64, prefix],
-                    row,
-                ),
-                None => c.query_map(
-                    &format!("SELECT {COLUMNS} FROM audit_log WHERE seq > ?1 AND tool = ?3 ORDER BY seq LIMIT ?2"),
-                    params![after, limit, t],
-                    row,
-                ),
-            },
-            None => c.query_map(
-                &format!("SELECT {COLUMNS} FROM audit_log WHERE seq > ?1 ORDER BY seq LIMIT ?2"),
-                params![after, limit],
+            Some((_, Some(prefix))) => c.query_map(
+                &sql("AND substr(tool, 1, CAST(?3 AS INTEGER)) = ?4"),
+                params![after, limit, prefix.chars().count() as i64, prefix],
                 row,
             ),
+            Some((t, None)) => c.query_map(&sql("AND tool = ?3"), params![after, limit, t], row),
+            None => c.query_map(&sql(""), params![after, limit], row),
         };
-        rows.map_err(|e| self.err(e))
-    }
-
-    /// The newest `n` records, oldest first.
-    pub fn audit_tail(&self, n: i64) -> Result<Vec<AuditRecord>, StoreError> {
-        let c = self.conn()?;
-        let mut rows = c
-            .query_map(
-                &format!("SELECT {COLUMNS} FROM audit_log ORDER BY seq DESC LIMIT ?1"),
-                params![n],
-                row,
-            )
-            .map_err(|e| self.err(e))?;
-        rows.reverse();
+        let mut rows = rows.map_err(|e| self.err(e))?;
+        if order == "DESC" {
+            rows.reverse();
+        }
         Ok(rows)
     }
 }

@@ -8,7 +8,6 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use vox_core::family::blocking;
@@ -16,6 +15,7 @@ use vox_core::{CallCtx, CallObserver, Ctx, Family, ToolError, ToolOutcome};
 use vox_mcp_registry::{Role, SEPARATOR, tool_by_name};
 use vox_store::{AuditRecord, Store};
 use vox_tools_common::store::{db, store};
+use vox_tools_upstream::Upstreams;
 
 /// How many records the trail keeps (the oldest go first).
 pub const KEEP: i64 = 100_000;
@@ -27,8 +27,9 @@ pub struct Audit {
     store: Arc<Store>,
     buffer: Mutex<Vec<AuditRecord>>,
     dropped: std::sync::atomic::AtomicU64,
-    /// Upstream servers whose calls' arguments are kept.
-    with_arguments: HashSet<String>,
+    /// The upstream servers, asked which keep their calls' arguments (so a reload of
+    /// `servers.toml` counts).
+    upstreams: Option<Arc<Upstreams>>,
 }
 
 fn clip(s: &str) -> String {
@@ -65,15 +66,11 @@ impl CallObserver for Audit {
         };
         let (source, server) = source_of(tool);
         let arguments = args
-            .filter(|_| {
-                server
-                    .as_ref()
-                    .is_some_and(|s| self.with_arguments.contains(s))
-            })
+            .filter(|_| server.as_deref().is_some_and(|s| self.keeps_arguments(s)))
             .cloned();
         let record = AuditRecord {
             seq: 0,
-            at: now_ms(),
+            at: vox_store::now_ms(),
             principal: clip(call.principal()),
             role: match scope.caller.role {
                 Role::Write => "write".into(),
@@ -109,10 +106,8 @@ impl CallObserver for Audit {
     }
 
     fn wants_arguments(&self, tool: &str) -> bool {
-        !self.with_arguments.is_empty()
-            && tool
-                .split_once(SEPARATOR)
-                .is_some_and(|(server, _)| self.with_arguments.contains(server))
+        tool.split_once(SEPARATOR)
+            .is_some_and(|(server, _)| self.keeps_arguments(server))
     }
 
     fn flush(&self) {
@@ -127,33 +122,24 @@ impl CallObserver for Audit {
     }
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+impl Audit {
+    /// Whether upstream server `server` opted in to keeping its calls' arguments.
+    fn keeps_arguments(&self, server: &str) -> bool {
+        self.upstreams
+            .as_ref()
+            .is_some_and(|u| u.audits_arguments(server))
+    }
 }
 
 fn after_boot(ctx: &mut Ctx) {
     let Some(store) = ctx.get::<Arc<Store>>().cloned() else {
         return;
     };
-    let with_arguments = vox_tools_upstream::config::load(
-        &ctx.workspace.vox_dir,
-        vox_tools_upstream::config::user_vox_dir().as_deref(),
-    )
-    .map(|servers| {
-        servers
-            .into_iter()
-            .filter(|s| s.audit_arguments)
-            .map(|s| s.id)
-            .collect()
-    })
-    .unwrap_or_default();
     let audit = Arc::new(Audit {
         store,
         buffer: Mutex::default(),
         dropped: Default::default(),
-        with_arguments,
+        upstreams: ctx.get::<Arc<Upstreams>>().cloned(),
     });
     ctx.add_call_observer(audit.clone());
     ctx.insert(audit);
@@ -194,15 +180,9 @@ fn query(ctx: &Ctx, _call: &CallCtx, a: QueryArgs) -> Result<Page, ToolError> {
         audit.flush();
     }
     let s = store(ctx)?;
-    let records = match a.after {
-        Some(after) => s.audit_since(after, limit, a.tool.as_deref()),
-        None if a.tool.is_some() => s.audit_since(0, i64::MAX, a.tool.as_deref()).map(|mut r| {
-            let from = r.len().saturating_sub(limit as usize);
-            r.split_off(from)
-        }),
-        None => s.audit_tail(limit),
-    }
-    .map_err(db)?;
+    let records = s
+        .audit_query(a.after, limit, a.tool.as_deref())
+        .map_err(db)?;
     let next = records.last().map_or(a.after.unwrap_or(0), |r| r.seq);
     Ok(Page { records, next })
 }

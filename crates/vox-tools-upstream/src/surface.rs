@@ -307,6 +307,11 @@ impl Upstreams {
         self.server(id).is_some()
     }
 
+    /// Whether server `id` is declared with `audit_arguments = true`.
+    pub fn audits_arguments(&self, id: &str) -> bool {
+        self.server(id).is_some_and(|s| s.config.audit_arguments)
+    }
+
     /// The live connection of `server`: started (again) when there is none and its backoff
     /// allows, then listed.
     pub(crate) async fn connection(

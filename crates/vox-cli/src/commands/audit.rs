@@ -56,14 +56,7 @@ async fn page(ws: &Workspace, after: Option<i64>, limit: u32, tool: Option<&str>
         return Ok(json!({"records": [], "next": after.unwrap_or(0)}));
     }
     let store = vox_store::Store::open(&db)?;
-    let records = match (after, tool) {
-        (Some(a), t) => store.audit_since(a, i64::from(limit), t)?,
-        (None, Some(t)) => {
-            let mut all = store.audit_since(0, i64::MAX, Some(t))?;
-            all.split_off(all.len().saturating_sub(limit as usize))
-        }
-        (None, None) => store.audit_tail(i64::from(limit))?,
-    };
+    let records = store.audit_query(after, i64::from(limit), tool)?;
     let next = records.last().map_or(after.unwrap_or(0), |r| r.seq);
     Ok(json!({"records": records, "next": next}))
 }
