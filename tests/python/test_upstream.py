@@ -27,6 +27,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EVERYTHING = os.path.join(ROOT, "tests/upstream/node_modules/.bin/mcp-server-everything")
 FAULTY = os.path.join(ROOT, "tests/upstream/faulty.mjs")
 TOKEN = "upstream-test-token-0123456789abcdef"
+# server-everything, its echo classified public, read-only and for the read role.
+EVERY_TOML = f"""[servers.every]
+command = {json.dumps(EVERYTHING)}
+args = ["stdio"]
+[servers.every.tools.echo]
+exposure = "public"
+side_effect = "read_only"
+read_role = true
+"""
 
 
 def workspace(ws: str) -> None:
@@ -38,14 +47,7 @@ def workspace(ws: str) -> None:
     with open(os.path.join(ws, "tools.json"), "w") as f:
         json.dump({"alpha": "first"}, f)
     with open(os.path.join(ws, ".vox", "servers.toml"), "w") as f:
-        f.write(f"""[servers.every]
-command = {json.dumps(EVERYTHING)}
-args = ["stdio"]
-[servers.every.tools.echo]
-exposure = "public"
-side_effect = "read_only"
-read_role = true
-[servers.chg]
+        f.write(EVERY_TOML + f"""[servers.chg]
 command = "node"
 args = [{json.dumps(FAULTY)}, {json.dumps(ws)}]
 trust_new_tools = true
@@ -149,14 +151,7 @@ def leak_workspace(ws: str) -> None:
     with open(os.path.join(ws, ".vox", "profiles", "team.v1.yaml"), "w") as f:
         f.write(PROFILE)
     with open(os.path.join(ws, ".vox", "servers.toml"), "w") as f:
-        f.write(f"""[servers.every]
-command = {json.dumps(EVERYTHING)}
-args = ["stdio"]
-[servers.every.tools.echo]
-exposure = "public"
-side_effect = "read_only"
-read_role = true
-[servers.every.tools.get-sum]
+        f.write(EVERY_TOML + """[servers.every.tools.get-sum]
 exposure = "public"
 side_effect = "network"
 """)

@@ -579,17 +579,7 @@ fn codex_serves_the_tools_of_the_server_vox_client_config_wrote() {
         ws.root(),
         &[("VOX_HOME", ws.home.path())],
     );
-    app.request(
-        "initialize",
-        json!({"clientInfo": {"name": "vox-test", "version": "0"}}),
-    );
-    app.notify("initialized");
-    let status = app.request("mcpServerStatus/list", json!({}));
-    let server = status["result"]["data"]
-        .as_array()
-        .and_then(|d| d.iter().find(|s| s["name"] == "vox-knowledge"))
-        .unwrap_or_else(|| panic!("vox-knowledge in {status}"))
-        .clone();
+    let server = app.mcp_server("vox-knowledge");
     let mut tools: Vec<String> = server["tools"]
         .as_object()
         .map(|t| t.keys().cloned().collect())
@@ -725,17 +715,7 @@ fn codex_reaches_a_vox_serve_through_the_http_entry_vox_client_config_wrote() {
         s.ws.root(),
         &[("VOX_TEST_HTTP_TOKEN", Path::new(common::gateway::WRITE))],
     );
-    app.request(
-        "initialize",
-        json!({"clientInfo": {"name": "vox-test", "version": "0"}}),
-    );
-    app.notify("initialized");
-    let status = app.request("mcpServerStatus/list", json!({}));
-    let server = status["result"]["data"]
-        .as_array()
-        .and_then(|d| d.iter().find(|x| x["name"] == "vox-http"))
-        .unwrap_or_else(|| panic!("vox-http in {status}"))
-        .clone();
+    let server = app.mcp_server("vox-http");
     assert!(
         server["tools"].get("vox_memory_recall").is_some(),
         "{server}"

@@ -5,70 +5,9 @@
 mod common;
 use common::*;
 use serde_json::{Value, json};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const PROFILE: &str = "knowledge,orchestrator";
-
-/// The scripted model: a process answering `POST /v1/responses` from `script`.
-struct Model {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-}
-
-impl Model {
-    fn start(dir: &std::path::Path, script: &Value) -> Model {
-        let bin = PathBuf::from(VOX).with_file_name("scripted-model");
-        assert!(bin.is_file(), "{} is not built", bin.display());
-        let script_path = dir.join("script.json");
-        std::fs::write(&script_path, serde_json::to_vec_pretty(script).unwrap()).unwrap();
-        let port_file = dir.join("model.port");
-        let log = dir.join("model.jsonl");
-        let child = Command::new(bin)
-            .arg("--script")
-            .arg(&script_path)
-            .arg("--port-file")
-            .arg(&port_file)
-            .arg("--log")
-            .arg(&log)
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let port = loop {
-            if let Some(p) = std::fs::read_to_string(&port_file)
-                .ok()
-                .and_then(|t| t.trim().parse().ok())
-            {
-                break p;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the scripted model did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        Model { child, port, log }
-    }
-
-    /// The requests it answered, as logged.
-    fn requests(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-}
-
-impl Drop for Model {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A git workspace whose daemon runs Codex workers against `model`.
 fn fleet_workspace(codex_js: &str, model: &Model, dir: &std::path::Path) -> Ws {

@@ -174,16 +174,7 @@ async fn denial_codes_carry_their_http_status_on_rest_and_ws() {
     assert_eq!(r.status, 400);
 
     let mut socket = ws_connect(s.addr, READ).await;
-    let mut ask = async |v: Value| -> Value {
-        socket
-            .send(tokio_tungstenite::tungstenite::Message::Text(
-                v.to_string().into(),
-            ))
-            .await
-            .unwrap();
-        let m = socket.next().await.unwrap().unwrap();
-        serde_json::from_str(m.to_text().unwrap()).unwrap()
-    };
+    let mut ask = async |v: Value| -> Value { ws_ask(&mut socket, v).await };
     let listed = ask(json!({"id": 1, "type": "list_tools"})).await;
     assert_eq!(listed["type"], "list_tools_result");
     let read_names = names(&listed);

@@ -259,55 +259,6 @@ async fn a_workspace_profile_serves_exactly_its_catalog_and_upstream_tools() {
     );
 }
 
-/// The scripted model (Responses API) answering from `script`; killed on drop.
-struct Model {
-    child: std::process::Child,
-    port: u16,
-    log: PathBuf,
-}
-
-impl Model {
-    fn start(dir: &std::path::Path, script: &Value) -> Model {
-        let bin = PathBuf::from(VOX).with_file_name("scripted-model");
-        assert!(bin.is_file(), "{} is not built", bin.display());
-        let script_path = dir.join("script.json");
-        std::fs::write(&script_path, serde_json::to_vec(script).unwrap()).unwrap();
-        let (port_file, log) = (dir.join("model.port"), dir.join("model.jsonl"));
-        let child = std::process::Command::new(bin)
-            .arg("--script")
-            .arg(&script_path)
-            .arg("--port-file")
-            .arg(&port_file)
-            .arg("--log")
-            .arg(&log)
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let port = loop {
-            if let Some(p) = std::fs::read_to_string(&port_file)
-                .ok()
-                .and_then(|t| t.trim().parse().ok())
-            {
-                break p;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the scripted model did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        Model { child, port, log }
-    }
-}
-
-impl Drop for Model {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn codex_lists_and_calls_an_upstream_tool_through_vox() {
     let Some(codex_js) = codex_js() else { return };
@@ -350,17 +301,7 @@ fn codex_lists_and_calls_an_upstream_tool_through_vox() {
     )
     .unwrap();
     let mut app = AppServer::start(&codex_js, &codex_home, ws.root(), &[]);
-    app.request(
-        "initialize",
-        json!({"clientInfo": {"name": "vox-test", "version": "0"}}),
-    );
-    app.notify("initialized");
-    let status = app.request("mcpServerStatus/list", json!({}));
-    let server = status["result"]["data"]
-        .as_array()
-        .and_then(|d| d.iter().find(|s| s["name"] == "vox"))
-        .unwrap_or_else(|| panic!("vox in {status}"))
-        .clone();
+    let server = app.mcp_server("vox");
     assert!(server["tools"].get("every__echo").is_some(), "{server}");
 
     let thread = app.request(
@@ -398,8 +339,7 @@ fn codex_lists_and_calls_an_upstream_tool_through_vox() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_the_websocket_each_token_reaches_exactly_its_upstream_tools() {
-    use common::gateway::{READ, Server, WRITE, names, ws_connect};
-    use futures_util::{SinkExt, StreamExt};
+    use common::gateway::{READ, Server, WRITE, names, ws_ask, ws_connect};
     let Some(bin) = everything() else { return };
     let ws = workspace(&bin);
     std::fs::write(
@@ -425,16 +365,7 @@ async fn over_the_websocket_each_token_reaches_exactly_its_upstream_tools() {
         (READ, vec!["every__echo"]),
     ] {
         let mut socket = ws_connect(s.addr, token).await;
-        let mut ask = async |v: Value| -> Value {
-            socket
-                .send(tokio_tungstenite::tungstenite::Message::Text(
-                    v.to_string().into(),
-                ))
-                .await
-                .unwrap();
-            let m = socket.next().await.unwrap().unwrap();
-            serde_json::from_str(m.to_text().unwrap()).unwrap()
-        };
+        let mut ask = async |v: Value| -> Value { ws_ask(&mut socket, v).await };
         let deadline = Instant::now() + Duration::from_secs(20);
         let listed = loop {
             let l = names(&ask(json!({"id": 1, "type": "list_tools"})).await);

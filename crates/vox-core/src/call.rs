@@ -466,17 +466,14 @@ impl CallCtx {
             )));
         };
         let reply = ev.ask(ask, params).map_err(AskError::Unsupported)?;
-        let cancel = self.cancel.clone();
-        {
-            tokio::select! {
-                r = reply => match r {
-                    Ok(Ok(v)) => Ok(v),
-                    Ok(Err(why)) => Err(AskError::Failed(why)),
-                    Err(_) => Err(AskError::Failed("the client's answer was lost (its connection ended)".into())),
-                },
-                () = tokio::time::sleep(timeout) => Err(AskError::TimedOut),
-                () = cancel.cancelled() => Err(AskError::Cancelled),
-            }
+        tokio::select! {
+            r = reply => match r {
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(why)) => Err(AskError::Failed(why)),
+                Err(_) => Err(AskError::Failed("the client's answer was lost (its connection ended)".into())),
+            },
+            () = tokio::time::sleep(timeout) => Err(AskError::TimedOut),
+            () = self.cancel.cancelled() => Err(AskError::Cancelled),
         }
     }
 

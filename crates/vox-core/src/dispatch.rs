@@ -286,11 +286,7 @@ impl Orchestrator {
         let args = if args.is_null() { json!({}) } else { args };
         let work = async { Ok(upstream.call(name, args, call).await) };
         match self.under_deadline(name, call, work).await {
-            Ok(ToolOutcome::Content(blocks)) => match cap_result(name, Value::Array(blocks)) {
-                ToolOutcome::Ok(Value::Array(blocks)) => ToolOutcome::Content(blocks),
-                other => other,
-            },
-            Ok(other) => other,
+            Ok(outcome) => capped(name, outcome),
             Err(e) => ToolOutcome::Failed(e),
         }
     }
@@ -314,14 +310,7 @@ impl Orchestrator {
                 .find_map(|p| p.call(&owned, &args, &inner)))
         });
         match self.under_deadline(name, call, work).await {
-            Ok(Some(ToolOutcome::Ok(v))) => cap_result(name, v),
-            Ok(Some(ToolOutcome::Content(blocks))) => {
-                match cap_result(name, Value::Array(blocks)) {
-                    ToolOutcome::Ok(Value::Array(blocks)) => ToolOutcome::Content(blocks),
-                    other => other,
-                }
-            }
-            Ok(Some(other)) => other,
+            Ok(Some(outcome)) => capped(name, outcome),
             Err(e) => ToolOutcome::Failed(e),
             Ok(None) => ToolOutcome::Denied(unknown),
         }
@@ -363,6 +352,18 @@ fn json_kind(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+/// `outcome` under the result cap: a value or content blocks too large are refused.
+fn capped(name: &str, outcome: ToolOutcome) -> ToolOutcome {
+    match outcome {
+        ToolOutcome::Ok(v) => cap_result(name, v),
+        ToolOutcome::Content(blocks) => match cap_result(name, Value::Array(blocks)) {
+            ToolOutcome::Ok(Value::Array(blocks)) => ToolOutcome::Content(blocks),
+            other => other,
+        },
+        other => other,
     }
 }
 

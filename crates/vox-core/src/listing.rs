@@ -69,8 +69,12 @@ impl Orchestrator {
         let providers = &self.ctx.hooks().dynamic;
         // A name an upstream server serves is that server's (`Orchestrator::call` decides it as
         // the server's tool): a workspace tool of the same name is shadowed, as `vox_*` ones are.
-        let upstream = self.ctx.hooks().upstream.as_ref();
-        let shadowed = |n: &str| upstream.is_some_and(|u| u.class_of(n).is_some());
+        let served = self.ctx.hooks().upstream.as_ref().map(|u| u.tools());
+        let shadowed = |n: &str| {
+            served
+                .as_ref()
+                .is_some_and(|t| t.binary_search_by(|u| u.name.as_str().cmp(n)).is_ok())
+        };
         let mut tools = Vec::new();
         for (i, p) in providers.iter().enumerate() {
             tools.extend(p.descriptors(workspace).into_iter().filter(|d| {

@@ -63,8 +63,10 @@ pub fn run(workspace: Option<&Path>, json_out: bool) -> Result<ExitCode> {
                 json!({"root": ws.root, "found_by": found.to_string(), "id": ws.id}),
             );
             gitignore(&mut r, &ws);
-            daemon(&mut r, &ws, profile.as_deref());
-            subsystems(&mut r, &ws);
+            let report = daemon(&mut r, &ws, profile.as_deref());
+            if let Some(report) = report {
+                subsystems(&mut r, report);
+            }
             log_file(&mut r, &ws);
             store(&mut r, &ws);
             skills(&mut r, &ws);
@@ -236,19 +238,25 @@ fn gitignore(r: &mut Report, ws: &Workspace) {
     }
 }
 
-fn daemon(r: &mut Report, ws: &Workspace, profile: Option<&str>) {
+/// The daemon answers on its socket in the protocol of this build: its boot report, when it
+/// does.
+fn daemon(r: &mut Report, ws: &Workspace, profile: Option<&str>) -> Option<Value> {
     let info_path = ws.daemon_info_path();
     let info: Option<Value> = std::fs::read_to_string(&info_path)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
-    let ping = tokio::runtime::Builder::new_current_thread()
+    let answered = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .ok()
         .and_then(|rt| {
-            rt.block_on(vox_daemon::client::connect_and_ping(ws))
-                .map(|(_, ping)| ping)
+            rt.block_on(async {
+                let (c, ping) = vox_daemon::client::connect_and_ping(ws).await?;
+                let report = c.call("orch.boot_report", json!({})).await.ok();
+                Some((ping, report))
+            })
         });
+    let (ping, report) = answered.unzip();
     let details = json!({"socket": ws.socket_path(), "info": info, "ping": ping});
     let Some(ping) = ping else {
         match info {
@@ -280,7 +288,7 @@ fn daemon(r: &mut Report, ws: &Workspace, profile: Option<&str>) {
                 details,
             ),
         }
-        return;
+        return None;
     };
     let running = ping["profile"].as_str().unwrap_or("dev");
     let summary = format!(
@@ -312,24 +320,12 @@ fn daemon(r: &mut Report, ws: &Workspace, profile: Option<&str>) {
     } else {
         r.add("daemon", Status::Ok, summary, details);
     }
+    report.flatten()
 }
 
 /// The running daemon's boot report: a subsystem that did not boot is a failure (its tools
 /// answer 503 and `/ready` says so).
-fn subsystems(r: &mut Report, ws: &Workspace) {
-    let report = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .ok()
-        .and_then(|rt| {
-            rt.block_on(async {
-                let (c, _) = vox_daemon::client::connect_and_ping(ws).await?;
-                c.call("orch.boot_report", json!({})).await.ok()
-            })
-        });
-    let Some(report) = report else {
-        return;
-    };
+fn subsystems(r: &mut Report, report: Value) {
     let failed = report["failed"].as_object().cloned().unwrap_or_default();
     if failed.is_empty() {
         let booted = report["booted"].as_array().map_or(0, Vec::len);

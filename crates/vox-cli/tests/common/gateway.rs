@@ -175,6 +175,19 @@ pub async fn ws_connect(addr: SocketAddr, token: &str) -> WsStream {
     tokio_tungstenite::connect_async(req).await.unwrap().0
 }
 
+/// Sends one `/v1/ws` message and returns the next frame, parsed.
+pub async fn ws_ask(socket: &mut WsStream, v: Value) -> Value {
+    use futures_util::{SinkExt, StreamExt};
+    socket
+        .send(tokio_tungstenite::tungstenite::Message::Text(
+            v.to_string().into(),
+        ))
+        .await
+        .unwrap();
+    let m = socket.next().await.unwrap().unwrap();
+    serde_json::from_str(m.to_text().unwrap()).unwrap()
+}
+
 /// Sends `request` exactly as given (no Host or other header added) and returns the status and
 /// the whole answer.
 pub async fn raw_request(to: SocketAddr, request: &str) -> (u16, String) {

@@ -299,6 +299,21 @@ impl AppServer {
             }
         }
     }
+    /// `initialize`, `initialized`, then `mcpServerStatus/list`: the status of MCP server
+    /// `name` as Codex reports it (its `tools` by name).
+    pub fn mcp_server(&mut self, name: &str) -> Value {
+        self.request(
+            "initialize",
+            json!({"clientInfo": {"name": "vox-test", "version": "0"}}),
+        );
+        self.notify("initialized");
+        let status = self.request("mcpServerStatus/list", json!({}));
+        status["result"]["data"]
+            .as_array()
+            .and_then(|d| d.iter().find(|s| s["name"] == name))
+            .unwrap_or_else(|| panic!("{name} in {status}"))
+            .clone()
+    }
     pub fn notify(&mut self, method: &str) {
         use std::io::Write;
         writeln!(
@@ -346,4 +361,67 @@ pub async fn kill_daemon_under_call(
         .expect("the call in flight is answered")
         .unwrap()
         .unwrap()
+}
+
+/// The scripted model (`crates/scripted-model`): a process answering the Responses API from
+/// `script`, killed on drop.
+pub struct Model {
+    child: std::process::Child,
+    /// The port it answers on.
+    pub port: u16,
+    /// Its request log (one JSON line per request, body included).
+    pub log: PathBuf,
+}
+
+impl Model {
+    /// Starts it in `dir` (its script, port file and log go there).
+    pub fn start(dir: &std::path::Path, script: &Value) -> Model {
+        let bin = PathBuf::from(VOX).with_file_name("scripted-model");
+        assert!(bin.is_file(), "{} is not built", bin.display());
+        let script_path = dir.join("script.json");
+        std::fs::write(&script_path, serde_json::to_vec_pretty(script).unwrap()).unwrap();
+        let port_file = dir.join("model.port");
+        let log = dir.join("model.jsonl");
+        let child = std::process::Command::new(bin)
+            .arg("--script")
+            .arg(&script_path)
+            .arg("--port-file")
+            .arg(&port_file)
+            .arg("--log")
+            .arg(&log)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let port = loop {
+            if let Some(p) = std::fs::read_to_string(&port_file)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+            {
+                break p;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the scripted model did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        Model { child, port, log }
+    }
+
+    /// The requests it answered, as logged.
+    pub fn requests(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+}
+
+impl Drop for Model {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
