@@ -1,7 +1,10 @@
-//! The READMEs run: every `sh` block of every tracked README is executed, in order, by bash in
-//! a scratch copy of the repository's tracked files, with this build's binaries first on PATH
-//! and a fresh HOME per block. A renamed file, a missing example input or a wrong flag fails
-//! here.
+//! The READMEs and the pages of `docs/` run: every `sh` block of every tracked README and of
+//! every `docs/*.md` is executed, in order, by bash in a scratch copy of the repository's tracked
+//! files, with this build's binaries first on PATH and a fresh HOME per block. Each document gets
+//! a fresh copy of its own, so a page's blocks hold for a reader who starts on that page: the
+//! blocks of one document share its workspace (what one block creates, the next finds), and no
+//! document sees another's. A renamed file, a missing example input or a wrong flag fails here,
+//! and so does a relative link to a file or heading that does not exist.
 //!
 //! What the runner changes, so the blocks run against the build under test instead of building
 //! again: `cargo build …` is already done; `cargo run [--release] (--bin|-p) NAME [--]` is
@@ -18,7 +21,7 @@
 //! - `<!-- readme: skip — reason -->`: not run, for the reason given (the test command itself,
 //!   minutes-long benchmarks). Its repository paths must still exist.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -411,30 +414,36 @@ fn run_transcript(block: &Block, repo: &Path, bin: &Path, scratch: &Path) -> Res
     Ok(())
 }
 
-#[test]
-fn every_readme_command_block_runs() {
-    let root = repo_root();
-    let files = tracked_files(&root);
-    let scratch = tempfile::Builder::new()
-        .prefix("voxrd")
-        .tempdir_in("/tmp")
-        .unwrap();
-    let repo = scratch.path().join("repo");
-    for f in &files {
-        let dest = repo.join(f);
-        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
-        std::fs::copy(root.join(f), &dest).unwrap();
+/// The documents whose blocks run: every README, and the pages of `docs/`.
+fn documents(files: &[String]) -> Vec<&String> {
+    let mut docs: Vec<&String> = files
+        .iter()
+        .filter(|f| f.ends_with("README.md") || (f.starts_with("docs/") && f.ends_with(".md")))
+        .collect();
+    docs.sort();
+    docs
+}
+
+/// Copies the repository's files to `dest`, a checkout of its own as a user's is: the workspace
+/// a block's `vox` finds is the copy, never a `.vox/` or `.git` that happens to sit above it in
+/// /tmp.
+fn scratch_copy(root: &Path, files: &[String], dest: &Path) {
+    for f in files {
+        let to = dest.join(f);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(root.join(f), &to).unwrap();
     }
-    // The copy is a checkout of its own, as a user's is: the workspace a block's `vox` finds
-    // is the copy, never a `.vox/` or `.git` that happens to sit above it in /tmp.
     let init = Command::new("git")
         .args(["init", "-q"])
-        .current_dir(&repo)
+        .current_dir(dest)
         .status()
         .unwrap();
     assert!(init.success(), "git init of the scratch copy");
-    let bin = scratch.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
+}
+
+/// A directory of links to the binaries a document may call by name.
+fn link_binaries(bin: &Path) {
+    std::fs::create_dir_all(bin).unwrap();
     let built = Path::new(VOX).parent().unwrap();
     // The bench binaries are built only when their package is (blocks that use them are
     // skipped); a block that runs a binary that is not here fails with "command not found".
@@ -451,38 +460,224 @@ fn every_readme_command_block_runs() {
             built.display()
         );
     }
-    let mut readmes: Vec<&String> = files.iter().filter(|f| f.ends_with("README.md")).collect();
-    readmes.sort();
-    let mut failures = vec![];
-    let (mut ran, mut skipped) = (0, vec![]);
-    for readme in readmes {
-        let text = std::fs::read_to_string(root.join(readme)).unwrap();
-        for block in parse_blocks(readme, &text) {
-            let missing = missing_paths(&root, &block.text);
-            if !missing.is_empty() {
-                failures.push(format!(
-                    "{}:{}: names paths that do not exist: {}",
-                    block.file,
-                    block.line,
-                    missing.join(", ")
-                ));
+}
+
+/// What the documents' blocks came to.
+#[derive(Default)]
+struct Tally {
+    ran: usize,
+    skipped: Vec<String>,
+    failures: Vec<String>,
+}
+
+/// Runs one document's blocks, in order, in a fresh copy of the repository of its own.
+fn run_document(doc: &str, root: &Path, files: &[String], scratch: &Path, tally: &mut Tally) {
+    let text = std::fs::read_to_string(root.join(doc)).unwrap();
+    let blocks = parse_blocks(doc, &text);
+    if blocks.is_empty() {
+        return;
+    }
+    // Named after the document, so what one document's daemons left behind is never the next's.
+    let repo = scratch.join(format!("repo-{}", doc.replace('/', "_")));
+    scratch_copy(root, files, &repo);
+    let bin = scratch.join("bin");
+    for block in blocks {
+        let missing = missing_paths(root, &block.text);
+        if !missing.is_empty() {
+            tally.failures.push(format!(
+                "{}:{}: names paths that do not exist: {}",
+                block.file,
+                block.line,
+                missing.join(", ")
+            ));
+        }
+        if let Mode::Skip(reason) = &block.mode {
+            tally
+                .skipped
+                .push(format!("{}:{} ({reason})", block.file, block.line));
+            continue;
+        }
+        tally.ran += 1;
+        if let Err(e) = run_block(&block, &repo, &bin, scratch) {
+            tally.failures.push(e);
+        }
+    }
+    // The next document starts from the repository as it is, not from what these blocks left.
+    let _ = std::fs::remove_dir_all(&repo);
+}
+
+#[test]
+fn every_readme_and_docs_command_block_runs() {
+    let root = repo_root();
+    let files = tracked_files(&root);
+    let scratch = tempfile::Builder::new()
+        .prefix("voxrd")
+        .tempdir_in("/tmp")
+        .unwrap();
+    link_binaries(&scratch.path().join("bin"));
+    let mut tally = Tally::default();
+    for doc in documents(&files) {
+        run_document(doc, &root, &files, scratch.path(), &mut tally);
+    }
+    let Tally {
+        ran,
+        skipped,
+        failures,
+    } = tally;
+    eprintln!(
+        "README and docs blocks: {ran} ran; skipped: {}",
+        skipped.join("; ")
+    );
+    assert!(ran >= 5, "only {ran} README and docs blocks ran");
+    assert!(
+        failures.is_empty(),
+        "README and docs blocks that fail:\n{}",
+        failures.join("\n\n")
+    );
+}
+
+/// Relative link targets (`[text](target)`) of a markdown text with their line numbers; code
+/// blocks and inline code hold examples, not links, and are left out.
+fn link_targets(text: &str) -> Vec<(usize, String)> {
+    let mut targets = vec![];
+    let mut in_fence = false;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if in_fence {
+            continue;
+        }
+        // The text outside backticks: every other piece between them.
+        let prose: Vec<&str> = line.split('`').step_by(2).collect();
+        let prose = prose.join(" ");
+        let mut rest = prose.as_str();
+        while let Some(at) = rest.find("](") {
+            rest = &rest[at + 2..];
+            let end = rest.find(')').unwrap_or(rest.len());
+            let target = &rest[..end];
+            // A URL (`https:`, `mailto:`) is not the repository's to check.
+            let url = target
+                .split_once(':')
+                .is_some_and(|(scheme, _)| scheme.chars().all(|c| c.is_ascii_alphabetic()));
+            if !target.is_empty() && !url && !target.contains(char::is_whitespace) {
+                targets.push((i + 1, target.to_owned()));
             }
-            if let Mode::Skip(reason) = &block.mode {
-                skipped.push(format!("{}:{} ({reason})", block.file, block.line));
-                continue;
-            }
-            ran += 1;
-            if let Err(e) = run_block(&block, &repo, &bin, scratch.path()) {
-                failures.push(e);
+            rest = &rest[end..];
+        }
+    }
+    targets
+}
+
+/// The anchors GitHub gives a markdown text's headings: lower case, punctuation other than `-`
+/// and `_` dropped, spaces as `-`, and a repeated one suffixed `-1`, `-2`, ...
+fn heading_anchors(text: &str) -> BTreeSet<String> {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut anchors = BTreeSet::new();
+    let mut in_fence = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+            continue;
+        }
+        let level = line.len() - line.trim_start_matches('#').len();
+        if in_fence || level == 0 || level > 6 || !line[level..].starts_with(' ') {
+            continue;
+        }
+        let title = line[level..].trim().trim_end_matches('#').trim_end();
+        let slug: String = title
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect();
+        let n = seen.entry(slug.clone()).or_insert(0);
+        anchors.insert(if *n == 0 { slug } else { format!("{slug}-{n}") });
+        *n += 1;
+    }
+    anchors
+}
+
+/// The relative links of `file` (a repository path) whose file or heading does not exist.
+fn broken_links(root: &Path, file: &str, text: &str) -> Vec<String> {
+    let dir = Path::new(file).parent().unwrap_or(Path::new(""));
+    let mut broken = vec![];
+    for (line, target) in link_targets(text) {
+        let (path, anchor) = match target.split_once('#') {
+            Some((path, anchor)) => (path, Some(anchor)),
+            None => (target.as_str(), None),
+        };
+        let resolved = if path.is_empty() {
+            root.join(file)
+        } else {
+            root.join(dir).join(path)
+        };
+        if !resolved.exists() {
+            broken.push(format!("{file}:{line}: {target}: no such file"));
+            continue;
+        }
+        if let Some(anchor) = anchor
+            && resolved.extension().is_some_and(|e| e == "md")
+        {
+            let linked = std::fs::read_to_string(&resolved).unwrap_or_default();
+            if !heading_anchors(&linked).contains(anchor) {
+                broken.push(format!("{file}:{line}: {target}: no such heading"));
             }
         }
     }
-    eprintln!("README blocks: {ran} ran; skipped: {}", skipped.join("; "));
-    assert!(ran >= 5, "only {ran} README blocks ran");
+    broken
+}
+
+#[test]
+fn every_relative_link_in_the_documentation_resolves() {
+    let root = repo_root();
+    let mut broken = vec![];
+    for f in tracked_files(&root).iter().filter(|f| f.ends_with(".md")) {
+        let text = std::fs::read_to_string(root.join(f)).unwrap();
+        broken.extend(broken_links(&root, f, &text));
+    }
     assert!(
-        failures.is_empty(),
-        "README blocks that fail:\n{}",
-        failures.join("\n\n")
+        broken.is_empty(),
+        "links to nothing:\n{}",
+        broken.join("\n")
+    );
+}
+
+#[test]
+fn links_and_anchors_are_read_as_github_renders_them() {
+    let anchors = heading_anchors(
+        "# vox\n## Other people's MCP servers (upstream)\n## stdio (`vox mcp`)\n## A\n## A\n```sh\n# not a heading\n```\n",
+    );
+    let want: BTreeSet<String> = [
+        "vox",
+        "other-peoples-mcp-servers-upstream",
+        "stdio-vox-mcp",
+        "a",
+        "a-1",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    assert_eq!(anchors, want);
+    let targets = link_targets(
+        "[a](docs/a.md) and [b](https://example.com) `[c](no.md)`\n```\n[d](no.md)\n```\n[e](#a)\n",
+    );
+    assert_eq!(
+        targets,
+        vec![(1, "docs/a.md".to_owned()), (5, "#a".to_owned())]
+    );
+    let root = repo_root();
+    assert_eq!(
+        broken_links(
+            &root,
+            "docs/x.md",
+            "[r](../README.md#vox) [n](nope.md) [h](../README.md#nope)\n"
+        ),
+        vec![
+            "docs/x.md:1: nope.md: no such file",
+            "docs/x.md:1: ../README.md#nope: no such heading"
+        ]
     );
 }
 
