@@ -19,7 +19,7 @@ pub enum ConfigError {
     },
     /// Neither token is set and unauthenticated access was not asked for.
     #[error(
-        "gateway auth required: set VOX_MCP_HTTP_BEARER_TOKEN (write) and/or VOX_MCP_HTTP_READ_BEARER_TOKEN (read), or VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED=1 when bound to loopback"
+        "gateway auth required: set VOX_MCP_HTTP_BEARER_TOKEN (write) and/or VOX_MCP_HTTP_READ_BEARER_TOKEN (read), VOX_MCP_HTTP_OAUTH_ISSUER (OAuth 2.1 access tokens), or VOX_MCP_HTTP_ALLOW_UNAUTHENTICATED=1 when bound to loopback"
     )]
     NoAuth,
     /// Unauthenticated access was asked for on a bind address other than 127.0.0.1 or ::1.
@@ -89,7 +89,9 @@ pub struct GatewayConfig {
     pub extra_hosts: Vec<String>,
     /// `VOX_MCP_HTTP_ALLOWED_ORIGINS`: extra browser `Origin` values accepted, compared exactly.
     pub extra_origins: Vec<String>,
-    /// `extra_hosts` parsed (checked at startup).
+    /// `VOX_MCP_HTTP_OAUTH_*`: OAuth 2.1 access tokens accepted beside the static tokens.
+    pub oauth: Option<crate::oauth::OAuthSettings>,
+    /// `extra_hosts` parsed (checked at startup), and the OAuth resource's host.
     extra_authorities: Vec<HostPort>,
 }
 
@@ -152,7 +154,12 @@ impl GatewayConfig {
         if write_token.is_some() && write_token == read_token {
             return Err(ConfigError::SameTokens);
         }
-        if write_token.is_none() && read_token.is_none() && !allow_unauthenticated {
+        let oauth = crate::oauth::OAuthSettings::from_lookup(&get, host)?;
+        if write_token.is_none()
+            && read_token.is_none()
+            && !allow_unauthenticated
+            && oauth.is_none()
+        {
             return Err(ConfigError::NoAuth);
         }
         let rate = |var: &'static str, default: u32| -> Result<NonZeroU32, ConfigError> {
@@ -171,7 +178,7 @@ impl GatewayConfig {
         let extra_hosts = get("VOX_MCP_HTTP_ALLOWED_HOSTS")
             .map(|v| list(&v))
             .unwrap_or_default();
-        let extra_authorities = extra_hosts
+        let mut extra_authorities: Vec<HostPort> = extra_hosts
             .iter()
             .map(|h| {
                 HostPort::parse_allowed(h).ok_or_else(|| ConfigError::Invalid {
@@ -180,6 +187,18 @@ impl GatewayConfig {
                 })
             })
             .collect::<Result<_, _>>()?;
+        // The resource's own host is the name clients reach this gateway by (behind a proxy
+        // that keeps `Host`), so it is an allowed host.
+        if let Some(resource) = oauth.as_ref().and_then(|o| o.resource.as_deref())
+            && let Ok(url) = url::Url::parse(resource)
+            && let Some(host) = url.host_str()
+        {
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            if let Some(mut hp) = HostPort::parse_allowed(host) {
+                hp.port = url.port();
+                extra_authorities.push(hp);
+            }
+        }
         Ok(GatewayConfig {
             host,
             port,
@@ -200,6 +219,7 @@ impl GatewayConfig {
             extra_origins: get("VOX_MCP_HTTP_ALLOWED_ORIGINS")
                 .map(|v| list(&v))
                 .unwrap_or_default(),
+            oauth,
             extra_authorities,
         })
     }

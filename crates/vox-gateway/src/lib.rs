@@ -26,6 +26,7 @@ mod config;
 mod failures;
 pub mod listen;
 mod mcp;
+pub mod oauth;
 mod ws;
 
 pub use config::{ConfigError, GatewayConfig};
@@ -68,6 +69,8 @@ pub struct Who {
     /// The orchestrator agent whose credential (`voxa_…`) the bearer token is: every call is
     /// that agent's, on the agent path.
     pub acting_agent: Option<String>,
+    /// What the caller's OAuth access token grants, when it presented one.
+    pub grant: Option<Arc<oauth::Grant>>,
 }
 
 /// Longest `X-Vox-Session` value accepted.
@@ -103,6 +106,8 @@ pub struct Shared {
     /// Failed authentications by peer address.
     failures: failures::AuthFailures,
     metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+    /// The OAuth resource server, when `VOX_MCP_HTTP_OAUTH_ISSUER` is set.
+    oauth: Option<Arc<oauth::OAuth>>,
 }
 
 impl Shared {
@@ -110,8 +115,15 @@ impl Shared {
     /// the caller's role and peer, its session, the agent its credential is, and for `/mcp`
     /// (`mcp`) the workspace's tools when they are served to it.
     fn scope(&self, who: &Who, mcp: bool) -> Arc<CallScope> {
-        let mut scope = CallScope::new(self.surface.clone(), who.caller, &who.agent, &who.session);
-        if self.narrowed {
+        let narrowing = who.grant.as_ref().and_then(|g| g.narrowing.as_ref());
+        let surface = match narrowing {
+            Some(p) => self.surface.intersect(p),
+            None => self.surface.clone(),
+        };
+        let mut scope = CallScope::new(surface, who.caller, &who.agent, &who.session);
+        if narrowing.is_some() {
+            scope = scope.narrowed_by("this token's profile scope");
+        } else if self.narrowed {
             scope = scope.narrowed_by("this gateway's allowlist");
         }
         if !who.session_named {
@@ -134,15 +146,28 @@ impl Shared {
     }
 }
 
-/// Builds the router; fails on an allowlist naming unknown tools (deny by default: nothing is
-/// silently ignored). `metrics` is the installed Prometheus recorder, if any.
+/// Builds the router, and the OAuth resource server when one is configured (its resource
+/// URI defaults to `config`'s address, so `config.port` is the bound port); fails on an
+/// allowlist naming unknown tools (deny by default: nothing is silently ignored). `metrics` is
+/// the installed Prometheus recorder, if any.
 pub fn router(
     orch: Arc<Orchestrator>,
     config: GatewayConfig,
     metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
     shutdown: CancellationToken,
-) -> Result<Router, ConfigError> {
+) -> Result<(Router, Option<Arc<oauth::OAuth>>), ConfigError> {
     let surface = config.surface(orch.profile())?;
+    let oauth = match &config.oauth {
+        Some(settings) => Some(Arc::new(
+            oauth::OAuth::new(settings.clone(), config.host, config.port).map_err(|message| {
+                ConfigError::Invalid {
+                    var: "VOX_MCP_HTTP_OAUTH_ISSUER",
+                    message,
+                }
+            })?,
+        )),
+        None => None,
+    };
     let quota = Quota::per_second(config.rate_per_sec).allow_burst(config.rate_burst);
     let narrowed = surface != *orch.profile();
     let shared = Arc::new(Shared {
@@ -152,6 +177,7 @@ pub fn router(
         limiter: RateLimiter::keyed(quota),
         failures: failures::AuthFailures::new(config.auth_failures_per_min.get()),
         metrics,
+        oauth: oauth.clone(),
         config,
     });
     let (mcp, owners) = mcp::service(shared.clone(), shutdown);
@@ -167,6 +193,11 @@ pub fn router(
         .route("/v1/tools", get(list_tools))
         .route("/v1/tools/call", post(call_tool))
         .route("/v1/ws", get(ws::upgrade))
+        .route(PROTECTED_RESOURCE_METADATA, get(resource_metadata))
+        .route(
+            &format!("{PROTECTED_RESOURCE_METADATA}/{{*resource}}"),
+            get(resource_metadata),
+        )
         .nest_service("/mcp", mcp)
         .layer(axum::middleware::from_fn_with_state(shared.clone(), guard))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(
@@ -177,7 +208,23 @@ pub fn router(
             Duration::from_secs(60),
         ))
         .with_state(shared);
-    Ok(app)
+    Ok((app, oauth))
+}
+
+/// Where the protected resource metadata is served (RFC 9728 §3), also with the resource's
+/// path appended (`…/mcp`).
+const PROTECTED_RESOURCE_METADATA: &str = "/.well-known/oauth-protected-resource";
+
+/// The protected resource metadata: 404 when OAuth is off.
+async fn resource_metadata(State(s): State<Arc<Shared>>) -> Response {
+    match &s.oauth {
+        Some(o) => Json(o.metadata()).into_response(),
+        None => error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "OAuth is not enabled on this gateway (VOX_MCP_HTTP_OAUTH_ISSUER)",
+        ),
+    }
 }
 
 /// `{"error":{"code","message"}}` with a status.
@@ -307,7 +354,8 @@ async fn guard(
         }
     }
     let path = req.uri().path().to_owned();
-    if path == "/health" || path == "/ready" {
+    // Health, and where a client learns how to get a token, need no token.
+    if path == "/health" || path == "/ready" || path.starts_with(PROTECTED_RESOURCE_METADATA) {
         return next.run(req).await;
     }
     let loopback = trusted_loopback(peer.ip());
@@ -319,44 +367,21 @@ async fn guard(
         ));
     }
     let token = bearer(headers);
-    let mut acting_agent = None;
-    let role = match token {
-        Some(t)
-            if s.config
-                .write_token
-                .as_deref()
-                .is_some_and(|w| same_secret(t, w.as_bytes())) =>
-        {
-            Some(Role::Write)
-        }
-        Some(t)
-            if s.config
-                .read_token
-                .as_deref()
-                .is_some_and(|r| same_secret(t, r.as_bytes())) =>
-        {
-            Some(Role::Read)
-        }
-        // An agent's credential (issued by vox_spawn_agent): the request is that agent's, and
-        // decided on the agent path (its own profile's public tools, approvals, budget).
-        Some(t) => match std::str::from_utf8(t)
-            .map_err(|_| ())
-            .and_then(|t| s.orch.authenticate_agent(t).map_err(|_| ()))
-        {
-            Ok(a) => {
-                acting_agent = Some(a.id);
-                Some(Role::Write)
+    let who = match identify(&s, token, peer.ip()).await {
+        Ok(who) => who,
+        Err(refused) => {
+            if token.is_some() {
+                s.failures.failed(peer.ip());
             }
-            Err(_) => None,
-        },
-        // Accepted at startup only on a 127.0.0.1 or ::1 bind; and only for peers that count
-        // as loopback (another 127/8 source address can reach that bind).
-        None if s.config.allow_unauthenticated && loopback => Some(Role::Write),
-        None => None,
+            return refused.response(s.oauth.as_deref());
+        }
     };
     if path == "/metrics" {
-        // Metrics: loopback peers, or the write token from anywhere.
-        if loopback || role == Some(Role::Write) && token.is_some() && acting_agent.is_none() {
+        // Metrics: loopback peers, or the static write token from anywhere.
+        let write_token = who.as_ref().is_some_and(|w| {
+            w.role == Role::Write && w.acting_agent.is_none() && w.grant.is_none()
+        }) && token.is_some();
+        if loopback || write_token {
             return next.run(req).await;
         }
         return error(
@@ -365,24 +390,14 @@ async fn guard(
             "metrics are served to loopback peers or the write token",
         );
     }
-    let Some(role) = role else {
-        if token.is_some() {
-            s.failures.failed(peer.ip());
-        }
-        let mut r = error(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "a valid bearer token is required",
-        );
-        r.headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        return r;
-    };
-    let agent = match (token, role) {
-        _ if acting_agent.is_some() => acting_agent.clone().unwrap_or_default(),
-        (Some(_), Role::Write) => "http:write".to_owned(),
-        (Some(_), Role::Read) => "http:read".to_owned(),
-        (None, _) => format!("http:{}", peer.ip()),
+    let Some(Identity {
+        role,
+        agent,
+        acting_agent,
+        grant,
+    }) = who
+    else {
+        return Refused::NoCredential.response(s.oauth.as_deref());
     };
     if s.limiter.check_key(&agent).is_err() {
         return too_many("too many requests; slow down".into());
@@ -398,8 +413,128 @@ async fn guard(
         session,
         session_named,
         acting_agent,
+        grant: grant.map(Arc::new),
     });
     next.run(req).await
+}
+
+/// Who a credential is, before the rate limit and the session are applied.
+struct Identity {
+    role: Role,
+    agent: String,
+    acting_agent: Option<String>,
+    grant: Option<oauth::Grant>,
+}
+
+/// Why a request is not let in.
+enum Refused {
+    /// No credential, or one that is no token at all (401).
+    NoCredential,
+    /// A token that is neither static, an agent's, nor a good OAuth token.
+    Token(oauth::Refusal),
+}
+
+impl Refused {
+    /// 401 with the challenge (the OAuth one when OAuth is on), 403 `insufficient_scope`, or
+    /// 503 when the authorization server cannot be reached to check a token.
+    fn response(self, oauth: Option<&oauth::OAuth>) -> Response {
+        let (status, code, message, challenge) = match self {
+            Refused::NoCredential => (
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "a valid bearer token is required".to_owned(),
+                oauth.map(|o| o.challenge(None)),
+            ),
+            Refused::Token(oauth::Refusal::Invalid(why)) => (
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                format!("a valid bearer token is required: {why}"),
+                oauth.map(|o| o.challenge(Some(("invalid_token", &why)))),
+            ),
+            Refused::Token(oauth::Refusal::InsufficientScope(why)) => (
+                StatusCode::FORBIDDEN,
+                "insufficient_scope",
+                why.clone(),
+                oauth.map(|o| o.challenge(Some(("insufficient_scope", &why)))),
+            ),
+            Refused::Token(oauth::Refusal::Unavailable(why)) => {
+                let mut r = error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "oauth_unavailable",
+                    format!("the authorization server cannot be reached to check the token: {why}"),
+                );
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+                return r;
+            }
+        };
+        let mut r = error(status, code, message);
+        let challenge = challenge
+            .and_then(|c| HeaderValue::from_str(&c).ok())
+            .unwrap_or(HeaderValue::from_static("Bearer"));
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
+        r
+    }
+}
+
+/// Who the credential says the caller is: the static write or read token, an agent's
+/// credential, an OAuth access token, or no token on a loopback gateway that allows it.
+/// `Ok(None)`: no credential that lets it in.
+async fn identify(
+    s: &Shared,
+    token: Option<&[u8]>,
+    peer: std::net::IpAddr,
+) -> Result<Option<Identity>, Refused> {
+    let plain = |role: Role, agent: &str| Identity {
+        role,
+        agent: agent.to_owned(),
+        acting_agent: None,
+        grant: None,
+    };
+    let Some(t) = token else {
+        // Accepted at startup only on a 127.0.0.1 or ::1 bind; and only for peers that count
+        // as loopback (another 127/8 source address can reach that bind).
+        let allowed = s.config.allow_unauthenticated && trusted_loopback(peer);
+        return Ok(allowed.then(|| plain(Role::Write, &format!("http:{peer}"))));
+    };
+    let matches = |secret: &Option<String>| {
+        secret
+            .as_deref()
+            .is_some_and(|w| same_secret(t, w.as_bytes()))
+    };
+    if matches(&s.config.write_token) {
+        return Ok(Some(plain(Role::Write, "http:write")));
+    }
+    if matches(&s.config.read_token) {
+        return Ok(Some(plain(Role::Read, "http:read")));
+    }
+    let Ok(text) = std::str::from_utf8(t) else {
+        return Err(Refused::Token(oauth::Refusal::Invalid(
+            "the token is not UTF-8".into(),
+        )));
+    };
+    // An agent's credential (issued by vox_spawn_agent): the request is that agent's, and
+    // decided on the agent path (its own profile's public tools, approvals, budget).
+    if let Ok(a) = s.orch.authenticate_agent(text) {
+        return Ok(Some(Identity {
+            role: Role::Write,
+            agent: a.id.clone(),
+            acting_agent: Some(a.id),
+            grant: None,
+        }));
+    }
+    let Some(oauth) = &s.oauth else {
+        return Err(Refused::Token(oauth::Refusal::Invalid(
+            "the token is not one this gateway accepts".into(),
+        )));
+    };
+    let grant = oauth.verify(text).await.map_err(Refused::Token)?;
+    Ok(Some(Identity {
+        role: grant.role,
+        agent: format!("oauth:{}", grant.subject),
+        acting_agent: None,
+        grant: Some(grant),
+    }))
 }
 
 /// Liveness, always 200: `ok`, or `degraded` with the subsystems that failed to boot and why.
@@ -419,12 +554,18 @@ async fn ready(State(s): State<Arc<Shared>>) -> Response {
     (status, Json(body)).into_response()
 }
 
+/// `ok`, or `degraded` naming what is down: the subsystems that failed to boot, and the
+/// authorization server while its keys cannot be fetched (OAuth tokens are refused with 503).
 fn health_body(s: &Shared) -> Value {
     let boot = &s.orch.ctx().boot;
-    if boot.failed.is_empty() {
+    let mut failed = boot.failed.clone();
+    if let Some(why) = s.oauth.as_ref().and_then(|o| o.status()) {
+        failed.insert("oauth", why);
+    }
+    if failed.is_empty() {
         json!({"status": "ok", "profile": boot.profile})
     } else {
-        json!({"status": "degraded", "profile": boot.profile, "failed": boot.failed})
+        json!({"status": "degraded", "profile": boot.profile, "failed": failed})
     }
 }
 
@@ -470,7 +611,15 @@ async fn info(
             "write": if s.config.write_token.is_some() || s.config.allow_unauthenticated { json!(names(Role::Write)) } else { json!(null) },
             "read": if s.config.read_token.is_some() { json!(names(Role::Read)) } else { json!(null) },
         },
-        "you": {"role": match who.caller.role { Role::Write => "write", Role::Read => "read" }, "loopback": who.caller.loopback},
+        "oauth": s.oauth.as_ref().map(|o| json!({"issuer": o.issuer(), "resource": o.resource()})),
+        "you": {
+            "role": match who.caller.role { Role::Write => "write", Role::Read => "read" },
+            "loopback": who.caller.loopback,
+            "principal": who.agent,
+            "subject": who.grant.as_ref().map(|g| g.subject.clone()),
+            "client_id": who.grant.as_ref().and_then(|g| g.client_id.clone()),
+            "profile": who.grant.as_ref().and_then(|g| g.narrowing.as_ref()).map(|p| p.canonical().to_owned()),
+        },
     }))
 }
 
@@ -508,11 +657,23 @@ async fn call_tool(
     let outcome = s.orch.call(&s.scope(&who, false), &name, args, run).await;
     guard.disarm();
     let (status, body) = vox_mcp::encode::rest(outcome);
-    (
+    let mut r = (
         StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        Json(body),
+        Json(&body),
     )
-        .into_response()
+        .into_response();
+    // An OAuth caller whose token lacks the write scope is told so in the standard way
+    // (RFC 6750 §3.1), so a client can ask for a token with more scope.
+    if let (Some(o), Some(_)) = (&s.oauth, &who.grant)
+        && body["error"]["code"] == "insufficient_role"
+        && let Ok(v) = HeaderValue::from_str(&o.challenge(Some((
+            "insufficient_scope",
+            "this tool needs the write role",
+        ))))
+    {
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    r
 }
 
 /// A `/v1/tools/call` body, `{"name": <string>, "args"?: <any>}`: the tool's name and its

@@ -64,26 +64,42 @@ pub fn run(
             max_connections: config.max_connections,
             header_timeout: config.header_timeout,
         };
-        let app = match vox_gateway::router(
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot bind {addr}"))?;
+        let mut config = config;
+        // Port 0 asks the kernel for one: the OAuth resource URI names the port bound.
+        config.port = listener.local_addr()?.port();
+        let (app, oauth) = match vox_gateway::router(
             daemon.orchestrator().clone(),
             config,
             Some(metrics),
             shutdown.clone(),
         ) {
-            Ok(app) => app,
+            Ok(built) => built,
             Err(e) => {
                 eprintln!("error: {e}");
                 return Ok(ExitCode::from(2));
             }
         };
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot bind {addr}"))?;
         let bound = listener.local_addr()?;
         println!(
             "vox serve: listening on http://{bound} (profile {})",
             daemon.orchestrator().profile().canonical()
         );
+        if let Some(oauth) = &oauth {
+            match oauth.warm_up().await {
+                Ok(keys) => eprintln!(
+                    "vox serve: OAuth: tokens from {} for {} ({keys} signing keys)",
+                    oauth.issuer(),
+                    oauth.resource()
+                ),
+                Err(e) => eprintln!(
+                    "vox serve: degraded: OAuth issuer {} cannot be reached: {e} (OAuth tokens are refused until it answers; /ready answers 503)",
+                    oauth.issuer()
+                ),
+            }
+        }
         // Degraded is said at the start, not only found on /health.
         for (sub, why) in &daemon.orchestrator().boot_report().failed {
             eprintln!("vox serve: degraded: subsystem {sub} is down: {why} (/ready answers 503)");
