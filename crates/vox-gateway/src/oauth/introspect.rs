@@ -57,7 +57,15 @@ impl Introspector {
                 &[("token", token), ("token_type_hint", "access_token")],
             )
             .await
-            .map_err(Refusal::Unavailable)?;
+            .map_err(|e| match e.status {
+                // The server refused to say anything about this token (RFC 7662 §2.3 leaves
+                // 400 for a malformed request): the token is what is wrong.
+                Some(400) => Refusal::Invalid(format!(
+                    "the issuer cannot introspect the token: {}",
+                    e.message
+                )),
+                _ => Refusal::Unavailable(e.message),
+            })?;
         let verdict = judge(&answer, resource);
         let keep = match &verdict {
             Ok(c) => MAX_CACHE.min(Duration::from_secs(c.exp.saturating_sub(super::now()))),

@@ -52,7 +52,7 @@ impl Http {
             .send()
             .await
             .map_err(|e| format!("{url}: {}", with_causes(&e)))?;
-        read_json(url, resp).await
+        read_json(url, resp).await.map_err(|f| f.message)
     }
 
     /// POSTs a form to `url` with HTTP Basic client authentication (RFC 6749 §2.3.1) and
@@ -62,7 +62,7 @@ impl Http {
         url: &str,
         client: (&str, &str),
         form: &[(&str, &str)],
-    ) -> Result<Value, String> {
+    ) -> Result<Value, FetchError> {
         let body = url::form_urlencoded::Serializer::new(String::new())
             .extend_pairs(form)
             .finish();
@@ -77,7 +77,10 @@ impl Http {
             .body(body)
             .send()
             .await
-            .map_err(|e| format!("{url}: {}", with_causes(&e)))?;
+            .map_err(|e| FetchError {
+                status: None,
+                message: format!("{url}: {}", with_causes(&e)),
+            })?;
         read_json(url, resp).await
     }
 }
@@ -95,22 +98,39 @@ fn with_causes(e: &dyn std::error::Error) -> String {
     text
 }
 
-async fn read_json(url: &str, mut resp: reqwest::Response) -> Result<Value, String> {
+/// A request to the authorization server that failed: its HTTP status when it answered.
+#[derive(Debug)]
+pub(crate) struct FetchError {
+    pub(crate) status: Option<u16>,
+    pub(crate) message: String,
+}
+
+async fn read_json(url: &str, mut resp: reqwest::Response) -> Result<Value, FetchError> {
     let status = resp.status();
+    let fail = |message: String| FetchError {
+        status: Some(status.as_u16()),
+        message,
+    };
     let mut body = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(|e| format!("{url}: {e}"))? {
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| fail(format!("{url}: {e}")))?
+    {
         if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
-            return Err(format!("{url}: answer over {MAX_DOCUMENT_BYTES} bytes"));
+            return Err(fail(format!(
+                "{url}: answer over {MAX_DOCUMENT_BYTES} bytes"
+            )));
         }
         body.extend_from_slice(&chunk);
     }
     if !status.is_success() {
-        return Err(format!("{url}: HTTP {status}"));
+        return Err(fail(format!("{url}: HTTP {status}")));
     }
     match serde_json::from_slice::<Value>(&body) {
         Ok(v) if v.is_object() => Ok(v),
-        Ok(_) => Err(format!("{url}: answer is not a JSON object")),
-        Err(e) => Err(format!("{url}: answer is not JSON: {e}")),
+        Ok(_) => Err(fail(format!("{url}: answer is not a JSON object"))),
+        Err(e) => Err(fail(format!("{url}: answer is not JSON: {e}"))),
     }
 }
 

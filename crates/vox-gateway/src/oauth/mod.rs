@@ -397,12 +397,13 @@ impl OAuth {
         value
     }
 
-    /// Whether a bearer value has a JWT's shape (three base64url parts).
+    /// Whether a bearer value has a JWT's shape: three base64url parts, the signature possibly
+    /// empty (an unsecured `alg: none` JWT is a JWT, refused as one).
     fn is_jwt(token: &str) -> bool {
         let parts: Vec<&str> = token.split('.').collect();
         parts.len() == 3
-            && parts.iter().all(|p| {
-                !p.is_empty()
+            && parts.iter().enumerate().all(|(i, p)| {
+                (i == 2 || !p.is_empty())
                     && p.bytes()
                         .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
             })
