@@ -4,16 +4,19 @@
 pub mod args;
 pub mod client;
 pub mod config;
+pub mod logging;
 
-/// Logs go to stderr (stdout is the MCP channel in stdio mode), filtered by `VOX_LOG`.
-pub fn init_logging(default: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("VOX_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
+/// Checks every `VOX_*` variable (a bad value is an error naming it) and sets up logging.
+pub fn start(default_log: &str) -> Result<(), String> {
+    let errors = vox_core::env::check(|k| std::env::var(k).ok());
+    if !errors.is_empty() {
+        return Err(errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\nerror: "));
+    }
+    logging::init(default_log)
 }
 
 /// The `vox-orchestrator-d` binary next to the running executable.

@@ -9,8 +9,14 @@ use vox_cli::args::{Cli, Command};
 mod commands;
 
 fn main() -> ExitCode {
-    vox_cli::init_logging("warn");
     let cli = Cli::parse();
+    // `vox doctor` reports a bad environment as a failed check instead of refusing to run.
+    if matches!(cli.command, Command::Doctor { .. }) {
+        let _ = vox_cli::logging::init("warn");
+    } else if let Err(e) = vox_cli::start("warn") {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     if !matches!(cli.command, Command::Mcp { .. } | Command::Serve { .. }) {
         // Reporting commands end quietly when their reader goes away (`vox profile list | head`),
         // as other command-line tools do, instead of panicking in `println!`.

@@ -243,3 +243,94 @@ fn a_bad_idle_limit_is_refused_with_the_variable_named() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_daemon_log_past_its_limit_is_rotated_and_the_daemon_logs_to_a_fresh_one() {
+    let ws = Ws::new()
+        .with_env("VOX_LOG_MAX_BYTES", "65536")
+        .with_env("VOX_LOG", "info");
+    let log = ws.root().join(".vox/daemon.log");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    std::fs::write(&log, "old line\n".repeat(8_000)).unwrap();
+    let out = ws.vox(&["daemon", "start", "--profile", "knowledge"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(ws.vox(&["daemon", "stop"]).status.success());
+    let rotated = std::fs::read_to_string(ws.root().join(".vox/daemon.log.1")).unwrap();
+    assert!(rotated.starts_with("old line") && rotated.len() == 72_000);
+    let fresh = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !fresh.contains("old line") && fresh.contains("daemon listening"),
+        "{fresh}"
+    );
+}
+
+fn environment_check(doctor: &Value) -> Value {
+    doctor["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "environment")
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn a_bad_value_of_any_vox_variable_stops_vox_naming_it_and_doctor_fails_on_it() {
+    let ws = Ws::new();
+    for (var, value) in [
+        ("VOX_TOOL_TIMEOUT_MS", "abc"),
+        ("VOX_APPROVAL_TIMEOUT_SECS", "x"),
+        ("VOX_LOG", "garbage[[["),
+        ("VOX_WORKSPACE_WATCH", "maybe"),
+        ("VOX_LOG_FORMAT", "xml"),
+    ] {
+        let ws = Ws::new().with_env(var, value);
+        let out = ws.vox(&["daemon", "start", "--profile", "knowledge"]);
+        assert_eq!(out.status.code(), Some(2), "{var}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(var) && stderr.contains(value), "{stderr}");
+        let doctor = ws.vox(&["doctor", "--json"]);
+        assert_eq!(doctor.status.code(), Some(1), "{var}");
+        let v: Value = serde_json::from_slice(&doctor.stdout).unwrap();
+        assert_eq!(environment_check(&v)["status"], "fail", "{v}");
+    }
+    // A name vox does not read is a warning naming the nearest one.
+    let ws = ws.with_env("VOX_PROFLE", "knowledge");
+    let v: Value = serde_json::from_slice(&ws.vox(&["doctor", "--json"]).stdout).unwrap();
+    let env = environment_check(&v);
+    assert_eq!(env["status"], "warn", "{env}");
+    assert!(
+        env["message"].as_str().unwrap().contains("VOX_PROFILE"),
+        "{env}"
+    );
+}
+
+#[test]
+fn vox_log_format_json_writes_one_json_object_per_line() {
+    let ws = Ws::new()
+        .with_env("VOX_LOG_FORMAT", "json")
+        .with_env("VOX_LOG", "info");
+    assert!(
+        ws.vox(&["daemon", "start", "--profile", "knowledge"])
+            .status
+            .success()
+    );
+    assert!(ws.vox(&["daemon", "stop"]).status.success());
+    let log = std::fs::read_to_string(ws.root().join(".vox/daemon.log")).unwrap();
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(
+        lines.iter().any(|l| l["level"] == "INFO"
+            && l["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("daemon listening"))
+            && l["profile"] == "knowledge"),
+        "{log}"
+    );
+}

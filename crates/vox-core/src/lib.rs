@@ -15,6 +15,7 @@ pub mod boot;
 pub mod call;
 pub mod ctx;
 mod dispatch;
+pub mod env;
 pub mod error;
 pub mod family;
 mod listing;

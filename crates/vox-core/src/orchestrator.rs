@@ -178,9 +178,10 @@ impl Orchestrator {
                 })
             })
             .collect();
-        let timeout_ms = std::env::var("VOX_TOOL_TIMEOUT_MS")
+        // A bad value stopped `vox` at start (`env::check`); here it can only be unset.
+        let timeout_ms = crate::env::number("VOX_TOOL_TIMEOUT_MS")
             .ok()
-            .and_then(|v| v.parse().ok())
+            .flatten()
             .unwrap_or(30_000);
         let ctx = Arc::new(ctx);
         for f in started {

@@ -44,11 +44,15 @@ type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, ClientError>
 /// the client's environment (`VOX_MCP_TIERS=workspace|all` is the deprecated spelling). Each
 /// client of one daemon decides for itself.
 pub fn workspace_tools_requested() -> bool {
-    if std::env::var("VOX_MCP_WORKSPACE_TOOLS").as_deref() == Ok("1") {
+    if vox_core::env::flag("VOX_MCP_WORKSPACE_TOOLS") == Ok(Some(true)) {
         return true;
     }
-    match std::env::var("VOX_MCP_TIERS").as_deref() {
-        Ok("workspace" | "all") => {
+    match vox_core::env::text("VOX_MCP_TIERS")
+        .ok()
+        .flatten()
+        .as_deref()
+    {
+        Some("workspace" | "all") => {
             tracing::warn!("VOX_MCP_TIERS is deprecated; set VOX_MCP_WORKSPACE_TOOLS=1");
             true
         }

@@ -21,16 +21,10 @@ pub const IDLE_VAR: &str = "VOX_DAEMON_IDLE_SECS";
 
 /// Reads [`IDLE_VAR`]: `None` means never exit.
 pub fn idle_from_env() -> Result<Option<Duration>, String> {
-    match std::env::var(IDLE_VAR) {
-        Err(std::env::VarError::NotPresent) => Ok(Some(DEFAULT_IDLE)),
-        Err(e) => Err(format!("{IDLE_VAR}: {e}")),
-        Ok(v) => match v.trim().parse::<u64>() {
-            Ok(0) => Ok(None),
-            Ok(n) => Ok(Some(Duration::from_secs(n))),
-            Err(_) => Err(format!(
-                "{IDLE_VAR}={v:?} is not a whole number of seconds (0 = never exit)"
-            )),
-        },
+    match vox_core::env::number(IDLE_VAR).map_err(|e| e.to_string())? {
+        None => Ok(Some(DEFAULT_IDLE)),
+        Some(0) => Ok(None),
+        Some(n) => Ok(Some(Duration::from_secs(n))),
     }
 }
 

@@ -94,7 +94,7 @@ impl DaemonUpstream {
     /// Hands this process's stdin and stdout to the daemon (`orch.serve_stdio` on a connection
     /// of its own) and follows the session there until it ends.
     pub async fn hand_off(&self) -> Handoff {
-        if std::env::var("VOX_MCP_HANDOFF").as_deref() == Ok("0") {
+        if vox_core::env::flag("VOX_MCP_HANDOFF") == Ok(Some(false)) {
             return Handoff::Kept;
         }
         match self.try_hand_off().await {

@@ -73,9 +73,8 @@ impl CallObserver for Ledger {
 }
 
 fn calibrate(ctx: &mut Ctx) -> Result<StepDone, String> {
-    let budget = std::env::var("VOX_ATTENTION_BUDGET_TOKENS")
-        .ok()
-        .and_then(|v| v.parse().ok())
+    let budget = vox_core::env::number("VOX_ATTENTION_BUDGET_TOKENS")
+        .map_err(|e| e.to_string())?
         .unwrap_or(200_000);
     let store = ctx.get::<Arc<dyn vox_store::pg::KnowledgeRepos>>().cloned();
     let attention = Arc::new(Attention::new(budget, store.is_some()));

@@ -428,10 +428,7 @@ fn set_budget(ctx: &Ctx, call: &CallCtx, a: BudgetArgs) -> Result<BudgetSet, Too
 /// The `agent_fleet` step: agents and tasks live in the store; `VOX_MCP_AGENT_FLEET=0` turns
 /// the subsystem off.
 fn boot(ctx: &mut Ctx) -> Result<StepDone, String> {
-    if matches!(
-        std::env::var("VOX_MCP_AGENT_FLEET").as_deref(),
-        Ok("0" | "false" | "off")
-    ) {
+    if vox_core::env::flag("VOX_MCP_AGENT_FLEET").map_err(|e| e.to_string())? == Some(false) {
         return Err("disabled by VOX_MCP_AGENT_FLEET".into());
     }
     let Some(s) = ctx.get::<Arc<Store>>().cloned() else {

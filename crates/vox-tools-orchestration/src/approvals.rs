@@ -176,9 +176,10 @@ const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 900;
 
 fn approval_timeout() -> std::time::Duration {
     std::time::Duration::from_secs(
-        std::env::var("VOX_APPROVAL_TIMEOUT_SECS")
+        // A bad value stopped `vox` at start (`vox_core::env::check`).
+        vox_core::env::number("VOX_APPROVAL_TIMEOUT_SECS")
             .ok()
-            .and_then(|v| v.parse().ok())
+            .flatten()
             .unwrap_or(DEFAULT_APPROVAL_TIMEOUT_SECS),
     )
 }

@@ -434,7 +434,7 @@ fn changes_content(kind: &notify::EventKind) -> bool {
 /// clients when the served set changed. `VOX_WORKSPACE_WATCH=0` turns it off.
 pub fn watch(ctx: Arc<vox_core::Ctx>) {
     use notify::Watcher;
-    if std::env::var("VOX_WORKSPACE_WATCH").as_deref() == Ok("0")
+    if vox_core::env::flag("VOX_WORKSPACE_WATCH") == Ok(Some(false))
         || ctx.get::<Arc<WorkspaceTools>>().is_none()
     {
         return;

@@ -23,8 +23,11 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    vox_cli::init_logging("info");
     let args = Args::parse();
+    if let Err(e) = vox_cli::start("info") {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     let ws = match Workspace::resolve(args.workspace.dir()) {
         Ok(w) => w,
         Err(e) => {
@@ -32,6 +35,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Err(e) = vox_cli::logging::rotate_when_stderr_is(&ws.daemon_log_path()) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     if let Err(e) = vox_cli::config::install_workspace_profiles(&ws) {
         eprintln!("error: {e}");
         return ExitCode::from(2);

@@ -53,6 +53,7 @@ impl Report {
 pub fn run(workspace: Option<&Path>, json_out: bool) -> Result<ExitCode> {
     let mut r = Report::default();
     binaries(&mut r);
+    environment(&mut r);
     let profile = profile(&mut r);
     match Workspace::resolve_explained(workspace) {
         Ok((ws, found)) => {
@@ -115,6 +116,49 @@ pub fn run(workspace: Option<&Path>, json_out: bool) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Every `VOX_*` value parses (what `vox` refuses to start with), and no `VOX_*` name is one
+/// vox does not read (a typo is a warning naming the nearest variable).
+fn environment(r: &mut Report) {
+    let bad = vox_core::env::check(|k| std::env::var(k).ok());
+    let log = vox_core::env::text("VOX_LOG")
+        .ok()
+        .flatten()
+        .and_then(|spec| {
+            tracing_subscriber::EnvFilter::try_new(&spec)
+                .err()
+                .map(|e| format!("VOX_LOG: `{spec}` is not a log filter: {e}"))
+        });
+    let mut errors: Vec<String> = bad.iter().map(ToString::to_string).collect();
+    errors.extend(log);
+    let unknown = vox_core::env::unknown(std::env::vars().map(|(k, _)| k));
+    let named: Vec<String> = unknown
+        .iter()
+        .map(|(n, near)| match near {
+            Some(near) => format!("{n} (did you mean {near}?)"),
+            None => n.clone(),
+        })
+        .collect();
+    let details =
+        json!({"invalid": errors, "unknown": named, "reference": "docs/configuration.md"});
+    if !errors.is_empty() {
+        r.add("environment", Status::Fail, errors.join("; "), details);
+    } else if !named.is_empty() {
+        r.add(
+            "environment",
+            Status::Warn,
+            format!("vox reads no variable named {}", named.join(", ")),
+            details,
+        );
+    } else {
+        r.add(
+            "environment",
+            Status::Ok,
+            "every VOX_* variable set parses".to_owned(),
+            details,
+        );
+    }
 }
 
 fn binaries(r: &mut Report) {

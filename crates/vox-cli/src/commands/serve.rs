@@ -40,7 +40,7 @@ pub fn run(
         return Ok(ExitCode::from(2));
     }
     let ws = Workspace::resolve(workspace.as_deref())?;
-    vox_cli::init_logging("info");
+    // Logging was set up at start (`vox_cli::start`).
     let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
         .install_recorder()
         .map_err(|e| anyhow::anyhow!("metrics recorder: {e}"))?;
