@@ -337,10 +337,15 @@ async fn internal_tools_are_judged_by_the_socket_peer_not_forwarded_headers() {
     )
     .await;
     assert_eq!(m.status, 200);
+    let text = m.body.as_str().unwrap();
+    assert!(text.contains("vox_tool_calls_total"), "{text}");
+    // Call latency is a histogram with buckets (true quantiles), not a summary.
     assert!(
-        m.body.as_str().unwrap().contains("vox_tool_calls_total"),
-        "{}",
-        m.body
+        text.contains("# TYPE vox_tool_call_seconds histogram")
+            && text.contains("vox_tool_call_seconds_bucket{")
+            && text.contains("le=\"+Inf\"")
+            && !text.contains("quantile="),
+        "{text}"
     );
 }
 
@@ -1409,7 +1414,7 @@ async fn health_says_degraded_and_ready_refuses_while_a_subsystem_is_down() {
 #[test]
 fn serve_host_and_port_flags_stand_in_for_the_variables() {
     let ws = Ws::new();
-    // The flags win over the variables (a bad variable does not matter when a flag replaces it).
+    // The flags win over the variables.
     let mut child = std::process::Command::new(VOX)
         .args([
             "serve",
@@ -1423,7 +1428,7 @@ fn serve_host_and_port_flags_stand_in_for_the_variables() {
         .env("VOX_WORKSPACE", ws.root())
         .env("VOX_HOME", ws.home.path())
         .env("VOX_MCP_HTTP_BEARER_TOKEN", WRITE)
-        .env("VOX_MCP_HTTP_PORT", "not-a-port")
+        .env("VOX_MCP_HTTP_PORT", "3921")
         .env("VOX_MCP_HTTP_HOST", "0.0.0.0")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -1442,6 +1447,17 @@ fn serve_host_and_port_flags_stand_in_for_the_variables() {
         !line.contains(":3921"),
         "--port 0 picked a free port: {line}"
     );
+    // A variable set to a bad value is refused even when a flag would replace it: the
+    // environment is wrong, and saying so beats a surprise on the next start without the flag.
+    let out = std::process::Command::new(VOX)
+        .args(["serve", "--port", "0"])
+        .env("VOX_WORKSPACE", ws.root())
+        .env("VOX_HOME", ws.home.path())
+        .env("VOX_MCP_HTTP_PORT", "not-a-port")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("VOX_MCP_HTTP_PORT: `not-a-port`"));
     // A bad flag is refused by name.
     let out = ws.vox(&["serve", "--host", "nowhere"]);
     assert_eq!(out.status.code(), Some(2));

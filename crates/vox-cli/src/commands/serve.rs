@@ -8,6 +8,12 @@ use vox_core::Workspace;
 
 use super::{profile_or_exit, runtime, warn_if_empty};
 
+/// Bucket bounds of every histogram (all are durations in seconds): 100 µs to a minute.
+const SECONDS_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0, 30.0, 60.0,
+];
+
 /// Checks the gateway configuration, starts the daemon and serves HTTP until the daemon stops.
 /// `--host` and `--port` stand in for `VOX_MCP_HTTP_HOST` and `VOX_MCP_HTTP_PORT`.
 pub fn run(
@@ -41,7 +47,12 @@ pub fn run(
     }
     let ws = Workspace::resolve(workspace.as_deref())?;
     // Logging was set up at start (`vox_cli::start`).
+    // Histograms with buckets, not summaries: a summary's quantiles cover only the samples
+    // since its last upkeep (they read 0 between calls while the sum grows), and cannot be
+    // aggregated across replicas; buckets give true quantiles over any window in Prometheus.
     let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .set_buckets(SECONDS_BUCKETS)
+        .map_err(|e| anyhow::anyhow!("metrics buckets: {e}"))?
         .install_recorder()
         .map_err(|e| anyhow::anyhow!("metrics recorder: {e}"))?;
     runtime()?.block_on(async move {
