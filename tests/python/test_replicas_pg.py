@@ -115,7 +115,7 @@ class Proxy:
     """One address in front of the replicas, as a load balancer: each request goes to the next
     replica in turn, except (when `sticky`) a request naming an MCP session, which goes to the
     replica whose answer opened it (HAProxy: `stick on req.hdr(mcp-session-id)` with
-    `stick store-response res.hdr(mcp-session-id)`; README "Running several nodes")."""
+    `stick store-response res.hdr(mcp-session-id)`; docs/mesh.md)."""
 
     def __init__(self, upstreams: list, sticky: bool):
         self.upstreams, self.sticky, self.turn, self.owner = upstreams, sticky, 0, {}
