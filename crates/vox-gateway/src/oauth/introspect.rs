@@ -16,11 +16,14 @@ pub(crate) const MAX_CACHE: Duration = Duration::from_secs(30);
 /// Most answers cached at once; past it the cache starts again empty.
 const MAX_ENTRIES: usize = 4096;
 
+/// An answer kept: until when, and what it said (claims, or why the token is refused).
+type Verdict = (Instant, Result<TokenClaims, String>);
+
 /// vox's client at the introspection endpoint, and what it learned.
 pub(crate) struct Introspector {
     client_id: String,
     client_secret: String,
-    cache: Mutex<HashMap<[u8; 32], (Instant, Result<TokenClaims, String>)>>,
+    cache: Mutex<HashMap<[u8; 32], Verdict>>,
 }
 
 impl Introspector {
