@@ -123,7 +123,7 @@ pub const VARS: &[Var] = &[
     var("VOX_MCP_AGENT_FLEET", Flag, "1", TOOLS, "0: the agent fleet subsystem is off."),
     var("VOX_FLEET_VOX_BIN", Text, "this `vox`", TOOLS, "The `vox` binary the fleet's Codex workers are given."),
     var("VOX_FLEET_CODEX_CONFIG", Text, "`$CODEX_HOME/config.toml`", TOOLS, "The Codex configuration the fleet's workers start from."),
-    var("VOX_LLM_API", Kind::Choice(&["openai", "anthropic"]), "unset", LLM, "With `VOX_LLM_BASE_URL` and `VOX_LLM_MODEL`: one model from the environment."),
+    var("VOX_LLM_API", Kind::Choice(&["chat", "responses", "anthropic"]), "unset", LLM, "With `VOX_LLM_BASE_URL` and `VOX_LLM_MODEL`: one model from the environment."),
     var("VOX_LLM_BASE_URL", Text, "unset", LLM, "That model's endpoint."),
     var("VOX_LLM_MODEL", Text, "unset", LLM, "That model's name."),
     var("VOX_LLM_API_KEY_ENV", Text, "unset", LLM, "The variable holding that model's API key."),
